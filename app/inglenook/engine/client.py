@@ -1,0 +1,232 @@
+"""Qt-free client of the engine host process (used by the CLI and the window's worker).
+
+One thread drives the client (load, generate); `cancel()` may be called from any thread.
+If the host dies, the client raises EngineCrashed with a readable reason and starts a fresh host
+on the next load(); it never reloads on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import inglenook
+from inglenook import paths
+from inglenook.core.load import LoadParams, ModelInfo
+from inglenook.core.messages import GenerationRequest
+from inglenook.core.replies import Finish
+from inglenook.engine import protocol as p
+
+START_TIMEOUT_S = 60.0
+# A stop that llama.cpp has not honoured by then is forced by restarting the host.
+CANCEL_GRACE_S = 2.0
+
+
+class EngineError(Exception):
+    """A failure the user should read (bad model file, engine gone)."""
+
+
+class EngineCrashed(EngineError):
+    pass
+
+
+class _Ended:
+    """Put on the inbox when the host's output closes."""
+
+
+class EngineClient:
+    def __init__(self, log_path: Path | None = None) -> None:
+        self._log_path = log_path or paths.engine_log_file()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._inbox: queue.Queue[Any] = queue.Queue()
+        self._write_lock = threading.Lock()
+        self._cancel_at: dict[int, float] = {}
+        self.ready: p.Ready | None = None
+        self.model: ModelInfo | None = None
+
+    # ---- process -------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> p.Ready:
+        if self.alive and self.ready:
+            return self.ready
+        self._stop_process()
+        env = dict(os.environ)
+        source_root = str(Path(inglenook.__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root, env.get("PYTHONPATH")]))
+        log: IO[bytes] = open(self._log_path, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "inglenook.engine.host"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+        finally:
+            log.close()
+        self._inbox = queue.Queue()
+        threading.Thread(target=self._read_events, args=(self._proc, self._inbox),
+                         daemon=True, name="engine-events").start()
+        event = self._next(START_TIMEOUT_S)
+        if not isinstance(event, p.Ready):
+            raise EngineCrashed(f"The engine did not start ({event!r}).")
+        self.ready = event
+        return event
+
+    @staticmethod
+    def _read_events(proc: subprocess.Popen[bytes], inbox: queue.Queue[Any]) -> None:
+        assert proc.stdout is not None
+        try:
+            while (event := p.read_frame(proc.stdout)) is not None:
+                inbox.put(event)
+        except (p.ProtocolError, OSError, ValueError):
+            pass
+        inbox.put(_Ended())
+
+    def _next(self, timeout: float | None = None) -> Any:
+        try:
+            event = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(event, _Ended):
+            self._inbox.put(event)  # every later read sees the end too
+            raise EngineCrashed(self._crash_reason())
+        return event
+
+    def _crash_reason(self) -> str:
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            code = self._proc.wait()
+        self.model = None
+        if code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exit status {code}"
+        detail = _last_line(self._log_path)
+        detail = f" Last message: {detail}" if detail else ""
+        return f"The engine stopped unexpectedly ({how}).{detail}"
+
+    def _send(self, message: Any) -> None:
+        if not self.alive or self._proc is None or self._proc.stdin is None:
+            raise EngineCrashed("The engine is not running.")
+        try:
+            with self._write_lock:
+                p.write_frame(self._proc.stdin, message)
+        except (BrokenPipeError, OSError) as exc:
+            raise EngineCrashed(f"The engine stopped unexpectedly ({exc}).") from exc
+
+    def _stop_process(self) -> None:
+        proc, self._proc = self._proc, None
+        self.model = None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                with self._write_lock:
+                    p.write_frame(proc.stdin, p.Shutdown())
+                proc.wait(timeout=3)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream:
+                stream.close()
+
+    def close(self) -> None:
+        self._stop_process()
+
+    def kill(self) -> None:
+        """Kill the host abruptly (tests and the stop watchdog)."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.kill()
+
+    # ---- requests ------------------------------------------------------------------------
+    def load(self, params: LoadParams,
+             on_progress: Callable[[float], None] | None = None) -> ModelInfo:
+        self.start()
+        self._send(p.Load(params))
+        while True:
+            event = self._next()
+            if isinstance(event, p.LoadProgress):
+                if on_progress:
+                    on_progress(event.fraction)
+            elif isinstance(event, p.Loaded):
+                self.model = event.info
+                return event.info
+            elif isinstance(event, p.LoadFailed):
+                self.model = None
+                raise EngineError(event.message)
+
+    def unload(self) -> None:
+        if self.alive and self.model is not None:
+            self._send(p.Unload())
+            while not isinstance(self._next(), p.Unloaded):
+                pass
+        self.model = None
+
+    def generate(self, request: GenerationRequest) -> Iterator[Any]:
+        """Yield the host's events for this request, ending with exactly one Finished."""
+        rid = request.request_id
+        self._send(p.Generate(request))
+        try:
+            while True:
+                event = self._next(timeout=0.1)
+                if event is None:
+                    if self._cancel_overdue(rid):
+                        self.kill()  # the host will be restarted on the next load
+                        self._next()  # raises EngineCrashed once the host is gone
+                    continue
+                if getattr(event, "request_id", rid) != rid:
+                    continue  # a late event of an earlier request
+                yield event
+                if isinstance(event, p.Finished):
+                    return
+        except EngineCrashed as exc:
+            if rid in self._cancel_at:
+                yield p.Finished(rid, Finish(
+                    "cancelled", "Stopped by restarting the engine; reload the model."))
+                return
+            raise exc
+        finally:
+            self._cancel_at.pop(rid, None)
+
+    def _cancel_overdue(self, rid: int) -> bool:
+        at = self._cancel_at.get(rid)
+        return at is not None and time.monotonic() - at > CANCEL_GRACE_S
+
+    def cancel(self, request_id: int) -> None:
+        """Stop a request. Safe from any thread; returns at once."""
+        self._cancel_at.setdefault(request_id, time.monotonic())
+        try:
+            self._send(p.Cancel(request_id))
+        except EngineCrashed:
+            pass  # nothing left to stop
+
+
+def _last_line(path: Path, limit: int = 4096) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            lines = f.read().decode("utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].strip()[:300] if lines else ""

@@ -1,0 +1,371 @@
+"""The engine process: owns the llama_cpp.Llama object. The ONLY module that imports llama_cpp.
+
+Run as `python -m inglenook.engine.host`. Requests arrive on stdin, events leave on the process's
+original stdout; fd 1 is then pointed at stderr so that anything llama.cpp prints cannot corrupt
+the protocol. A reader thread takes Cancel requests as they arrive (the main thread is busy
+generating), so a stop lands within one token, and mid-prompt through llama.cpp's abort callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import queue
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import IO, Any
+
+import llama_cpp
+
+from inglenook.core.context import ContextOverflow, fit_messages, reply_reserve
+from inglenook.core.load import LoadParams, LoadParamsError, ModelInfo, choose_context
+from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.replies import Finish, FinishReason, Stats
+from inglenook.core.streaming import StopMatcher, Utf8Stream
+from inglenook.core.template import ChatTemplate, TemplateError, for_model, render_with_fallback
+from inglenook.engine import protocol as p
+from inglenook.models.gguf import GGUFError, read_header
+
+KV_TYPES = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+            "q4_0": llama_cpp.GGML_TYPE_Q4_0}
+
+
+def physical_cores() -> int:
+    try:
+        import psutil
+
+        return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        return os.cpu_count() or 1
+
+
+class Session:
+    """A loaded model and its KV cache; generates one reply at a time."""
+
+    def __init__(self, llm: Any, template: ChatTemplate, info: ModelInfo) -> None:
+        self.llm = llm
+        self.template = template
+        self.info = info
+        self.vocab = llm._model.vocab
+        self._pieces: dict[int, bytes] = {}
+        self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        self._bos = llm.token_bos()
+
+    def piece(self, token: int, special: bool = False) -> bytes:
+        cached = self._pieces.get(token) if not special else None
+        if cached is not None:
+            return cached
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, size, 0, special)
+            if n >= 0:
+                break
+            size = -n
+        data = buf.raw[:n]
+        if not special:
+            self._pieces[token] = data
+        return data
+
+    def tokenize(self, messages: Sequence[Message]) -> list[int]:
+        text = render_with_fallback(self.template, messages)
+        tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=self._add_bos, special=True)
+        # Templates that write the BOS text themselves would otherwise give two BOS tokens.
+        if len(tokens) > 1 and tokens[0] == tokens[1] == self._bos:
+            tokens = tokens[1:]
+        return tokens
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+class EngineHost:
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._session: Session | None = None
+        self._cancelled: set[int] = set()
+        self._current = -1
+        self._abort = threading.Event()
+        self._lock = threading.Lock()
+        # Kept alive for as long as a context may call it.
+        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: self._abort.is_set())
+
+    def send(self, message: Any) -> None:
+        p.write_frame(self._out, message)
+
+    # Called from the reader thread.
+    def cancel(self, request_id: int) -> None:
+        with self._lock:
+            self._cancelled.add(request_id)
+            if request_id == self._current:
+                self._abort.set()
+
+    def _is_cancelled(self, request_id: int) -> bool:
+        with self._lock:
+            return request_id in self._cancelled
+
+    # ---- loading -------------------------------------------------------------------------
+    def load(self, params: LoadParams) -> None:
+        self.unload()
+        started = time.perf_counter()
+        try:
+            params.validate()
+            header = read_header(params.model_path)
+        except (LoadParamsError, GGUFError) as exc:
+            self.send(p.LoadFailed(str(exc)))
+            return
+        supported = bool(llama_cpp.llama_supports_gpu_offload())
+        n_gpu_layers = params.n_gpu_layers if supported else 0
+        n_threads = params.n_threads or physical_cores()
+        n_ctx = choose_context(params.n_ctx, header.context_length)
+        try:
+            llm = self._construct(params, n_ctx, n_threads, n_gpu_layers)
+        except (ValueError, RuntimeError, OSError) as exc:
+            self.send(p.LoadFailed(f"llama.cpp could not load this model: {exc}"))
+            return
+        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_cb, None)
+        bos = _special_text(llm, llm.token_bos())
+        eos = _special_text(llm, llm.token_eos())
+        try:
+            template, source = for_model(header.chat_template, params.chat_template, bos, eos)
+            render_with_fallback(template, [Message("system", "s"), Message("user", "Hi")])
+        except TemplateError as exc:
+            llm.close()
+            self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
+            return
+        info = ModelInfo(
+            path=params.model_path, name=header.name, architecture=header.architecture,
+            size_bytes=header.file_size, n_ctx=llm.n_ctx(), n_ctx_train=header.context_length,
+            n_threads=n_threads, n_gpu_layers=n_gpu_layers, gpu_offload_supported=supported,
+            flash_attn=params.flash_attn, kv_cache_type=params.kv_cache_type,
+            template_source=source,  # type: ignore[arg-type]
+            load_seconds=time.perf_counter() - started,
+        )
+        self._session = Session(llm, template, info)
+        self.send(p.Loaded(info))
+
+    def _construct(self, params: LoadParams, n_ctx: int, n_threads: int, n_gpu_layers: int) -> Any:
+        last = [-1.0]
+
+        def progress(fraction: float, _data: object) -> bool:
+            if fraction - last[0] >= 0.02 or fraction >= 1.0:
+                last[0] = fraction
+                self.send(p.LoadProgress(float(fraction)))
+            return True
+
+        kv_type = KV_TYPES[params.kv_cache_type]
+        with _progress_callback(progress):
+            return llama_cpp.Llama(
+                model_path=params.model_path, n_ctx=n_ctx, n_batch=params.n_batch,
+                n_ubatch=params.n_batch, n_threads=n_threads, n_threads_batch=n_threads,
+                n_gpu_layers=n_gpu_layers, flash_attn=params.flash_attn, type_k=kv_type,
+                type_v=kv_type, use_mmap=params.use_mmap, use_mlock=params.use_mlock,
+                verbose=False,
+            )
+
+    def unload(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    # ---- generating ----------------------------------------------------------------------
+    def generate(self, request: GenerationRequest) -> None:
+        rid = request.request_id
+        with self._lock:
+            self._current = rid
+            self._abort.clear()
+            if rid in self._cancelled:
+                self._abort.set()
+        self.send(p.Started(rid))
+        try:
+            if self._session is None:
+                self._finish(rid, "error", "No model is loaded.")
+            else:
+                self._generate(self._session, request)
+        except Exception as exc:  # the reply fails; the host and the model stay up
+            self._finish(rid, "error", f"The engine failed: {exc}")
+        finally:
+            with self._lock:
+                self._current = -1
+                self._cancelled.discard(rid)
+                self._abort.clear()
+
+    def _finish(self, rid: int, reason: FinishReason, message: str = "") -> None:
+        self.send(p.Finished(rid, Finish(reason, message)))
+
+    def _generate(self, s: Session, request: GenerationRequest) -> None:
+        rid, sp, llm = request.request_id, request.sampling, s.llm
+        started = time.perf_counter()
+        n_ctx = llm.n_ctx()
+        try:
+            messages, dropped = fit_messages(
+                request.messages, lambda m: len(s.tokenize(m)), n_ctx,
+                reply_reserve(n_ctx, sp.max_tokens))
+            tokens = s.tokenize(messages)
+        except (TemplateError, ContextOverflow) as exc:
+            self._finish(rid, "error", str(exc))
+            return
+        # The prompt's last token is always evaluated again: generation needs fresh logits.
+        cached = min(_common_prefix(llm._input_ids[: llm.n_tokens], tokens), len(tokens) - 1)
+        if not self._prefill(s, rid, tokens, cached):
+            self._finish(rid, "cancelled")
+            return
+        prefilled = time.perf_counter()
+        llm.set_seed(sp.seed if sp.seed >= 0 else random.getrandbits(31))
+        llm.last_n_tokens_size = sp.repeat_last_n
+        utf8, stops = Utf8Stream(), StopMatcher(sp.stop)
+        n_gen, first_at, reason, stopped_by_string = 0, 0.0, "stop", False
+        generator = llm.generate(
+            tokens, top_k=sp.top_k, top_p=sp.top_p, min_p=sp.min_p, typical_p=sp.typical_p,
+            temp=sp.temperature, repeat_penalty=sp.repeat_penalty,
+            frequency_penalty=sp.frequency_penalty, presence_penalty=sp.presence_penalty,
+            mirostat_mode=sp.mirostat_mode, mirostat_tau=sp.mirostat_tau,
+            mirostat_eta=sp.mirostat_eta)
+        try:
+            for token in generator:
+                if n_gen == 0:
+                    first_at = time.perf_counter()
+                if llama_cpp.llama_vocab_is_eog(s.vocab, token):
+                    break
+                n_gen += 1
+                text, stopped = stops.feed(utf8.feed(s.piece(token)))
+                if text:
+                    self.send(p.Delta(rid, text))
+                if stopped:
+                    stopped_by_string = True
+                    break
+                if self._abort.is_set():
+                    reason = "cancelled"
+                    break
+                if n_gen == sp.max_tokens or llm.n_tokens + 1 >= n_ctx:
+                    reason = "length"
+                    break
+        except RuntimeError:
+            if not self._abort.is_set():
+                raise
+            reason = "cancelled"
+        finally:
+            generator.close()
+        if not stopped_by_string:
+            self._send_tail(rid, utf8, stops)
+        done = time.perf_counter()
+        new_prompt = len(tokens) - cached
+        stats = Stats(
+            prompt_tokens=len(tokens), cached_tokens=cached, generated_tokens=n_gen,
+            ttft_s=(first_at or done) - started,
+            decode_tok_s=(n_gen - 1) / (done - first_at) if n_gen > 1 and done > first_at else 0.0,
+            prompt_tok_s=new_prompt / (prefilled - started) if prefilled > started else 0.0,
+            context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=dropped)
+        self.send(p.ReplyStats(rid, stats))
+        self._finish(rid, reason)  # type: ignore[arg-type]
+
+    def _send_tail(self, rid: int, utf8: Utf8Stream, stops: StopMatcher) -> None:
+        """What the decoders still hold when the reply ends: bytes of an unfinished character
+        and text held back because it could have begun a stop string."""
+        text, _ = stops.feed(utf8.flush())
+        text += stops.flush()
+        if text:
+            self.send(p.Delta(rid, text))
+
+    def _prefill(self, s: Session, rid: int, tokens: list[int], cached: int) -> bool:
+        """Evaluate the prompt (all but its last token, which generate() evaluates) in batches,
+        reporting progress. False when cancelled."""
+        llm = s.llm
+        llm.n_tokens = cached
+        todo = tokens[llm.n_tokens: len(tokens) - 1]
+        total = len(todo)
+        step = llm.n_batch
+        try:
+            for i in range(0, total, step):
+                if self._abort.is_set():
+                    return False
+                llm.eval(todo[i: i + step])
+                if total > step:
+                    self.send(p.PromptProgress(rid, min(i + step, total), total))
+        except RuntimeError:
+            if self._abort.is_set():
+                return False
+            raise
+        return not self._abort.is_set()
+
+
+def _special_text(llm: Any, token: int) -> str:
+    if token < 0:
+        return ""
+    return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@contextlib.contextmanager
+def _progress_callback(callback: Callable[[float, object], bool]):
+    """Llama() builds its model params internally; wrap the default-params factory it calls so
+    the load reports progress."""
+    module = llama_cpp.llama_cpp
+    original = module.llama_model_default_params
+    c_callback = llama_cpp.llama_progress_callback(callback)
+
+    def with_progress() -> Any:
+        params = original()
+        params.progress_callback = c_callback
+        return params
+
+    module.llama_model_default_params = with_progress
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = original
+
+
+def _read_requests(stream: IO[bytes], host: EngineHost, inbox: queue.Queue) -> None:
+    while True:
+        try:
+            message = p.read_frame(stream)
+        except p.ProtocolError:
+            message = None
+        if message is None:  # the window went away
+            inbox.put(p.Shutdown())
+            return
+        if isinstance(message, p.Cancel):
+            host.cancel(message.request_id)
+        else:
+            inbox.put(message)
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    host = EngineHost(out)
+    inbox: queue.Queue = queue.Queue()
+    threading.Thread(target=_read_requests, args=(sys.stdin.buffer, host, inbox),
+                     daemon=True, name="requests").start()
+    host.send(p.Ready(os.getpid(), bool(llama_cpp.llama_supports_gpu_offload()),
+                      physical_cores()))
+    while True:
+        message = inbox.get()
+        if isinstance(message, p.Shutdown):
+            host.unload()
+            return 0
+        if isinstance(message, p.Load):
+            host.load(message.params)
+        elif isinstance(message, p.Unload):
+            host.unload()
+            host.send(p.Unloaded())
+        elif isinstance(message, p.Generate):
+            host.generate(message.request)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""Requests to the engine host and events back, framed over a pipe.
+
+Each frame is a 4-byte big-endian length and a UTF-8 JSON object {"type": name, ...fields}.
+JSON rather than pickle: the host parses untrusted model files, so the window never unpickles
+anything the host sends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+import typing
+from dataclasses import dataclass
+from typing import IO, Any
+
+from inglenook.core.load import LoadParams, ModelInfo
+from inglenook.core.messages import GenerationRequest
+from inglenook.core.replies import Finish, Stats
+
+MAX_FRAME = 64 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    pass
+
+
+# Requests (client -> host)
+@dataclass(frozen=True)
+class Load:
+    params: LoadParams
+
+
+@dataclass(frozen=True)
+class Unload:
+    pass
+
+
+@dataclass(frozen=True)
+class Generate:
+    request: GenerationRequest
+
+
+@dataclass(frozen=True)
+class Cancel:
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+# Events (host -> client)
+@dataclass(frozen=True)
+class Ready:
+    pid: int
+    gpu_offload_supported: bool
+    physical_cores: int
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    fraction: float
+
+
+@dataclass(frozen=True)
+class Loaded:
+    info: ModelInfo
+
+
+@dataclass(frozen=True)
+class LoadFailed:
+    message: str
+
+
+@dataclass(frozen=True)
+class Unloaded:
+    pass
+
+
+@dataclass(frozen=True)
+class Started:
+    request_id: int
+
+
+@dataclass(frozen=True)
+class PromptProgress:
+    request_id: int
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Delta:
+    request_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplyStats:
+    request_id: int
+    stats: Stats
+
+
+@dataclass(frozen=True)
+class Finished:
+    request_id: int
+    finish: Finish
+
+
+_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (Load, Unload, Generate, Cancel, Shutdown, Ready, LoadProgress, Loaded,
+                LoadFailed, Unloaded, Started, PromptProgress, Delta, ReplyStats, Finished)
+}
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            values[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**values)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        return _build(hint, value)  # type: ignore[arg-type]
+    if typing.get_origin(hint) is tuple and isinstance(value, list):
+        (item_hint, *_) = typing.get_args(hint)
+        return tuple(_convert(item_hint, v) for v in value)
+    return value
+
+
+def encode(message: Any) -> bytes:
+    payload = dataclasses.asdict(message)
+    payload["type"] = type(message).__name__
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _HEADER.pack(len(body)) + body
+
+
+def decode(body: bytes) -> Any:
+    try:
+        data = json.loads(body.decode("utf-8"))
+        cls = _TYPES[data.pop("type")]
+        return _build(cls, data)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ProtocolError(f"bad frame: {exc}") from exc
+
+
+def write_frame(stream: IO[bytes], message: Any) -> None:
+    stream.write(encode(message))
+    stream.flush()
+
+
+def read_frame(stream: IO[bytes]) -> Any | None:
+    """The next message, or None at a clean end of stream."""
+    header = _read_exactly(stream, _HEADER.size)
+    if header is None:
+        return None
+    (length,) = _HEADER.unpack(header)
+    if length > MAX_FRAME:
+        raise ProtocolError(f"frame of {length} bytes is too large")
+    body = _read_exactly(stream, length)
+    if body is None:
+        raise ProtocolError("stream ended inside a frame")
+    return decode(body)
+
+
+def _read_exactly(stream: IO[bytes], n: int) -> bytes | None:
+    chunks = []
+    remaining = n
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            if remaining == n:
+                return None
+            raise ProtocolError("stream ended inside a frame")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)

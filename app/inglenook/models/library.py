@@ -1,0 +1,40 @@
+"""The models the app can load: the bundled one and the GGUF files in the models folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from inglenook import paths
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    path: str
+    source: Literal["bundled", "local"]
+    size_bytes: int
+
+
+def installed_models(models_dir: Path | None = None) -> list[ModelEntry]:
+    """Bundled model first, then *.gguf in the models folder (and one level of sub-folders),
+    by name. Partial downloads never end in .gguf, so they never show up here."""
+    entries: list[ModelEntry] = []
+    bundled = paths.bundled_model_path()
+    if bundled is not None:
+        entries.append(ModelEntry(bundled.stem, str(bundled), "bundled", bundled.stat().st_size))
+    root = models_dir or paths.models_dir()
+    found = sorted({*root.glob("*.gguf"), *root.glob("*/*.gguf")}, key=lambda p: p.name.lower())
+    for path in found:
+        if path.is_file():
+            entries.append(ModelEntry(path.stem, str(path), "local", path.stat().st_size))
+    return entries
+
+
+def describe_size(size_bytes: int) -> str:
+    if size_bytes < 1_000_000:
+        return f"{size_bytes / 1000:.0f} KB"
+    if size_bytes < 1_000_000_000:
+        return f"{size_bytes / 1e6:.0f} MB"
+    return f"{size_bytes / 1e9:.1f} GB"

@@ -1,0 +1,1 @@
+"""Widgets only: the main window, chat view, composer, side panel and dialogs."""

@@ -1,0 +1,220 @@
+"""The conversation pane: a column of message bubbles that follows a streaming reply.
+
+Auto-scroll follows new text only while the user is at the bottom; scrolling up to read pauses
+it, and scrolling back down resumes it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.core.replies import Finish, Stats
+from inglenook.ui.markdown_view import MarkdownView
+
+BOTTOM_SLACK_PX = 40
+MAX_USER_WIDTH = 0.78  # user bubbles keep some room on the left, like a messenger
+
+
+def format_stats(stats: Stats) -> str:
+    parts = [f"{stats.generated_tokens} tokens"]
+    if stats.decode_tok_s > 0:
+        parts.append(f"{stats.decode_tok_s:.1f} tok/s")
+    parts.append(f"TTFT {stats.ttft_s * 1000:.0f} ms")
+    if stats.cached_tokens:
+        parts.append(f"{stats.cached_tokens} of {stats.prompt_tokens} prompt tokens cached")
+    if stats.dropped_messages:
+        parts.append(f"{stats.dropped_messages} oldest messages left out to fit the context")
+    return "  ·  ".join(parts)
+
+
+class MessageBubble(QFrame):
+    """One message. Assistant bubbles have a footer with figures and actions.
+
+    Signals:
+        copy_requested(): Copy was clicked (the text is copied here; the signal is for tests).
+        regenerate_requested(): Regenerate was clicked.
+        stop_requested(): Stop was clicked while this reply streams.
+    """
+
+    copy_requested = Signal()
+    regenerate_requested = Signal()
+    stop_requested = Signal()
+
+    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.text = text
+        self.setObjectName("userBubble" if role == "user" else "assistantBubble")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 10, 14, 8)
+        layout.setSpacing(4)
+        if role == "assistant":
+            self.author = QLabel("Assistant", self)
+            self.author.setObjectName("bubbleAuthor")
+            layout.addWidget(self.author)
+        self.body = MarkdownView(self)
+        self.body.setObjectName("bubbleBody")
+        layout.addWidget(self.body)
+        self.notice = QLabel(self)
+        self.notice.setObjectName("bubbleNotice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        layout.addWidget(self.notice)
+        self.stats_label = QLabel(self)
+        self.stats_label.setObjectName("bubbleStats")
+        self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stats_label.hide()
+        self.copy_button = self._action("Copy", "Copy this message as Markdown")
+        self.copy_button.clicked.connect(self._copy)
+        self.regenerate_button = self._action("Regenerate", "Write this reply again")
+        self.regenerate_button.clicked.connect(self.regenerate_requested)
+        self.stop_button = self._action("Stop", "Stop this reply (Esc)")
+        self.stop_button.clicked.connect(self.stop_requested)
+        footer = QHBoxLayout()
+        footer.setContentsMargins(0, 2, 0, 0)
+        footer.setSpacing(6)
+        footer.addWidget(self.stats_label, 1)
+        for button in (self.stop_button, self.regenerate_button, self.copy_button):
+            footer.addWidget(button)
+        layout.addLayout(footer)
+        self.stop_button.hide()
+        self.regenerate_button.setVisible(role == "assistant")
+        self.set_text(text)
+
+    def _action(self, label: str, tip: str) -> QToolButton:
+        button = QToolButton(self)
+        button.setText(label)
+        button.setToolTip(tip)
+        button.setObjectName(f"bubble{label}Button")
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setAutoRaise(True)
+        return button
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        self.body.set_markdown(text)
+
+    def append_text(self, delta: str) -> None:
+        self.set_text(self.text + delta)
+
+    def set_streaming(self, streaming: bool) -> None:
+        self.stop_button.setVisible(streaming)
+        self.regenerate_button.setEnabled(not streaming)
+        self.copy_button.setEnabled(not streaming)
+
+    def set_stats(self, stats: Stats) -> None:
+        self.stats_label.setText(format_stats(stats))
+        self.stats_label.show()
+
+    def set_notice(self, text: str, kind: str = "info") -> None:
+        self.notice.setText(text)
+        self.notice.setProperty("kind", kind)
+        self.notice.style().unpolish(self.notice)
+        self.notice.style().polish(self.notice)
+        self.notice.setVisible(bool(text))
+
+    def set_finish(self, finish: Finish) -> None:
+        if finish.reason == "cancelled":
+            self.set_notice(finish.message or "Stopped.", "info")
+        elif finish.reason == "length":
+            self.set_notice("The reply reached its length limit.", "info")
+        elif finish.reason == "error":
+            self.set_notice(finish.message, "error")
+
+    def _copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text)
+        self.copy_requested.emit()
+
+
+class ChatView(QScrollArea):
+    """The scrolling column of bubbles."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatView")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._content = QWidget(self)
+        self._content.setObjectName("chatContent")
+        self._column = QVBoxLayout(self._content)
+        self._column.setContentsMargins(24, 20, 24, 20)
+        self._column.setSpacing(14)
+        self._column.addStretch(1)
+        self.setWidget(self._content)
+        self.bubbles: list[MessageBubble] = []
+        self._rows: list[QWidget] = []
+        self._follow = True
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range_changed)
+        self.empty_label = QLabel(self._content)
+        self.empty_label.setObjectName("emptyLabel")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self._column.insertWidget(0, self.empty_label)
+
+    def set_empty_text(self, text: str) -> None:
+        self.empty_label.setText(text)
+
+    def add_bubble(self, role: str, text: str = "") -> MessageBubble:
+        self.empty_label.hide()
+        bubble = MessageBubble(role, text)
+        row = QWidget(self._content)
+        row_layout = QHBoxLayout(row)
+        row_layout.setContentsMargins(0, 0, 0, 0)
+        if role == "user":
+            row_layout.addStretch(int(100 * (1 - MAX_USER_WIDTH)))
+            row_layout.addWidget(bubble, int(100 * MAX_USER_WIDTH))
+        else:
+            row_layout.addWidget(bubble)
+        self._column.insertWidget(self._column.count() - 1, row)
+        self.bubbles.append(bubble)
+        self._rows.append(row)
+        self._follow = True
+        return bubble
+
+    def remove_last(self) -> None:
+        if self.bubbles:
+            self.bubbles.pop()
+            row = self._rows.pop()
+            row.hide()
+            row.deleteLater()
+
+    def clear(self) -> None:
+        for row in self._rows:
+            row.hide()
+            row.deleteLater()
+        self.bubbles.clear()
+        self._rows.clear()
+        self.empty_label.show()
+        self._follow = True
+
+    def scroll_to_bottom(self) -> None:
+        self._follow = True
+        QTimer.singleShot(0, lambda: self.verticalScrollBar().setValue(
+            self.verticalScrollBar().maximum()))
+
+    @property
+    def following(self) -> bool:
+        return self._follow
+
+    def _on_scrolled(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self._follow = value >= bar.maximum() - BOTTOM_SLACK_PX
+
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(maximum)

@@ -1,0 +1,118 @@
+"""Where the user types: Enter sends, Shift+Enter is a newline, Esc stops."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
+
+MAX_LINES = 8
+
+
+class PromptEdit(QPlainTextEdit):
+    """A text box that grows with its content up to MAX_LINES.
+
+    Signals:
+        submit(): Enter without Shift.
+        escape(): Esc.
+    """
+
+    submit = Signal()
+    escape = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("promptEdit")
+        self.setPlaceholderText("Ask anything…  (Enter to send, Shift+Enter for a new line)")
+        self.setTabChangesFocus(True)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.document().contentsChanged.connect(self.updateGeometry)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.submit.emit()
+                return
+            self.insertPlainText("\n")
+            return
+        if key == Qt.Key.Key_Escape:
+            self.escape.emit()
+            return
+        super().keyPressEvent(event)
+
+    def sizeHint(self) -> QSize:
+        line = self.fontMetrics().lineSpacing()
+        lines = max(1, min(MAX_LINES, int(self.document().size().height())))
+        margins = self.contentsMargins()
+        height = lines * line + 2 * int(self.document().documentMargin())
+        return QSize(400, height + margins.top() + margins.bottom() + 4)
+
+
+class Composer(QWidget):
+    """The prompt box and its Send/Stop button.
+
+    Signals:
+        send_requested(str): the user sent this text (already stripped, never empty).
+        stop_requested(): the user asked to stop the reply being generated.
+    """
+
+    send_requested = Signal(str)
+    stop_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("composer")
+        self.edit = PromptEdit(self)
+        self.button = QPushButton("Send", self)
+        self.button.setObjectName("sendButton")
+        self.button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.button.setMinimumWidth(84)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        layout.setSpacing(10)
+        layout.addWidget(self.edit, 1)
+        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        self._generating = False
+        self._can_send = True
+        self.edit.submit.connect(self._submit)
+        self.edit.escape.connect(self._escape)
+        self.button.clicked.connect(self._clicked)
+
+    @property
+    def generating(self) -> bool:
+        return self._generating
+
+    def set_generating(self, generating: bool) -> None:
+        self._generating = generating
+        self.button.setText("Stop" if generating else "Send")
+        self.button.setProperty("stop", generating)
+        self.button.setToolTip("Stop the reply (Esc)" if generating else "Send (Enter)")
+        self.button.style().unpolish(self.button)
+        self.button.style().polish(self.button)
+        self._update_enabled()
+
+    def set_can_send(self, can_send: bool) -> None:
+        """False while no model is loaded: typing is fine, sending is not."""
+        self._can_send = can_send
+        self._update_enabled()
+
+    def _update_enabled(self) -> None:
+        self.button.setEnabled(self._generating or self._can_send)
+
+    def _clicked(self) -> None:
+        if self._generating:
+            self.stop_requested.emit()
+        else:
+            self._submit()
+
+    def _escape(self) -> None:
+        if self._generating:
+            self.stop_requested.emit()
+
+    def _submit(self) -> None:
+        text = self.edit.toPlainText().strip()
+        if self._generating or not self._can_send or not text:
+            return
+        self.edit.clear()
+        self.send_requested.emit(text)

@@ -1,0 +1,213 @@
+"""Markdown from untrusted model output to the HTML subset a QTextDocument understands.
+
+Everything a model writes is treated as hostile: raw HTML is shown as text, images never become
+`<img>` (which would make Qt load a resource), and only http, https and mailto links become
+anchors. Code blocks get a "Copy" anchor `copy:N`; since no link the model writes can have that
+scheme, the view can trust it. No Qt here, so this is cheap to test and to fuzz.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+
+__all__ = [
+    "DEFAULT_PALETTE",
+    "MarkdownPalette",
+    "RenderedMarkdown",
+    "code_blocks",
+    "render",
+    "render_markdown",
+]
+
+# Scheme checks run on the normalized href markdown-it produced (percent-encoded, no whitespace).
+_SAFE_HREF = re.compile(r"(?:https?://|mailto:)", re.IGNORECASE)
+_CODE_TYPES = frozenset({"fence", "code_block"})
+
+
+@dataclass(frozen=True)
+class MarkdownPalette:
+    """Colours baked into the HTML; the defaults suit a light theme on white or tinted bubbles."""
+
+    link: str = "#1a5fb4"
+    code_background: str = "#f1f3f5"
+    code_header: str = "#e4e7eb"
+    code_border: str = "#d0d7de"
+    muted: str = "#57606a"
+    table_border: str = "#c8ced6"
+
+
+DEFAULT_PALETTE = MarkdownPalette()
+
+
+@dataclass(frozen=True)
+class RenderedMarkdown:
+    """The HTML for one message and the exact source of each code block, by Copy index."""
+
+    html: str
+    code_blocks: tuple[str, ...]
+
+
+def _code_text(token: Token) -> str:
+    # Fence and indented-block content always ends with the line break before the closing fence;
+    # it is not part of the code the user wants to copy.
+    content = token.content
+    return content[:-1] if content.endswith("\n") else content
+
+
+class _SafeRenderer(RendererHTML):
+    """markdown-it's HTML renderer with every way out of the document closed."""
+
+    def _palette(self, env: Any) -> MarkdownPalette:
+        return env.get("palette", DEFAULT_PALETTE) if isinstance(env, dict) else DEFAULT_PALETTE
+
+    # html is off in the parser; these only matter if a plugin ever produces such tokens.
+    def html_block(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return "<p>" + escapeHtml(tokens[idx].content) + "</p>\n"
+
+    def html_inline(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return escapeHtml(tokens[idx].content)
+
+    def link_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        token = tokens[idx]
+        href = str(token.attrGet("href") or "")
+        safe = bool(_SAFE_HREF.match(href))
+        # Links cannot nest, so a stack pairs each close with its open.
+        env.setdefault("_links", []).append((safe, href, token.markup == "autolink"))
+        if not safe:
+            return ""
+        return f'<a href="{escapeHtml(href)}" style="color:{self._palette(env).link}">'
+
+    def link_close(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        stack = env.get("_links")
+        if not stack:
+            return ""
+        safe, href, autolink = stack.pop()
+        if safe:
+            return "</a>"
+        if autolink or not href:
+            return ""  # the label already is the URL
+        # Show where the link pointed, as inert text, so nothing is silently hidden.
+        return f' <span style="color:{self._palette(env).muted}">({escapeHtml(href)})</span>'
+
+    def image(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        children = tokens[idx].children
+        alt = self.renderInlineAsText(children, options, env) if children else ""
+        return escapeHtml(f"[image: {alt}]" if alt else "[image]")
+
+    def code_inline(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        bg = self._palette(env).code_background
+        return f'<code style="background-color:{bg}">{escapeHtml(tokens[idx].content)}</code>'
+
+    def fence(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        token = tokens[idx]
+        info = token.info.strip()
+        return self._code(token, info.split(maxsplit=1)[0] if info else "", env)
+
+    def code_block(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return self._code(tokens[idx], "", env)
+
+    def _code(self, token: Token, lang: str, env: Any) -> str:
+        # A one-cell table is the only reliable way to give a block a background in Qt rich text.
+        p = self._palette(env)
+        index = token.meta.get("copy_index", 0)
+        return (
+            f'<table width="100%" border="1" cellspacing="0" cellpadding="0"'
+            f' style="border-collapse:collapse; border-color:{p.code_border};'
+            f' border-style:solid">'
+            # The header is a nested table so no cell border splits the language from Copy.
+            f'<tr><td bgcolor="{p.code_header}">'
+            f'<table width="100%" border="0" cellspacing="0" cellpadding="4"><tr>'
+            f'<td><span style="color:{p.muted}">{escapeHtml(lang)}</span></td>'
+            f'<td align="right">'
+            f'<a href="copy:{index}" style="color:{p.link}; text-decoration:none">Copy</a>'
+            f"</td></tr></table></td></tr>"
+            f'<tr><td bgcolor="{p.code_background}" style="padding:6px">'
+            f"<pre>{escapeHtml(_code_text(token))}</pre></td></tr></table>\n"
+        )
+
+    def table_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        colour = self._palette(env).table_border
+        return (
+            '<table border="1" cellspacing="0" cellpadding="4"'
+            f' style="border-collapse:collapse; border-color:{colour}; border-style:solid">\n'
+        )
+
+    def th_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return self._cell("th", tokens[idx])
+
+    def td_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return self._cell("td", tokens[idx])
+
+    @staticmethod
+    def _cell(tag: str, token: Token) -> str:
+        # markdown-it writes alignment as CSS; Qt honours the plain attribute reliably.
+        style = str(token.attrGet("style") or "")
+        for align in ("left", "center", "right"):
+            if align in style:
+                return f'<{tag} align="{align}">'
+        return f"<{tag}>"
+
+
+def _make_parser() -> MarkdownIt:
+    md = MarkdownIt(
+        "commonmark",
+        # breaks: models end lines with single newlines (poems, addresses) and expect them kept.
+        {"html": False, "linkify": False, "typographer": False, "breaks": True},
+        renderer_cls=_SafeRenderer,
+    )
+    md.enable("table").enable("strikethrough")
+    # The stock validator drops javascript:/file: links back to literal "[x](...)" text; accept
+    # every destination here and let the renderer decide, so all unsafe links look the same.
+    md.validateLink = lambda url: True  # type: ignore[method-assign]
+    return md
+
+
+_MD = _make_parser()
+
+
+def _clean(text: str) -> str:
+    # A str can carry lone surrogates (surrogateescape-decoded bytes); Qt cannot take them.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def _parse(text: str, env: dict[str, Any]) -> list[Token]:
+    tokens = _MD.parse(_clean(text), env)
+    # Code tokens are flat at block level, even inside lists and quotes, so source order is
+    # the order the user sees them in.
+    index = 0
+    for token in tokens:
+        if token.type in _CODE_TYPES:
+            token.meta["copy_index"] = index
+            index += 1
+    return tokens
+
+
+def render(text: str, palette: MarkdownPalette = DEFAULT_PALETTE) -> RenderedMarkdown:
+    """Render `text` (complete or mid-stream) once, returning the HTML and the code blocks."""
+    env: dict[str, Any] = {"palette": palette}
+    tokens = _parse(text, env)
+    html = _MD.renderer.render(tokens, _MD.options, env)
+    blocks = tuple(_code_text(t) for t in tokens if t.type in _CODE_TYPES)
+    return RenderedMarkdown(html, blocks)
+
+
+def render_markdown(text: str, palette: MarkdownPalette = DEFAULT_PALETTE) -> str:
+    """HTML for a QTextDocument; safe to show whatever `text` contains."""
+    return render(text, palette).html
+
+
+def code_blocks(text: str) -> list[str]:
+    """The source of each code block in `text`; index N is what the `copy:N` anchor copies."""
+    return [_code_text(t) for t in _parse(text, {}) if t.type in _CODE_TYPES]

@@ -1,0 +1,25 @@
+"""Fixtures for every test: an isolated home for settings, logs and models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inglenook import paths
+
+
+@pytest.fixture(autouse=True)
+def inglenook_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point all of the app's folders at a temporary directory (see paths.py)."""
+    home = tmp_path / "inglenook-home"
+    monkeypatch.setenv("INGLENOOK_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+@pytest.fixture(scope="session")
+def bundled_model() -> Path:
+    path = paths.bundled_model_path()
+    assert path is not None, "the bundled model is missing: run `make setup`"
+    return path

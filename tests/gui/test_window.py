@@ -1,0 +1,144 @@
+"""The real window with the real engine: send, stream, stop, regenerate, settings, crashes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
+from pytestqt.qtbot import QtBot
+
+from inglenook.core.settings import Settings
+from inglenook.ui.main_window import MainWindow
+
+LOAD_TIMEOUT_MS = 60_000
+REPLY_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def window(qtbot: QtBot) -> Iterator[MainWindow]:
+    settings = Settings()
+    settings.n_ctx = 2048
+    settings.sampling = settings.sampling.replace(temperature=0.0, seed=7, max_tokens=48)
+    win = MainWindow(settings=settings)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(lambda: win.model is not None, timeout=LOAD_TIMEOUT_MS)
+    yield win
+    win.close()
+
+
+def send(qtbot: QtBot, win: MainWindow, text: str) -> None:
+    win.composer.edit.setPlainText(text)
+    with qtbot.waitSignal(win.worker.generation_started, timeout=REPLY_TIMEOUT_MS):
+        qtbot.keyClick(win.composer.edit, Qt.Key.Key_Return)
+
+
+def wait_reply(qtbot: QtBot, win: MainWindow) -> None:
+    qtbot.waitUntil(lambda: win.current_id is None, timeout=REPLY_TIMEOUT_MS)
+
+
+def test_bundled_model_is_listed_and_loaded(window: MainWindow) -> None:
+    assert "bundled" in window.picker.itemText(0)
+    assert window.model is not None and "SmolLM2" in window.model.name
+    assert "SmolLM2" in window.model_label.text()
+    assert "/ 2,048" in window.context_label.text()
+
+
+def test_send_streams_a_reply_into_a_bubble(qtbot: QtBot, window: MainWindow) -> None:
+    send(qtbot, window, "What is the capital of France?")
+    assert window.composer.button.text() == "Stop"
+    qtbot.waitUntil(lambda: len(window.chat.bubbles) == 2 and window.chat.bubbles[1].text,
+                    timeout=REPLY_TIMEOUT_MS)
+    wait_reply(qtbot, window)
+    user, reply = window.chat.bubbles
+    assert user.text == "What is the capital of France?"
+    assert "Paris" in reply.text
+    assert "tok/s" in reply.stats_label.text() and "TTFT" in reply.stats_label.text()
+    assert window.composer.button.text() == "Send"
+    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert window.composer.edit.toPlainText() == ""
+
+
+def test_shift_enter_is_a_newline(qtbot: QtBot, window: MainWindow) -> None:
+    window.composer.edit.setPlainText("line one")
+    window.composer.edit.moveCursor(window.composer.edit.textCursor().MoveOperation.End)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert window.composer.edit.toPlainText() == "line one\n"
+    assert not window.chat.bubbles
+
+
+def test_follow_up_uses_the_conversation(qtbot: QtBot, window: MainWindow) -> None:
+    send(qtbot, window, "What is the capital of France?")
+    wait_reply(qtbot, window)
+    send(qtbot, window, "And what is the capital of Germany?")
+    wait_reply(qtbot, window)
+    request = window.last_request
+    assert request is not None
+    assert [m.role for m in request.messages] == ["system", "user", "assistant", "user"]
+    assert "cached" in window.chat.bubbles[-1].stats_label.text()
+
+
+def test_escape_stops_and_keeps_the_partial_reply(qtbot: QtBot, window: MainWindow) -> None:
+    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
+    send(qtbot, window, "Write a long story about a dragon who bakes bread.")
+    qtbot.waitUntil(lambda: len(window.chat.bubbles[-1].text) > 30, timeout=REPLY_TIMEOUT_MS)
+    with qtbot.waitSignal(window.worker.generation_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
+    assert blocker.args[1].reason == "cancelled"
+    reply = window.chat.bubbles[-1]
+    assert reply.text and window.turns[-1].content == reply.text
+    assert reply.notice.isVisible() and "Stopped" in reply.notice.text()
+
+
+def test_regenerate_replaces_the_last_reply(qtbot: QtBot, window: MainWindow) -> None:
+    send(qtbot, window, "Name a colour.")
+    wait_reply(qtbot, window)
+    first = window.chat.bubbles[-1].text
+    with qtbot.waitSignal(window.worker.generation_started, timeout=REPLY_TIMEOUT_MS):
+        qtbot.mouseClick(window.chat.bubbles[-1].regenerate_button, Qt.MouseButton.LeftButton)
+    wait_reply(qtbot, window)
+    assert len(window.chat.bubbles) == 2
+    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert window.chat.bubbles[-1].text == first  # greedy: the same reply again
+
+
+def test_side_panel_changes_reach_the_request(qtbot: QtBot, window: MainWindow) -> None:
+    window.panel.findChild(QDoubleSpinBox, "temperature_spin").setValue(1.3)
+    window.panel.findChild(QSpinBox, "top_k_spin").setValue(7)
+    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(16)
+    send(qtbot, window, "Hello!")
+    wait_reply(qtbot, window)
+    sampling = window.last_request.sampling
+    assert (sampling.temperature, sampling.top_k, sampling.max_tokens) == (1.3, 7, 16)
+    assert window.chat.bubbles[-1].stats_label.text().startswith(
+        tuple(f"{n} tokens" for n in range(1, 17)))
+
+
+def test_killed_engine_leaves_the_window_up_and_the_chat_intact(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
+    send(qtbot, window, "Write a long story about a dragon who bakes bread.")
+    qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
+    with qtbot.waitSignal(window.worker.engine_crashed, timeout=REPLY_TIMEOUT_MS):
+        window.worker.client.kill()
+    wait_reply(qtbot, window)
+    assert window.banner.isVisible() and "stopped unexpectedly" in window.banner.text()
+    assert window.reload_button.isVisible()
+    assert window.chat.bubbles[0].text.startswith("Write a long story")
+    assert window.chat.bubbles[1].text  # what was streamed stays
+    assert not window.composer.button.isEnabled()
+    qtbot.mouseClick(window.reload_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.model is not None, timeout=LOAD_TIMEOUT_MS)
+    assert not window.banner.isVisible()
+    send(qtbot, window, "Hello again.")
+    wait_reply(qtbot, window)
+    assert len(window.chat.bubbles) == 4
+
+
+def test_new_chat_clears_the_conversation(qtbot: QtBot, window: MainWindow) -> None:
+    send(qtbot, window, "Hi")
+    wait_reply(qtbot, window)
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    assert not window.chat.bubbles and not window.turns

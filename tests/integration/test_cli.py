@@ -1,0 +1,32 @@
+"""`inglenook chat` on the real engine, as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inglenook", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_chat_streams_an_answer() -> None:
+    result = run_cli("chat", "--temperature", "0", "--seed", "1", "--max-tokens", "24",
+                     "What is the capital of France?")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.split()) >= 5
+    again = run_cli("chat", "--temperature", "0", "--seed", "1", "--max-tokens", "24",
+                    "What is the capital of France?")
+    assert again.stdout == result.stdout  # greedy: the same answer
+
+
+def test_bad_model_exits_with_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"NOPE" + b"\0" * 100)
+    result = run_cli("chat", "--model", str(bad), "Hi")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("inglenook: ") and "GGUF" in lines[0]

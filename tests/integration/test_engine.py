@@ -1,0 +1,166 @@
+"""The engine host with the real bundled model: streaming, KV reuse, stop, bad input, crashes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inglenook.core.load import LoadParams
+from inglenook.core.messages import GenerationRequest, Message
+from inglenook.engine import protocol as p
+from inglenook.engine.client import EngineClient, EngineCrashed, EngineError
+from tests.gguf_tools import rewrite_metadata
+from tests.integration.conftest import GREEDY, ask, finish_of, stats_of
+
+QUESTION = (Message("user", "What is the capital of France?"),)
+LONG = GREEDY.replace(max_tokens=400)
+STORY = (Message("user", "Write a long story about a dragon who learns to bake bread."),)
+
+
+def test_reply_streams_in_order_and_is_deterministic(engine: EngineClient) -> None:
+    text, events = ask(engine, QUESTION, 1, GREEDY.replace(max_tokens=40))
+    assert isinstance(events[0], p.Started)
+    deltas = [e for e in events if isinstance(e, p.Delta)]
+    assert len(deltas) > 3
+    assert all(isinstance(d.text, str) and d.text for d in deltas)
+    assert finish_of(events).finish.reason in ("stop", "length")
+    stats = stats_of(events).stats
+    assert stats.generated_tokens > 3 and stats.decode_tok_s > 0 and stats.ttft_s > 0
+    again, _ = ask(engine, QUESTION, 2, GREEDY.replace(max_tokens=40))
+    assert again == text
+
+
+def test_follow_up_evaluates_only_new_tokens(engine: EngineClient) -> None:
+    first, events = ask(engine, QUESTION, 10, GREEDY.replace(max_tokens=40))
+    turn1 = stats_of(events).stats
+    follow_up = (*QUESTION, Message("assistant", first), Message("user", "And of Germany?"))
+    _, events = ask(engine, follow_up, 11, GREEDY.replace(max_tokens=40))
+    turn2 = stats_of(events).stats
+    assert turn2.cached_tokens >= turn1.prompt_tokens
+    new_tokens = turn2.prompt_tokens - turn2.cached_tokens
+    assert 0 < new_tokens < 30, (turn2, turn1)
+
+
+def test_stop_takes_effect_within_a_token_and_keeps_the_text(engine: EngineClient) -> None:
+    request = GenerationRequest(20, STORY, LONG)
+    received_after_cancel = 0
+    cancelled = False
+    text = ""
+    events = []
+    for event in engine.generate(request):
+        events.append(event)
+        if isinstance(event, p.Delta):
+            text += event.text
+            if cancelled:
+                received_after_cancel += 1
+            elif len(text) > 40:
+                engine.cancel(20)
+                cancelled = True
+    finish = finish_of(events)
+    assert finish.finish.reason == "cancelled"
+    assert stats_of(events).stats.generated_tokens < 100
+    # Deltas already in the pipe, plus at most one token decoded after the flag was seen.
+    assert received_after_cancel <= 3
+    # The engine is still usable after a stop.
+    reply, _ = ask(engine, QUESTION, 21, GREEDY.replace(max_tokens=8))
+    assert reply
+
+
+def test_stop_during_a_long_prompt_evaluation(engine: EngineClient) -> None:
+    long_prompt = " ".join(f"Item {i} is a small blue stone." for i in range(330))
+    request = GenerationRequest(30, (Message("user", long_prompt),), LONG)
+    events = []
+    for event in engine.generate(request):
+        events.append(event)
+        if isinstance(event, p.PromptProgress) and len(events) <= 3:
+            assert event.total > 2000
+            engine.cancel(30)
+    assert finish_of(events).finish.reason == "cancelled"
+    assert not [e for e in events if isinstance(e, p.Delta)]
+    reply, _ = ask(engine, QUESTION, 31, GREEDY.replace(max_tokens=8))
+    assert reply
+
+
+def test_prompt_longer_than_the_context_gets_a_message(engine: EngineClient) -> None:
+    huge = "word " * 6000
+    _, events = ask(engine, (Message("user", huge),), 40)
+    finish = finish_of(events).finish
+    assert finish.reason == "error"
+    assert "context" in finish.message and "tokens" in finish.message
+
+
+def test_old_messages_are_left_out_when_the_conversation_outgrows_the_context(
+        engine: EngineClient) -> None:
+    filler = "This is an earlier message about nothing much. " * 60
+    turns: list[Message] = []
+    for _ in range(12):
+        turns += [Message("user", filler), Message("assistant", filler)]
+    turns.append(Message("user", "Say hello."))
+    _, events = ask(engine, tuple(turns), 41, GREEDY.replace(max_tokens=8))
+    stats = stats_of(events).stats
+    assert finish_of(events).finish.reason in ("stop", "length")
+    assert stats.dropped_messages > 0 and stats.prompt_tokens < stats.n_ctx
+
+
+def test_malformed_gguf_is_refused_and_the_engine_stays_up(
+        engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "truncated.gguf"
+    broken.write_bytes(bundled_model.read_bytes()[: 40_000_000])
+    with pytest.raises(EngineError, match="truncated"):
+        engine.load(LoadParams(str(broken)))
+    assert engine.alive
+    info = engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+    assert info.template_source == "gguf"
+
+
+def test_hostile_chat_template_is_refused(
+        engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
+    canary = tmp_path / "pwned"
+    hostile = tmp_path / "hostile.gguf"
+    payload = ("{{ cycler.__init__.__globals__.os.popen('touch " + str(canary) + "').read() }}")
+    rewrite_metadata(bundled_model, hostile, {"tokenizer.chat_template": payload})
+    with pytest.raises(EngineError, match="blocked"):
+        engine.load(LoadParams(str(hostile)))
+    assert not canary.exists()
+    engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
+def test_model_without_a_template_uses_chatml(
+        engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare.gguf"
+    rewrite_metadata(bundled_model, bare, {"tokenizer.chat_template": None})
+    info = engine.load(LoadParams(str(bare), n_ctx=2048))
+    assert info.template_source == "chatml"
+    reply, _ = ask(engine, QUESTION, 50, GREEDY.replace(max_tokens=8))
+    assert reply
+    engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
+def test_quantized_v_cache_without_flash_attention_is_refused(
+        engine: EngineClient, bundled_model: Path) -> None:
+    with pytest.raises(EngineError, match="flash attention"):
+        engine.load(LoadParams(str(bundled_model), kv_cache_type="q8_0"))
+    info = engine.load(LoadParams(str(bundled_model), n_ctx=4096, kv_cache_type="q8_0",
+                                  flash_attn=True))
+    assert info.kv_cache_type == "q8_0"
+    reply, _ = ask(engine, QUESTION, 60, GREEDY.replace(max_tokens=8))
+    assert reply
+    engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
+def test_killed_engine_is_reported_and_can_be_restarted(
+        bundled_model: Path, tmp_path: Path) -> None:
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    try:
+        client.load(LoadParams(str(bundled_model), n_ctx=2048))
+        with pytest.raises(EngineCrashed, match="SIGKILL"):
+            for event in client.generate(GenerationRequest(1, STORY, LONG)):
+                if isinstance(event, p.Delta):
+                    client.kill()
+        assert not client.alive and client.model is None
+        client.load(LoadParams(str(bundled_model), n_ctx=2048))
+        reply, _ = ask(client, QUESTION, 2, GREEDY.replace(max_tokens=8))
+        assert reply
+    finally:
+        client.close()

@@ -1,0 +1,208 @@
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+
+from inglenook.core.messages import Message
+from inglenook.core.template import (
+    CHATML_TEMPLATE,
+    ChatTemplate,
+    TemplateError,
+    for_model,
+    render_with_fallback,
+)
+
+# As stored in the GGUF: `\n` is a Jinja string escape, hence raw strings.
+SMOLLM2_TEMPLATE = (
+    r"{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    r"{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    r"<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+    r"'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    r"{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# Gemma 1/2: no system role, and roles must alternate.
+GEMMA_TEMPLATE = (
+    r"{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    r"{{ raise_exception('System role not supported') }}{% endif %}"
+    r"{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    r"{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    r"{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}"
+    r"{% set role = message['role'] %}{% endif %}"
+    r"{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
+    r"{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}"
+)
+
+CHAT = [Message("user", "Hi"), Message("assistant", "Hello!"), Message("user", "2+2?")]
+
+
+def test_smollm2_template_adds_default_system_prompt() -> None:
+    text = ChatTemplate(SMOLLM2_TEMPLATE).render(CHAT)
+    assert text == (
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+        "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
+        "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_smollm2_template_keeps_given_system_prompt_and_honours_generation_flag() -> None:
+    messages = [Message("system", "Be brief."), Message("user", "Hi")]
+    text = ChatTemplate(SMOLLM2_TEMPLATE).render(messages, add_generation_prompt=False)
+    assert text == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+
+
+def test_chatml_fallback_when_model_has_no_template() -> None:
+    template, label = for_model(None, None, "<s>", "</s>")
+    assert label == "chatml"
+    assert template.render([Message("user", "Hi")]) == (
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert for_model("  ", "", "", "")[1] == "chatml"
+
+
+def test_for_model_prefers_override_then_gguf() -> None:
+    assert for_model(SMOLLM2_TEMPLATE, CHATML_TEMPLATE, "", "")[1] == "override"
+    template, label = for_model(SMOLLM2_TEMPLATE, None, "", "")
+    assert label == "gguf"
+    assert "SmolLM" in template.render(CHAT)
+
+
+def test_bos_and_eos_tokens_are_available() -> None:
+    template = ChatTemplate("{{ bos_token }}x{{ eos_token }}", bos_token="<s>", eos_token="</s>")
+    assert template.render(CHAT) == "<s>x</s>"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{{ cycler.__init__.__globals__.os.system('touch MARKER') }}",
+        "{{ cycler.__init__.__globals__.os.popen('touch MARKER').read() }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ self._TemplateReference__context }}",
+        "{{ lipsum.__globals__['os'].system('touch MARKER') }}",
+        "{{ messages.__class__.__base__.__subclasses__() }}",
+        "{% for c in messages.__class__.__mro__ %}{{ c }}{% endfor %}",
+        "{{ '{0.__class__.__init__.__globals__}'.format(messages) }}",
+        "{{ messages.append('x') }}",
+        "{{ messages[0].update({'role': 'system'}) }}",
+    ],
+)
+def test_hostile_templates_are_blocked_and_run_nothing(
+    payload: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TemplateError, match="Python internals and was blocked"):
+        ChatTemplate(payload).render(CHAT)
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_syntax_error_names_the_line() -> None:
+    with pytest.raises(TemplateError, match="syntax error on line 3"):
+        ChatTemplate("ok\nstill ok\n{% if %}")
+
+
+def test_runtime_error_is_reported() -> None:
+    with pytest.raises(TemplateError, match=r"The chat template failed: .*undefined"):
+        ChatTemplate("{{ nothing.here }}").render(CHAT)
+
+
+def test_raise_exception_message_surfaces() -> None:
+    with pytest.raises(TemplateError, match="Only user and assistant roles") as info:
+        ChatTemplate("{{ raise_exception('Only user and assistant roles') }}").render(CHAT)
+    assert info.value.raised_by_template
+    restored = pickle.loads(pickle.dumps(info.value))  # crosses the engine pipe intact
+    assert restored.raised_by_template and str(restored) == str(info.value)
+
+
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}",
+        "{{ 'a' * 1000000000 }}",
+        "{{ 9 ** (9 ** 9) }}",
+        "{{ 'a'|center(1000000000) }}",
+        "{{ 'a'.ljust(1000000000) }}",
+        "{{ '%0999999999d' % 1 }}",
+        "{{ '{:>999999999}'.format(1) }}",
+        "{% set s = 'x' * 500000 %}{{ range(100000)|join(s) }}",
+        "{% set s = 'x' * 1000 %}{{ s|replace('x', s) }}",
+        "{% set x = 'xxxxxxxxxx' %}" + "{% set x = x ~ x %}" * 40 + "{{ x|length }}",
+        "{{ ('a\n' * 400000)|indent(100000) }}",
+        "{{ ('\t' * 400000).expandtabs(100000) }}",
+        "{{ ('{:>900000}' * 1000).format(*range(1000)) }}",
+        "{{ messages|tojson(indent=100000) }}",
+        "{% set x = ['x' * 1000] * 900 %}{{ [x, x, x, x, x, x, x, x, x, x] }}",
+        "{% set x %}{% for i in range(100000) %}{% for j in range(100) %}{{ 'x' * 1000 }}"
+        "{% endfor %}{% endfor %}{% endset %}",
+    ],
+)
+def test_huge_output_is_stopped_quickly(bomb: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(TemplateError, match="unreasonably large"):
+        ChatTemplate(bomb).render(CHAT)
+    assert time.monotonic() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% if messages.x %}{% endif %}"
+        "{% endfor %}{% endfor %}",
+        # No lookups or calls at all: caught only because every loop iteration is instrumented.
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    ],
+)
+def test_time_bomb_is_stopped(bomb: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(TemplateError, match="longer than"):
+        ChatTemplate(bomb).render(CHAT)
+    assert time.monotonic() - start < 3.0
+
+
+def test_ordinary_large_numbers_and_long_conversations_still_render() -> None:
+    assert ChatTemplate("{{ 2000000 * 3 }} {{ '%d' % 5000000 }}").render(CHAT) == "6000000 5000000"
+    long = [Message("user", "word " * 400_000)]  # 2 MB: past the fixed cap, within 4x the input
+    assert len(ChatTemplate(CHATML_TEMPLATE).render(long)) > 2_000_000
+
+
+def test_gemma_style_template_gets_system_prompt_merged_into_first_user_message() -> None:
+    template = ChatTemplate(GEMMA_TEMPLATE, bos_token="<bos>")
+    messages = [Message("system", "Be brief."), *CHAT]
+    with pytest.raises(TemplateError, match="System role not supported"):
+        template.render(messages)
+    assert render_with_fallback(template, messages) == (
+        "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+        "<start_of_turn>model\nHello!<end_of_turn>\n"
+        "<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>model\n"
+    )
+
+
+def test_fallback_reraises_errors_unrelated_to_the_system_role() -> None:
+    template = ChatTemplate(GEMMA_TEMPLATE)
+    with pytest.raises(TemplateError, match="must alternate"):
+        render_with_fallback(template, [Message("user", "a"), Message("user", "b")])
+    with pytest.raises(TemplateError, match="blocked"):
+        render_with_fallback(ChatTemplate("{{ messages.__class__ }}"), [Message("system", "s")])
+
+
+def test_odd_unicode_passes_through_unchanged() -> None:
+    content = "שלום עולם \u202eabc\u202c 👩‍👩‍👧 🇫🇷 e\u0301 Z\u0351\u0362\u0336 \u200b中文"
+    text = ChatTemplate("{% for m in messages %}{{ m.content }}{% endfor %}").render(
+        [Message("user", content)]
+    )
+    assert text == content
+
+
+def test_tojson_keeps_non_ascii_like_transformers() -> None:
+    text = ChatTemplate("{{ messages[0] | tojson }}").render([Message("user", "héllo <b>")])
+    assert text == '{"role": "user", "content": "héllo <b>"}'
+
+
+def test_hf_helpers_are_available() -> None:
+    template = ChatTemplate(
+        "{% generation %}{{ strftime_now('%Y') }}{% endgeneration %}"
+        "{% for m in messages %}{% if loop.index > 1 %}{% break %}{% endif %}{{ m.role }}"
+        "{% endfor %}"
+    )
+    assert template.render(CHAT) == f"{time.strftime('%Y')}user"
