@@ -20,11 +20,14 @@ def _parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="answer one prompt on the command line")
     chat.add_argument("prompt", help="what to ask")
     chat.add_argument("--model", help="a .gguf file (default: the bundled model)")
-    chat.add_argument("--ctx", type=int, default=0, help="context length (default: model's, ≤ 8192)")
+    chat.add_argument("--ctx", type=int, default=0,
+                      help="context length (default: the model's, at most 8192)")
     chat.add_argument("--temperature", type=float, default=SamplingParams.temperature)
     chat.add_argument("--seed", type=int, default=-1, help="fixed seed (default: random)")
-    chat.add_argument("--max-tokens", type=int, default=-1, help="longest reply (default: no limit)")
-    chat.add_argument("--threads", type=int, default=0, help="CPU threads (default: physical cores)")
+    chat.add_argument("--max-tokens", type=int, default=-1,
+                      help="longest reply in tokens (default: no limit)")
+    chat.add_argument("--threads", type=int, default=0,
+                      help="CPU threads (default: all physical cores)")
     chat.add_argument("--system", default="", help="system prompt")
     chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
     return parser

@@ -31,7 +31,7 @@ def window(qtbot: QtBot) -> Iterator[MainWindow]:
 
 def send(qtbot: QtBot, win: MainWindow, text: str) -> None:
     win.composer.edit.setPlainText(text)
-    with qtbot.waitSignal(win.worker.generation_started, timeout=REPLY_TIMEOUT_MS):
+    with qtbot.waitSignal(win.reply_started, timeout=REPLY_TIMEOUT_MS):
         qtbot.keyClick(win.composer.edit, Qt.Key.Key_Return)
 
 
@@ -49,7 +49,7 @@ def test_bundled_model_is_listed_and_loaded(window: MainWindow) -> None:
 def test_send_streams_a_reply_into_a_bubble(qtbot: QtBot, window: MainWindow) -> None:
     send(qtbot, window, "What is the capital of France?")
     assert window.composer.button.text() == "Stop"
-    qtbot.waitUntil(lambda: len(window.chat.bubbles) == 2 and window.chat.bubbles[1].text,
+    qtbot.waitUntil(lambda: len(window.chat.bubbles) == 2 and bool(window.chat.bubbles[1].text),
                     timeout=REPLY_TIMEOUT_MS)
     wait_reply(qtbot, window)
     user, reply = window.chat.bubbles
@@ -84,7 +84,7 @@ def test_escape_stops_and_keeps_the_partial_reply(qtbot: QtBot, window: MainWind
     window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
     send(qtbot, window, "Write a long story about a dragon who bakes bread.")
     qtbot.waitUntil(lambda: len(window.chat.bubbles[-1].text) > 30, timeout=REPLY_TIMEOUT_MS)
-    with qtbot.waitSignal(window.worker.generation_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
+    with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
     assert blocker.args[1].reason == "cancelled"
     reply = window.chat.bubbles[-1]
@@ -96,7 +96,7 @@ def test_regenerate_replaces_the_last_reply(qtbot: QtBot, window: MainWindow) ->
     send(qtbot, window, "Name a colour.")
     wait_reply(qtbot, window)
     first = window.chat.bubbles[-1].text
-    with qtbot.waitSignal(window.worker.generation_started, timeout=REPLY_TIMEOUT_MS):
+    with qtbot.waitSignal(window.reply_started, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(window.chat.bubbles[-1].regenerate_button, Qt.MouseButton.LeftButton)
     wait_reply(qtbot, window)
     assert len(window.chat.bubbles) == 2
@@ -121,7 +121,7 @@ def test_killed_engine_leaves_the_window_up_and_the_chat_intact(
     window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
     send(qtbot, window, "Write a long story about a dragon who bakes bread.")
     qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
-    with qtbot.waitSignal(window.worker.engine_crashed, timeout=REPLY_TIMEOUT_MS):
+    with qtbot.waitSignal(window.engine_lost, timeout=REPLY_TIMEOUT_MS):
         window.worker.client.kill()
     wait_reply(qtbot, window)
     assert window.banner.isVisible() and "stopped unexpectedly" in window.banner.text()

@@ -82,7 +82,8 @@ SPECS: dict[str, ParamSpec] = {
                   "Nucleus sampling: keep the smallest set of tokens whose probabilities add up "
                   "to p. 1.0 turns it off."),
         ParamSpec("min_p", "Min-p", 0.0, 1.0, 0.01, 2,
-                  "Drop tokens less likely than min-p times the most likely token. 0 turns it off."),
+                  "Drop tokens less likely than min-p times the most likely token. "
+                  "0 turns it off."),
         ParamSpec("typical_p", "Typical-p", 0.0, 1.0, 0.01, 2,
                   "Locally typical sampling: prefer tokens whose surprise is close to the "
                   "average. 1.0 turns it off."),

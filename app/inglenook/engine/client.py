@@ -7,6 +7,7 @@ on the next load(); it never reloads on its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -215,10 +216,8 @@ class EngineClient:
     def cancel(self, request_id: int) -> None:
         """Stop a request. Safe from any thread; returns at once."""
         self._cancel_at.setdefault(request_id, time.monotonic())
-        try:
+        with contextlib.suppress(EngineCrashed):  # a dead engine has nothing left to stop
             self._send(p.Cancel(request_id))
-        except EngineCrashed:
-            pass  # nothing left to stop
 
 
 def _last_line(path: Path, limit: int = 4096) -> str:

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 import llama_cpp
@@ -138,7 +139,8 @@ class EngineHost:
             self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
             return
         info = ModelInfo(
-            path=params.model_path, name=header.name, architecture=header.architecture,
+            path=params.model_path, name=Path(params.model_path).stem,
+            architecture=header.architecture,
             size_bytes=header.file_size, n_ctx=llm.n_ctx(), n_ctx_train=header.context_length,
             n_threads=n_threads, n_gpu_layers=n_gpu_layers, gpu_offload_supported=supported,
             flash_attn=params.flash_attn, kv_cache_type=params.kv_cache_type,
@@ -301,7 +303,7 @@ def _special_text(llm: Any, token: int) -> str:
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1

@@ -34,11 +34,22 @@ OPEN_ITEM = "open"
 
 
 class MainWindow(QMainWindow):
-    """Signals:
-    shown(): the window was shown for the first time (start-up timing).
+    """The chat window. Its signals fire on the GUI thread (tests and tools wait on these, never
+    on the worker's, whose handlers would run on the worker thread).
+
+    Signals:
+        shown(): the window was shown for the first time (start-up timing).
+        reply_started(int): a reply request was sent to the engine; its id.
+        reply_finished(int, object): the reply ended; its id and Finish.
+        model_ready(object): a model finished loading; its ModelInfo.
+        engine_lost(str): the engine died; the message shown to the user.
     """
 
     shown = Signal()
+    reply_started = Signal(int)
+    reply_finished = Signal(int, object)
+    model_ready = Signal(object)
+    engine_lost = Signal(str)
 
     def __init__(self, worker: EngineWorker | None = None, settings: Settings | None = None,
                  autoload: bool = True) -> None:
@@ -199,7 +210,8 @@ class MainWindow(QMainWindow):
             if entry.source == "bundled":
                 label += "  ·  bundled"
             self.picker.addItem(label, entry.path)
-            self.picker.setItemData(self.picker.count() - 1, entry.path, Qt.ItemDataRole.ToolTipRole)
+            index = self.picker.count() - 1
+            self.picker.setItemData(index, entry.path, Qt.ItemDataRole.ToolTipRole)
         self.picker.addItem("Open a GGUF file…", OPEN_ITEM)
         wanted = self.settings.last_model
         index = self.picker.findData(wanted) if wanted else -1
@@ -272,6 +284,7 @@ class MainWindow(QMainWindow):
         self._set_context_used(0, info.n_ctx)
         self.chat.set_empty_text(f"{info.name} is ready. Ask it anything.")
         self.composer.edit.setFocus()
+        self.model_ready.emit(info)
 
     def _on_model_load_failed(self, path: str, message: str) -> None:
         self.loading = False
@@ -290,6 +303,7 @@ class MainWindow(QMainWindow):
         self.model_label.setText("No model")
         self.composer.set_can_send(False)
         self.show_banner(f"{message} Your conversation is safe.", reload=True)
+        self.engine_lost.emit(message)
 
     def show_banner(self, text: str, reload: bool) -> None:
         self.banner.setText(text)
@@ -334,6 +348,7 @@ class MainWindow(QMainWindow):
         self.current_bubble = bubble
         self.composer.set_generating(True)
         self.worker.generate_requested.emit(request)
+        self.reply_started.emit(rid)
 
     def stop(self) -> None:
         if self.current_id is not None:
@@ -386,6 +401,7 @@ class MainWindow(QMainWindow):
             self.turns.append(Message("assistant", bubble.text))  # partial replies are kept
         if self.model is not None:
             self.composer.set_can_send(True)
+        self.reply_finished.emit(rid, finish)
 
     def _set_context_used(self, used: int, n_ctx: int) -> None:
         self.context_label.setText(f"Context {used:,} / {n_ctx:,}")
@@ -400,7 +416,7 @@ class MainWindow(QMainWindow):
         self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
         save_settings(self.settings)
 
-    def showEvent(self, event) -> None:  # noqa: ANN001
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._shown_once:
             self._shown_once = True
