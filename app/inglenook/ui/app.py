@@ -42,6 +42,7 @@ def run_app() -> int:
     from inglenook.ui.main_window import MainWindow
 
     window = MainWindow()
+    app.aboutToQuit.connect(window.shutdown)  # also when quit without closing the window
     if os.environ.get(REPORT_SHOWN_ENV):
         window.shown.connect(lambda: print(f"window-shown {time.time():.3f}", flush=True))
     window.show()

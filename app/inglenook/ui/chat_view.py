@@ -86,6 +86,7 @@ class MessageBubble(QFrame):
         footer.setContentsMargins(0, 2, 0, 0)
         footer.setSpacing(6)
         footer.addWidget(self.stats_label, 1)
+        footer.addStretch(0)
         for button in (self.stop_button, self.regenerate_button, self.copy_button):
             footer.addWidget(button)
         layout.addLayout(footer)

@@ -48,6 +48,10 @@ class PromptEdit(QPlainTextEdit):
         height = lines * line + 2 * int(self.document().documentMargin())
         return QSize(400, height + margins.top() + margins.bottom() + 4)
 
+    def minimumSizeHint(self) -> QSize:
+        # QAbstractScrollArea's own minimum is ~5 lines; one line is the right minimum here.
+        return self.sizeHint()
+
 
 class Composer(QWidget):
     """The prompt box and its Send/Stop button.

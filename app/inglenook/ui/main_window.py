@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         self.current_bubble: MessageBubble | None = None
         self.last_request: GenerationRequest | None = None
         self._shown_once = False
+        self._closed = False
         self._build()
         self._save_timer = QTimer(self, singleShot=True, interval=500)
         self._save_timer.timeout.connect(self.save_settings)
@@ -340,6 +341,8 @@ class MainWindow(QMainWindow):
             rid, build_messages(self.panel.system_prompt(), self.turns), self.panel.sampling())
         self.current_id = rid
         self.last_request = request
+        for older in self.chat.bubbles:
+            older.regenerate_button.hide()  # only the last reply can be regenerated
         bubble = self.chat.add_bubble("assistant")
         bubble.author.setText(self.model.name if self.model else "Assistant")
         bubble.set_streaming(True)
@@ -423,10 +426,17 @@ class MainWindow(QMainWindow):
             self.shown.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Save settings and stop the engine; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
         self._save_timer.stop()
         try:
             self.save_settings()
         except OSError as exc:
             self.show_banner(f"Could not save settings: {exc}", reload=False)
         self.engine.stop(self.current_id)
-        super().closeEvent(event)
