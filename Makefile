@@ -40,6 +40,7 @@ engine: | $(VENV)/bin/python
 		$(PIP) install $(ENGINE_PIP_FLAGS) 'llama-cpp-python==$(LLAMA_CPP_VERSION)'
 
 run: $(STAMP)
+	sh packaging/qt-runtime-deps.sh
 	$(PY) -m inglenook
 
 test: $(STAMP)

@@ -45,5 +45,6 @@ def run_app() -> int:
     app.aboutToQuit.connect(window.shutdown)  # also when quit without closing the window
     if os.environ.get(REPORT_SHOWN_ENV):
         window.shown.connect(lambda: print(f"window-shown {time.time():.3f}", flush=True))
+        window.model_ready.connect(lambda _: print(f"model-ready {time.time():.3f}", flush=True))
     window.show()
     return app.exec()

@@ -1,0 +1,109 @@
+"""The longest GUI-thread stall while a reply streams at full speed into a 200-message
+conversation, measured by a QTimer probe; also the RSS of the window and engine processes.
+Prints one JSON line. Run by bench/run.py in its own process (offscreen unless told otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import psutil
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from inglenook.core.messages import Message
+from inglenook.core.settings import Settings
+from inglenook.ui.app import configure
+from inglenook.ui.main_window import MainWindow
+
+PROBE_MS = 5
+HISTORY = 200
+SAMPLE_REPLY = """Here is a summary:
+
+1. **Rivers** carry water to the sea.
+2. *Mountains* rise where plates collide.
+
+| Thing | Colour |
+|-------|--------|
+| Sky   | Blue   |
+
+```python
+def greet(name):
+    return f"Hello, {name}!"
+```
+"""
+
+
+def main() -> int:
+    app = QApplication(sys.argv)
+    configure(app)
+    settings = Settings()
+    settings.n_ctx = 4096
+    settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=400,
+                                                  repeat_penalty=1.0)
+    window = MainWindow(settings=settings)
+    app.aboutToQuit.connect(window.shutdown)
+    window.resize(1280, 820)
+    window.show()
+    for i in range(HISTORY // 2):
+        window.chat.add_bubble("user", f"Question number {i}: tell me something.")
+        window.chat.add_bubble("assistant", SAMPLE_REPLY)
+    # The engine sees a short conversation: this measures the window, not prompt evaluation.
+    window.turns = [Message("user", "Hello."), Message("assistant", "Hello! How can I help?")]
+
+    gaps: list[float] = []
+    last = [0.0]
+    probing = [False]
+
+    def probe() -> None:
+        now = time.perf_counter()
+        if probing[0] and last[0]:
+            gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(PROBE_MS)
+    timer.timeout.connect(probe)
+    result: dict[str, float] = {}
+
+    def start() -> None:
+        window.composer.edit.setPlainText(
+            "Write a long, detailed story about a lighthouse keeper and a storm.")
+        window.composer._submit()
+        timer.start()
+
+    def first_text() -> None:
+        probing[0] = True
+
+    def finished(_rid: int, _finish: object) -> None:
+        probing[0] = False
+        timer.stop()
+        bubble = window.chat.bubbles[-1]
+        window_rss = psutil.Process().memory_info().rss
+        engine_rss = psutil.Process(window.worker.client.pid).memory_info().rss
+        result.update(
+            gui_max_stall_ms=round(max(gaps) * 1000 - PROBE_MS, 1) if gaps else -1.0,
+            gui_stall_p99_ms=round(sorted(gaps)[int(len(gaps) * 0.99)] * 1000 - PROBE_MS, 1),
+            gui_streamed_chars=len(bubble.text),
+            gui_bubbles=len(window.chat.bubbles),
+            rss_window_mb=round(window_rss / 2**20, 1),
+            rss_engine_mb=round(engine_rss / 2**20, 1))
+        window.close()
+        app.quit()
+
+    window.model_ready.connect(lambda _info: QTimer.singleShot(200, start))
+    window.worker.token_delta.connect(first_text)
+    window.reply_finished.connect(finished)
+    QTimer.singleShot(180_000, app.quit)
+    app.exec()
+    print(json.dumps(result))
+    return 0 if result else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

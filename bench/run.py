@@ -1,0 +1,214 @@
+"""Inglenook benchmarks: prints figures and writes bench/results.json (run by `make bench`).
+
+All figures use the bundled model, greedy decoding and the same threads and settings:
+  decode_ratio_vs_raw     decode tok/s through Inglenook's engine ÷ raw create_chat_completion
+  ttft_turn12_over_turn1  TTFT of turn 12 of a conversation ÷ TTFT of turn 1
+  stop_latency_*_ms       cancel() → Finished, while decoding and during a 3,000-token prompt
+  gui_max_stall_ms, rss_* measured by bench/gui_stall.py in its own process
+  window_shown_s          launch of `python -m inglenook` → main window shown
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from inglenook import paths
+from inglenook.core.load import LoadParams
+from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.sampling import SamplingParams
+from inglenook.engine import protocol as p
+from inglenook.engine.client import EngineClient
+from inglenook.engine.host import physical_cores
+
+HERE = Path(__file__).resolve().parent
+N_CTX = 4096
+DECODE_TOKENS = 256
+STORY = "Write a long, detailed story about a lighthouse keeper and a storm."
+# The engine and the raw run must sample identically: greedy, no penalties.
+GREEDY = SamplingParams(temperature=0.0, seed=1, repeat_penalty=1.0, top_k=40, top_p=0.95,
+                        min_p=0.05, max_tokens=DECODE_TOKENS)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def raw_decode_rate(model: str, threads: int, runs: int) -> tuple[float, int]:
+    import llama_cpp  # the raw baseline; the app itself imports llama_cpp only in engine/host.py
+
+    llm = llama_cpp.Llama(model, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=threads,
+                          n_threads_batch=threads, verbose=False)
+    rates, tokens = [], 0
+    for _ in range(runs):
+        llm.reset()
+        stamps = []
+        for chunk in llm.create_chat_completion(
+                [{"role": "user", "content": STORY}], stream=True, temperature=0.0, seed=1,
+                repeat_penalty=1.0, top_k=40, top_p=0.95, min_p=0.05, max_tokens=DECODE_TOKENS):
+            if chunk["choices"][0]["delta"].get("content"):
+                stamps.append(time.perf_counter())
+        tokens = len(stamps)
+        rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
+    llm.close()
+    return statistics.median(rates), tokens
+
+
+def engine_decode_rate(client: EngineClient, runs: int) -> tuple[float, int]:
+    rates, tokens = [], 0
+    for i in range(runs):
+        stamps, generated = [], 0
+        request = GenerationRequest(1000 + i, (Message("user", STORY),), GREEDY)
+        for event in client.generate(request):
+            if isinstance(event, p.Delta):
+                stamps.append(time.perf_counter())
+            elif isinstance(event, p.ReplyStats):
+                generated = event.stats.generated_tokens
+        tokens = generated
+        rates.append((generated - 1) / (stamps[-1] - stamps[0]))
+    return statistics.median(rates), tokens
+
+
+def client_params(model: str, threads: int = 0) -> LoadParams:
+    return LoadParams(model, n_ctx=N_CTX, n_threads=threads or physical_cores(), n_batch=512)
+
+
+def ttft_turns(client: EngineClient, turns: int = 12) -> list[float]:
+    topics = ["rivers", "mountains", "bread", "clocks", "owls", "glass", "maps", "bees",
+              "tides", "lanterns", "violins", "comets"]
+    messages: list[Message] = [Message("system", "You are a helpful assistant.")]
+    ttfts = []
+    for turn in range(turns):
+        messages.append(Message("user", f"Tell me one interesting fact about {topics[turn]}, "
+                                        "in two sentences, and why it matters to people."))
+        request = GenerationRequest(2000 + turn, tuple(messages),
+                                    GREEDY.replace(max_tokens=64))
+        sent, first, reply = time.perf_counter(), 0.0, ""
+        for event in client.generate(request):
+            if isinstance(event, p.Delta):
+                first = first or time.perf_counter()
+                reply += event.text
+        ttfts.append(first - sent)
+        messages.append(Message("assistant", reply))
+    return ttfts
+
+
+def stop_latency_decode(client: EngineClient, runs: int = 5) -> float:
+    latencies = []
+    for i in range(runs):
+        rid = 3000 + i
+        request = GenerationRequest(rid, (Message("user", f"{STORY} Version {i}."),),
+                                    GREEDY.replace(max_tokens=1000))
+        deltas, asked = 0, 0.0
+        for event in client.generate(request):
+            if isinstance(event, p.Delta):
+                deltas += 1
+                if deltas == 32:
+                    asked = time.perf_counter()
+                    client.cancel(rid)
+            elif isinstance(event, p.Finished):
+                latencies.append(time.perf_counter() - asked)
+    return statistics.median(latencies) * 1000
+
+
+def stop_latency_prefill(client: EngineClient, runs: int = 3) -> tuple[float, int]:
+    latencies, total = [], 0
+    for i in range(runs):
+        rid = 4000 + i
+        # A different first word each run, so no prefix of it is in the KV cache.
+        text = f"Run {i}. " + " ".join(f"Stone {n} is small and blue." for n in range(340))
+        request = GenerationRequest(rid, (Message("user", text),), GREEDY)
+        asked = 0.0
+        for event in client.generate(request):
+            if isinstance(event, p.PromptProgress) and not asked:
+                total = event.total
+                asked = time.perf_counter()
+                client.cancel(rid)
+            elif isinstance(event, p.Finished):
+                assert event.finish.reason == "cancelled", event
+                latencies.append(time.perf_counter() - asked)
+    return statistics.median(latencies) * 1000, total
+
+
+def window_shown(home: Path) -> dict[str, float]:
+    env = dict(os.environ, INGLENOOK_REPORT_SHOWN="1", INGLENOOK_HOME=str(home))
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    started = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "inglenook"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    figures: dict[str, float] = {}
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            name, _, stamp = line.strip().partition(" ")
+            if name in ("window-shown", "model-ready"):
+                figures[name.replace("-", "_") + "_s"] = float(stamp) - started
+            if len(figures) == 2:
+                break
+    finally:
+        proc.terminate()  # the engine host sees its pipe close and exits by itself
+        proc.wait(timeout=30)
+    return figures
+
+
+def main() -> int:
+    model = paths.bundled_model_path()
+    if model is None:
+        log("The bundled model is missing: run `make setup`.")
+        return 1
+    threads = physical_cores()
+    results: dict[str, object] = {"model": model.name, "threads": threads, "n_ctx": N_CTX}
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        os.environ["INGLENOOK_HOME"] = str(home)
+        log(f"Model {model.name}, {threads} threads, n_ctx {N_CTX}")
+
+        log("Decode speed: raw llama-cpp-python vs Inglenook's engine (3 runs each)…")
+        raw_rate, raw_tokens = raw_decode_rate(str(model), threads, runs=3)
+        client = EngineClient(log_path=home / "engine.log")
+        try:
+            client.load(client_params(str(model), threads))
+            engine_rate, engine_tokens = engine_decode_rate(client, runs=3)
+            results.update(raw_decode_tok_s=round(raw_rate, 1), raw_tokens=raw_tokens,
+                           engine_decode_tok_s=round(engine_rate, 1),
+                           engine_tokens=engine_tokens,
+                           decode_ratio_vs_raw=round(engine_rate / raw_rate, 3))
+
+            log("TTFT over a 12-turn conversation…")
+            ttfts = ttft_turns(client)
+            results.update(ttft_turn1_ms=round(ttfts[0] * 1000, 1),
+                           ttft_turn12_ms=round(ttfts[-1] * 1000, 1),
+                           ttft_turn12_over_turn1=round(ttfts[-1] / ttfts[0], 3))
+
+            log("Stop latency while decoding and during a long prompt…")
+            results["stop_latency_decode_ms"] = round(stop_latency_decode(client), 1)
+            prefill_ms, prompt_tokens = stop_latency_prefill(client)
+            results.update(stop_latency_prefill_ms=round(prefill_ms, 1),
+                           stop_prefill_prompt_tokens=prompt_tokens)
+        finally:
+            client.close()
+
+        log("GUI stall while streaming into a 200-message conversation…")
+        gui = subprocess.run([sys.executable, str(HERE / "gui_stall.py")], capture_output=True,
+                             text=True, check=True)
+        results.update(json.loads(gui.stdout.strip().splitlines()[-1]))
+
+        log("Start-up: launch → window shown → model ready…")
+        results.update({k: round(v, 3) for k, v in window_shown(home / "startup").items()})
+
+    width = max(len(k) for k in results)
+    for key, value in results.items():
+        print(f"{key:<{width}}  {value}")
+    (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {HERE / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
