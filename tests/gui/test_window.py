@@ -142,3 +142,28 @@ def test_new_chat_clears_the_conversation(qtbot: QtBot, window: MainWindow) -> N
     wait_reply(qtbot, window)
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     assert not window.chat.bubbles and not window.turns
+
+
+def test_new_chat_while_a_reply_streams_leaves_the_old_reply_behind(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
+    send(qtbot, window, "Write a long story about a dragon who bakes bread.")
+    qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    assert window.composer.button.text() == "Send" and window.composer.button.isEnabled()
+    send(qtbot, window, "Hi")
+    wait_reply(qtbot, window)
+    assert [m.role for m in window.last_request.messages] == ["system", "user"]
+    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert len(window.chat.bubbles) == 2
+
+
+def test_a_failed_reply_does_not_break_the_next_message(qtbot: QtBot, window: MainWindow) -> None:
+    send(qtbot, window, "word " * 3000)  # does not fit the 2,048-token context
+    wait_reply(qtbot, window)
+    failed = window.chat.bubbles[-1]
+    assert failed.notice.isVisible() and "context" in failed.notice.text()
+    send(qtbot, window, "Hello!")
+    wait_reply(qtbot, window)
+    assert [m.role for m in window.last_request.messages] == ["system", "user"]
+    assert window.chat.bubbles[-1].text

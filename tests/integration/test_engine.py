@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
+from inglenook.engine import client as client_module
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineCrashed, EngineError
 from tests.gguf_tools import rewrite_metadata
@@ -162,5 +165,42 @@ def test_killed_engine_is_reported_and_can_be_restarted(
         client.load(LoadParams(str(bundled_model), n_ctx=2048))
         reply, _ = ask(client, QUESTION, 2, GREEDY.replace(max_tokens=8))
         assert reply
+    finally:
+        client.close()
+
+
+def test_clean_shutdown_exits_zero(bundled_model: Path, tmp_path: Path) -> None:
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    client.load(LoadParams(str(bundled_model), n_ctx=1024))
+    process = client._proc
+    client.close()
+    assert process is not None and process.returncode == 0
+    assert "Fatal Python error" not in (tmp_path / "engine.log").read_text(errors="replace")
+
+
+def test_lone_surrogate_and_odd_unicode_in_a_message(engine: EngineClient) -> None:
+    odd = "Bad paste \ud83d, RTL \u202eabc\u202c, e\u0301, 🌍, NUL \x00, 中文. Reply with OK."
+    text, events = ask(engine, (Message("user", odd),), 70, GREEDY.replace(max_tokens=12))
+    assert finish_of(events).finish.reason in ("stop", "length")
+    assert text
+
+
+def test_stuck_engine_is_restarted_to_honour_a_stop(
+        bundled_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_module, "CANCEL_GRACE_S", 0.5)
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    try:
+        client.load(LoadParams(str(bundled_model), n_ctx=1024))
+        events = []
+        for event in client.generate(GenerationRequest(1, STORY, LONG)):
+            events.append(event)
+            if isinstance(event, p.Delta) and len(events) == 3:
+                os.kill(client.pid, signal.SIGSTOP)  # fault injection: the host hangs
+                client.cancel(1)
+        finish = finish_of(events).finish
+        assert finish.reason == "cancelled" and "restarting" in finish.message
+        assert not client.alive
+        client.load(LoadParams(str(bundled_model), n_ctx=1024))
+        assert ask(client, QUESTION, 2, GREEDY.replace(max_tokens=4))[0]
     finally:
         client.close()

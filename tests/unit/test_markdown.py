@@ -189,3 +189,9 @@ def test_renders_four_kilobytes_quickly() -> None:
         render(text)
     # ~2 ms on a laptop; the bound only catches accidental quadratic behaviour.
     assert (time.perf_counter() - start) / 10 < 0.05
+
+
+def test_mailto_links_lose_their_query() -> None:
+    html = render_markdown("[write](mailto:a@example.org?attach=/home/u/.ssh/id_rsa&subject=x)")
+    assert 'href="mailto:a@example.org"' in html
+    assert "attach" not in html.split(">write<")[0]

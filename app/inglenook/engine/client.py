@@ -27,8 +27,10 @@ from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
 
 START_TIMEOUT_S = 60.0
-# A stop that llama.cpp has not honoured by then is forced by restarting the host.
-CANCEL_GRACE_S = 2.0
+# A stop that the host has not honoured within max(this, 3 × the slowest step seen in the
+# request) is forced by restarting the host. llama.cpp stops within a token or a batch; only a
+# stuck host (or a step it cannot interrupt) gets here.
+CANCEL_GRACE_S = 5.0
 
 
 class EngineError(Exception):
@@ -125,12 +127,13 @@ class EngineClient:
         return f"The engine stopped unexpectedly ({how}).{detail}"
 
     def _send(self, message: Any) -> None:
-        if not self.alive or self._proc is None or self._proc.stdin is None:
+        proc = self._proc  # cancel() may run on another thread while the process changes
+        if proc is None or proc.poll() is not None or proc.stdin is None:
             raise EngineCrashed("The engine is not running.")
         try:
             with self._write_lock:
-                p.write_frame(self._proc.stdin, message)
-        except (BrokenPipeError, OSError) as exc:
+                p.write_frame(proc.stdin, message)
+        except (OSError, ValueError) as exc:  # ValueError: stdin closed meanwhile
             raise EngineCrashed(f"The engine stopped unexpectedly ({exc}).") from exc
 
     def _stop_process(self) -> None:
@@ -187,14 +190,17 @@ class EngineClient:
         """Yield the host's events for this request, ending with exactly one Finished."""
         rid = request.request_id
         self._send(p.Generate(request))
+        last_event, slowest = time.monotonic(), 0.0
         try:
             while True:
                 event = self._next(timeout=0.1)
+                now = time.monotonic()
                 if event is None:
-                    if self._cancel_overdue(rid):
+                    if self._cancel_overdue(rid, max(CANCEL_GRACE_S, 3 * slowest)):
                         self.kill()  # the host will be restarted on the next load
                         self._next()  # raises EngineCrashed once the host is gone
                     continue
+                slowest, last_event = max(slowest, now - last_event), now
                 if getattr(event, "request_id", rid) != rid:
                     continue  # a late event of an earlier request
                 yield event
@@ -209,9 +215,9 @@ class EngineClient:
         finally:
             self._cancel_at.pop(rid, None)
 
-    def _cancel_overdue(self, rid: int) -> bool:
+    def _cancel_overdue(self, rid: int, grace: float) -> bool:
         at = self._cancel_at.get(rid)
-        return at is not None and time.monotonic() - at > CANCEL_GRACE_S
+        return at is not None and time.monotonic() - at > grace
 
     def cancel(self, request_id: int) -> None:
         """Stop a request. Safe from any thread; returns at once."""

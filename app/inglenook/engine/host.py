@@ -101,13 +101,13 @@ class EngineHost:
     # Called from the reader thread.
     def cancel(self, request_id: int) -> None:
         with self._lock:
-            self._cancelled.add(request_id)
             if request_id == self._current:
                 self._abort.set()
+            elif request_id > self._current:  # not started yet; late cancels are dropped
+                self._cancelled.add(request_id)
 
-    def _is_cancelled(self, request_id: int) -> bool:
-        with self._lock:
-            return request_id in self._cancelled
+    def abort_all(self) -> None:
+        self._abort.set()
 
     # ---- loading -------------------------------------------------------------------------
     def load(self, params: LoadParams) -> None:
@@ -210,8 +210,14 @@ class EngineHost:
         except (TemplateError, ContextOverflow) as exc:
             self._finish(rid, "error", str(exc))
             return
+        if not tokens:
+            self._finish(rid, "error", "The chat template produced an empty prompt.")
+            return
         # The prompt's last token is always evaluated again: generation needs fresh logits.
         cached = min(_common_prefix(llm._input_ids[: llm.n_tokens], tokens), len(tokens) - 1)
+        if cached and not llm._ctx.kv_cache_seq_rm(-1, cached, -1):
+            cached = 0  # recurrent memory cannot be trimmed to a prefix: start over
+            llm.reset()
         if not self._prefill(s, rid, tokens, cached):
             self._finish(rid, "cancelled")
             return
@@ -344,7 +350,8 @@ def _read_requests(stream: IO[bytes], host: EngineHost, inbox: queue.Queue) -> N
             message = p.read_frame(stream)
         except p.ProtocolError:
             message = None
-        if message is None:  # the window went away
+        if message is None:  # the window went away: stop what we are doing, then exit
+            host.abort_all()
             inbox.put(p.Shutdown())
             return
         if isinstance(message, p.Cancel):
@@ -367,7 +374,10 @@ def main() -> int:
         message = inbox.get()
         if isinstance(message, p.Shutdown):
             host.unload()
-            return 0
+            out.flush()
+            # The reader thread is blocked inside a buffered read of stdin; a normal exit would
+            # abort on that buffer's lock. Nothing is left to clean up, so leave at once.
+            os._exit(0)
         if isinstance(message, p.Load):
             host.load(message.params)
         elif isinstance(message, p.Unload):

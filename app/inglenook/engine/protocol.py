@@ -138,7 +138,9 @@ def _convert(hint: Any, value: Any) -> Any:
 def encode(message: Any) -> bytes:
     payload = dataclasses.asdict(message)
     payload["type"] = type(message).__name__
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # A lone surrogate (a bad paste) cannot be UTF-8; it becomes "?" rather than an error.
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", errors="replace")
     return _HEADER.pack(len(body)) + body
 
 

@@ -91,6 +91,7 @@ class EngineWorker(QObject):
         pending: list[str] = []
         last_emit = 0.0
         finish = Finish("error", "The engine ended the reply without a reason.")
+        crashed = False
         try:
             for event in self.client.generate(request):
                 if isinstance(event, p.Delta):
@@ -114,12 +115,18 @@ class EngineWorker(QObject):
                     finish = event.finish
         except EngineCrashed as exc:
             finish = Finish("error", str(exc))
+            crashed = True
             self.engine_crashed.emit(str(exc))
         except EngineError as exc:
             finish = Finish("error", str(exc))
+        except Exception as exc:  # generation_finished must fire whatever happens
+            finish = Finish("error", f"Unexpected error: {exc}")
         if pending:
             self.token_delta.emit(rid, "".join(pending))
         self.generation_finished.emit(rid, finish)
+        if not crashed and not self.client.alive:
+            # The stop watchdog killed a stuck host: the model is gone.
+            self.engine_crashed.emit("The engine was restarted to stop the reply.")
 
 
 class EngineThread:

@@ -67,6 +67,9 @@ class MainWindow(QMainWindow):
         self._shown_once = False
         self._closed = False
         self._build()
+        self._pending: list[str] = []
+        self._flush_timer = QTimer(self, singleShot=True, interval=0)
+        self._flush_timer.timeout.connect(self._flush_pending)
         self._save_timer = QTimer(self, singleShot=True, interval=500)
         self._save_timer.timeout.connect(self.save_settings)
 
@@ -320,6 +323,10 @@ class MainWindow(QMainWindow):
         if self.model is None or self.current_id is not None:
             return
         self.hide_banner()
+        if self.turns and self.turns[-1].role == "user":
+            # Its reply failed before writing anything. It stays on screen, but the model gets
+            # alternating turns (many templates insist), so the new message takes its place.
+            self.turns.pop()
         self.turns.append(Message("user", text))
         self.chat.add_bubble("user", text)
         self._request_reply()
@@ -358,7 +365,9 @@ class MainWindow(QMainWindow):
             self.worker.cancel(self.current_id)
 
     def new_chat(self) -> None:
-        self.stop()
+        if self.current_id is not None:
+            self.stop()
+            self._detach_reply()  # its late events belong to the old chat: drop them
         self.turns.clear()
         self.chat.clear()
         if self.model:
@@ -376,34 +385,49 @@ class MainWindow(QMainWindow):
             self.progress.setVisible(done < total)
 
     def _on_delta(self, rid: int, text: str) -> None:
+        # Deltas that queued up while the GUI was busy are rendered together, once.
         if rid == self.current_id and self.current_bubble is not None:
+            self._pending.append(text)
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
+
+    def _flush_pending(self) -> None:
+        self._flush_timer.stop()
+        if self._pending and self.current_bubble is not None:
             if not self.current_bubble.text:
                 self.status_text.setText("")
                 self.progress.hide()
-            self.current_bubble.append_text(text)
+            self.current_bubble.append_text("".join(self._pending))
+        self._pending.clear()
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         if rid == self.current_id and self.current_bubble is not None:
             self.current_bubble.set_stats(stats)
             self._set_context_used(stats.context_used, stats.n_ctx)
 
-    def _on_finished(self, rid: int, finish: Finish) -> None:
-        if rid != self.current_id:
-            return
+    def _detach_reply(self) -> MessageBubble | None:
+        """Forget the reply in flight: later events with its id are ignored."""
         bubble = self.current_bubble
+        self._flush_pending()
         self.current_id = None
         self.current_bubble = None
         self.composer.set_generating(False)
         self.status_text.setText("")
         self.progress.hide()
+        if self.model is not None and not self.loading:
+            self.composer.set_can_send(True)
+        return bubble
+
+    def _on_finished(self, rid: int, finish: Finish) -> None:
+        if rid != self.current_id:
+            return
+        bubble = self._detach_reply()
         if bubble is None:
             return
         bubble.set_streaming(False)
         bubble.set_finish(finish)
         if bubble.text:
             self.turns.append(Message("assistant", bubble.text))  # partial replies are kept
-        if self.model is not None:
-            self.composer.set_can_send(True)
         self.reply_finished.emit(rid, finish)
 
     def _set_context_used(self, used: int, n_ctx: int) -> None:
@@ -439,4 +463,6 @@ class MainWindow(QMainWindow):
             self.save_settings()
         except OSError as exc:
             self.show_banner(f"Could not save settings: {exc}", reload=False)
+        if self.loading:
+            self.worker.client.kill()  # a load cannot be interrupted; don't wait for it
         self.engine.stop(self.current_id)

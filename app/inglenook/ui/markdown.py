@@ -79,6 +79,8 @@ class _SafeRenderer(RendererHTML):
         token = tokens[idx]
         href = str(token.attrGet("href") or "")
         safe = bool(_SAFE_HREF.match(href))
+        if safe and href[:7].lower() == "mailto:":
+            href = href.split("?", 1)[0]  # some mail clients honour ?attach=/path/to/file
         # Links cannot nest, so a stack pairs each close with its open.
         env.setdefault("_links", []).append((safe, href, token.markup == "autolink"))
         if not safe:
