@@ -44,7 +44,7 @@ def main() -> int:
     configure(app)
     settings = Settings()
     settings.n_ctx = 4096
-    settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=400,
+    settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=1500,
                                                   repeat_penalty=1.0)
     window = MainWindow(settings=settings)
     app.aboutToQuit.connect(window.shutdown)

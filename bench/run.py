@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -40,39 +42,45 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def raw_decode_rate(model: str, threads: int, runs: int) -> tuple[float, int]:
+def raw_decode_run(llm: object) -> tuple[float, int]:
+    llm.reset()  # type: ignore[attr-defined]
+    stamps = []
+    for chunk in llm.create_chat_completion(  # type: ignore[attr-defined]
+            [{"role": "user", "content": STORY}], stream=True, temperature=0.0, seed=1,
+            repeat_penalty=1.0, top_k=40, top_p=0.95, min_p=0.05, max_tokens=DECODE_TOKENS):
+        if chunk["choices"][0]["delta"].get("content"):
+            stamps.append(time.perf_counter())
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), len(stamps)
+
+
+def engine_decode_run(client: EngineClient, rid: int) -> tuple[float, int]:
+    """Timed where the window would see the text: at the client, after the pipe."""
+    first, last, generated = 0.0, 0.0, 0
+    for event in client.generate(GenerationRequest(rid, (Message("user", STORY),), GREEDY)):
+        if isinstance(event, p.Delta):
+            last = time.perf_counter()
+            first = first or last
+        elif isinstance(event, p.ReplyStats):
+            generated = event.stats.generated_tokens
+    return (generated - 1) / (last - first), generated
+
+
+def decode_rates(model: str, threads: int, client: EngineClient, runs: int) -> dict[str, float]:
     import llama_cpp  # the raw baseline; the app itself imports llama_cpp only in engine/host.py
 
     llm = llama_cpp.Llama(model, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=threads,
                           n_threads_batch=threads, verbose=False)
-    rates, tokens = [], 0
-    for _ in range(runs):
-        llm.reset()
-        stamps = []
-        for chunk in llm.create_chat_completion(
-                [{"role": "user", "content": STORY}], stream=True, temperature=0.0, seed=1,
-                repeat_penalty=1.0, top_k=40, top_p=0.95, min_p=0.05, max_tokens=DECODE_TOKENS):
-            if chunk["choices"][0]["delta"].get("content"):
-                stamps.append(time.perf_counter())
-        tokens = len(stamps)
-        rates.append((len(stamps) - 1) / (stamps[-1] - stamps[0]))
+    raw, engine = [], []
+    for i in range(runs):  # interleaved, so drift in machine speed hits both alike
+        raw_rate, raw_tokens = raw_decode_run(llm)
+        engine_rate, engine_tokens = engine_decode_run(client, 1000 + i)
+        raw.append(raw_rate)
+        engine.append(engine_rate)
     llm.close()
-    return statistics.median(rates), tokens
-
-
-def engine_decode_rate(client: EngineClient, runs: int) -> tuple[float, int]:
-    rates, tokens = [], 0
-    for i in range(runs):
-        stamps, generated = [], 0
-        request = GenerationRequest(1000 + i, (Message("user", STORY),), GREEDY)
-        for event in client.generate(request):
-            if isinstance(event, p.Delta):
-                stamps.append(time.perf_counter())
-            elif isinstance(event, p.ReplyStats):
-                generated = event.stats.generated_tokens
-        tokens = generated
-        rates.append((generated - 1) / (stamps[-1] - stamps[0]))
-    return statistics.median(rates), tokens
+    raw_median, engine_median = statistics.median(raw), statistics.median(engine)
+    return {"raw_decode_tok_s": round(raw_median, 1), "raw_tokens": raw_tokens,
+            "engine_decode_tok_s": round(engine_median, 1), "engine_tokens": engine_tokens,
+            "decode_ratio_vs_raw": round(engine_median / raw_median, 3)}
 
 
 def client_params(model: str, threads: int = 0) -> LoadParams:
@@ -99,22 +107,29 @@ def ttft_turns(client: EngineClient, turns: int = 12) -> list[float]:
     return ttfts
 
 
-def stop_latency_decode(client: EngineClient, runs: int = 5) -> float:
+def stop_latency_decode(client: EngineClient, runs: int = 10) -> tuple[float, float]:
+    """Stop pressed at a random moment while decoding (as a user would, from another thread)."""
     latencies = []
+    rng = random.Random(7)
     for i in range(runs):
         rid = 3000 + i
         request = GenerationRequest(rid, (Message("user", f"{STORY} Version {i}."),),
                                     GREEDY.replace(max_tokens=1000))
-        deltas, asked = 0, 0.0
+        asked: list[float] = []
+
+        def press_stop(rid: int = rid, asked: list[float] = asked) -> None:
+            asked.append(time.perf_counter())
+            client.cancel(rid)
+
+        timer: threading.Timer | None = None
         for event in client.generate(request):
-            if isinstance(event, p.Delta):
-                deltas += 1
-                if deltas == 32:
-                    asked = time.perf_counter()
-                    client.cancel(rid)
+            if isinstance(event, p.Delta) and timer is None:
+                timer = threading.Timer(rng.uniform(0.1, 0.3), press_stop)
+                timer.start()
             elif isinstance(event, p.Finished):
-                latencies.append(time.perf_counter() - asked)
-    return statistics.median(latencies) * 1000
+                assert event.finish.reason == "cancelled", event
+                latencies.append(time.perf_counter() - asked[0])
+    return statistics.median(latencies) * 1000, max(latencies) * 1000
 
 
 def stop_latency_prefill(client: EngineClient, runs: int = 3) -> tuple[float, int]:
@@ -169,16 +184,11 @@ def main() -> int:
         os.environ["INGLENOOK_HOME"] = str(home)
         log(f"Model {model.name}, {threads} threads, n_ctx {N_CTX}")
 
-        log("Decode speed: raw llama-cpp-python vs Inglenook's engine (3 runs each)…")
-        raw_rate, raw_tokens = raw_decode_rate(str(model), threads, runs=3)
+        log("Decode speed: raw llama-cpp-python vs Inglenook's engine (5 runs each)…")
         client = EngineClient(log_path=home / "engine.log")
         try:
             client.load(client_params(str(model), threads))
-            engine_rate, engine_tokens = engine_decode_rate(client, runs=3)
-            results.update(raw_decode_tok_s=round(raw_rate, 1), raw_tokens=raw_tokens,
-                           engine_decode_tok_s=round(engine_rate, 1),
-                           engine_tokens=engine_tokens,
-                           decode_ratio_vs_raw=round(engine_rate / raw_rate, 3))
+            results.update(decode_rates(str(model), threads, client, runs=5))
 
             log("TTFT over a 12-turn conversation…")
             ttfts = ttft_turns(client)
@@ -187,7 +197,9 @@ def main() -> int:
                            ttft_turn12_over_turn1=round(ttfts[-1] / ttfts[0], 3))
 
             log("Stop latency while decoding and during a long prompt…")
-            results["stop_latency_decode_ms"] = round(stop_latency_decode(client), 1)
+            median_ms, max_ms = stop_latency_decode(client)
+            results.update(stop_latency_decode_ms=round(median_ms, 1),
+                           stop_latency_decode_max_ms=round(max_ms, 1))
             prefill_ms, prompt_tokens = stop_latency_prefill(client)
             results.update(stop_latency_prefill_ms=round(prefill_ms, 1),
                            stop_prefill_prompt_tokens=prompt_tokens)

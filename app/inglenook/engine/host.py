@@ -31,6 +31,9 @@ from inglenook.core.template import ChatTemplate, TemplateError, for_model, rend
 from inglenook.engine import protocol as p
 from inglenook.models.gguf import GGUFError, read_header
 
+# Deltas are coalesced so the window's process wakes ~60 times a second, not once per token:
+# on a 2-core machine every wake-up competes with llama.cpp's threads.
+DELTA_BATCH_S = 0.015
 KV_TYPES = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0,
             "q4_0": llama_cpp.GGML_TYPE_Q4_0}
 
@@ -226,6 +229,8 @@ class EngineHost:
         llm.last_n_tokens_size = sp.repeat_last_n
         utf8, stops = Utf8Stream(), StopMatcher(sp.stop)
         n_gen, first_at, reason, stopped_by_string = 0, 0.0, "stop", False
+        pending: list[str] = []  # text not sent yet: one frame per ~15 ms, not per token
+        last_sent = 0.0
         generator = llm.generate(
             tokens, top_k=sp.top_k, top_p=sp.top_p, min_p=sp.min_p, typical_p=sp.typical_p,
             temp=sp.temperature, repeat_penalty=sp.repeat_penalty,
@@ -241,7 +246,12 @@ class EngineHost:
                 n_gen += 1
                 text, stopped = stops.feed(utf8.feed(s.piece(token)))
                 if text:
-                    self.send(p.Delta(rid, text))
+                    pending.append(text)
+                    now = time.perf_counter()
+                    if now - last_sent >= DELTA_BATCH_S:
+                        self.send(p.Delta(rid, "".join(pending)))
+                        pending.clear()
+                        last_sent = now
                 if stopped:
                     stopped_by_string = True
                     break
@@ -258,7 +268,9 @@ class EngineHost:
         finally:
             generator.close()
         if not stopped_by_string:
-            self._send_tail(rid, utf8, stops)
+            pending.append(_tail(utf8, stops))
+        if "".join(pending):
+            self.send(p.Delta(rid, "".join(pending)))
         done = time.perf_counter()
         new_prompt = len(tokens) - cached
         stats = Stats(
@@ -269,14 +281,6 @@ class EngineHost:
             context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=dropped)
         self.send(p.ReplyStats(rid, stats))
         self._finish(rid, reason)  # type: ignore[arg-type]
-
-    def _send_tail(self, rid: int, utf8: Utf8Stream, stops: StopMatcher) -> None:
-        """What the decoders still hold when the reply ends: bytes of an unfinished character
-        and text held back because it could have begun a stop string."""
-        text, _ = stops.feed(utf8.flush())
-        text += stops.flush()
-        if text:
-            self.send(p.Delta(rid, text))
 
     def _prefill(self, s: Session, rid: int, tokens: list[int], cached: int) -> bool:
         """Evaluate the prompt (all but its last token, which generate() evaluates) in batches,
@@ -307,6 +311,13 @@ class EngineHost:
 
 
 _NO_ABORT = llama_cpp.ggml_abort_callback()  # a NULL callback
+
+
+def _tail(utf8: Utf8Stream, stops: StopMatcher) -> str:
+    """What the decoders still hold when a reply ends: bytes of an unfinished character and
+    text held back because it could have begun a stop string."""
+    text, _ = stops.feed(utf8.flush())
+    return text + stops.flush()
 
 
 def _special_text(llm: Any, token: int) -> str:
