@@ -17,7 +17,10 @@ REPORT_SHOWN_ENV = "INGLENOOK_REPORT_SHOWN"
 
 def stylesheet() -> str:
     path = paths.resources_dir() / "style.qss"
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+    if not path.is_file():
+        return ""
+    icons = (paths.resources_dir() / "icons").as_posix()
+    return path.read_text(encoding="utf-8").replace("@ICONS@", icons)
 
 
 def configure(app: QApplication) -> None:

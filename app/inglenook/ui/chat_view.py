@@ -106,11 +106,16 @@ class MessageBubble(QFrame):
     def set_text(self, text: str) -> None:
         self.text = text
         self.body.set_markdown(text)
+        self.body.setVisible(bool(text))
+        if text and self.notice.property("kind") == "waiting":
+            self.set_notice("")
 
     def append_text(self, delta: str) -> None:
         self.set_text(self.text + delta)
 
     def set_streaming(self, streaming: bool) -> None:
+        if streaming and not self.text:
+            self.set_notice("Thinking…", "waiting")
         self.stop_button.setVisible(streaming)
         self.regenerate_button.setEnabled(not streaming)
         self.copy_button.setEnabled(not streaming)
@@ -127,6 +132,8 @@ class MessageBubble(QFrame):
         self.notice.setVisible(bool(text))
 
     def set_finish(self, finish: Finish) -> None:
+        if self.notice.property("kind") == "waiting":
+            self.set_notice("")
         if finish.reason == "cancelled":
             self.set_notice(finish.message or "Stopped.", "info")
         elif finish.reason == "length":
@@ -161,17 +168,26 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range_changed)
-        self.empty_label = QLabel(self._content)
+        self.empty = QWidget(self._content)
+        empty_layout = QVBoxLayout(self.empty)
+        empty_layout.setContentsMargins(40, 110, 40, 40)
+        empty_layout.setSpacing(8)
+        title = QLabel("What shall we talk about?", self.empty)
+        title.setObjectName("emptyTitle")
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label = QLabel(self.empty)
         self.empty_label.setObjectName("emptyLabel")
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
-        self._column.insertWidget(0, self.empty_label)
+        empty_layout.addWidget(title)
+        empty_layout.addWidget(self.empty_label)
+        self._column.insertWidget(0, self.empty)
 
     def set_empty_text(self, text: str) -> None:
         self.empty_label.setText(text)
 
     def add_bubble(self, role: str, text: str = "") -> MessageBubble:
-        self.empty_label.hide()
+        self.empty.hide()
         bubble = MessageBubble(role, text)
         row = QWidget(self._content)
         row_layout = QHBoxLayout(row)
@@ -200,7 +216,7 @@ class ChatView(QScrollArea):
             row.deleteLater()
         self.bubbles.clear()
         self._rows.clear()
-        self.empty_label.show()
+        self.empty.show()
         self._follow = True
 
     def scroll_to_bottom(self) -> None:

@@ -287,6 +287,7 @@ class MainWindow(QMainWindow):
             self.status_text.setText("This model has no chat template; using ChatML.")
         self._set_context_used(0, info.n_ctx)
         self.chat.set_empty_text(f"{info.name} is ready. Ask it anything.")
+        self._enable_regenerate(True)
         self.composer.edit.setFocus()
         self.model_ready.emit(info)
 
@@ -307,7 +308,12 @@ class MainWindow(QMainWindow):
         self.model_label.setText("No model")
         self.composer.set_can_send(False)
         self.show_banner(f"{message} Your conversation is safe.", reload=True)
+        self._enable_regenerate(False)
         self.engine_lost.emit(message)
+
+    def _enable_regenerate(self, enabled: bool) -> None:
+        if self.chat.bubbles and self.current_id is None:
+            self.chat.bubbles[-1].regenerate_button.setEnabled(enabled)
 
     def show_banner(self, text: str, reload: bool) -> None:
         self.banner.setText(text)
@@ -426,6 +432,7 @@ class MainWindow(QMainWindow):
             return
         bubble.set_streaming(False)
         bubble.set_finish(finish)
+        bubble.regenerate_button.setEnabled(self.model is not None)
         if bubble.text:
             self.turns.append(Message("assistant", bubble.text))  # partial replies are kept
         self.reply_finished.emit(rid, finish)
