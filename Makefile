@@ -13,10 +13,10 @@ SMOLLM2_VERSION ?= 0.1.2
 STAMP := $(VENV)/.inglenook-installed
 
 # An explicit back-end or CMake flags must not reuse a cached wheel built for another back-end.
-ifneq ($(origin INGLENOOK_GPU)$(origin CMAKE_ARGS),undefinedundefined)
+# (Command-line and environment variables reach the recipes and the sub-make by themselves.)
+ifneq ($(strip $(INGLENOOK_GPU)$(CMAKE_ARGS)),)
 ENGINE_PIP_FLAGS := --no-cache-dir --force-reinstall --no-deps
 endif
-export INGLENOOK_GPU
 
 .PHONY: setup run test test-fast bench lint engine clean
 
