@@ -25,16 +25,20 @@ def installed_models(models_dir: Path | None = None) -> list[ModelEntry]:
     if bundled is not None:
         entries.append(ModelEntry(bundled.stem, str(bundled), "bundled", bundled.stat().st_size))
     root = models_dir or paths.models_dir()
-    found = sorted({*root.glob("*.gguf"), *root.glob("*/*.gguf")}, key=lambda p: p.name.lower())
-    for path in found:
-        if path.is_file():
-            entries.append(ModelEntry(path.stem, str(path), "local", path.stat().st_size))
+    seen = {bundled.resolve()} if bundled is not None else set()
+    candidates = sorted((*root.glob("*"), *root.glob("*/*")), key=lambda p: p.name.lower())
+    for path in candidates:
+        if path.suffix.lower() != ".gguf" or not path.is_file() or path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        entries.append(ModelEntry(path.stem, str(path), "local", path.stat().st_size))
     return entries
 
 
 def describe_size(size_bytes: int) -> str:
-    if size_bytes < 1_000_000:
-        return f"{size_bytes / 1000:.0f} KB"
-    if size_bytes < 1_000_000_000:
-        return f"{size_bytes / 1e6:.0f} MB"
+    if size_bytes < 1000:
+        return f"{size_bytes} B"
+    for unit, scale in (("KB", 1e3), ("MB", 1e6)):
+        if round(size_bytes / scale) < 1000:  # so 999,999 bytes reads "1.0 MB", not "1000 KB"
+            return f"{size_bytes / scale:.0f} {unit}"
     return f"{size_bytes / 1e9:.1f} GB"

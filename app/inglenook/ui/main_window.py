@@ -7,7 +7,6 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -25,12 +24,10 @@ from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
-from inglenook.models.library import describe_size, installed_models
 from inglenook.ui.chat_view import ChatView, MessageBubble
 from inglenook.ui.composer import Composer
+from inglenook.ui.model_picker import ModelPicker
 from inglenook.ui.sampling_panel import SamplingPanel
-
-OPEN_ITEM = "open"
 
 
 class MainWindow(QMainWindow):
@@ -92,8 +89,8 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
         else:
             self.resize(1240, 820)
-        if autoload and self.picker.count() > 1:
-            self.load_model(self.picker.currentData())
+        if autoload and self.picker.path():
+            self.load_model(self.picker.path())
 
     # ---- layout --------------------------------------------------------------------------
     def _build(self) -> None:
@@ -104,11 +101,9 @@ class MainWindow(QMainWindow):
         bar.setSpacing(10)
         title = QLabel("Inglenook", top)
         title.setObjectName("appTitle")
-        self.picker = QComboBox(top)
-        self.picker.setObjectName("modelPicker")
-        self.picker.setMinimumWidth(340)
-        self.picker.setToolTip("The model to chat with")
-        self.picker.activated.connect(self._on_picked)
+        self.picker = ModelPicker(top)
+        self.picker.model_chosen.connect(self.load_model)
+        self.picker.open_requested.connect(self.open_model)
         self.new_chat_button = QPushButton("New chat", top)
         self.new_chat_button.setObjectName("newChatButton")
         self.new_chat_button.setToolTip("Start a new conversation (Ctrl+N)")
@@ -208,53 +203,25 @@ class MainWindow(QMainWindow):
 
     # ---- models --------------------------------------------------------------------------
     def refresh_models(self) -> None:
-        self.picker.clear()
-        for entry in installed_models():
-            label = f"{entry.name}  ·  {describe_size(entry.size_bytes)}"
-            if entry.source == "bundled":
-                label += "  ·  bundled"
-            self.picker.addItem(label, entry.path)
-            index = self.picker.count() - 1
-            self.picker.setItemData(index, entry.path, Qt.ItemDataRole.ToolTipRole)
-        self.picker.addItem("Open a GGUF file…", OPEN_ITEM)
-        wanted = self.settings.last_model
-        index = self.picker.findData(wanted) if wanted else -1
-        self.picker.setCurrentIndex(max(index, 0))
-
-    def _on_picked(self, index: int) -> None:
-        data = self.picker.itemData(index)
-        if data == OPEN_ITEM:
-            self.open_model()
-        elif data and (self.model is None or data != self.model.path):
-            self.load_model(data)
+        self.picker.refresh(self.model.path if self.model else self.settings.last_model)
 
     def open_model(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a model", str(Path.home()),
                                               "GGUF models (*.gguf);;All files (*)")
         if path:
             self.load_model(path)
-        else:
-            self._select_picker(self.model.path if self.model else "")
-
-    def _select_picker(self, path: str) -> None:
-        index = self.picker.findData(path)
-        if index < 0 and path:
-            self.picker.insertItem(self.picker.count() - 1, Path(path).stem, path)
-            index = self.picker.findData(path)
-        if index >= 0:
-            self.picker.setCurrentIndex(index)
 
     def load_model(self, path: str) -> None:
         if self.current_id is not None:
             self.stop()
         self.loading = True
         self.composer.set_can_send(False)
-        self._select_picker(path)
+        self.picker.select(path)
         self.worker.load_requested.emit(self.panel.load_params(path))
 
     def reload_model(self) -> None:
-        path = self.model.path if self.model else self.picker.currentData()
-        if path and path != OPEN_ITEM:
+        path = self.model.path if self.model else self.picker.path()
+        if path:
             self.hide_banner()
             self.load_model(path)
 
@@ -277,11 +244,13 @@ class MainWindow(QMainWindow):
         self.settings.last_model = info.path
         self._schedule_save()
         self.composer.set_can_send(True)
-        self.model_label.setText(f"{info.name}")
+        chatml = info.template_source == "chatml"
+        self.model_label.setText(f"{info.name}  ·  ChatML template" if chatml else info.name)
         self.model_label.setToolTip(
             f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
             f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
-            f" loaded in {info.load_seconds:.1f} s")
+            f" loaded in {info.load_seconds:.1f} s"
+            + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else ""))
         self.status_text.setText("")
         if info.template_source == "chatml":
             self.status_text.setText("This model has no chat template; using ChatML.")

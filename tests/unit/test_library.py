@@ -1,0 +1,121 @@
+"""The model library: the bundled model first, then the GGUF files in the models folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inglenook import paths
+from inglenook.models.library import ModelEntry, describe_size, installed_models
+from tests.gguf_tools import write_gguf
+
+TINY = {"general.architecture": "llama", "llama.context_length": 128}
+
+
+def tiny_model(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_gguf(path, TINY)
+
+
+def local(entries: list[ModelEntry]) -> list[ModelEntry]:
+    return [e for e in entries if e.source == "local"]
+
+
+def test_the_bundled_model_comes_first(bundled_model: Path) -> None:
+    entries = installed_models()
+    assert entries[0] == ModelEntry(bundled_model.stem, str(bundled_model), "bundled",
+                                    bundled_model.stat().st_size)
+    assert entries[0].name == "SmolLM2-135M-Instruct.Q4_1"
+    assert not local(entries)  # a fresh home has an empty models folder
+
+
+def test_a_gguf_file_in_the_models_folder_is_listed_as_local(bundled_model: Path) -> None:
+    path = tiny_model(paths.models_dir() / "tiny-model.gguf")
+    entries = installed_models()
+    assert entries[0].source == "bundled"
+    assert local(entries) == [ModelEntry("tiny-model", str(path), "local", path.stat().st_size)]
+
+
+def test_a_symlink_to_a_model_elsewhere_is_listed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "real.gguf"
+    target.parent.mkdir()
+    target.write_bytes(b"GGUF" + b"\0" * 60)
+    link = paths.models_dir() / "linked.gguf"
+    link.symlink_to(target)
+    (entry,) = local(installed_models())
+    assert (entry.name, entry.path, entry.size_bytes) == ("linked", str(link), 64)
+
+
+def test_a_broken_symlink_is_not_listed() -> None:
+    (paths.models_dir() / "gone.gguf").symlink_to(paths.models_dir() / "missing.gguf")
+    assert not local(installed_models())
+
+
+def test_one_level_of_sub_folders_is_listed_and_all_sorted_by_name() -> None:
+    root = paths.models_dir()
+    tiny_model(root / "b-model.gguf")
+    tiny_model(root / "org" / "A-model.gguf")
+    tiny_model(root / "org" / "c-model.gguf")
+    tiny_model(root / "org" / "deeper" / "too-deep.gguf")
+    names = [e.name for e in local(installed_models())]
+    assert names == ["A-model", "b-model", "c-model"]  # case-insensitive, folders mixed in
+
+
+def test_partial_downloads_and_other_files_are_not_listed() -> None:
+    root = paths.models_dir()
+    for name in ("model.gguf.part", "model.gguf.incomplete", "model.incomplete",
+                 "notes.txt", "model.bin", "org/model.gguf.part"):
+        tiny_model(root / name)
+    (root / "folder.gguf").mkdir()  # a directory with a model's name
+    (root / "org" / "nested.gguf").mkdir()
+    tiny_model(root / "real.gguf")
+    assert [e.name for e in local(installed_models())] == ["real"]
+
+
+def test_an_explicit_models_dir_is_used_instead(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    tiny_model(elsewhere / "other.gguf")
+    tiny_model(paths.models_dir() / "not-this-one.gguf")
+    assert [e.name for e in local(installed_models(elsewhere))] == ["other"]
+
+
+def test_without_a_bundled_model_only_local_files_are_listed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paths, "bundled_model_path", lambda: None)
+    tiny_model(paths.models_dir() / "only.gguf")
+    assert [(e.name, e.source) for e in installed_models()] == [("only", "local")]
+
+
+@pytest.mark.parametrize(("size", "text"), [
+    (0, "0 B"),
+    (4_000, "4 KB"),
+    (512_000, "512 KB"),
+    (1_000_000, "1 MB"),
+    (98_362_432, "98 MB"),  # the bundled model
+    (999_000_000, "999 MB"),
+    (1_000_000_000, "1.0 GB"),
+    (4_368_439_584, "4.4 GB"),
+    (70_553_706_496, "70.6 GB"),
+])
+def test_describe_size(size: int, text: str) -> None:
+    assert describe_size(size) == text
+
+
+def test_describe_size_of_the_bundled_model(bundled_model: Path) -> None:
+    assert describe_size(installed_models()[0].size_bytes) == "98 MB"
+
+
+@pytest.mark.parametrize(("size", "text"), [(0, "0 B"), (999, "999 B"), (999_499, "999 KB"),
+                                            (999_999, "1 MB"), (999_999_999, "1.0 GB")])
+def test_describe_size_at_unit_boundaries(size: int, text: str) -> None:
+    assert describe_size(size) == text
+
+
+def test_upper_case_suffix_is_listed_and_the_bundled_model_only_once(
+        bundled_model: Path) -> None:
+    (paths.models_dir() / "SHOUTY.GGUF").write_bytes(b"GGUF")
+    (paths.models_dir() / "again.gguf").symlink_to(bundled_model)
+    names = [e.name for e in installed_models()]
+    assert "SHOUTY" in names
+    assert names.count(bundled_model.stem) == 1 and "again" not in names
