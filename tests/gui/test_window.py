@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
 from pytestqt.qtbot import QtBot
 
-from inglenook.core.settings import Settings
 from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply, wait_reply
 
-LOAD_TIMEOUT_MS = 60_000
-REPLY_TIMEOUT_MS = 60_000
-
-
-@pytest.fixture
-def window(qtbot: QtBot) -> Iterator[MainWindow]:
-    settings = Settings()
-    settings.n_ctx = 2048
-    settings.sampling = settings.sampling.replace(temperature=0.0, seed=7, max_tokens=48)
-    win = MainWindow(settings=settings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(lambda: win.model is not None, timeout=LOAD_TIMEOUT_MS)
-    yield win
-    win.close()
-
-
-def send(qtbot: QtBot, win: MainWindow, text: str) -> None:
-    win.composer.edit.setPlainText(text)
-    with qtbot.waitSignal(win.reply_started, timeout=REPLY_TIMEOUT_MS):
-        qtbot.keyClick(win.composer.edit, Qt.Key.Key_Return)
-
-
-def wait_reply(qtbot: QtBot, win: MainWindow) -> None:
-    qtbot.waitUntil(lambda: win.current_id is None, timeout=REPLY_TIMEOUT_MS)
+send = start_reply
 
 
 def test_bundled_model_is_listed_and_loaded(window: MainWindow) -> None:

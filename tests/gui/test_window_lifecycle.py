@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,34 +14,18 @@ from PySide6.QtWidgets import QDoubleSpinBox, QPlainTextEdit
 from pytestqt.qtbot import QtBot
 
 from inglenook import paths
-from inglenook.core.settings import Settings, load_settings
+from inglenook.core.settings import load_settings
 from inglenook.engine import protocol as p
 from inglenook.ui.chat_view import ChatView, MessageBubble
 from inglenook.ui.main_window import MainWindow
 from tests.gguf_tools import rewrite_metadata
-
-LOAD_TIMEOUT_MS = 60_000
-REPLY_TIMEOUT_MS = 60_000
-
-
-@pytest.fixture
-def window(qtbot: QtBot) -> Iterator[MainWindow]:
-    settings = Settings()
-    settings.n_ctx = 2048
-    settings.sampling = settings.sampling.replace(temperature=0.0, seed=7, max_tokens=48)
-    win = MainWindow(settings=settings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(lambda: win.model is not None, timeout=LOAD_TIMEOUT_MS)
-    yield win
-    win.close()
+from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply, wait_reply
 
 
 def send(qtbot: QtBot, win: MainWindow, text: str) -> None:
-    win.composer.edit.setPlainText(text)
-    with qtbot.waitSignal(win.reply_started, timeout=REPLY_TIMEOUT_MS):
-        qtbot.keyClick(win.composer.edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: win.current_id is None, timeout=REPLY_TIMEOUT_MS)
+    """Send and wait for the whole reply."""
+    start_reply(qtbot, win, text)
+    wait_reply(qtbot, win)
 
 
 # ---- the engine dies while a model loads -------------------------------------------------------

@@ -204,3 +204,13 @@ def test_stuck_engine_is_restarted_to_honour_a_stop(
         assert ask(client, QUESTION, 2, GREEDY.replace(max_tokens=4))[0]
     finally:
         client.close()
+
+
+def test_stop_strings_end_the_reply_before_the_string(engine: EngineClient) -> None:
+    full, _ = ask(engine, QUESTION, 80, GREEDY.replace(max_tokens=40))
+    words = full.split()
+    assert len(words) > 4
+    stop = words[3]
+    cut, events = ask(engine, QUESTION, 81, GREEDY.replace(max_tokens=40, stop=(stop,)))
+    assert finish_of(events).finish.reason == "stop"
+    assert cut == full[: full.index(stop)]
