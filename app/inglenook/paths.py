@@ -52,6 +52,11 @@ def settings_file() -> Path:
     return config_dir() / "settings.json"
 
 
+def database_file() -> Path:
+    """Conversations, messages and presets: one SQLite database (see store/)."""
+    return data_dir() / "inglenook.db"
+
+
 def engine_log_file() -> Path:
     return log_dir() / "engine.log"
 

@@ -19,6 +19,7 @@ class Stats:
     context_used: int  # tokens in the KV cache after the reply
     n_ctx: int
     dropped_messages: int = 0  # oldest messages left out so the conversation fits
+    seed: int = -1  # the seed actually used (a random one when the request asked for random)
 
 
 @dataclass(frozen=True)

@@ -225,7 +225,8 @@ class EngineHost:
             self._finish(rid, "cancelled")
             return
         prefilled = time.perf_counter()
-        llm.set_seed(sp.seed if sp.seed >= 0 else random.getrandbits(31))
+        seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
+        llm.set_seed(seed)
         llm.last_n_tokens_size = sp.repeat_last_n
         utf8, stops = Utf8Stream(), StopMatcher(sp.stop)
         n_gen, first_at, reason, stopped_by_string = 0, 0.0, "stop", False
@@ -278,7 +279,7 @@ class EngineHost:
             ttft_s=(first_at or done) - started,
             decode_tok_s=(n_gen - 1) / (done - first_at) if n_gen > 1 and done > first_at else 0.0,
             prompt_tok_s=new_prompt / (prefilled - started) if prefilled > started else 0.0,
-            context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=dropped)
+            context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=dropped, seed=seed)
         self.send(p.ReplyStats(rid, stats))
         self._finish(rid, reason)  # type: ignore[arg-type]
 

@@ -45,16 +45,21 @@ class MessageBubble(QFrame):
         copy_requested(): Copy was clicked (the text is copied here; the signal is for tests).
         regenerate_requested(): Regenerate was clicked.
         stop_requested(): Stop was clicked while this reply streams.
+        edit_requested(): Edit was clicked (user messages).
+        sibling_requested(int): ‹ or › was clicked: -1 or +1.
     """
 
     copy_requested = Signal()
     regenerate_requested = Signal()
     stop_requested = Signal()
+    edit_requested = Signal()
+    sibling_requested = Signal(int)
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.role = role
         self.text = text
+        self.message_id: int | None = None
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         layout = QVBoxLayout(self)
@@ -82,17 +87,40 @@ class MessageBubble(QFrame):
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.stop_button = self._action("Stop", "Stop this reply (Esc)")
         self.stop_button.clicked.connect(self.stop_requested)
+        self.edit_button = self._action("Edit", "Ask this again differently (a new branch)")
+        self.edit_button.clicked.connect(self.edit_requested)
+        self.previous_button = self._action("‹", "Previous version")
+        self.previous_button.setObjectName("bubblePreviousButton")
+        self.previous_button.clicked.connect(lambda: self.sibling_requested.emit(-1))
+        self.sibling_label = QLabel(self)
+        self.sibling_label.setObjectName("bubbleSiblings")
+        self.next_button = self._action("›", "Next version")
+        self.next_button.setObjectName("bubbleNextButton")
+        self.next_button.clicked.connect(lambda: self.sibling_requested.emit(1))
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 2, 0, 0)
         footer.setSpacing(6)
+        for widget in (self.previous_button, self.sibling_label, self.next_button):
+            footer.addWidget(widget)
         footer.addWidget(self.stats_label, 1)
         footer.addStretch(0)
-        for button in (self.stop_button, self.regenerate_button, self.copy_button):
+        for button in (self.stop_button, self.edit_button, self.regenerate_button,
+                       self.copy_button):
             footer.addWidget(button)
+        self.set_siblings(1, 1)
         layout.addLayout(footer)
         self.stop_button.hide()
         self.regenerate_button.setVisible(role == "assistant")
+        self.edit_button.setVisible(role == "user")
         self.set_text(text)
+
+    def set_siblings(self, index: int, count: int) -> None:
+        """Show ‹ index/count › when this message has other versions."""
+        for widget in (self.previous_button, self.sibling_label, self.next_button):
+            widget.setVisible(count > 1)
+        self.sibling_label.setText(f"{index}/{count}")
+        self.previous_button.setEnabled(index > 1)
+        self.next_button.setEnabled(index < count)
 
     def _action(self, label: str, tip: str) -> QToolButton:
         button = QToolButton(self)
@@ -223,6 +251,14 @@ class ChatView(QScrollArea):
         self._follow = True
         QTimer.singleShot(0, lambda: self.verticalScrollBar().setValue(
             self.verticalScrollBar().maximum()))
+
+    def scroll_to_message(self, message_id: int) -> None:
+        """Bring a message into view (a search result) and stop following the bottom."""
+        for bubble, row in zip(self.bubbles, self._rows, strict=True):
+            if bubble.message_id == message_id:
+                self._follow = False
+                QTimer.singleShot(0, lambda r=row: self.ensureWidgetVisible(r, 0, 40))
+                return
 
     @property
     def following(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
@@ -9,6 +11,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QProgressBar,
@@ -24,10 +27,14 @@ from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
+from inglenook.store import Store, StoredMessage, StoreError
+from inglenook.store.session import ConversationSession, open_store
 from inglenook.ui.chat_view import ChatView, MessageBubble
 from inglenook.ui.composer import Composer
 from inglenook.ui.model_picker import ModelPicker
 from inglenook.ui.sampling_panel import SamplingPanel
+from inglenook.ui.search_dialog import SearchDialog
+from inglenook.ui.sidebar import ConversationSidebar
 
 
 class MainWindow(QMainWindow):
@@ -49,12 +56,15 @@ class MainWindow(QMainWindow):
     engine_lost = Signal(str)
 
     def __init__(self, worker: EngineWorker | None = None, settings: Settings | None = None,
-                 autoload: bool = True) -> None:
+                 autoload: bool = True, store: Store | None = None) -> None:
         super().__init__()
         self.setWindowTitle("Inglenook")
         self.setObjectName("mainWindow")
         self.settings = settings or load_settings()
-        self.turns: list[Message] = []
+        self.store, store_problem = (store, None) if store else open_store()
+        self.session = ConversationSession(self.store)
+        self._deleted: int | None = None
+        self._last_stats: Stats | None = None
         self.model: ModelInfo | None = None
         self.loading = False
         self._next_id = 0
@@ -85,6 +95,13 @@ class MainWindow(QMainWindow):
         w.engine_crashed.connect(self._on_crashed)
         self.engine.start()
         self.refresh_models()
+        self.refresh_conversations()
+        if store_problem:
+            self.show_banner(store_problem, reload=False)
+        elif self.store.recovered_from is not None:
+            self.show_banner(f"The conversation database was damaged. It was moved aside to "
+                             f"{self.store.recovered_from} and a new one was started.",
+                             reload=False)
         if self.settings.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
         else:
@@ -104,10 +121,6 @@ class MainWindow(QMainWindow):
         self.picker = ModelPicker(top)
         self.picker.model_chosen.connect(self.load_model)
         self.picker.open_requested.connect(self.open_model)
-        self.new_chat_button = QPushButton("New chat", top)
-        self.new_chat_button.setObjectName("newChatButton")
-        self.new_chat_button.setToolTip("Start a new conversation (Ctrl+N)")
-        self.new_chat_button.clicked.connect(self.new_chat)
         self.panel_button = QToolButton(top)
         self.panel_button.setObjectName("panelButton")
         self.panel_button.setText("Settings")
@@ -117,7 +130,6 @@ class MainWindow(QMainWindow):
         bar.addSpacing(12)
         bar.addWidget(self.picker)
         bar.addStretch(1)
-        bar.addWidget(self.new_chat_button)
         bar.addWidget(self.panel_button)
 
         self.banner = QLabel(self)
@@ -129,9 +141,14 @@ class MainWindow(QMainWindow):
         self.reload_button.setObjectName("bannerReloadButton")
         self.reload_button.clicked.connect(self.reload_model)
         self.reload_button.hide()
+        self.undo_button = QPushButton("Undo", self)
+        self.undo_button.setObjectName("bannerUndoButton")
+        self.undo_button.clicked.connect(self.undo_delete)
+        self.undo_button.hide()
         banner_row = QHBoxLayout()
         banner_row.setContentsMargins(16, 8, 16, 0)
         banner_row.addWidget(self.banner, 1)
+        banner_row.addWidget(self.undo_button)
         banner_row.addWidget(self.reload_button)
 
         self.chat = ChatView(self)
@@ -158,12 +175,22 @@ class MainWindow(QMainWindow):
         self.panel_button.setChecked(self.settings.side_panel_visible)
         self.panel_button.toggled.connect(self._toggle_panel)
 
+        self.sidebar = ConversationSidebar(self)
+        self.sidebar.conversation_selected.connect(self.open_conversation)
+        self.sidebar.new_requested.connect(self.new_chat)
+        self.sidebar.rename_requested.connect(self._rename_conversation)
+        self.sidebar.pin_requested.connect(self._pin_conversation)
+        self.sidebar.delete_requested.connect(self._delete_conversation)
+        self.new_chat_button = self.sidebar.new_button
+
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(column)
         self.splitter.addWidget(self.panel)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setStretchFactor(2, 0)
 
         central = QWidget(self)
         layout = QVBoxLayout(central)
@@ -190,8 +217,11 @@ class MainWindow(QMainWindow):
         status.addPermanentWidget(self.progress)
         status.addPermanentWidget(self.context_label)
 
-        for text, keys, slot in (("New chat", QKeySequence.StandardKey.New, self.new_chat),
-                                 ("Open model…", QKeySequence.StandardKey.Open, self.open_model)):
+        for text, keys, slot in (
+                ("New chat", QKeySequence(QKeySequence.StandardKey.New), self.new_chat),
+                ("Open model…", QKeySequence(QKeySequence.StandardKey.Open), self.open_model),
+                ("Search", QKeySequence("Ctrl+K"), self.search),
+                ("Find", QKeySequence(QKeySequence.StandardKey.Find), self.search)):
             action = QAction(text, self)
             action.setShortcut(keys)
             action.triggered.connect(slot)
@@ -284,70 +314,152 @@ class MainWindow(QMainWindow):
         if self.chat.bubbles and self.current_id is None:
             self.chat.bubbles[-1].regenerate_button.setEnabled(enabled)
 
-    def show_banner(self, text: str, reload: bool) -> None:
+    def show_banner(self, text: str, reload: bool, undo: bool = False) -> None:
         self.banner.setText(text)
+        self.banner.setProperty("kind", "info" if undo else "error")
+        self.banner.style().unpolish(self.banner)
+        self.banner.style().polish(self.banner)
         self.banner.show()
         self.reload_button.setVisible(reload)
+        self.undo_button.setVisible(undo)
 
     def hide_banner(self) -> None:
         self.banner.hide()
         self.reload_button.hide()
+        self.undo_button.hide()
 
     # ---- chatting ------------------------------------------------------------------------
+    @property
+    def turns(self) -> list[Message]:
+        """The conversation on screen as the model will see it."""
+        return self.session.turns()
+
     def send(self, text: str) -> None:
         if self.model is None or self.current_id is not None:
             return
         self.hide_banner()
-        if self.turns and self.turns[-1].role == "user":
-            # Its reply failed before writing anything. It stays on screen, but the model gets
-            # alternating turns (many templates insist), so the new message takes its place.
-            self.turns.pop()
-        self.turns.append(Message("user", text))
-        self.chat.add_bubble("user", text)
+        if not self._store_call(lambda: self.session.add_user(text)):
+            return
+        created = len(self.session.path) == 1
+        self._add_message_bubble(self.session.path[-1])
+        if created:
+            self.refresh_conversations()
         self._request_reply()
 
     def regenerate(self) -> None:
-        if self.current_id is not None or self.model is None:
+        if self.current_id is not None or self.model is None or not self.session.path:
             return
-        if self.chat.bubbles and self.chat.bubbles[-1].role == "assistant":
-            self.chat.remove_last()  # also a failed reply, which never became a turn
-            if self.turns and self.turns[-1].role == "assistant":
-                self.turns.pop()
-        if self.turns and self.turns[-1].role == "user":
+        if self.session.path[-1].role == "assistant":
+            self.chat.remove_last()
+        self._request_reply()
+
+    def edit_message(self, bubble: MessageBubble) -> None:
+        if self.current_id is not None or bubble.message_id is None or self.model is None:
+            return
+        text, ok = QInputDialog.getMultiLineText(self, "Edit message",
+                                                 "Ask again (the original stays as a branch):",
+                                                 bubble.text)
+        message_id = bubble.message_id
+        if ok and text.strip() and self._store_call(
+                lambda: self.session.edit_user(message_id, text.strip())):
+            self.render_conversation()
             self._request_reply()
 
+    def show_sibling(self, bubble: MessageBubble, step: int) -> None:
+        if self.current_id is not None or bubble.message_id is None:
+            return
+        siblings = self.store.siblings(bubble.message_id)
+        ids = [m.id for m in siblings]
+        target = ids.index(bubble.message_id) + step
+        if 0 <= target < len(ids):
+            self._store_call(lambda: self.session.select_sibling(ids[target]))
+            self.render_conversation()
+
     def _request_reply(self) -> None:
+        turns = self.session.turns()
+        if turns and turns[-1].role == "assistant":
+            turns.pop()  # Regenerate: a new version of the last reply
+        if not turns or turns[-1].role != "user":
+            return
         self._next_id += 1
         rid = self._next_id
         request = GenerationRequest(
-            rid, build_messages(self.panel.system_prompt(), self.turns), self.panel.sampling())
+            rid, build_messages(self.panel.system_prompt(), turns), self.panel.sampling())
+        if not self._store_call(self.session.begin_reply):
+            return
         self.current_id = rid
         self.last_request = request
+        self._last_stats = None
         for older in self.chat.bubbles:
             older.regenerate_button.hide()  # only the last reply can be regenerated
-        bubble = self.chat.add_bubble("assistant")
-        bubble.author.setText(self.model.name if self.model else "Assistant")
+        bubble = self._add_message_bubble(self.session.path[-1])
         bubble.set_streaming(True)
-        bubble.stop_requested.connect(self.stop)
-        bubble.regenerate_requested.connect(self.regenerate)
         self.current_bubble = bubble
         self.composer.set_generating(True)
         self.worker.generate_requested.emit(request)
         self.reply_started.emit(rid)
 
+    def _add_message_bubble(self, message: StoredMessage) -> MessageBubble:
+        bubble = self.chat.add_bubble(message.role, message.content)
+        bubble.message_id = message.id
+        bubble.set_siblings(message.sibling_index, message.sibling_count)
+        bubble.sibling_requested.connect(lambda step, b=bubble: self.show_sibling(b, step))
+        if message.role == "user":
+            bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
+        else:
+            model = message.provenance.get("model", {}).get("name") if message.provenance else None
+            bubble.author.setText(model or (self.model.name if self.model else "Assistant"))
+            bubble.stop_requested.connect(self.stop)
+            bubble.regenerate_requested.connect(self.regenerate)
+            stats = message.provenance.get("stats") if message.provenance else None
+            if stats:
+                bubble.set_stats(Stats(**stats))
+            if message.status == "interrupted":
+                bubble.set_notice("Interrupted: the app closed while this reply was written.")
+            elif message.status == "error":
+                bubble.set_notice(message.provenance.get("error", "This reply failed."), "error")
+        return bubble
+
+    def render_conversation(self) -> None:
+        """Show the branch of the open conversation that is active."""
+        self.chat.clear()
+        for message in self.session.path:
+            self._add_message_bubble(message)
+        for bubble in self.chat.bubbles[:-1]:
+            bubble.regenerate_button.hide()
+        self.chat.scroll_to_bottom()
+
     def stop(self) -> None:
         if self.current_id is not None:
             self.worker.cancel(self.current_id)
 
-    def new_chat(self) -> None:
+    def _leave_reply(self) -> None:
+        """Leaving a conversation while its reply streams: stop it and save what was written."""
         if self.current_id is not None:
             self.stop()
-            self._detach_reply()  # its late events belong to the old chat: drop them
-        self.turns.clear()
+            bubble = self._detach_reply()  # its late events belong to the old chat: drop them
+            if self.session.replying:
+                self._store_call(lambda: self.session.finish_reply(
+                    bubble.text if bubble else "", "complete", self._provenance(None)))
+
+    def new_chat(self) -> None:
+        self._leave_reply()
+        self.session.new()
         self.chat.clear()
+        self.sidebar.select(None)
         if self.model:
             self._set_context_used(0, self.model.n_ctx)
         self.composer.edit.setFocus()
+
+    def open_conversation(self, conv_id: int, message_id: int | None = None) -> None:
+        if conv_id == self.session.conv_id and message_id is None:
+            return
+        self._leave_reply()
+        if self._store_call(lambda: self.session.open(conv_id)):
+            self.render_conversation()
+            self.sidebar.select(conv_id)
+            if message_id is not None:
+                self.chat.scroll_to_message(message_id)
 
     def _on_started(self, rid: int) -> None:
         if rid == self.current_id:
@@ -373,10 +485,12 @@ class MainWindow(QMainWindow):
                 self.status_text.setText("")
                 self.progress.hide()
             self.current_bubble.append_text("".join(self._pending))
+            self._store_call(lambda: self.session.stream(self.current_bubble.text))
         self._pending.clear()
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         if rid == self.current_id and self.current_bubble is not None:
+            self._last_stats = stats
             self.current_bubble.set_stats(stats)
             self._set_context_used(stats.context_used, stats.n_ctx)
 
@@ -402,9 +516,82 @@ class MainWindow(QMainWindow):
         bubble.set_streaming(False)
         bubble.set_finish(finish)
         bubble.regenerate_button.setEnabled(self.model is not None)
-        if bubble.text:
-            self.turns.append(Message("assistant", bubble.text))  # partial replies are kept
+        status = "error" if finish.reason == "error" else "complete"  # a stopped reply is kept
+        if self._store_call(lambda: self.session.finish_reply(
+                bubble.text, status, self._provenance(finish))):
+            last = self.session.path[-1]
+            bubble.set_siblings(last.sibling_index, last.sibling_count)
         self.reply_finished.emit(rid, finish)
+
+    def _provenance(self, finish: Finish | None) -> dict:
+        """What it takes to reproduce a reply, saved with it."""
+        data: dict = {}
+        if self.model is not None:
+            m = self.model
+            data["model"] = {"name": m.name, "file": Path(m.path).name, "path": m.path,
+                             "size_bytes": m.size_bytes, "architecture": m.architecture,
+                             "n_ctx": m.n_ctx, "kv_cache_type": m.kv_cache_type,
+                             "flash_attn": m.flash_attn, "template": m.template_source}
+        if self.last_request is not None:
+            data["sampling"] = self.last_request.sampling.to_dict()
+            data["system_prompt"] = next((msg.content for msg in self.last_request.messages
+                                          if msg.role == "system"), "")
+        if self._last_stats is not None:
+            data["stats"] = dataclasses.asdict(self._last_stats)
+            data["seed"] = self._last_stats.seed
+        if finish is not None:
+            data["finish"] = finish.reason
+            if finish.message:
+                data["error"] = finish.message
+        return data
+
+    def _store_call(self, action: Callable[[], object]) -> bool:
+        """Run a store operation; a failure (disk full, read-only) is shown, never raised."""
+        try:
+            action()
+        except StoreError as exc:
+            self.show_banner(f"Could not save the conversation: {exc}", reload=False)
+            return False
+        return True
+
+    # ---- conversations -------------------------------------------------------------------
+    def refresh_conversations(self) -> None:
+        try:
+            conversations = self.store.conversations()
+        except StoreError as exc:
+            self.show_banner(f"Could not read conversations: {exc}", reload=False)
+            return
+        self.sidebar.set_conversations(conversations, self.session.conv_id)
+
+    def _rename_conversation(self, conv_id: int, title: str) -> None:
+        if self._store_call(lambda: self.store.rename(conv_id, title)):
+            self.refresh_conversations()
+
+    def _pin_conversation(self, conv_id: int, pinned: bool) -> None:
+        if self._store_call(lambda: self.store.set_pinned(conv_id, pinned)):
+            self.refresh_conversations()
+
+    def _delete_conversation(self, conv_id: int) -> None:
+        if not self._store_call(lambda: self.store.delete(conv_id)):
+            return
+        if conv_id == self.session.conv_id:
+            self.new_chat()
+        self._deleted = conv_id
+        self.show_banner("Conversation deleted.", reload=False, undo=True)
+        self.refresh_conversations()
+
+    def undo_delete(self) -> None:
+        if self._deleted is not None and self._store_call(
+                lambda: self.store.undelete(self._deleted)):
+            conv_id, self._deleted = self._deleted, None
+            self.hide_banner()
+            self.refresh_conversations()
+            self.open_conversation(conv_id)
+
+    def search(self) -> None:
+        dialog = SearchDialog(self.store, self)
+        dialog.hit_chosen.connect(self.open_conversation)
+        dialog.open()
 
     def _set_context_used(self, used: int, n_ctx: int) -> None:
         self.context_label.setText(f"Context {used:,} / {n_ctx:,}")

@@ -1,0 +1,234 @@
+"""Opening the database: pragmas, recovery from a corrupt file, migrations, error messages.
+
+Durability: WAL with synchronous=NORMAL. A committed transaction survives the app being killed
+at any moment (the WAL is in the OS's hands once COMMIT returns); only a power cut can lose the
+last few commits, never corrupt the file. tests/integration/test_store_crash.py checks the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from inglenook.store import schema
+from inglenook.store.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+# SQLite's primary result codes (the low byte of an extended code).
+_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
+
+
+def _code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    code = _code(exc)
+    if code is not None:
+        return code in (_CORRUPT, _NOTADB)
+    message = str(exc).lower()
+    return "not a database" in message or "malformed" in message
+
+
+def translate(exc: sqlite3.Error, path: Path) -> StoreError:
+    """The user-facing StoreError for a failed database call."""
+    code, message = _code(exc), str(exc).lower()
+    if code == _FULL or "disk is full" in message:
+        return StoreError(f"The disk is full: the last change could not be saved to {path}. "
+                          "Everything saved before is safe; free some space and try again.",
+                          "full")
+    if code == _READONLY or "readonly" in message or "read-only" in message:
+        return StoreError(f"The conversation database {path} is read-only: changes cannot be "
+                          "saved. Check the file's permissions.", "read-only")
+    if code in (_BUSY, _LOCKED) or "locked" in message:
+        return StoreError(f"The conversation database {path} is in use by another program "
+                          "(is Inglenook open twice?). Try again in a moment.", "busy")
+    if code in (_IOERR, _CANTOPEN):
+        return StoreError(f"Could not read or write the conversation database {path}: {exc}.",
+                          "io")
+    if is_corruption(exc):
+        return StoreError(f"The conversation database {path} is damaged ({exc}). Restart "
+                          "Inglenook to move it aside and start a fresh one.", "corrupt")
+    return StoreError(f"Database error in {path}: {exc}.")
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any error (SQLite may already have rolled back
+    by itself, e.g. on SQLITE_FULL)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+
+
+def _lenient_text(raw: bytes) -> str:
+    # A row holding invalid UTF-8 must not make a whole query fail.
+    return raw.decode("utf-8", "replace")
+
+
+def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
+    """A connection with our pragmas. Autocommit mode: transactions are explicit."""
+    if read_only:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        conn.text_factory = _lenient_text
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not read_only:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA journal_size_limit = 16777216")  # keep the WAL from staying huge
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check(conn: sqlite3.Connection) -> None:
+    """Raise sqlite3.DatabaseError if the file is not a sound SQLite database."""
+    result = conn.execute("PRAGMA quick_check").fetchall()
+    if result != [("ok",)]:
+        problems = "; ".join(str(r[0]) for r in result[:3])
+        raise sqlite3.DatabaseError(f"database disk image is malformed: {problems}")
+
+
+def _unique(path: Path) -> Path:
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a damaged database (and its -wal/-shm companions) to <name>.corrupt-<timestamp>."""
+    target = _unique(path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"))
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm", "-journal"):
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            os.replace(companion, target.with_name(target.name + suffix))
+    return target
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+
+
+def backup(conn: sqlite3.Connection, target: Path) -> None:
+    dest = sqlite3.connect(target)
+    try:
+        conn.backup(dest)
+    finally:
+        dest.close()
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring the schema to the latest version, one migration per transaction, after a backup
+    of the file as it was (<name>.bak-v<old>; skipped for a file without tables)."""
+    latest = len(schema.MIGRATIONS)  # looked up now: tests add failing steps
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > latest:
+        raise StoreError(f"The conversation database {path} was written by a newer version of "
+                         f"Inglenook (schema v{version}); update Inglenook to open it.", "newer")
+    if version == latest:
+        return
+    if _has_tables(conn):
+        target = path.with_name(f"{path.name}.bak-v{version}")
+        log.info("Backing up %s to %s before migrating to v%d", path, target, latest)
+        backup(conn, target)
+    for target_version in range(version + 1, latest + 1):
+        with transaction(conn):
+            schema.MIGRATIONS[target_version - 1](conn)
+            conn.execute(f"PRAGMA user_version = {target_version}")
+
+
+def _writable(conn: sqlite3.Connection) -> bool:
+    """Whether writes can succeed (the file, its folder or the connection may be read-only):
+    a header write that is always rolled back."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+        return True
+    except sqlite3.OperationalError as exc:
+        if _code(exc) == _READONLY or "readonly" in str(exc):
+            return False
+        raise
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+
+def _damage(path: Path) -> sqlite3.DatabaseError | None:
+    """Check an existing file through a read-only connection: unlike a read-write one, closing
+    it never deletes or checkpoints the -wal file, so a damaged database is moved aside with
+    everything that belonged to it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise translate(exc, path) from exc
+    try:
+        _check(conn)
+    except sqlite3.DatabaseError as exc:
+        if is_corruption(exc):
+            return exc
+        raise translate(exc, path) from exc
+    finally:
+        conn.close()
+    return None
+
+
+def open_database(path: Path, read_only: bool = False
+                  ) -> tuple[sqlite3.Connection, Path | None, bool]:
+    """(connection, where a damaged file was moved to or None, whether it is read-only)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    recovered_from: Path | None = None
+    damage = _damage(path)
+    if damage is not None:
+        if read_only:
+            raise translate(damage, path) from damage
+        log.error("The database %s is damaged (%s); moving it aside", path, damage)
+        try:
+            recovered_from = move_aside(path)
+        except OSError as exc:
+            raise StoreError(f"The conversation database {path} is damaged and could not be "
+                             f"moved aside: {exc}.", "corrupt") from exc
+    try:
+        conn = connect(path, read_only)
+    except sqlite3.DatabaseError as exc:
+        raise translate(exc, path) from exc
+    try:
+        writable = not read_only and _writable(conn)
+        if writable:
+            migrate(conn, path)
+        elif conn.execute("PRAGMA user_version").fetchone()[0] != len(schema.MIGRATIONS):
+            raise StoreError(f"The conversation database {path} is read-only and needs an "
+                             "upgrade: it cannot be opened until it is writable.", "read-only")
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
+            raise translate(exc, path) from exc
+        raise
+    return conn, recovered_from, not writable

@@ -1,0 +1,153 @@
+"""The message tree of a conversation: adding, streaming updates, branches, deleting.
+
+Among the children of one parent (or the roots of a conversation), the one with the highest
+active_seq (then the highest id) is the active child; the active path follows active children
+from the active root to a leaf. See schema.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from inglenook.store import conversations
+from inglenook.store.records import STATUSES, StoredMessage, dump_dict, message_from_row
+
+_MAX_DEPTH = 1_000_000  # a guard against loops in hand-edited data, far beyond any real chat
+
+_COLUMNS = """
+m.id, m.conversation_id, m.parent_id, m.role, m.content, m.status, m.created_at, m.provenance,
+(SELECT count(*) FROM messages s
+ WHERE s.conversation_id = m.conversation_id AND s.parent_id IS m.parent_id AND s.id <= m.id),
+(SELECT count(*) FROM messages s
+ WHERE s.conversation_id = m.conversation_id AND s.parent_id IS m.parent_id)
+"""
+
+_ACTIVE_PATH = f"""
+WITH RECURSIVE path (id, depth) AS (
+    SELECT (SELECT id FROM messages WHERE conversation_id = :conv AND parent_id IS NULL
+            ORDER BY active_seq DESC, id DESC LIMIT 1), 0
+    UNION ALL
+    SELECT (SELECT c.id FROM messages c WHERE c.conversation_id = :conv AND c.parent_id = path.id
+            ORDER BY c.active_seq DESC, c.id DESC LIMIT 1), path.depth + 1
+    FROM path WHERE path.id IS NOT NULL AND path.depth < {_MAX_DEPTH}
+)
+SELECT {_COLUMNS} FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth
+"""
+
+# The message and those of its ancestors that are not the active child of their parent.
+_HIDDEN_ANCESTORS = """
+WITH RECURSIVE up (id, parent_id, conversation_id) AS (
+    SELECT id, parent_id, conversation_id FROM messages WHERE id = ?
+    UNION
+    SELECT m.id, m.parent_id, m.conversation_id FROM messages m JOIN up ON m.id = up.parent_id
+)
+SELECT up.id FROM up
+WHERE up.id != (SELECT s.id FROM messages s
+                WHERE s.conversation_id = up.conversation_id AND s.parent_id IS up.parent_id
+                ORDER BY s.active_seq DESC, s.id DESC LIMIT 1)
+"""
+
+_NEXT_SEQ = """
+SELECT coalesce(max(active_seq), 0) + 1 FROM messages
+WHERE conversation_id = ? AND parent_id IS ?
+"""
+
+_SUBTREE = """
+WITH RECURSIVE sub (id) AS (
+    SELECT id FROM messages WHERE id = ?
+    UNION
+    SELECT m.id FROM messages m JOIN sub ON m.parent_id = sub.id
+)
+SELECT id FROM sub
+"""
+
+
+def _check_status(status: str) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+
+
+def _parent_conversation(conn: sqlite3.Connection, msg_id: int) -> tuple[int, int | None]:
+    row = conn.execute("SELECT conversation_id, parent_id FROM messages WHERE id = ?",
+                       (msg_id,)).fetchone()
+    if row is None:
+        raise KeyError(f"no message {msg_id}")
+    return row[0], row[1]
+
+
+def _make_visible(conn: sqlite3.Connection, msg_id: int) -> None:
+    """Make the message and all its ancestors the active child of their parent."""
+    for (hidden_id,) in conn.execute(_HIDDEN_ANCESTORS, (msg_id,)).fetchall():
+        conv_id, parent_id = _parent_conversation(conn, hidden_id)
+        seq = conn.execute(_NEXT_SEQ, (conv_id, parent_id)).fetchone()[0]
+        conn.execute("UPDATE messages SET active_seq = ? WHERE id = ?", (seq, hidden_id))
+
+
+def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_id: int | None,
+        status: str, provenance: dict | None) -> int:
+    _check_status(status)
+    conversations.require(conn, conv_id)
+    if parent_id is not None:
+        parent_conv, _ = _parent_conversation(conn, parent_id)
+        if parent_conv != conv_id:
+            raise ValueError(f"message {parent_id} belongs to another conversation")
+        _make_visible(conn, parent_id)
+    seq = conn.execute(_NEXT_SEQ, (conv_id, parent_id)).fetchone()[0]
+    cursor = conn.execute(
+        "INSERT INTO messages (conversation_id, parent_id, role, content, status, created_at, "
+        "provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (conv_id, parent_id, role, content, status, time.time(), dump_dict(provenance or {}),
+         seq))
+    conversations.touch(conn, conv_id)
+    return int(cursor.lastrowid)  # type: ignore[arg-type]
+
+
+def update(conn: sqlite3.Connection, msg_id: int, content: str, status: str | None,
+           provenance: dict | None) -> None:
+    """Replace the content; status and provenance only when given (provenance is replaced
+    as a whole, not merged)."""
+    if status is not None:
+        _check_status(status)
+    cursor = conn.execute(
+        "UPDATE messages SET content = ?, status = coalesce(?, status), "
+        "provenance = coalesce(?, provenance) WHERE id = ?",
+        (content, status, None if provenance is None else dump_dict(provenance), msg_id))
+    if cursor.rowcount == 0:
+        raise KeyError(f"no message {msg_id}")
+
+
+def active_path(conn: sqlite3.Connection, conv_id: int) -> list[StoredMessage]:
+    rows = conn.execute(_ACTIVE_PATH, {"conv": conv_id}).fetchall()
+    if not rows:
+        conversations.require(conn, conv_id)
+    return [message_from_row(r) for r in rows]
+
+
+def siblings(conn: sqlite3.Connection, msg_id: int) -> list[StoredMessage]:
+    """The message and its alternatives (same parent), in ‹ 1/n › order."""
+    conv_id, parent_id = _parent_conversation(conn, msg_id)
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM messages m "
+                        "WHERE m.conversation_id = ? AND m.parent_id IS ? ORDER BY m.id",
+                        (conv_id, parent_id)).fetchall()
+    return [message_from_row(r) for r in rows]
+
+
+def select(conn: sqlite3.Connection, msg_id: int) -> int:
+    """Show this message's branch; returns its conversation id."""
+    conv_id, _ = _parent_conversation(conn, msg_id)
+    _make_visible(conn, msg_id)
+    return conv_id
+
+
+def delete_from(conn: sqlite3.Connection, msg_id: int) -> None:
+    """Delete the message and everything below it, in one statement: the parent_id foreign
+    key is checked at its end, when the whole subtree is gone."""
+    _parent_conversation(conn, msg_id)
+    conn.execute(f"DELETE FROM messages WHERE id IN ({_SUBTREE})", (msg_id,))
+
+
+def mark_interrupted(conn: sqlite3.Connection) -> int:
+    """Replies left streaming by a killed app: keep what was saved, say it was cut short."""
+    return conn.execute(
+        "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'").rowcount

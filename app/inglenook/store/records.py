@@ -1,0 +1,137 @@
+"""The values the store hands out, and their lenient construction from database rows.
+
+A row written by hand or by a buggy build (text where a number belongs, provenance that is not
+JSON) must not hide the rest of the history: every converter here falls back to a harmless value
+instead of raising, and keeps what it can of the original.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from inglenook.core.sampling import SamplingParams
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("complete", "streaming", "interrupted", "error")
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    id: int
+    title: str
+    pinned: bool
+    created_at: float
+    updated_at: float
+    preset: str | None
+    message_count: int  # every message in the tree, all branches included
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message. `provenance` is whatever the caller stored, as JSON; for replies the app
+    stores: model (file name), model_sha256, quant, n_ctx, sampling (SamplingParams.to_dict()),
+    seed, template (its source), timings (a dict). export_markdown shows `model`."""
+
+    id: int
+    conversation_id: int
+    parent_id: int | None
+    role: str
+    content: str
+    status: str  # one of STATUSES
+    created_at: float
+    provenance: dict
+    sibling_index: int  # 1-based position among the children of the same parent (creation order)
+    sibling_count: int
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    conversation_id: int
+    message_id: int  # 0 for a match in the title of a conversation that has no messages yet
+    title: str  # plain text
+    snippet: str  # HTML: matches in <b>…</b>, everything else escaped
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    system_prompt: str
+    sampling: SamplingParams
+    builtin: bool = False
+
+
+def text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def optional_text(value: object) -> str | None:
+    return None if value is None else text(value)
+
+
+def _jsonable(value: object) -> Any:
+    """For json.dumps: provenance may carry dataclasses (SamplingParams), tuples or paths."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, PurePath):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} cannot be stored in provenance")
+
+
+def dump_dict(data: dict) -> str:
+    if not isinstance(data, dict):
+        raise TypeError("provenance must be a dict")
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, default=_jsonable)
+
+
+def load_dict(raw: object, what: str = "provenance") -> dict:
+    """A stored JSON object. Anything else is kept, unparsed, under "unreadable"."""
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        log.warning("Unreadable %s in the database: %.80r", what, raw)
+        return {"unreadable": text(raw)}
+    return value if isinstance(value, dict) else {"unreadable": value}
+
+
+def summary_from_row(row: tuple) -> ConversationSummary:
+    id_, title, pinned, created_at, updated_at, preset, count = row
+    return ConversationSummary(int(id_), text(title), bool(pinned), number(created_at),
+                               number(updated_at), optional_text(preset), int(count or 0))
+
+
+def message_from_row(row: tuple) -> StoredMessage:
+    id_, conv_id, parent_id, role, content, status, created_at, provenance, index, count = row
+    status = text(status)
+    return StoredMessage(
+        id=int(id_),
+        conversation_id=int(conv_id),
+        parent_id=None if parent_id is None else int(parent_id),
+        role=text(role),
+        content=text(content),
+        status=status if status in STATUSES else "error",
+        created_at=number(created_at),
+        provenance=load_dict(provenance),
+        sibling_index=int(index or 1),
+        sibling_count=int(count or 1),
+    )

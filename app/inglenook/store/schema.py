@@ -1,0 +1,127 @@
+"""The schema, as a list of migrations: MIGRATIONS[n - 1] takes a database from v(n-1) to vn.
+
+Rules for adding one (v2, …): append a function, never edit an earlier one; db.migrate() backs
+the file up to <name>.bak-v<old> and runs each step in its own transaction with the new
+PRAGMA user_version. Add tests/fixtures/store/v<new>.sql (make_fixtures.py) and a test that
+opens every older fixture.
+
+Design notes for v1:
+- A conversation is a tree of messages (parent_id). Siblings are alternatives (an edited
+  prompt, a regenerated reply); `active_seq` picks the one on screen: among siblings, the
+  highest active_seq (then the highest id) is the active child. Selecting or adding a message
+  gives it the next number, so deleting the active one falls back to the most recently active
+  sibling without any pointer to repair. Sibling order for ‹ 2/3 › is creation order (id).
+- Soft delete is a timestamp; purging deletes the row and its messages (ON DELETE CASCADE).
+- Full-text search uses external-content FTS5 tables kept in step by triggers. A message is
+  indexed once it stops streaming: while it streams, each saved batch rewrites only its row.
+- The preset of a conversation is a name, not a foreign key: an imported conversation may name
+  a preset this machine does not have, and the UI falls back to the default.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from inglenook.store import presets
+
+V1_SQL = """
+CREATE TABLE conversations (
+    id          INTEGER PRIMARY KEY,
+    title       TEXT NOT NULL,
+    pinned      INTEGER NOT NULL DEFAULT 0,
+    preset      TEXT,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    deleted_at  REAL
+);
+CREATE INDEX conversations_sidebar ON conversations (pinned, updated_at, id)
+    WHERE deleted_at IS NULL;
+CREATE INDEX conversations_deleted ON conversations (deleted_at)
+    WHERE deleted_at IS NOT NULL;
+
+CREATE TABLE messages (
+    id               INTEGER PRIMARY KEY,
+    conversation_id  INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    parent_id        INTEGER REFERENCES messages (id),
+    role             TEXT NOT NULL,
+    content          TEXT NOT NULL,
+    status           TEXT NOT NULL DEFAULT 'complete'
+                     CHECK (status IN ('complete', 'streaming', 'interrupted', 'error')),
+    created_at       REAL NOT NULL,
+    provenance       TEXT NOT NULL DEFAULT '{}',
+    active_seq       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX messages_tree ON messages (conversation_id, parent_id, active_seq, id);
+CREATE INDEX messages_parent ON messages (parent_id);
+CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    content, content = 'messages', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+WHEN new.status != 'streaming' BEGIN
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN old.status != 'streaming' BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, status ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE old.status != 'streaming';
+    INSERT INTO messages_fts (rowid, content)
+        SELECT new.id, new.content WHERE new.status != 'streaming';
+END;
+
+CREATE VIRTUAL TABLE conversations_fts USING fts5 (
+    title, content = 'conversations', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER conversations_fts_insert AFTER INSERT ON conversations BEGIN
+    INSERT INTO conversations_fts (rowid, title) VALUES (new.id, new.title);
+END;
+CREATE TRIGGER conversations_fts_delete AFTER DELETE ON conversations BEGIN
+    INSERT INTO conversations_fts (conversations_fts, rowid, title)
+        VALUES ('delete', old.id, old.title);
+END;
+CREATE TRIGGER conversations_fts_update AFTER UPDATE OF title ON conversations BEGIN
+    INSERT INTO conversations_fts (conversations_fts, rowid, title)
+        VALUES ('delete', old.id, old.title);
+    INSERT INTO conversations_fts (rowid, title) VALUES (new.id, new.title);
+END;
+
+CREATE TABLE presets (
+    name           TEXT PRIMARY KEY COLLATE NOCASE,
+    system_prompt  TEXT NOT NULL,
+    sampling       TEXT NOT NULL DEFAULT '{}',
+    builtin        INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+def statements(script: str) -> list[str]:
+    """Split a script into statements (triggers hold semicolons), so that a migration runs
+    inside our own transaction; executescript() would commit it first."""
+    result, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            result.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete SQL statement: {buffer.strip()[:60]}")
+    return result
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    for statement in statements(V1_SQL):
+        conn.execute(statement)
+    # The presets as shipped; changing BUILTIN_PRESETS later needs a migration for stored rows.
+    for preset in presets.BUILTIN_PRESETS:
+        presets.insert(conn, preset, builtin=True)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+LATEST_VERSION = len(MIGRATIONS)

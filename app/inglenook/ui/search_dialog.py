@@ -1,0 +1,96 @@
+"""Search across all conversations (Ctrl+K / Ctrl+F): type, see highlighted matches, open one."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.store import SearchHit, Store, StoreError
+
+DEBOUNCE_MS = 150
+
+
+class SearchDialog(QDialog):
+    """Signals:
+    hit_chosen(int, int): conversation id and message id of the chosen match.
+    """
+
+    hit_chosen = Signal(int, int)
+
+    def __init__(self, store: Store, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("searchDialog")
+        self.setWindowTitle("Search conversations")
+        self.resize(640, 460)
+        self._store = store
+        self.query = QLineEdit(self)
+        self.query.setObjectName("searchQuery")
+        self.query.setPlaceholderText("Search all conversations…")
+        self.query.setClearButtonEnabled(True)
+        self.results = QListWidget(self)
+        self.results.setObjectName("searchResults")
+        self.results.setWordWrap(True)
+        self.status = QLabel("", self)
+        self.status.setObjectName("searchStatus")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 14, 14, 14)
+        layout.addWidget(self.query)
+        layout.addWidget(self.status)
+        layout.addWidget(self.results, 1)
+        self._timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
+        self._timer.timeout.connect(self.run_query)
+        self.query.textChanged.connect(self._timer.start)
+        self.query.returnPressed.connect(self._choose_first)
+        self.results.itemActivated.connect(self._choose)
+        self.results.itemClicked.connect(self._choose)
+
+    def run_query(self) -> None:
+        text = self.query.text().strip()
+        self.results.clear()
+        if not text:
+            self.status.setText("")
+            return
+        try:
+            hits = self._store.search(text)
+        except StoreError as exc:
+            self.status.setText(f"Search failed: {exc}")
+            return
+        self.status.setText(f"{len(hits)} match{'es' if len(hits) != 1 else ''}")
+        for hit in hits:
+            self._add(hit)
+
+    def _add(self, hit: SearchHit) -> None:
+        item = QListWidgetItem(self.results)
+        item.setData(Qt.ItemDataRole.UserRole, (hit.conversation_id, hit.message_id))
+        label = QLabel(f"<b>{_escape(hit.title)}</b><br>{hit.snippet}")
+        label.setObjectName("searchHit")
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setWordWrap(True)
+        label.setContentsMargins(6, 4, 6, 4)
+        label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        item.setSizeHint(label.sizeHint())
+        self.results.setItemWidget(item, label)
+
+    def _choose_first(self) -> None:
+        if self._timer.isActive():
+            self._timer.stop()
+            self.run_query()
+        if self.results.count():
+            self._choose(self.results.item(0))
+
+    def _choose(self, item: QListWidgetItem) -> None:
+        conv_id, message_id = item.data(Qt.ItemDataRole.UserRole)
+        self.hit_chosen.emit(conv_id, message_id)
+        self.accept()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,148 @@
+"""The list of conversations: pinned first, then newest first, grouped by day."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.store import ConversationSummary
+
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+def day_group(timestamp: float, today: dt.date | None = None) -> str:
+    today = today or dt.date.today()
+    day = dt.date.fromtimestamp(timestamp)
+    age = (today - day).days
+    if age <= 0:
+        return "Today"
+    if age == 1:
+        return "Yesterday"
+    if age < 7:
+        return "Previous 7 days"
+    if age < 30:
+        return "Previous 30 days"
+    return day.strftime("%B %Y")
+
+
+class ConversationSidebar(QWidget):
+    """Signals:
+    conversation_selected(int): the user opened a conversation.
+    new_requested(): the user asked for a new chat.
+    rename_requested(int, str): conversation id and its new title.
+    pin_requested(int, bool): conversation id and whether it should be pinned.
+    delete_requested(int): conversation id (the window offers undo).
+    """
+
+    conversation_selected = Signal(int)
+    new_requested = Signal()
+    rename_requested = Signal(int, str)
+    pin_requested = Signal(int, bool)
+    delete_requested = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sidebar")
+        self.new_button = QPushButton("+  New chat", self)
+        self.new_button.setObjectName("sidebarNewButton")
+        self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
+        self.new_button.clicked.connect(self.new_requested)
+        self.list = QListWidget(self)
+        self.list.setObjectName("conversationList")
+        self.list.setUniformItemSizes(False)
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._menu)
+        self.list.itemActivated.connect(self._activated)
+        self.list.itemClicked.connect(self._activated)
+        self.hint = QLabel("Your conversations appear here.", self)
+        self.hint.setObjectName("sidebarHint")
+        self.hint.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.list, 1)
+        self._pinned: dict[int, bool] = {}
+        self._titles: dict[int, str] = {}
+        self.setMinimumWidth(220)
+        self.setMaximumWidth(320)
+
+    def set_conversations(self, conversations: Sequence[ConversationSummary],
+                          current: int | None) -> None:
+        self.list.setUpdatesEnabled(False)
+        self.list.clear()
+        self._pinned = {c.id: c.pinned for c in conversations}
+        self._titles = {c.id: c.title for c in conversations}
+        group = None
+        today = dt.date.today()
+        for conv in conversations:
+            heading = "Pinned" if conv.pinned else day_group(conv.updated_at, today)
+            if heading != group:
+                group = heading
+                header = QListWidgetItem(heading)
+                header.setFlags(Qt.ItemFlag.NoItemFlags)
+                header.setData(Qt.ItemDataRole.AccessibleDescriptionRole, "heading")
+                font = header.font()
+                font.setBold(True)
+                font.setPointSizeF(font.pointSizeF() * 0.85)
+                header.setFont(font)
+                self.list.addItem(header)
+            item = QListWidgetItem(("📌 " if conv.pinned else "") + conv.title)
+            item.setData(ID_ROLE, conv.id)
+            item.setToolTip(conv.title)
+            self.list.addItem(item)
+            if conv.id == current:
+                item.setSelected(True)
+                self.list.setCurrentItem(item)
+        self.list.setUpdatesEnabled(True)
+        self.hint.setVisible(not conversations)
+
+    def select(self, conv_id: int | None) -> None:
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            if item.data(ID_ROLE) == conv_id:
+                self.list.setCurrentItem(item)
+                return
+        self.list.clearSelection()
+
+    def _activated(self, item: QListWidgetItem) -> None:
+        conv_id = item.data(ID_ROLE)
+        if conv_id is not None:
+            self.conversation_selected.emit(int(conv_id))
+
+    def _menu(self, point: QPoint) -> None:
+        item = self.list.itemAt(point)
+        if item is None or item.data(ID_ROLE) is None:
+            return
+        conv_id = int(item.data(ID_ROLE))
+        menu = QMenu(self)
+        rename = QAction("Rename…", menu)
+        rename.triggered.connect(lambda: self.ask_rename(conv_id))
+        pinned = self._pinned.get(conv_id, False)
+        pin = QAction("Unpin" if pinned else "Pin", menu)
+        pin.triggered.connect(lambda: self.pin_requested.emit(conv_id, not pinned))
+        delete = QAction("Delete", menu)
+        delete.triggered.connect(lambda: self.delete_requested.emit(conv_id))
+        for action in (rename, pin, delete):
+            menu.addAction(action)
+        menu.exec(self.list.viewport().mapToGlobal(point))
+
+    def ask_rename(self, conv_id: int) -> None:
+        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:",
+                                         text=self._titles.get(conv_id, ""))
+        if ok and title.strip():
+            self.rename_requested.emit(conv_id, title.strip())

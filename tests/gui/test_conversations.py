@@ -1,0 +1,108 @@
+"""Conversations in the window: the sidebar, switching, branches, search, delete with undo,
+and replies that survive a restart."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QInputDialog
+from pytestqt.qtbot import QtBot
+
+from inglenook.store import Store
+from inglenook.ui.main_window import MainWindow
+from inglenook.ui.search_dialog import SearchDialog
+from tests.gui.conftest import start_reply, wait_reply
+
+
+def chat(qtbot: QtBot, win: MainWindow, text: str) -> None:
+    start_reply(qtbot, win, text)
+    wait_reply(qtbot, win)
+
+
+def sidebar_titles(win: MainWindow) -> list[str]:
+    items = [win.sidebar.list.item(i) for i in range(win.sidebar.list.count())]
+    return [it.text() for it in items if it.data(Qt.ItemDataRole.UserRole) is not None]
+
+
+def test_conversations_are_listed_and_reopened(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "What is the capital of France?")
+    first = window.session.conv_id
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    chat(qtbot, window, "Name a colour.")
+    assert sidebar_titles(window) == ["Name a colour.", "What is the capital of France?"]
+    window.open_conversation(first)
+    assert window.chat.bubbles[0].text == "What is the capital of France?"
+    assert [m.role for m in window.turns] == ["user", "assistant"]
+
+
+def test_regenerate_makes_a_branch_you_can_page_through(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "Name a colour.")
+    first = window.chat.bubbles[-1].text
+    with qtbot.waitSignal(window.reply_started, timeout=60_000):
+        qtbot.mouseClick(window.chat.bubbles[-1].regenerate_button, Qt.MouseButton.LeftButton)
+    wait_reply(qtbot, window)
+    reply = window.chat.bubbles[-1]
+    assert reply.sibling_label.isVisible() and reply.sibling_label.text() == "2/2"
+    qtbot.mouseClick(reply.previous_button, Qt.MouseButton.LeftButton)
+    reply = window.chat.bubbles[-1]
+    assert reply.sibling_label.text() == "1/2" and reply.text == first
+    assert window.turns[-1].content == first  # the branch on screen is what the model sees
+
+
+def test_search_opens_the_conversation_at_the_match(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "Tell me about the zeppelin.")
+    target = window.session.conv_id
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    chat(qtbot, window, "Name a colour.")
+    dialog = SearchDialog(window.store, window)
+    dialog.hit_chosen.connect(window.open_conversation)
+    dialog.query.setText("zeppelin")
+    dialog.run_query()
+    assert dialog.results.count() >= 1
+    dialog._choose(dialog.results.item(0))
+    assert window.session.conv_id == target
+    assert window.chat.bubbles[0].text == "Tell me about the zeppelin."
+
+
+def test_delete_offers_undo(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "Remember this.")
+    conv = window.session.conv_id
+    window._delete_conversation(conv)
+    assert sidebar_titles(window) == [] and not window.chat.bubbles
+    assert window.undo_button.isVisible()
+    qtbot.mouseClick(window.undo_button, Qt.MouseButton.LeftButton)
+    assert sidebar_titles(window) == ["Remember this."]
+    assert window.session.conv_id == conv and window.chat.bubbles[0].text == "Remember this."
+
+
+def test_replies_survive_a_restart(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "What is the capital of France?")
+    reply = window.chat.bubbles[-1].text
+    window.close()
+    store = Store()
+    try:
+        (conv,) = store.conversations()
+        path = store.active_path(conv.id)
+        assert [m.content for m in path] == ["What is the capital of France?", reply]
+        assert path[-1].status == "complete"
+        prov = path[-1].provenance
+        assert prov["model"]["file"].endswith(".gguf") and prov["sampling"]["temperature"] == 0
+        assert prov["stats"]["generated_tokens"] > 0 and "seed" in prov
+    finally:
+        store.close()
+
+
+def test_editing_a_question_makes_a_branch(
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch) -> None:
+    chat(qtbot, window, "Name a colour.")
+    monkeypatch.setattr(QInputDialog, "getMultiLineText",
+                        staticmethod(lambda *args, **kwargs: ("Name a fruit.", True)))
+    with qtbot.waitSignal(window.reply_started, timeout=60_000):
+        qtbot.mouseClick(window.chat.bubbles[0].edit_button, Qt.MouseButton.LeftButton)
+    wait_reply(qtbot, window)
+    question, reply = window.chat.bubbles
+    assert question.text == "Name a fruit." and question.sibling_label.text() == "2/2"
+    assert reply.text and window.turns[0].content == "Name a fruit."
+    qtbot.mouseClick(question.previous_button, Qt.MouseButton.LeftButton)
+    assert [b.text for b in window.chat.bubbles][:1] == ["Name a colour."]
+    assert len(window.chat.bubbles) == 2  # the original question with its own reply

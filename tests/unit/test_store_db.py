@@ -1,0 +1,322 @@
+"""The conversation database file: schema versions and migrations from fixtures of every earlier
+version, a corrupt file moved aside, replies cut short by a crash, read-only and full disks."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inglenook import paths
+from inglenook.store import LATEST_VERSION, Store, StoreError, schema
+from tests.fixtures.store import make_fixtures
+
+FIXTURES = sorted(make_fixtures.HERE.glob("v*.sql"), key=lambda p: int(p.stem[1:]))
+
+
+@pytest.fixture
+def db() -> Path:
+    return paths.database_file()
+
+
+def query(path: Path, sql: str, *params: object) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def user_version(path: Path) -> int:
+    return query(path, "PRAGMA user_version")[0][0]
+
+
+def fts_is_sound(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        for table in ("messages_fts", "conversations_fts"):
+            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+# -- schema versions and migrations ---------------------------------------------------------
+
+def test_a_new_database(db: Path) -> None:
+    with Store() as store:
+        conn = store._conn
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert user_version(db) == LATEST_VERSION
+    assert sorted(p.name for p in db.parent.iterdir() if "inglenook.db" in p.name) == [
+        "inglenook.db"]  # no backup of nothing, no side files left after close
+
+
+def test_an_empty_v0_file_is_migrated(db: Path) -> None:
+    db.write_bytes(b"")
+    with Store() as store:
+        assert len(store.presets()) == 4 and store.conversations() == []
+        assert store.recovered_from is None
+    assert user_version(db) == LATEST_VERSION
+    assert not db.with_name("inglenook.db.bak-v0").exists()
+
+
+def test_a_v0_file_with_tables_is_backed_up_first(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    with Store() as store:
+        store.create_conversation()
+    backup = db.with_name("inglenook.db.bak-v0")
+    assert query(backup, "SELECT text FROM notes") == [("keep me",)]
+    assert user_version(backup) == 0
+    assert query(db, "SELECT text FROM notes") == [("keep me",)]
+
+
+def test_there_is_a_fixture_for_every_version() -> None:
+    assert [int(p.stem[1:]) for p in FIXTURES] == list(range(1, LATEST_VERSION + 1))
+
+
+def test_the_latest_fixture_is_what_the_code_writes(tmp_path: Path) -> None:
+    """If this fails after a schema change: add a migration and a new fixture
+    (make_fixtures.py), never rewrite an old one."""
+    made = tmp_path / "made.db"
+    make_fixtures.build(made)
+    expected = make_fixtures.fixture_path(LATEST_VERSION).read_text(encoding="utf-8")
+    assert make_fixtures.dump(made) == expected
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.stem)
+def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Path) -> None:
+    make_fixtures.load(fixture.read_text(encoding="utf-8"), db)
+    version = int(fixture.stem[1:])
+    with Store() as store:
+        assert store.recovered_from is None
+        sidebar = [(c.title, c.pinned, c.preset, c.message_count) for c in store.conversations()]
+        assert sidebar == [("Trip to Zürich ☕", True, "Precise", 7),
+                           ("Empty — новый чат", False, None, 0),
+                           ('Code review: <script> & "quotes"', False, "Rust helper", 3)]
+        everything = store.conversations(include_deleted=True)
+        assert len(everything) == 4
+        by_title = {c.title: c.id for c in everything}
+        for expected in make_fixtures.CONVERSATIONS:
+            assert store.export_json(by_title[expected["title"]]) == expected
+        trip = by_title["Trip to Zürich ☕"]
+        assert [m.content for m in store.active_path(trip)][-1] == "Walk along the Limmat for"
+        assert {h.conversation_id for h in store.search("zurich")} == {trip}
+        assert [h.snippet for h in store.search("cafe")] == ["And then to the <b>café</b>?"]
+        assert store.search("delete me") == []  # in the bin
+        presets = {p.name: p for p in store.presets()}
+        assert presets["Rust helper"] == make_fixtures.USER_PRESET
+        assert presets["Code"].system_prompt == make_fixtures.EDITED_CODE.system_prompt
+        assert presets["Code"].builtin
+        store.add_message(trip, "user", "still writable", None)
+    assert user_version(db) == LATEST_VERSION
+    assert db.with_name(f"inglenook.db.bak-v{version}").exists() == (version < LATEST_VERSION)
+    fts_is_sound(db)
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_a_failing_migration_leaves_the_file_as_it_was(db: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_fixtures.load(make_fixtures.fixture_path(LATEST_VERSION).read_text("utf-8"), db)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE conversations ADD COLUMN colour TEXT")
+        conn.execute("SELECT * FROM no_such_table")
+
+    shipped = schema.MIGRATIONS
+    monkeypatch.setattr(schema, "MIGRATIONS", [*shipped, broken])
+    with pytest.raises(StoreError, match="no_such_table"):
+        Store(db)
+    assert user_version(db) == LATEST_VERSION
+    assert "colour" not in [r[1] for r in query(db, "PRAGMA table_info(conversations)")]
+    assert user_version(db.with_name(f"inglenook.db.bak-v{LATEST_VERSION}")) == LATEST_VERSION
+    monkeypatch.setattr(schema, "MIGRATIONS", shipped)  # not undo(): that drops INGLENOOK_HOME
+    with Store(db) as store:
+        assert len(store.conversations()) == 3
+
+
+def test_a_database_from_a_newer_version_is_refused_untouched(db: Path) -> None:
+    with Store() as store:
+        store.create_conversation("from the future")
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 1}")
+    conn.close()
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="newer version") as info:
+        Store()
+    assert info.value.reason == "newer"
+    assert db.read_bytes() == before
+    assert [p.name for p in db.parent.iterdir() if "corrupt" in p.name] == []
+
+
+# -- damage and crashes ---------------------------------------------------------------------
+
+def test_a_garbage_file_is_moved_aside_and_a_fresh_one_made(db: Path) -> None:
+    garbage = os.urandom(8192)
+    db.write_bytes(garbage)
+    db.with_name("inglenook.db-wal").write_bytes(b"stale wal")
+    with Store() as store:
+        moved = store.recovered_from
+        assert moved is not None and moved.read_bytes() == garbage
+        assert re.fullmatch(r"inglenook\.db\.corrupt-\d{8}-\d{6}", moved.name)
+        assert moved.with_name(moved.name + "-wal").read_bytes() == b"stale wal"
+        assert store.conversations() == [] and len(store.presets()) == 4
+        store.create_conversation("a fresh start")
+    with Store() as again:
+        assert again.recovered_from is None
+        assert [c.title for c in again.conversations()] == ["a fresh start"]
+
+
+def test_damaged_pages_are_found_on_open(db: Path) -> None:
+    with Store() as store:
+        for i in range(40):
+            store.add_message(store.create_conversation(f"c{i}"), "user", "x" * 3000, None)
+    data = bytearray(db.read_bytes())
+    for page in (6, 12, 24):
+        data[page * 4096:(page + 1) * 4096] = b"\x5a" * 4096
+    db.write_bytes(bytes(data))
+    with Store() as store:
+        assert store.recovered_from is not None and store.recovered_from.exists()
+        assert store.conversations() == []
+
+
+def test_replies_left_streaming_are_marked_interrupted_on_open(db: Path) -> None:
+    with Store() as store:
+        conv = store.create_conversation()
+        user = store.add_message(conv, "user", "Tell me a story", None)
+        reply = store.add_message(conv, "assistant", "", user, status="streaming")
+        store.update_message(reply, "Once upon a time")
+        # The app is killed here: the reply is never completed.
+    with Store() as store:
+        last = store.active_path(conv)[-1]
+        assert (last.id, last.content, last.status) == (reply, "Once upon a time", "interrupted")
+        assert [h.message_id for h in store.search("upon")] == [reply]
+
+
+# -- read-only and full disks ---------------------------------------------------------------
+
+@pytest.fixture
+def saved(db: Path) -> Iterator[tuple[int, int]]:
+    """A conversation with one message, saved and closed."""
+    with Store() as store:
+        conv = store.create_conversation("saved before")
+        msg = store.add_message(conv, "user", "precious words", None)
+    yield conv, msg
+    assert query(db, "SELECT content FROM messages WHERE id = ?", msg) == [("precious words",)]
+    assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_a_read_only_database_can_be_read_but_not_changed(saved: tuple[int, int]) -> None:
+    conv, msg = saved
+    with Store(read_only=True) as store:
+        assert store.read_only
+        assert [m.id for m in store.active_path(conv)] == [msg]
+        assert store.search("precious")[0].message_id == msg
+        with pytest.raises(StoreError, match="read-only") as info:
+            store.add_message(conv, "assistant", "lost?", msg)
+        assert info.value.reason == "read-only"
+        with pytest.raises(StoreError, match="read-only"):
+            store.rename(conv, "x")
+        assert store.conversation(conv).title == "saved before"
+
+
+def test_a_database_that_turns_read_only_while_open(saved: tuple[int, int]) -> None:
+    conv, msg = saved
+    with Store() as store:
+        store._conn.execute("PRAGMA query_only = ON")  # what SQLite reports for a read-only file
+        with pytest.raises(StoreError, match="read-only"):
+            store.add_message(conv, "assistant", "reply", msg)
+        with pytest.raises(StoreError, match="read-only"):
+            store.update_message(msg, "overwritten")
+        store._conn.execute("PRAGMA query_only = OFF")
+        assert [m.content for m in store.active_path(conv)] == ["precious words"]
+        store.add_message(conv, "assistant", "reply", msg)
+        store.delete_from(store.active_path(conv)[-1].id)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root ignores file permissions")
+def test_a_file_without_write_permission(db: Path, saved: tuple[int, int]) -> None:
+    conv, _ = saved
+    db.chmod(0o444)
+    try:
+        with Store() as store:
+            assert store.read_only
+            assert store.conversation(conv).title == "saved before"
+            with pytest.raises(StoreError, match="read-only"):
+                store.create_conversation()
+    finally:
+        db.chmod(0o644)
+
+
+class FullDisk:
+    """A connection whose writes fail as SQLite's do when the disk is full."""
+
+    def __init__(self, conn: sqlite3.Connection, failing: str) -> None:
+        self._conn, self._failing = conn, failing
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql.lstrip().upper().startswith(self._failing):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+@pytest.mark.parametrize("failing", ["INSERT", "UPDATE CONVERSATIONS", "COMMIT"])
+def test_a_full_disk_gives_a_clear_message_and_loses_nothing(
+        saved: tuple[int, int], failing: str) -> None:
+    conv, msg = saved
+    with Store() as store:
+        before = store.conversation(conv)
+        real = store._conn
+        store._conn = FullDisk(real, failing)  # type: ignore[assignment]
+        try:
+            with pytest.raises(StoreError, match="disk is full") as info:
+                store.add_message(conv, "assistant", "a reply", msg)
+        finally:
+            store._conn = real
+        assert info.value.reason == "full" and "safe" in str(info.value)
+        assert not real.in_transaction
+        assert store.conversation(conv) == before  # the half-done change was rolled back
+        assert [m.content for m in store.active_path(conv)] == ["precious words"]
+        store.add_message(conv, "assistant", "written once there is room", msg)
+
+
+def test_a_real_sqlite_full_error(saved: tuple[int, int]) -> None:
+    conv, msg = saved
+    with Store() as store:
+        pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+        store._conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(StoreError, match="disk is full"):
+            store.add_message(conv, "assistant", "x" * 200_000, msg)
+        assert [m.content for m in store.active_path(conv)] == ["precious words"]
+        store._conn.execute("PRAGMA max_page_count = 1073741823")
+        store.add_message(conv, "assistant", "x" * 200_000, msg)
+
+
+def test_a_database_held_by_another_process(saved: tuple[int, int], db: Path) -> None:
+    conv, _ = saved
+    other = sqlite3.connect(db, isolation_level=None)
+    try:
+        with Store() as store:
+            other.execute("BEGIN IMMEDIATE")
+            store._conn.execute("PRAGMA busy_timeout = 0")  # no need to wait 5 s in a test
+            with pytest.raises(StoreError, match="in use") as info:
+                store.rename(conv, "mine")
+            assert info.value.reason == "busy"
+            other.execute("ROLLBACK")
+            store.rename(conv, "mine")
+    finally:
+        other.close()
