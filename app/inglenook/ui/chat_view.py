@@ -80,6 +80,10 @@ class MessageBubble(QFrame):
         self.stats_label = QLabel(self)
         self.stats_label.setObjectName("bubbleStats")
         self.stats_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Figures wrap rather than widen the bubble past a narrow chat column.
+        self.stats_label.setWordWrap(True)
+        self.stats_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.stats_label.setMinimumWidth(60)
         self.stats_label.hide()
         self.copy_button = self._action("Copy", "Copy this message as Markdown")
         self.copy_button.clicked.connect(self._copy)

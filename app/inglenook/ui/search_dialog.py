@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QLabel,
@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 from inglenook.store import SearchHit, Store, StoreError
 
 DEBOUNCE_MS = 150
+MATCH_COLOUR = "#b4532a"
 
 
 class SearchDialog(QDialog):
@@ -63,20 +64,30 @@ class SearchDialog(QDialog):
         except StoreError as exc:
             self.status.setText(f"Search failed: {exc}")
             return
-        self.status.setText(f"{len(hits)} match{'es' if len(hits) != 1 else ''}")
-        for hit in hits:
+        seen: set[tuple[int, int]] = set()
+        unique = []
+        for hit in hits:  # a title match and a message match can name the same message
+            key = (hit.conversation_id, hit.message_id)
+            if key not in seen:
+                seen.add(key)
+                unique.append(hit)
+        self.status.setText(f"{len(unique)} match{'es' if len(unique) != 1 else ''}")
+        for hit in unique:
             self._add(hit)
 
     def _add(self, hit: SearchHit) -> None:
         item = QListWidgetItem(self.results)
         item.setData(Qt.ItemDataRole.UserRole, (hit.conversation_id, hit.message_id))
-        label = QLabel(f"<b>{_escape(hit.title)}</b><br>{hit.snippet}")
+        snippet = hit.snippet.replace("<b>", f"<b style='color:{MATCH_COLOUR}'>")
+        label = QLabel(f"<div style='font-weight:600'>{_escape(hit.title)}</div>"
+                       f"<div style='color:#57514a'>{snippet}</div>")
         label.setObjectName("searchHit")
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
-        label.setContentsMargins(6, 4, 6, 4)
+        label.setContentsMargins(8, 6, 8, 6)
         label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        item.setSizeHint(label.sizeHint())
+        width = self.results.viewport().width() - 4
+        item.setSizeHint(QSize(width, label.heightForWidth(width)))
         self.results.setItemWidget(item, label)
 
     def _choose_first(self) -> None:
