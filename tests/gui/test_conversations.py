@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QInputDialog
+from PySide6.QtWidgets import QDoubleSpinBox, QInputDialog
 from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
@@ -106,3 +106,31 @@ def test_editing_a_question_makes_a_branch(
     qtbot.mouseClick(question.previous_button, Qt.MouseButton.LeftButton)
     assert [b.text for b in window.chat.bubbles][:1] == ["Name a colour."]
     assert len(window.chat.bubbles) == 2  # the original question with its own reply
+
+
+def test_presets_fill_the_panel_and_stay_with_the_chat(
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch) -> None:
+    bar = window.preset_bar
+    names = [bar.combo.itemData(i) for i in range(bar.combo.count())]
+    assert names[:4] == ["Balanced", "Precise", "Creative", "Code"]
+    bar.combo.setCurrentIndex(names.index("Creative"))
+    bar.combo.activated.emit(bar.combo.currentIndex())
+    assert window.panel.sampling().temperature == 1.0
+    assert "imaginative" in window.panel.system_prompt()
+    chat(qtbot, window, "Tell me a tale.")
+    assert window.last_request.sampling.temperature == 1.0
+    creative_chat = window.session.conv_id
+    assert window.store.conversation(creative_chat).preset == "Creative"
+
+    monkeypatch.setattr(QInputDialog, "getText",
+                        staticmethod(lambda *args, **kwargs: ("Mine", True)))
+    window.panel.findChild(QDoubleSpinBox, "temperature_spin").setValue(0.4)
+    assert bar.combo.currentData() is None  # edited values are no longer the preset
+    qtbot.mouseClick(bar.save_button, Qt.MouseButton.LeftButton)
+    assert bar.combo.currentData() == "Mine" and bar.delete_button.isEnabled()
+
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    bar.combo.setCurrentIndex(names.index("Precise"))
+    bar.combo.activated.emit(bar.combo.currentIndex())
+    window.open_conversation(creative_chat)  # reopening brings its preset back
+    assert window.panel.sampling().temperature == 1.0 and bar.combo.currentData() == "Creative"

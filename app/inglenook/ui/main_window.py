@@ -27,11 +27,12 @@ from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
-from inglenook.store import Store, StoredMessage, StoreError
+from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.store.session import ConversationSession, open_store
 from inglenook.ui.chat_view import ChatView, MessageBubble
 from inglenook.ui.composer import Composer
 from inglenook.ui.model_picker import ModelPicker
+from inglenook.ui.preset_bar import PresetBar
 from inglenook.ui.sampling_panel import SamplingPanel
 from inglenook.ui.search_dialog import SearchDialog
 from inglenook.ui.sidebar import ConversationSidebar
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         self.engine.start()
         self.refresh_models()
         self.refresh_conversations()
+        self.refresh_presets()
         if store_problem:
             self.show_banner(store_problem, reload=False)
         elif self.store.recovered_from is not None:
@@ -171,7 +173,20 @@ class MainWindow(QMainWindow):
         self.panel.set_settings(self.settings)
         self.panel.settings_changed.connect(self._schedule_save)
         self.panel.reload_requested.connect(self.reload_model)
-        self.panel.setVisible(self.settings.side_panel_visible)
+        self.panel.sampling_changed.connect(lambda _s: self.preset_bar.show_current(None))
+        self.panel.system_prompt_changed.connect(lambda _s: self.preset_bar.show_current(None))
+        self.preset_bar = PresetBar(self)
+        self.preset_bar.preset_chosen.connect(self.apply_preset)
+        self.preset_bar.save_requested.connect(self._save_preset)
+        self.preset_bar.delete_requested.connect(self._delete_preset)
+        self.side = QWidget(self)
+        self.side.setObjectName("sidePanel")
+        side_layout = QVBoxLayout(self.side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.setSpacing(0)
+        side_layout.addWidget(self.preset_bar)
+        side_layout.addWidget(self.panel, 1)
+        self.side.setVisible(self.settings.side_panel_visible)
         self.panel_button.setChecked(self.settings.side_panel_visible)
         self.panel_button.toggled.connect(self._toggle_panel)
 
@@ -187,7 +202,7 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(column)
-        self.splitter.addWidget(self.panel)
+        self.splitter.addWidget(self.side)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
@@ -228,7 +243,7 @@ class MainWindow(QMainWindow):
             self.addAction(action)
 
     def _toggle_panel(self, visible: bool) -> None:
-        self.panel.setVisible(visible)
+        self.side.setVisible(visible)
         self._schedule_save()
 
     # ---- models --------------------------------------------------------------------------
@@ -343,6 +358,10 @@ class MainWindow(QMainWindow):
         created = len(self.session.path) == 1
         self._add_message_bubble(self.session.path[-1])
         if created:
+            preset = self.preset_bar.current()
+            if preset is not None:
+                conv_id = self.session.conv_id
+                self._store_call(lambda: self.store.set_preset(conv_id, preset.name))
             self.refresh_conversations()
         self._request_reply()
 
@@ -458,6 +477,10 @@ class MainWindow(QMainWindow):
         if self._store_call(lambda: self.session.open(conv_id)):
             self.render_conversation()
             self.sidebar.select(conv_id)
+            name = self.store.conversation(conv_id).preset
+            preset = next((p for p in self.store.presets() if p.name == name), None)
+            if preset is not None:
+                self.apply_preset(preset)
             if message_id is not None:
                 self.chat.scroll_to_message(message_id)
 
@@ -587,6 +610,33 @@ class MainWindow(QMainWindow):
             self.hide_banner()
             self.refresh_conversations()
             self.open_conversation(conv_id)
+
+    # ---- presets -------------------------------------------------------------------------
+    def refresh_presets(self, current: str | None = None) -> None:
+        try:
+            self.preset_bar.set_presets(self.store.presets(), current)
+        except StoreError as exc:
+            self.show_banner(f"Could not read presets: {exc}", reload=False)
+
+    def apply_preset(self, preset: Preset) -> None:
+        """Put a preset's system prompt and sampling in the panel; the chat remembers it."""
+        settings = self.panel.apply_to(self.settings)
+        settings.sampling, settings.system_prompt = preset.sampling, preset.system_prompt
+        self.settings = settings
+        self.panel.set_settings(settings)
+        self.preset_bar.show_current(preset.name)
+        self._schedule_save()
+        if self.session.conv_id is not None:
+            self._store_call(lambda: self.store.set_preset(self.session.conv_id, preset.name))
+
+    def _save_preset(self, name: str) -> None:
+        preset = Preset(name, self.panel.system_prompt(), self.panel.sampling())
+        if self._store_call(lambda: self.store.save_preset(preset)):
+            self.refresh_presets(name)
+
+    def _delete_preset(self, name: str) -> None:
+        if self._store_call(lambda: self.store.delete_preset(name)):
+            self.refresh_presets()
 
     def search(self) -> None:
         dialog = SearchDialog(self.store, self)

@@ -1,0 +1,104 @@
+"""Presets above the side panel: pick one, save the panel's values as one, delete one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMessageBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.store import Preset
+
+CUSTOM = "Custom"
+
+
+class PresetBar(QWidget):
+    """Signals:
+    preset_chosen(object): the user picked a Preset.
+    save_requested(str): save the panel's current values under this name.
+    delete_requested(str): delete the preset with this name.
+    """
+
+    preset_chosen = Signal(object)
+    save_requested = Signal(str)
+    delete_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("presetBar")
+        self.combo = QComboBox(self)
+        self.combo.setObjectName("preset_combo")
+        self.combo.setToolTip("A named system prompt and sampling settings, kept with the chat")
+        self.combo.activated.connect(self._chosen)
+        self.save_button = QToolButton(self)
+        self.save_button.setObjectName("preset_save_button")
+        self.save_button.setText("Save…")
+        self.save_button.setToolTip("Save the current system prompt and sampling as a preset")
+        self.save_button.clicked.connect(self._ask_save)
+        self.delete_button = QToolButton(self)
+        self.delete_button.setObjectName("preset_delete_button")
+        self.delete_button.setText("Delete")
+        self.delete_button.setToolTip("Delete this preset (built-in presets stay)")
+        self.delete_button.clicked.connect(self._ask_delete)
+        title = QLabel("Preset", self)
+        title.setObjectName("presetTitle")
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        row.addWidget(self.combo, 1)
+        row.addWidget(self.save_button)
+        row.addWidget(self.delete_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 12, 14, 4)
+        layout.setSpacing(6)
+        layout.addWidget(title)
+        layout.addLayout(row)
+        self._presets: list[Preset] = []
+
+    def set_presets(self, presets: Sequence[Preset], current: str | None) -> None:
+        self._presets = list(presets)
+        self.combo.clear()
+        for preset in self._presets:
+            self.combo.addItem(preset.name + ("" if preset.builtin else "  (yours)"), preset.name)
+        self.combo.addItem(CUSTOM, None)
+        self.show_current(current)
+
+    def show_current(self, name: str | None) -> None:
+        """Which preset the values on screen came from; None once the user changed them."""
+        index = self.combo.findData(name) if name else -1
+        self.combo.setCurrentIndex(index if index >= 0 else self.combo.count() - 1)
+        preset = self.current()
+        self.delete_button.setEnabled(preset is not None and not preset.builtin)
+
+    def current(self) -> Preset | None:
+        name = self.combo.currentData()
+        return next((p for p in self._presets if p.name == name), None)
+
+    def _chosen(self, _index: int) -> None:
+        preset = self.current()
+        self.delete_button.setEnabled(preset is not None and not preset.builtin)
+        if preset is not None:
+            self.preset_chosen.emit(preset)
+
+    def _ask_save(self) -> None:
+        current = self.current()
+        name, ok = QInputDialog.getText(self, "Save preset", "Name:",
+                                        text=current.name if current else "")
+        if ok and name.strip():
+            self.save_requested.emit(name.strip())
+
+    def _ask_delete(self) -> None:
+        preset = self.current()
+        if preset is None or preset.builtin:
+            return
+        answer = QMessageBox.question(self, "Delete preset", f"Delete the preset “{preset.name}”?")
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_requested.emit(preset.name)
