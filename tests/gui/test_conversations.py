@@ -3,12 +3,15 @@ and replies that survive a restart."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDoubleSpinBox, QInputDialog
+from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QInputDialog
 from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
+from inglenook.ui.dialogs import DetailsDialog
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.search_dialog import SearchDialog
 from tests.gui.conftest import start_reply, wait_reply
@@ -134,3 +137,37 @@ def test_presets_fill_the_panel_and_stay_with_the_chat(
     bar.combo.activated.emit(bar.combo.currentIndex())
     window.open_conversation(creative_chat)  # reopening brings its preset back
     assert window.panel.sampling().temperature == 1.0 and bar.combo.currentData() == "Creative"
+
+
+def test_export_and_import_through_the_window(
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    chat(qtbot, window, "Remember the word teapot.")
+    original = [(m.role, m.content) for m in window.session.path]
+    target = tmp_path / "chat.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(target), "Inglenook JSON (*.json)")))
+    window.export_conversation()
+    assert json.loads(target.read_text())["title"] == "Remember the word teapot."
+    markdown = tmp_path / "chat.md"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (str(markdown), "Markdown (*.md)")))
+    window.export_conversation()
+    assert "teapot" in markdown.read_text()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *a, **k: (str(target), "")))
+    before = window.session.conv_id
+    window.import_conversations()
+    assert window.session.conv_id != before
+    assert [(m.role, m.content) for m in window.session.path] == original
+    assert len(sidebar_titles(window)) == 2
+
+
+def test_details_show_how_a_reply_was_made(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "Hi")
+    window.show_details(window.chat.bubbles[-1])
+    dialog = window.findChild(DetailsDialog)
+    details = json.loads(dialog.text.toPlainText())
+    assert details["status"] == "complete" and details["seed"] == 7
+    assert details["model"]["file"].endswith(".gguf") and "tok/s" not in details
+    assert details["stats"]["generated_tokens"] > 0
+    dialog.close()

@@ -46,6 +46,7 @@ class MessageBubble(QFrame):
         regenerate_requested(): Regenerate was clicked.
         stop_requested(): Stop was clicked while this reply streams.
         edit_requested(): Edit was clicked (user messages).
+        details_requested(): Details was clicked (how a reply was made).
         sibling_requested(int): ‹ or › was clicked: -1 or +1.
     """
 
@@ -53,6 +54,7 @@ class MessageBubble(QFrame):
     regenerate_requested = Signal()
     stop_requested = Signal()
     edit_requested = Signal()
+    details_requested = Signal()
     sibling_requested = Signal(int)
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
@@ -93,6 +95,8 @@ class MessageBubble(QFrame):
         self.stop_button.clicked.connect(self.stop_requested)
         self.edit_button = self._action("Edit", "Ask this again differently (a new branch)")
         self.edit_button.clicked.connect(self.edit_requested)
+        self.details_button = self._action("Details", "Model, settings, seed and timings")
+        self.details_button.clicked.connect(self.details_requested)
         self.previous_button = self._action("‹", "Previous version")
         self.previous_button.setObjectName("bubblePreviousButton")
         self.previous_button.clicked.connect(lambda: self.sibling_requested.emit(-1))
@@ -108,14 +112,15 @@ class MessageBubble(QFrame):
             footer.addWidget(widget)
         footer.addWidget(self.stats_label, 1)
         footer.addStretch(0)
-        for button in (self.stop_button, self.edit_button, self.regenerate_button,
-                       self.copy_button):
+        for button in (self.stop_button, self.edit_button, self.details_button,
+                       self.regenerate_button, self.copy_button):
             footer.addWidget(button)
         self.set_siblings(1, 1)
         layout.addLayout(footer)
         self.stop_button.hide()
         self.regenerate_button.setVisible(role == "assistant")
         self.edit_button.setVisible(role == "user")
+        self.details_button.setVisible(role == "assistant")
         self.set_text(text)
 
     def set_siblings(self, index: int, count: int) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -31,6 +32,12 @@ from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.store.session import ConversationSession, open_store
 from inglenook.ui.chat_view import ChatView, MessageBubble
 from inglenook.ui.composer import Composer
+from inglenook.ui.dialogs import (
+    DetailsDialog,
+    export_conversation,
+    export_everything,
+    import_conversations,
+)
 from inglenook.ui.model_picker import ModelPicker
 from inglenook.ui.preset_bar import PresetBar
 from inglenook.ui.sampling_panel import SamplingPanel
@@ -123,6 +130,17 @@ class MainWindow(QMainWindow):
         self.picker = ModelPicker(top)
         self.picker.model_chosen.connect(self.load_model)
         self.picker.open_requested.connect(self.open_model)
+        self.menu_button = QToolButton(top)
+        self.menu_button.setObjectName("menuButton")
+        self.menu_button.setText("⋯")
+        self.menu_button.setToolTip("Search, export and import conversations")
+        self.menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.menu_button)
+        menu.addAction("Search conversations…", self.search)
+        menu.addAction("Export this conversation…", self.export_conversation)
+        menu.addAction("Export all conversations…", self.export_all)
+        menu.addAction("Import conversations…", self.import_conversations)
+        self.menu_button.setMenu(menu)
         self.panel_button = QToolButton(top)
         self.panel_button.setObjectName("panelButton")
         self.panel_button.setText("Settings")
@@ -132,6 +150,7 @@ class MainWindow(QMainWindow):
         bar.addSpacing(12)
         bar.addWidget(self.picker)
         bar.addStretch(1)
+        bar.addWidget(self.menu_button)
         bar.addWidget(self.panel_button)
 
         self.banner = QLabel(self)
@@ -196,6 +215,7 @@ class MainWindow(QMainWindow):
         self.sidebar.rename_requested.connect(self._rename_conversation)
         self.sidebar.pin_requested.connect(self._pin_conversation)
         self.sidebar.delete_requested.connect(self._delete_conversation)
+        self.sidebar.export_requested.connect(self.export_conversation)
         self.new_chat_button = self.sidebar.new_button
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
@@ -430,6 +450,7 @@ class MainWindow(QMainWindow):
             bubble.author.setText(model or (self.model.name if self.model else "Assistant"))
             bubble.stop_requested.connect(self.stop)
             bubble.regenerate_requested.connect(self.regenerate)
+            bubble.details_requested.connect(lambda b=bubble: self.show_details(b))
             stats = message.provenance.get("stats") if message.provenance else None
             if stats:
                 bubble.set_stats(Stats(**stats))
@@ -438,6 +459,11 @@ class MainWindow(QMainWindow):
             elif message.status == "error":
                 bubble.set_notice(message.provenance.get("error", "This reply failed."), "error")
         return bubble
+
+    def show_details(self, bubble: MessageBubble) -> None:
+        message = next((m for m in self.session.path if m.id == bubble.message_id), None)
+        if message is not None:
+            DetailsDialog(message, self).open()
 
     def render_conversation(self) -> None:
         """Show the branch of the open conversation that is active."""
@@ -637,6 +663,30 @@ class MainWindow(QMainWindow):
     def _delete_preset(self, name: str) -> None:
         if self._store_call(lambda: self.store.delete_preset(name)):
             self.refresh_presets()
+
+    def export_conversation(self, conv_id: int | None = None) -> None:
+        conv_id = conv_id or self.session.conv_id
+        if conv_id is not None:
+            self._file_action(lambda: export_conversation(self.store, conv_id, self), "export")
+
+    def export_all(self) -> None:
+        self._file_action(lambda: export_everything(self.store, self), "export")
+
+    def import_conversations(self) -> None:
+        ids: list[int] = []
+        if self._file_action(lambda: ids.extend(import_conversations(self.store, self)),
+                             "import") and ids:
+            self.refresh_conversations()
+            self.refresh_presets()
+            self.open_conversation(ids[0])
+
+    def _file_action(self, action: Callable[[], object], what: str) -> bool:
+        try:
+            action()
+        except (OSError, ValueError, StoreError) as exc:
+            self.show_banner(f"Could not {what}: {exc}", reload=False)
+            return False
+        return True
 
     def search(self) -> None:
         dialog = SearchDialog(self.store, self)

@@ -45,6 +45,7 @@ class ConversationSidebar(QWidget):
     rename_requested(int, str): conversation id and its new title.
     pin_requested(int, bool): conversation id and whether it should be pinned.
     delete_requested(int): conversation id (the window offers undo).
+    export_requested(int): conversation id.
     """
 
     conversation_selected = Signal(int)
@@ -52,6 +53,7 @@ class ConversationSidebar(QWidget):
     rename_requested = Signal(int, str)
     pin_requested = Signal(int, bool)
     delete_requested = Signal(int)
+    export_requested = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -135,9 +137,11 @@ class ConversationSidebar(QWidget):
         pinned = self._pinned.get(conv_id, False)
         pin = QAction("Unpin" if pinned else "Pin", menu)
         pin.triggered.connect(lambda: self.pin_requested.emit(conv_id, not pinned))
+        export = QAction("Export…", menu)
+        export.triggered.connect(lambda: self.export_requested.emit(conv_id))
         delete = QAction("Delete", menu)
         delete.triggered.connect(lambda: self.delete_requested.emit(conv_id))
-        for action in (rename, pin, delete):
+        for action in (rename, pin, export, delete):
             menu.addAction(action)
         menu.exec(self.list.viewport().mapToGlobal(point))
 
