@@ -6,6 +6,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   stop_latency_*_ms       cancel() → Finished, while decoding and during a 3,000-token prompt
   gui_max_stall_ms, rss_* measured by bench/gui_stall.py in its own process
   window_shown_s          launch of `python -m inglenook` → main window shown
+  store_*                 bench/store_bench.py: 10,000 conversations, switching, search, writes
 """
 
 from __future__ import annotations
@@ -210,6 +211,11 @@ def main() -> int:
         gui = subprocess.run([sys.executable, str(HERE / "gui_stall.py")], capture_output=True,
                              text=True, check=True)
         results.update(json.loads(gui.stdout.strip().splitlines()[-1]))
+
+        log("Conversation store: 10,000 conversations, switching, search, bytes per token…")
+        store = subprocess.run([sys.executable, str(HERE / "store_bench.py")],
+                               capture_output=True, text=True, check=True)
+        results.update(json.loads(store.stdout.strip().splitlines()[-1]))
 
         log("Start-up: launch → window shown → model ready…")
         results.update({k: round(v, 3) for k, v in window_shown(home / "startup").items()})
