@@ -20,8 +20,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 CONVERSATIONS = 10_000
 MESSAGES_EACH = 10
-WORDS = ("river mountain bread clock owl glass map bee tide lantern violin comet harbour "
-         "meadow copper thistle engine garden").split()
+WORDS = ["river", "mountain", "bread", "clock", "owl", "glass", "map", "bee", "tide", "lantern", "violin", "comet", "harbour", "meadow", "copper", "thistle", "engine", "garden"]
 
 
 def fill(path: Path) -> list[int]:

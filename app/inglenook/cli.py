@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from inglenook import __version__, paths
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.sampling import SamplingParams
+
+if TYPE_CHECKING:
+    from inglenook.models.download import RetryNotice
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,13 +34,36 @@ def _parser() -> argparse.ArgumentParser:
                       help="CPU threads (default: all physical cores)")
     chat.add_argument("--system", default="", help="system prompt")
     chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
+    _add_models_parser(commands)
     return parser
+
+
+def _add_models_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    models = commands.add_parser("models", help="search, download, list and remove models")
+    sub = models.add_subparsers(dest="models_command", required=True, metavar="COMMAND")
+    search = sub.add_parser("search", help="search the Hugging Face Hub for GGUF models")
+    search.add_argument("query", help="words in the repository name")
+    search.add_argument("--sort", choices=("downloads", "likes", "recent"), default="downloads")
+    search.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    files = sub.add_parser("files", help="a Hub repository's GGUF files, by quantization")
+    files.add_argument("repo", help="owner/name")
+    download = sub.add_parser(
+        "download", help="download a GGUF file from the Hub (resumes a partial download)")
+    download.add_argument("repo", help="owner/name")
+    download.add_argument("file", help="file in the repository; for a split model, any part")
+    download.add_argument("--revision", default="main", help="branch, tag or commit")
+    sub.add_parser("list", help="installed models, with what their GGUF headers say")
+    rm = sub.add_parser("rm", help="delete a downloaded model (or a partial download)")
+    rm.add_argument("name", help="model name or file name, as `inglenook models list` shows")
+    rm.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "chat":
         return _chat(args)
+    if args.command == "models":
+        return _models(args)
     from inglenook.ui.app import run_app
 
     return run_app()
@@ -83,3 +110,187 @@ def _chat(args: argparse.Namespace) -> int:
         return 130
     finally:
         client.close()
+
+
+# -- inglenook models … ---------------------------------------------------------------------------
+def _models(args: argparse.Namespace) -> int:
+    from inglenook.models.download import DownloadError
+    from inglenook.models.filenames import UnsafeFileName
+    from inglenook.models.hub import HubError
+
+    command = {"search": _models_search, "files": _models_files, "download": _models_download,
+               "list": _models_list, "rm": _models_rm}[args.models_command]
+    try:
+        return command(args)
+    except (HubError, DownloadError, UnsafeFileName) as exc:
+        return _fail(str(exc))
+
+
+def _models_search(args: argparse.Namespace) -> int:
+    from inglenook.models.hub import search_models
+
+    results = search_models(args.query, sort=args.sort, limit=args.limit)
+    if not results:
+        print(f"No GGUF repositories match {args.query!r}.")
+        return 0
+    width = max(len(r.id) for r in results)
+    print(f"{'REPOSITORY':<{width}}  {'DOWNLOADS':>10}  {'LIKES':>6}  UPDATED")
+    for r in results:
+        updated = r.last_modified.date().isoformat() if r.last_modified else "-"
+        gated = "  (gated)" if r.gated else ""
+        print(f"{r.id:<{width}}  {r.downloads:>10,}  {r.likes:>6,}  {updated}{gated}")
+    return 0
+
+
+def _models_files(args: argparse.Namespace) -> int:
+    from inglenook.models.hub import list_gguf_files
+    from inglenook.models.library import describe_size
+
+    listing = list_gguf_files(args.repo)
+    if not listing.models:
+        print(f"{args.repo} has no GGUF files.")
+        return 0
+    for quant, models in listing.by_quant().items():
+        for m in models:
+            parts = f"  ({len(m.parts)} of {m.parts_expected} parts)" if m.is_split else ""
+            print(f"{quant or '?':<10} {describe_size(m.size):>9}  {m.parts[0].path}{parts}")
+    print(f"\nDownload one with: inglenook models download {args.repo} FILE")
+    return 0
+
+
+class _ProgressLine:
+    """One line on stderr, redrawn in place: percent, megabytes, speed, time left."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.width = 0
+        self.last = 0.0
+        self.started = False
+
+    def __call__(self, done: int, total: int, speed: float, eta: float | None) -> None:
+        import time
+
+        if not self.started:
+            self.started = True
+            if done:
+                self._line(f"Resuming {self.name} from {done / 1e6:,.1f} MB", end=True)
+        now = time.monotonic()
+        if done < total and now - self.last < 0.2:
+            return
+        self.last = now
+        percent = 100 * done / total if total else 0.0
+        left = "--:--" if eta is None else f"{int(eta) // 60:02d}:{int(eta) % 60:02d}"
+        self._line(f"{self.name}  {percent:5.1f}%  {done / 1e6:,.1f}/{total / 1e6:,.1f} MB  "
+                   f"{speed / 1e6:6.1f} MB/s  ETA {left}")
+
+    def retry(self, notice: RetryNotice) -> None:
+        self._line(f"{notice.reason} Retrying in {notice.delay_s:.1f} s.", end=True)
+
+    def _line(self, text: str, end: bool = False) -> None:
+        sys.stderr.write("\r" + text.ljust(self.width) + ("\n" if end else ""))
+        sys.stderr.flush()
+        self.width = 0 if end else len(text)
+
+    def finish(self) -> None:
+        if self.width:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.width = 0
+
+
+def _models_download(args: argparse.Namespace) -> int:
+    from inglenook.models.download import download_file
+    from inglenook.models.filenames import local_name, split_name
+
+    split = split_name(args.file)
+    files = split.all_parts if split else [args.file]
+    for name in files:
+        local_name(name)  # refuse a bad name before anything is sent
+    for name in files:
+        bar = _ProgressLine(local_name(name))
+        try:
+            path = download_file(args.repo, name, args.revision, progress=bar,
+                                 on_retry=bar.retry)
+        except KeyboardInterrupt:
+            bar.finish()
+            print(f"inglenook: paused; the partial download is kept. To resume, run again: "
+                  f"inglenook models download {args.repo} {args.file}", file=sys.stderr)
+            return 130
+        finally:
+            bar.finish()
+        if not bar.started:
+            print(f"{path.name} is already installed (its sha256 matches the Hub's).",
+                  file=sys.stderr)
+        print(path)
+    return 0
+
+
+def _models_list(args: argparse.Namespace) -> int:
+    from inglenook.models.gguf import GGUFError, read_header
+    from inglenook.models.library import describe_size, installed_models
+    from inglenook.models.partials import find_partials
+
+    entries = installed_models()
+    if not entries:
+        print("No models installed. Find one with: inglenook models search QUERY")
+    for e in entries:
+        try:
+            h = read_header(e.path)
+            params = h.parameter_count
+            size = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M"
+            facts = [h.architecture or "unknown architecture", f"{size} parameters",
+                     h.quantization or "unknown quantization",
+                     f"context {h.context_length:,}" if h.context_length else "context ?",
+                     "chat template" if h.chat_template else "no chat template"]
+            summary = " · ".join(facts)
+        except GGUFError as exc:
+            summary = f"unreadable: {exc}"
+        print(f"{e.name}  ({e.source}, {describe_size(e.size_bytes)})")
+        print(f"    {summary}")
+        print(f"    {e.path}")
+    for p in find_partials():
+        percent = 100 * p.done_bytes / p.size if p.size else 0.0
+        print(f"{p.final_path.name}  (partial download, {percent:.0f}% of "
+              f"{describe_size(p.size)})")
+        print(f"    resume: inglenook models download {p.repo} {p.filename}")
+        print(f"    delete: inglenook models rm {p.final_path.name}")
+    return 0
+
+
+def _models_rm(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from inglenook.models.library import describe_size, installed_models
+    from inglenook.models.partials import discard_partial, find_partials, part_path
+
+    root = os.path.realpath(paths.models_dir())
+    name = args.name
+    matches = [e for e in installed_models() if name in (e.name, Path(e.path).name)]
+    local = [Path(e.path) for e in matches if e.source == "local"]
+    partials = [p.final_path for p in find_partials() if name in (p.final_path.name,
+                                                                   p.final_path.stem)]
+    if not local and not partials:
+        if matches:
+            return _fail(f"{name} is the bundled model; it cannot be removed.")
+        return _fail(f"No downloaded model is called {name} (see: inglenook models list).")
+    if len(local) > 1:
+        return _fail(f"{name} is ambiguous: " + ", ".join(map(str, local)))
+    target = local[0] if local else part_path(partials[0])
+    if os.path.commonpath([root, os.path.realpath(target.parent)]) != root:
+        return _fail(f"{target} is not in the models folder ({root}); not deleting it.")
+    if not args.yes:
+        size = describe_size(target.lstat().st_size)
+        try:
+            answer = input(f"Delete {target} ({size})? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Not deleted.")
+            return 1
+    if local:
+        target.unlink()
+    else:
+        discard_partial(partials[0])
+    print(f"Deleted {target}")
+    return 0

@@ -119,3 +119,10 @@ def test_upper_case_suffix_is_listed_and_the_bundled_model_only_once(
     names = [e.name for e in installed_models()]
     assert "SHOUTY" in names
     assert names.count(bundled_model.stem) == 1 and "again" not in names
+
+
+def test_a_split_model_is_listed_once_by_its_first_part() -> None:
+    for part in (1, 2, 3):
+        (paths.models_dir() / f"big-Q4_K_M-0000{part}-of-00003.gguf").write_bytes(b"GGUF")
+    names = [e.name for e in installed_models() if e.source == "local"]
+    assert names == ["big-Q4_K_M-00001-of-00003"]

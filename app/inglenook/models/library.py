@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from inglenook import paths
+
+_SPLIT_PART = re.compile(r"-(\d{5})-of-\d{5}\.gguf$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ def installed_models(models_dir: Path | None = None) -> list[ModelEntry]:
     for path in candidates:
         if path.suffix.lower() != ".gguf" or not path.is_file() or path.resolve() in seen:
             continue
+        split = _SPLIT_PART.search(path.name)
+        if split and int(split.group(1)) != 1:
+            continue  # llama.cpp loads a split model from its first part
         seen.add(path.resolve())
         entries.append(ModelEntry(path.stem, str(path), "local", path.stat().st_size))
     return entries

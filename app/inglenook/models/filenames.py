@@ -1,0 +1,113 @@
+"""What Inglenook makes of a file name on the Hub: is it safe to use, which quantization it is, and
+whether it is one part of a model split across several files.
+
+A repository's file list comes from a server, so every name is treated as hostile until checked:
+the local name of a download is only ever the checked last component, and it always ends in .gguf.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_NAME = 200  # leaves room for ".part.json" within the usual 255-byte limit
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+\- ]*$")
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
+                     *(f"LPT{i}" for i in range(10))}
+
+# Quantization as llama.cpp names it in file names: Q4_K_M, Q8_0, Q4_0_4_4, IQ2_XS, IQ4_NL, TQ1_0,
+# MXFP4, F16, BF16... The last match wins: the quantization comes at the end of the name.
+_QUANT = re.compile(
+    r"(?<![A-Za-z0-9])("
+    r"I?Q[1-8](?:_(?:K|XXS|XS|S|M|L|XL|NL|[0-9]))*"
+    r"|TQ[12]_[0-9]|MXFP4(?:_MOE)?|BF16|FP16|F16|FP32|F32"
+    r")(?![A-Za-z0-9])", re.IGNORECASE)
+_QUANT_ALIASES = {"FP16": "F16", "FP32": "F32"}
+_SPLIT = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+
+
+class UnsafeFileName(ValueError):
+    """The message says which name was refused and why; it is shown to the user as is."""
+
+
+def local_name(repo_path: str) -> str:
+    """The name a repository file gets in the models folder: its last path component, checked.
+
+    Refuses `..`, absolute paths, backslashes, control characters, odd characters, names that are
+    not .gguf, and names Windows reserves, so that a download can never land outside its folder.
+    """
+    shown = repr(repo_path)[:120]
+    if not isinstance(repo_path, str) or not repo_path:
+        raise UnsafeFileName("No file name was given.")
+    if any(ord(c) < 32 or ord(c) == 127 for c in repo_path):
+        raise UnsafeFileName(f"Refusing the file name {shown}: it contains control characters.")
+    if "\\" in repo_path or ":" in repo_path:
+        raise UnsafeFileName(f"Refusing the file name {shown}: it contains '\\' or ':'.")
+    if repo_path.startswith("/"):
+        raise UnsafeFileName(f"Refusing the file name {shown}: it is an absolute path.")
+    parts = repo_path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise UnsafeFileName(f"Refusing the file name {shown}: it contains '..', '.' or '//'.")
+    for part in parts:
+        if not _NAME.match(part) or part.endswith((" ", ".")):
+            raise UnsafeFileName(
+                f"Refusing the file name {shown}: only letters, digits, spaces and . _ + - are "
+                "allowed, starting with a letter or digit.")
+    name = parts[-1]
+    if len(name) > MAX_NAME or len(repo_path) > 1000:
+        raise UnsafeFileName(f"Refusing the file name {shown}: it is too long.")
+    if not name.lower().endswith(".gguf"):
+        raise UnsafeFileName(f"{name} is not a GGUF file (only .gguf files can be downloaded).")
+    if name.split(".")[0].upper() in _WINDOWS_RESERVED:
+        raise UnsafeFileName(f"Refusing the file name {shown}: Windows reserves that name.")
+    return name
+
+
+def is_safe(repo_path: str) -> bool:
+    try:
+        local_name(repo_path)
+    except UnsafeFileName:
+        return False
+    return True
+
+
+def parse_quant(filename: str) -> str:
+    """The quantization named in a file name ("Q4_K_M", "IQ2_XS", "BF16"...), or "" if none."""
+    name = filename.rsplit("/", 1)[-1]
+    stem = name[:-5] if name.lower().endswith(".gguf") else name
+    matches = _QUANT.findall(stem)
+    if not matches:
+        return ""
+    quant = matches[-1].upper()
+    return _QUANT_ALIASES.get(quant, quant)
+
+
+@dataclass(frozen=True)
+class SplitName:
+    """`<base>-00002-of-00003.gguf` (llama.cpp's gguf-split naming)."""
+
+    base: str  # may include the repository folder
+    index: int  # 1-based
+    count: int
+
+    def part(self, index: int) -> str:
+        return f"{self.base}-{index:05d}-of-{self.count:05d}.gguf"
+
+    @property
+    def all_parts(self) -> list[str]:
+        return [self.part(i) for i in range(1, self.count + 1)]
+
+    @property
+    def model_name(self) -> str:
+        """What the user sees for the whole set: the base name, as one .gguf."""
+        return self.base.rsplit("/", 1)[-1] + ".gguf"
+
+
+def split_name(path: str) -> SplitName | None:
+    m = _SPLIT.match(path)
+    if m is None:
+        return None
+    index, count = int(m["index"]), int(m["count"])
+    if not 1 <= index <= count:
+        return None
+    return SplitName(m["base"], index, count)
