@@ -20,7 +20,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 CONVERSATIONS = 10_000
 MESSAGES_EACH = 10
-WORDS = ["river", "mountain", "bread", "clock", "owl", "glass", "map", "bee", "tide", "lantern", "violin", "comet", "harbour", "meadow", "copper", "thistle", "engine", "garden"]
+WORDS = ("river", "mountain", "bread", "clock", "owl", "glass", "map", "bee", "tide", "lantern",
+         "violin", "comet", "harbour", "meadow", "copper", "thistle", "engine", "garden")
 
 
 def fill(path: Path) -> list[int]:
