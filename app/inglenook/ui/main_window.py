@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
+from inglenook.core.provenance import provenance
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
@@ -573,26 +573,7 @@ class MainWindow(QMainWindow):
         self.reply_finished.emit(rid, finish)
 
     def _provenance(self, finish: Finish | None) -> dict:
-        """What it takes to reproduce a reply, saved with it."""
-        data: dict = {}
-        if self.model is not None:
-            m = self.model
-            data["model"] = {"name": m.name, "file": Path(m.path).name, "path": m.path,
-                             "size_bytes": m.size_bytes, "architecture": m.architecture,
-                             "n_ctx": m.n_ctx, "kv_cache_type": m.kv_cache_type,
-                             "flash_attn": m.flash_attn, "template": m.template_source}
-        if self.last_request is not None:
-            data["sampling"] = self.last_request.sampling.to_dict()
-            data["system_prompt"] = next((msg.content for msg in self.last_request.messages
-                                          if msg.role == "system"), "")
-        if self._last_stats is not None:
-            data["stats"] = dataclasses.asdict(self._last_stats)
-            data["seed"] = self._last_stats.seed
-        if finish is not None:
-            data["finish"] = finish.reason
-            if finish.message:
-                data["error"] = finish.message
-        return data
+        return provenance(self.model, self.last_request, self._last_stats, finish)
 
     def _store_call(self, action: Callable[[], object]) -> bool:
         """Run a store operation; a failure (disk full, read-only) is shown, never raised."""
