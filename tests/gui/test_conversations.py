@@ -3,11 +3,12 @@ and replies that survive a restart."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QInputDialog
+from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QInputDialog, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
@@ -171,3 +172,23 @@ def test_details_show_how_a_reply_was_made(qtbot: QtBot, window: MainWindow) -> 
     assert details["model"]["file"].endswith(".gguf") and "tok/s" not in details
     assert details["stats"]["generated_tokens"] > 0
     dialog.close()
+
+
+def test_delete_from_here_removes_the_rest_of_the_branch(
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch) -> None:
+    chat(qtbot, window, "First question.")
+    chat(qtbot, window, "Second question.")
+    monkeypatch.setattr(QMessageBox, "question",
+                        staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes))
+    qtbot.mouseClick(window.chat.bubbles[2].delete_button, Qt.MouseButton.LeftButton)
+    assert [b.text for b in window.chat.bubbles][:1] == ["First question."]
+    assert len(window.chat.bubbles) == 2 and len(window.session.path) == 2
+
+
+def test_reply_provenance_names_the_model_file_and_its_sha256(
+        qtbot: QtBot, window: MainWindow, bundled_model) -> None:
+    qtbot.waitUntil(lambda: bool(window._model_sha256), timeout=60_000)
+    chat(qtbot, window, "Hi")
+    model = window.session.path[-1].provenance["model"]
+    assert model["sha256"] == hashlib.sha256(bundled_model.read_bytes()).hexdigest()
+    assert model["quantization"] == "Q4_1"

@@ -65,3 +65,4 @@ class ModelInfo:
     kv_cache_type: str
     template_source: Literal["gguf", "override", "chatml"]
     load_seconds: float = 0.0
+    quantization: str = ""

@@ -11,10 +11,11 @@ from inglenook.core.replies import Finish, Stats
 
 
 def provenance(model: ModelInfo | None, request: GenerationRequest | None,
-               stats: Stats | None, finish: Finish | None) -> dict:
+               stats: Stats | None, finish: Finish | None, sha256: str = "") -> dict:
     data: dict = {}
     if model is not None:
         data["model"] = {"name": model.name, "file": Path(model.path).name, "path": model.path,
+                         "sha256": sha256, "quantization": model.quantization,
                          "size_bytes": model.size_bytes, "architecture": model.architecture,
                          "n_ctx": model.n_ctx, "kv_cache_type": model.kv_cache_type,
                          "flash_attn": model.flash_attn, "template": model.template_source}

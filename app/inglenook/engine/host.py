@@ -147,7 +147,7 @@ class EngineHost:
             n_threads=n_threads, n_gpu_layers=n_gpu_layers, gpu_offload_supported=supported,
             flash_attn=params.flash_attn, kv_cache_type=params.kv_cache_type,
             template_source=source,  # type: ignore[arg-type]
-            load_seconds=time.perf_counter() - started,
+            load_seconds=time.perf_counter() - started, quantization=header.quantization,
         )
         self._session = Session(llm, template, info)
         self.send(p.Loaded(info))

@@ -47,6 +47,7 @@ class MessageBubble(QFrame):
         stop_requested(): Stop was clicked while this reply streams.
         edit_requested(): Edit was clicked (user messages).
         details_requested(): Details was clicked (how a reply was made).
+        delete_requested(): Delete was clicked (this message and all after it).
         sibling_requested(int): ‹ or › was clicked: -1 or +1.
     """
 
@@ -55,6 +56,7 @@ class MessageBubble(QFrame):
     stop_requested = Signal()
     edit_requested = Signal()
     details_requested = Signal()
+    delete_requested = Signal()
     sibling_requested = Signal(int)
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
@@ -97,6 +99,8 @@ class MessageBubble(QFrame):
         self.edit_button.clicked.connect(self.edit_requested)
         self.details_button = self._action("Details", "Model, settings, seed and timings")
         self.details_button.clicked.connect(self.details_requested)
+        self.delete_button = self._action("Delete", "Delete this message and everything after it")
+        self.delete_button.clicked.connect(self.delete_requested)
         self.previous_button = self._action("‹", "Previous version")
         self.previous_button.setObjectName("bubblePreviousButton")
         self.previous_button.clicked.connect(lambda: self.sibling_requested.emit(-1))
@@ -113,7 +117,7 @@ class MessageBubble(QFrame):
         footer.addWidget(self.stats_label, 1)
         footer.addStretch(0)
         for button in (self.stop_button, self.edit_button, self.details_button,
-                       self.regenerate_button, self.copy_button):
+                       self.regenerate_button, self.copy_button, self.delete_button):
             footer.addWidget(button)
         self.set_siblings(1, 1)
         layout.addLayout(footer)
@@ -154,6 +158,7 @@ class MessageBubble(QFrame):
         if streaming and not self.text:
             self.set_notice("Thinking…", "waiting")
         self.stop_button.setVisible(streaming)
+        self.delete_button.setEnabled(not streaming)
         self.regenerate_button.setEnabled(not streaming)
         self.copy_button.setEnabled(not streaming)
 

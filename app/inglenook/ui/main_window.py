@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -28,6 +31,7 @@ from inglenook.core.provenance import provenance
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
+from inglenook.models.fingerprint import sha256_of
 from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.store.session import ConversationSession, open_store
 from inglenook.ui.chat_view import ChatView, MessageBubble
@@ -58,6 +62,7 @@ class MainWindow(QMainWindow):
     """
 
     shown = Signal()
+    model_hashed = Signal(str, str)  # emitted from a hashing thread; queued to the GUI thread
     reply_started = Signal(int)
     reply_finished = Signal(int, object)
     model_ready = Signal(object)
@@ -73,6 +78,7 @@ class MainWindow(QMainWindow):
         self.session = ConversationSession(self.store)
         self._deleted: int | None = None
         self._last_stats: Stats | None = None
+        self._model_sha256 = ""
         self.model: ModelInfo | None = None
         self.loading = False
         self._next_id = 0
@@ -101,6 +107,7 @@ class MainWindow(QMainWindow):
         w.generation_stats.connect(self._on_stats)
         w.generation_finished.connect(self._on_finished)
         w.engine_crashed.connect(self._on_crashed)
+        self.model_hashed.connect(self._on_model_hashed)
         self.engine.start()
         self.refresh_models()
         self.refresh_conversations()
@@ -321,9 +328,21 @@ class MainWindow(QMainWindow):
             self.status_text.setText("This model has no chat template; using ChatML.")
         self._set_context_used(0, info.n_ctx)
         self.chat.set_empty_text(f"{info.name} is ready. Ask it anything.")
+        self._model_sha256 = ""
+        threading.Thread(target=self._hash_model, args=(info.path,), daemon=True,
+                         name="model-sha256").start()
         self._enable_regenerate(True)
         self.composer.edit.setFocus()
         self.model_ready.emit(info)
+
+    def _hash_model(self, path: str) -> None:
+        # OSError: the file went away; RuntimeError: the window was closed meanwhile.
+        with contextlib.suppress(OSError, RuntimeError):
+            self.model_hashed.emit(path, sha256_of(path))
+
+    def _on_model_hashed(self, path: str, digest: str) -> None:
+        if self.model is not None and self.model.path == path:
+            self._model_sha256 = digest
 
     def _on_model_load_failed(self, path: str, message: str) -> None:
         self.loading = False
@@ -443,6 +462,7 @@ class MainWindow(QMainWindow):
         bubble.message_id = message.id
         bubble.set_siblings(message.sibling_index, message.sibling_count)
         bubble.sibling_requested.connect(lambda step, b=bubble: self.show_sibling(b, step))
+        bubble.delete_requested.connect(lambda b=bubble: self.delete_from(b))
         if message.role == "user":
             bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
         else:
@@ -459,6 +479,20 @@ class MainWindow(QMainWindow):
             elif message.status == "error":
                 bubble.set_notice(message.provenance.get("error", "This reply failed."), "error")
         return bubble
+
+    def delete_from(self, bubble: MessageBubble) -> None:
+        """Delete a message and everything after it on this branch, after asking."""
+        if self.current_id is not None or bubble.message_id is None:
+            return
+        answer = QMessageBox.question(
+            self, "Delete messages", "Delete this message and everything after it?")
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        message_id = bubble.message_id
+        if self._store_call(lambda: self.store.delete_from(message_id)):
+            assert self.session.conv_id is not None
+            self.session.open(self.session.conv_id)
+            self.render_conversation()
 
     def show_details(self, bubble: MessageBubble) -> None:
         message = next((m for m in self.session.path if m.id == bubble.message_id), None)
@@ -573,7 +607,8 @@ class MainWindow(QMainWindow):
         self.reply_finished.emit(rid, finish)
 
     def _provenance(self, finish: Finish | None) -> dict:
-        return provenance(self.model, self.last_request, self._last_stats, finish)
+        sha256 = self._model_sha256 if self.model else ""
+        return provenance(self.model, self.last_request, self._last_stats, finish, sha256)
 
     def _store_call(self, action: Callable[[], object]) -> bool:
         """Run a store operation; a failure (disk full, read-only) is shown, never raised."""
