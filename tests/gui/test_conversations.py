@@ -192,3 +192,9 @@ def test_reply_provenance_names_the_model_file_and_its_sha256(
     model = window.session.path[-1].provenance["model"]
     assert model["sha256"] == hashlib.sha256(bundled_model.read_bytes()).hexdigest()
     assert model["quantization"] == "Q4_1"
+
+
+def test_default_settings_are_shown_as_the_balanced_preset(window: MainWindow) -> None:
+    window.apply_preset(next(p for p in window.store.presets() if p.name == "Balanced"))
+    window.refresh_presets()
+    assert window.preset_bar.combo.currentData() == "Balanced"

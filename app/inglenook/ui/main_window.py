@@ -656,9 +656,15 @@ class MainWindow(QMainWindow):
     # ---- presets -------------------------------------------------------------------------
     def refresh_presets(self, current: str | None = None) -> None:
         try:
-            self.preset_bar.set_presets(self.store.presets(), current)
+            presets = self.store.presets()
         except StoreError as exc:
             self.show_banner(f"Could not read presets: {exc}", reload=False)
+            return
+        if current is None:  # name the preset the panel's values came from, if any
+            sampling, prompt = self.panel.sampling(), self.panel.system_prompt()
+            current = next((p.name for p in presets
+                            if p.sampling == sampling and p.system_prompt == prompt), None)
+        self.preset_bar.set_presets(presets, current)
 
     def apply_preset(self, preset: Preset) -> None:
         """Put a preset's system prompt and sampling in the panel; the chat remembers it."""
