@@ -144,8 +144,13 @@ class GGUFHeader:
         return sum(t.nbytes for t in self.tensors)
 
 
-def read_header(path: str | os.PathLike[str], *, max_seconds: float = 2.0) -> GGUFHeader:
-    """Read and validate a GGUF file's header; raise GGUFError if it is not safe to load."""
+def read_header(path: str | os.PathLike[str], *, max_seconds: float = 2.0,
+                check_tensor_data: bool = True) -> GGUFHeader:
+    """Read and validate a GGUF file's header; raise GGUFError if it is not safe to load.
+
+    check_tensor_data=False skips only the check that the tensor data ends inside the file, so
+    that the first megabytes of a model (fetched with an HTTP Range request) parse as a header;
+    such a file is not loadable, and `file_size` is then the prefix's size."""
     name = os.fspath(path)
     try:
         st = os.stat(name)
@@ -161,7 +166,7 @@ def read_header(path: str | os.PathLike[str], *, max_seconds: float = 2.0) -> GG
     try:
         with open(name, "rb", buffering=_BUFFER) as f:
             size = os.fstat(f.fileno()).st_size  # the file we opened, not the one we stat'ed
-            return _parse(f, name, size, max_seconds)
+            return _parse(f, name, size, max_seconds, check_tensor_data)
     except OSError as e:
         raise GGUFError(f"Cannot read {name}: {e.strerror or e}.") from None
 
@@ -333,7 +338,8 @@ def _read_tensor(r: _Reader, i: int, seen: set[bytes]) -> TensorInfo:
     return TensorInfo(name, shape, qtype.name, offset, math.prod(shape) // block * type_size)
 
 
-def _parse(f: BinaryIO, path: str, size: int, max_seconds: float) -> GGUFHeader:
+def _parse(f: BinaryIO, path: str, size: int, max_seconds: float,
+           check_tensor_data: bool = True) -> GGUFHeader:
     r = _Reader(f, size, max_seconds)
     version, tensor_count, kv_count = _check_preamble(r)
     metadata = _read_metadata(r, kv_count)
@@ -360,7 +366,7 @@ def _parse(f: BinaryIO, path: str, size: int, max_seconds: float) -> GGUFHeader:
             raise _corrupt(f"tensor {t.name!r} starts at offset {t.offset}, expected {expected}.")
         expected += -(-t.nbytes // alignment) * alignment
     data_end = data_offset + (tensors[-1].offset + tensors[-1].nbytes if tensors else 0)
-    if tensors and data_end > size:
+    if check_tensor_data and tensors and data_end > size:
         raise GGUFError(
             f"This GGUF file is truncated: tensor data ends at {data_end:,} bytes "
             f"but the file has {size:,}."

@@ -1,0 +1,370 @@
+"""Will this model fit? Memory for weights + KV cache + compute buffers at a context length and
+KV cache type, against free RAM (and VRAM when the build offloads), labelled fits / tight /
+won't fit, with a recommended quantization and GPU-layer count.
+
+The architecture numbers come from a GGUF header: a local file's, or a Hub file's read with an
+HTTP Range request of its first megabytes (`remote_header`), never the whole file. Every figure
+here is an estimate that errs on the large side: a "fits" should load, and a "won't fit" that
+would just load is the cheaper mistake. Qt-free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, Literal
+
+import httpx2
+import psutil
+
+from inglenook.core.load import KV_CACHE_TYPES
+from inglenook.models import hub
+from inglenook.models.filenames import UnsafeFileName, local_name, parse_quant
+from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+
+# -- the model's shape ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    n_layers: int
+    n_embd: int
+    n_head: int
+    n_head_kv: int
+    n_ctx_train: int
+    weights_bytes: int
+    architecture: str
+    key_length: int | None = None  # per head; None: n_embd // n_head
+    value_length: int | None = None  # per head; None: the key length
+
+
+def _int(header: GGUFHeader, key: str) -> int | None:
+    """An integer entry; None when absent, or an array (per-layer counts in a few
+    architectures, which the bounded reader skips rather than loads)."""
+    value = header.metadata.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def shape_from_header(header: GGUFHeader) -> ModelShape:
+    """The numbers the planner needs, from `{arch}.block_count`, `.embedding_length`,
+    `.attention.head_count(_kv)`, `.attention.key_length/value_length` and `.context_length`.
+
+    weights_bytes is the tensor data this file describes (the file size when it describes none).
+    For a model split across files that is only this part's: replace it with the whole model's
+    size (`dataclasses.replace(shape, weights_bytes=model.size)`)."""
+    arch = header.architecture
+    if not arch:
+        raise GGUFError("This GGUF file does not say which architecture it is "
+                        "(general.architecture is missing).")
+    n_layers = _int(header, f"{arch}.block_count")
+    n_embd = _int(header, f"{arch}.embedding_length")
+    if not n_layers or not n_embd:
+        raise GGUFError(f"This GGUF file does not give the layer count and width of its {arch} "
+                        "model, so its memory needs cannot be estimated.")
+    # No attention heads (recurrent models such as Mamba or RWKV): no KV cache to speak of.
+    n_head = _int(header, f"{arch}.attention.head_count") or 0
+    n_head_kv = _int(header, f"{arch}.attention.head_count_kv")
+    return ModelShape(
+        n_layers=n_layers, n_embd=n_embd, n_head=n_head,
+        n_head_kv=n_head if n_head_kv is None else n_head_kv,
+        n_ctx_train=_int(header, f"{arch}.context_length") or 0,
+        weights_bytes=header.tensor_bytes or header.file_size,
+        architecture=arch,
+        key_length=_int(header, f"{arch}.attention.key_length") or None,
+        value_length=_int(header, f"{arch}.attention.value_length") or None)
+
+
+# -- memory estimates -----------------------------------------------------------------------------
+# Bytes per KV element as (bytes, per this many elements): q8_0 and q4_0 store blocks of 32 values
+# with one f16 scale (34 and 18 bytes per block).
+_KV_TYPE_BYTES: dict[str, tuple[int, int]] = {"f16": (2, 1), "q8_0": (34, 32), "q4_0": (18, 32)}
+assert set(_KV_TYPE_BYTES) == set(KV_CACHE_TYPES)
+
+
+def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str) -> int:
+    """K and V for every layer and context position: n_layers × n_ctx × n_head_kv × (key length
+    + value length) × bytes per element, i.e. 2 × … × head_dim × … when both are head_dim.
+    Sliding-window layers (Gemma 2) are counted at full context: llama.cpp may allocate less."""
+    try:
+        num, den = _KV_TYPE_BYTES[kv_type]
+    except KeyError:
+        raise ValueError(f"Unknown KV cache type {kv_type!r} "
+                         f"(one of {', '.join(KV_CACHE_TYPES)}).") from None
+    if n_ctx < 0:
+        raise ValueError("The context length cannot be negative.")
+    head_dim = shape.n_embd // shape.n_head if shape.n_head else 0
+    k = shape.key_length or head_dim
+    v = shape.value_length or k
+    elements = shape.n_layers * n_ctx * shape.n_head_kv * (k + v)
+    return -(-elements * num // den)
+
+
+# The compute buffers, estimated the way llama.cpp sizes them: its graph is reserved for a batch of
+# n_ubatch (512) tokens against the whole context. Without flash attention the largest tensor is the
+# f32 attention-score matrix, n_ctx × n_ubatch × n_head × 4 bytes (448 MiB for a 28-head 7B at 8192
+# tokens; llama.cpp logs ~500 MiB there). Add f32 activations of the batch, counted generously
+# (8 tensors of n_ubatch × n_embd), and a fixed allowance for the engine process itself (Python,
+# llama.cpp, the output logits). Flash attention needs much less; this does not count on it.
+N_UBATCH = 512
+ENGINE_BASE_BYTES = 192 * 2**20
+_ACTIVATIONS = 8
+
+
+def overhead_bytes(shape: ModelShape, n_ctx: int) -> int:
+    scores = n_ctx * N_UBATCH * max(shape.n_head, 1) * 4
+    activations = _ACTIVATIONS * N_UBATCH * shape.n_embd * 4
+    return ENGINE_BASE_BYTES + scores + activations
+
+
+# -- the machine ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Memory:
+    ram_free: int
+    ram_total: int
+    vram_free: int = 0  # 0: unknown (or none)
+    gpu_offload: bool = False  # the engine build can offload layers to a GPU
+
+
+VramProbe = Callable[[], int]
+_vram_probe: VramProbe | None = None
+
+
+def set_vram_probe(probe: VramProbe | None) -> None:
+    """Where free VRAM comes from (bytes), e.g. the engine host reporting what its backend sees.
+    Inglenook probes no GPU itself (no NVML, no vendor libraries); without a probe it is 0."""
+    global _vram_probe
+    _vram_probe = probe
+
+
+def system_memory(gpu_offload: bool = False) -> Memory:
+    """Free and total RAM now (psutil's "available": free plus reclaimable cache, which is also
+    where memory-mapped weights go), and free VRAM when a probe knows it."""
+    vm = psutil.virtual_memory()
+    vram = 0
+    if gpu_offload and _vram_probe is not None:
+        try:
+            vram = max(0, int(_vram_probe()))
+        except Exception:  # a failing probe must not break the Models dialog: VRAM unknown
+            vram = 0
+    return Memory(ram_free=int(vm.available), ram_total=int(vm.total), vram_free=vram,
+                  gpu_offload=gpu_offload)
+
+
+# -- the plan -------------------------------------------------------------------------------------
+Label = Literal["fits", "tight", "won't fit"]
+FITS_SHARE = 0.75  # "fits": the plan needs at most this share of free memory
+VRAM_SHARE = 0.90  # layers go to the GPU while they fill at most this share of free VRAM
+# recommend(): a larger quantization than Q4_K_M only while it needs at most this share of free
+# memory. Bigger quants decode slower on CPU, so only small models get upgraded.
+COMFORTABLE_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    label: Label
+    weights_bytes: int
+    kv_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    gpu_layers: int  # -1: all layers on the GPU; 0: none (CPU only)
+    note: str  # one sentence for the user
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory) -> tuple[FitPlan, float]:
+    """The plan, and the share of free RAM it needs."""
+    weights = max(0, shape.weights_bytes)
+    kv = kv_cache_bytes(shape, n_ctx, kv_type)
+    overhead = overhead_bytes(shape, n_ctx)
+    total = weights + kv + overhead
+    gpu_layers, on_gpu = 0, 0
+    split = memory.gpu_offload and memory.vram_free > 0 and shape.n_layers > 0
+    if split:
+        # Each repeating layer's share of the weights (embeddings and output counted in, so a
+        # layer is over-estimated) and of the KV cache, which llama.cpp keeps with its layer.
+        per_layer = -(-(weights + kv) // shape.n_layers)
+        n = min(shape.n_layers, int(memory.vram_free * VRAM_SHARE) // max(per_layer, 1))
+        on_gpu = weights + kv if n == shape.n_layers else n * per_layer
+        gpu_layers = -1 if n == shape.n_layers else n
+    elif memory.gpu_offload:
+        gpu_layers = -1  # VRAM unknown: llama.cpp's default; judged against RAM alone
+    ram_need = total - on_gpu
+    share = ram_need / memory.ram_free if memory.ram_free > 0 else float("inf")
+    label: Label = ("fits" if share <= FITS_SHARE else "tight" if share <= 1.0 else "won't fit")
+    where = "free" if not memory.gpu_offload else "free RAM"
+    if label == "won't fit":
+        note = f"Needs {_gb(ram_need)} but only {_gb(memory.ram_free)} is {where}"
+    else:
+        note = f"Needs {_gb(ram_need)} of {_gb(memory.ram_free)} {where}"
+    if split and gpu_layers == -1:
+        note += f", with all {shape.n_layers} layers on the GPU ({_gb(on_gpu)})"
+    elif split:
+        note += f", with {gpu_layers} of {shape.n_layers} layers on the GPU ({_gb(on_gpu)})"
+    elif memory.gpu_offload:
+        note += " (GPU memory unknown: checked against RAM only)"
+    if label == "tight":
+        note += "; close other programs, or choose a smaller quantization or context"
+    return FitPlan(label, weights, kv, overhead, total, gpu_layers, note + "."), share
+
+
+def plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory) -> FitPlan:
+    """Weights + KV cache + compute buffers at n_ctx and kv_type, against free memory.
+
+    fits: what RAM must hold is at most 75% of free RAM; tight: at most 100%; else won't fit.
+    With gpu_offload and a known vram_free, as many layers (weights plus their KV share) as fill
+    at most 90% of free VRAM go to the GPU (gpu_layers; -1 when all do) and the rest stays in RAM;
+    the compute buffers are counted in RAM either way."""
+    return _plan(shape, n_ctx, kv_type, memory)[0]
+
+
+# -- which quantization ---------------------------------------------------------------------------
+_FLOAT = re.compile(r"^(?:F16|BF16|F32|FP16|FP32)$")
+DEFAULT_QUANT = "Q4_K_M"
+
+
+def _quant_key(quant: str) -> str:
+    return (parse_quant(quant) or quant).upper()
+
+
+def recommend(models: Sequence[tuple[str, int]], shape: ModelShape, n_ctx: int, kv_type: str,
+              memory: Memory) -> str | None:
+    """The quantization to download among one repository's (quant, size in bytes) options, or
+    None when none fits. Weights scale with file size; the rest of the shape is the same.
+
+    Q4_K_M when it fits; a larger (better) quantization instead when it still fits comfortably
+    (at most half of free RAM, and no layer pushed off the GPU). Otherwise the largest that fits:
+    smaller than Q4_K_M when that does not fit. Unquantized F16/BF16/F32 only when the
+    repository has nothing else that fits."""
+    options = []
+    for quant, size in models:
+        if size <= 0:
+            continue
+        p, share = _plan(dataclasses.replace(shape, weights_bytes=size), n_ctx, kv_type, memory)
+        options.append((quant, size, p, share))
+    fitting = [o for o in options if o[2].label == "fits"]
+    if not fitting:
+        return None
+    quantized = [o for o in fitting if not _FLOAT.match(_quant_key(o[0]))] or fitting
+    largest = max(quantized, key=lambda o: o[1])[0]
+    anchor = next((o for o in fitting if _quant_key(o[0]) == DEFAULT_QUANT), None)
+    if anchor is None:  # Q4_K_M does not fit (all that fit are smaller), or there is none
+        return largest
+    better = [o for o in quantized if o[1] >= anchor[1] and o[3] <= COMFORTABLE_SHARE
+              and o[2].gpu_layers == anchor[2].gpu_layers]
+    return max(better, key=lambda o: o[1])[0] if better else anchor[0]
+
+
+# -- a Hub file's header, over HTTP Range requests ------------------------------------------------
+FIRST_BYTES = 8 * 2**20  # enough for most headers, tokenizer included
+MAX_HEADER_BYTES = 64 * 2**20  # never more than this of a file, whatever its header says
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+
+
+def remote_header(repo: str, filename: str, revision: str = "main", *,
+                  first_bytes: int = FIRST_BYTES,
+                  max_bytes: int = MAX_HEADER_BYTES) -> GGUFHeader:
+    """The GGUF header of a file on the Hub, from its first megabytes: a Range request of
+    `first_bytes`, then more, doubling, while the header runs past what was fetched, up to
+    `max_bytes`; never the whole file. Honours HF_ENDPOINT and HF_TOKEN; with HF_HUB_OFFLINE
+    raises hub.HubOffline before connecting. Raises hub.HubError (network, HTTP) or GGUFError
+    (not a GGUF header, or a corrupt one).
+
+    The header's `path` is the file's URL and `file_size` the whole file's size (as the server
+    reported it); its tensors are described but their data was not fetched."""
+    hub.check_repo_id(repo)
+    try:
+        local_name(filename)
+    except UnsafeFileName as e:
+        raise hub.HubError(str(e)) from None
+    if first_bytes < 1 or max_bytes < first_bytes:
+        raise ValueError("need 1 <= first_bytes <= max_bytes")
+    url = hub.file_url(repo, filename, revision)
+    what = f"{filename} in {repo}"
+    fd, tmp = tempfile.mkstemp(prefix="inglenook-header-", suffix=".gguf")
+    try:
+        with os.fdopen(fd, "r+b") as f, hub.client() as c:
+            want = first_bytes
+            total: int | None = None
+            while True:
+                total = _fetch_range(c, url, repo, what, f, want) or total
+                f.flush()
+                have = f.tell()
+                if total is not None and have < min(want, total):
+                    raise hub.HubError(f"The connection ended early while reading {what}.",
+                                       retryable=True)
+                try:
+                    header = read_header(tmp, check_tensor_data=False)
+                    break
+                except GGUFError as e:
+                    # A header that runs past the bytes fetched reads as truncated (gguf.py's
+                    # _Reader.need); test_remote_header covers this reading of its message.
+                    more = "truncated" in str(e) and have >= want and (total is None
+                                                                        or have < total)
+                    if not more:
+                        raise
+                    if want >= max_bytes:
+                        raise GGUFError(
+                            f"The header of {what} is larger than {max_bytes / 2**20:g} MiB; "
+                            "it was not read further.") from None
+                    want = min(want * 2, max_bytes)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    size = total if total is not None else header.file_size
+    if header.tensors:
+        last = header.tensors[-1]
+        end = header.data_offset + last.offset + last.nbytes
+        if end > size:
+            raise GGUFError(f"{what} is truncated on the Hub: its tensor data ends at {end:,} "
+                            f"bytes but the file has {size:,}.")
+    return dataclasses.replace(header, path=url, file_size=size)
+
+
+def _fetch_range(c: httpx2.Client, url: str, repo: str, what: str, f: BinaryIO,
+                 end: int) -> int | None:
+    """Append bytes [f.tell(), end) of the file to f; return the file's total size if the server
+    said. A server that ignores Range (200) is read from the start, and only up to `end`."""
+    start = f.tell()
+    headers = {"Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"}
+    try:
+        with c.stream("GET", url, headers=headers) as response:
+            code = response.status_code
+            if code == 416:  # nothing at `start`: the file ends there
+                m = re.match(r"^bytes \*/(\d+)$", response.headers.get("Content-Range", ""))
+                return int(m[1]) if m else None
+            if code >= 400:
+                raise hub.status_error(response, what, repo)
+            total: int | None = None
+            if code == 206:
+                m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+                if m is None or int(m[1]) != start:
+                    raise hub.HubError(f"The server sent a different part of {what} than asked.")
+                total = int(m[3]) if m[3] != "*" else None
+            elif code == 200:
+                length = response.headers.get("Content-Length", "")
+                total = int(length) if length.isdigit() else None
+                f.seek(0)
+                f.truncate()
+                start = 0
+            else:
+                raise hub.HubError(f"The Hub answered HTTP {code} for {what}.", status=code)
+            pos = start
+            for chunk in response.iter_raw():
+                chunk = chunk[:end - pos]
+                f.write(chunk)
+                pos += len(chunk)
+                if pos >= end:
+                    break  # leaving the block closes the connection: the rest is never read
+            return total
+    except httpx2.RequestError as exc:
+        raise hub.request_error(exc, url) from None
