@@ -140,3 +140,13 @@ def test_a_failed_reply_does_not_break_the_next_message(qtbot: QtBot, window: Ma
     wait_reply(qtbot, window)
     assert [m.role for m in window.last_request.messages] == ["system", "user"]
     assert window.chat.bubbles[-1].text
+
+
+def test_models_button_opens_the_models_dialog(qtbot: QtBot, window: MainWindow) -> None:
+    qtbot.mouseClick(window.models_button, Qt.MouseButton.LeftButton)
+    dialog = window._models_dialog
+    assert dialog is not None and dialog.isVisible()
+    dialog.close()
+    qtbot.mouseClick(window.models_button, Qt.MouseButton.LeftButton)
+    assert window._models_dialog is dialog and dialog.isVisible()  # one instance
+    dialog.close()

@@ -42,7 +42,9 @@ from inglenook.ui.dialogs import (
     export_everything,
     import_conversations,
 )
+from inglenook.ui.download_bridge import DownloadBridge
 from inglenook.ui.model_picker import ModelPicker
+from inglenook.ui.models_dialog import ModelsDialog
 from inglenook.ui.preset_bar import PresetBar
 from inglenook.ui.sampling_panel import SamplingPanel
 from inglenook.ui.search_dialog import SearchDialog
@@ -88,6 +90,10 @@ class MainWindow(QMainWindow):
         self._shown_once = False
         self._closed = False
         self._build()
+        # Downloads live with the window, so they continue while the Models dialog is closed.
+        self.downloads = DownloadBridge(self)
+        self.downloads.completed.connect(lambda _status: self.refresh_models())
+        self._models_dialog: ModelsDialog | None = None
         self._pending: list[str] = []
         self._flush_timer = QTimer(self, singleShot=True, interval=0)
         self._flush_timer.timeout.connect(self._flush_pending)
@@ -147,6 +153,8 @@ class MainWindow(QMainWindow):
         menu.addAction("Export this conversation…", self.export_conversation)
         menu.addAction("Export all conversations…", self.export_all)
         menu.addAction("Import conversations…", self.import_conversations)
+        menu.addSeparator()
+        menu.addAction("Models: library, discover, downloads…", self.show_models)
         self.menu_button.setMenu(menu)
         self.panel_button = QToolButton(top)
         self.panel_button.setObjectName("panelButton")
@@ -157,6 +165,11 @@ class MainWindow(QMainWindow):
         bar.addSpacing(12)
         bar.addWidget(self.picker)
         bar.addStretch(1)
+        self.models_button = QPushButton("Models", top)
+        self.models_button.setObjectName("modelsButton")
+        self.models_button.setToolTip("Installed models, the Hub, and downloads")
+        self.models_button.clicked.connect(self.show_models)
+        bar.addWidget(self.models_button)
         bar.addWidget(self.menu_button)
         bar.addWidget(self.panel_button)
 
@@ -710,6 +723,14 @@ class MainWindow(QMainWindow):
             return False
         return True
 
+    def show_models(self) -> None:
+        if self._models_dialog is None:  # one instance; it refreshes itself when shown
+            self._models_dialog = ModelsDialog(self.downloads, self)
+            self._models_dialog.model_chosen.connect(self.load_model)
+            self._models_dialog.models_changed.connect(self.refresh_models)
+        self._models_dialog.show()
+        self._models_dialog.activateWindow()
+
     def search(self) -> None:
         dialog = SearchDialog(self.store, self)
         dialog.hit_chosen.connect(self.open_conversation)
@@ -750,4 +771,5 @@ class MainWindow(QMainWindow):
             self.show_banner(f"Could not save settings: {exc}", reload=False)
         if self.loading:
             self.worker.client.kill()  # a load cannot be interrupted; don't wait for it
+        self.downloads.close()  # pauses running downloads; their partial files are kept
         self.engine.stop(self.current_id)

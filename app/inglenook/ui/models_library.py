@@ -1,0 +1,494 @@
+"""The Models dialog's Library page: the installed models with what their GGUF headers say;
+import, reveal, delete, and "use this model".
+
+Headers are read on a background thread (each read is bounded to ~2 s, but a dozen big files on
+a slow disk add up), and rows fill in as the answers come back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook import paths
+from inglenook.models.filenames import parse_quant, split_name
+from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+from inglenook.models.library import ModelEntry, describe_size, installed_models
+from inglenook.ui.download_bridge import BackgroundTasks
+
+ImportMode = Literal["copy", "link"]
+COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")
+PENDING = "…"
+
+
+# -- questions to the user (module functions, so that tests can answer them) ----------------------
+def ask(parent: QWidget, title: str, text: str, confirm: str) -> bool:
+    """A yes/no question whose safe answer (Cancel) is the default."""
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel,
+                      parent)
+    yes = box.addButton(confirm, QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return box.clickedButton() is yes
+
+
+def pick_gguf_file(parent: QWidget) -> str:
+    path, _ = QFileDialog.getOpenFileName(parent, "Import a GGUF model", str(Path.home()),
+                                          "GGUF models (*.gguf)")
+    return path
+
+
+def ask_import_mode(parent: QWidget, name: str) -> ImportMode | None:
+    box = QMessageBox(QMessageBox.Icon.Question, "Import a model",
+                      f"How should Inglenook keep {name}?", QMessageBox.StandardButton.Cancel,
+                      parent)
+    box.setInformativeText("A copy lives in Inglenook's models folder and stays if the original "
+                           "is moved. Using it where it is saves disk space: the library links "
+                           "to the file.")
+    copy = box.addButton("Copy into the models folder", QMessageBox.ButtonRole.AcceptRole)
+    link = box.addButton("Use it where it is", QMessageBox.ButtonRole.AcceptRole)
+    box.setDefaultButton(copy)
+    box.exec()
+    return {copy: "copy", link: "link"}.get(box.clickedButton())  # type: ignore[return-value]
+
+
+def open_folder(folder: Path) -> bool:
+    return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+
+# -- files ----------------------------------------------------------------------------------------
+class LibraryError(Exception):
+    """The message is for the user."""
+
+
+def split_parts(path: Path) -> list[Path]:
+    """All the files of the model whose (first) file is `path`."""
+    split = split_name(path.name)
+    if split is None:
+        return [path]
+    return [path.with_name(name) for name in split.all_parts]
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, base]) == base
+
+
+def import_model(source: Path, mode: ImportMode, models_dir: Path) -> tuple[Path, str]:
+    """Copy `source` (all its parts, for a split model) into the models folder, or link to it
+    there. Runs on a background thread. Returns the library path and a sentence for the user."""
+    header = read_header(source)  # refuse a file the engine would refuse, before copying GBs
+    parts = split_parts(source)
+    missing = [p.name for p in parts if not p.is_file()]
+    if missing:
+        raise LibraryError(f"{source.name} is one part of a split model, and these parts are "
+                           f"missing next to it: {', '.join(missing)}.")
+    if _inside(source.parent, models_dir):
+        raise LibraryError(f"{source.name} is already in the models folder.")
+    taken = [p.name for p in parts if os.path.lexists(models_dir / p.name)]
+    if taken:
+        raise LibraryError(f"A model named {taken[0]} is already in the library.")
+    note = ""
+    if mode == "link":
+        try:
+            for part in parts:
+                os.symlink(part.resolve(), models_dir / part.name)
+            return models_dir / source.name, f"{header.name} now links to {source}."
+        except (OSError, NotImplementedError):  # e.g. Windows without the symlink privilege
+            for part in parts:
+                if (models_dir / part.name).is_symlink():
+                    (models_dir / part.name).unlink()
+            note = " Links are not possible here, so the file was copied."
+    for part in parts:
+        target = models_dir / part.name
+        temp = target.with_name(target.name + ".importing")  # never listed: not .gguf
+        try:
+            shutil.copyfile(part, temp)
+            os.replace(temp, target)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise LibraryError(f"Could not copy {part.name}: {exc.strerror or exc}.") from None
+    return models_dir / source.name, f"{header.name} was copied into the models folder.{note}"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What deleting a library entry would do: refuse (`refusal` says why) or remove `files`."""
+
+    files: tuple[Path, ...] = ()
+    link_only: bool = False
+    refusal: str = ""
+
+
+def plan_removal(entry: ModelEntry, models_dir: Path) -> Removal:
+    path = Path(entry.path)
+    if entry.source == "bundled":
+        return Removal(refusal=f"{entry.name} is the model that ships with Inglenook; it cannot "
+                               "be deleted.")
+    if not _inside(path.parent, models_dir):
+        return Removal(refusal=f"{path} is not in the models folder, so Inglenook did not "
+                               "download it and will not delete it.")
+    parts = tuple(p for p in split_parts(path) if os.path.lexists(p))
+    return Removal(parts, link_only=path.is_symlink())
+
+
+# -- the page -------------------------------------------------------------------------------------
+def describe_params(count: int) -> str:
+    if not count:
+        return "?"
+    if count >= 1e9:
+        return f"{count / 1e9:.1f}B"
+    return f"{count / 1e6:.0f}M" if count >= 1e6 else f"{count / 1e3:.0f}K"
+
+
+def _read_headers(report: object, generation: int, paths_: list[str]) -> None:
+    for path in paths_:
+        try:
+            result: GGUFHeader | str = read_header(path)
+        except GGUFError as exc:
+            result = str(exc)
+        report((generation, path, result))  # type: ignore[operator]
+
+
+class LibraryPage(QWidget):
+    """Signals:
+        model_chosen(str): the user chose a model to chat with; its path.
+        models_changed(): a model was imported or deleted.
+    """
+
+    model_chosen = Signal(str)
+    models_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("libraryPage")
+        self.entries: list[ModelEntry] = []
+        self.headers: dict[str, GGUFHeader | str] = {}
+        self._cache: dict[tuple[str, int, int], GGUFHeader | str] = {}
+        self._generation = 0
+        self.tasks = BackgroundTasks(self)
+        self.tasks.progress.connect(self._on_header)
+        self.tasks.done.connect(self._on_task_done)
+        self.tasks.failed.connect(self._on_task_failed)
+        self.importing = False
+        self._build()
+        self.refresh()
+
+    def _build(self) -> None:
+        title = QLabel("Library", self)
+        title.setObjectName("modelsPageTitle")
+        self.summary = QLabel(self)
+        self.summary.setObjectName("modelsPageSubtitle")
+        self.import_button = QPushButton("Import a GGUF…", self)
+        self.import_button.setObjectName("importModelButton")
+        self.import_button.clicked.connect(self.import_clicked)
+        head = QHBoxLayout()
+        text = QVBoxLayout()
+        text.setSpacing(2)
+        text.addWidget(title)
+        text.addWidget(self.summary)
+        head.addLayout(text, 1)
+        head.addWidget(self.import_button)
+
+        self.notice = QLabel(self)
+        self.notice.setObjectName("modelsNotice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+
+        self.table = QTreeWidget(self)
+        self.table.setObjectName("libraryTable")
+        self.table.setHeaderLabels(COLUMNS)
+        self.table.setRootIsDecorated(False)
+        self.table.setUniformRowHeights(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        header = self.table.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in range(1, len(COLUMNS)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.itemSelectionChanged.connect(self._show_selected)
+        self.table.itemDoubleClicked.connect(lambda *_: self.use_selected())
+
+        card = QFrame(self)
+        card.setObjectName("modelDetails")
+        self.detail_name = QLabel(card)
+        self.detail_name.setObjectName("modelDetailsName")
+        self.detail_facts = QLabel(card)
+        self.detail_facts.setObjectName("modelDetailsFacts")
+        self.detail_facts.setWordWrap(True)
+        self.detail_path = QLabel(card)
+        self.detail_path.setObjectName("modelDetailsPath")
+        self.detail_path.setWordWrap(True)
+        self.detail_path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.use_button = QPushButton("Use this model", card)
+        self.use_button.setObjectName("useModelButton")
+        self.use_button.clicked.connect(self.use_selected)
+        self.reveal_button = QPushButton("Show in folder", card)
+        self.reveal_button.setObjectName("revealModelButton")
+        self.reveal_button.clicked.connect(self.reveal_selected)
+        self.delete_button = QPushButton("Delete…", card)
+        self.delete_button.setObjectName("deleteModelButton")
+        self.delete_button.clicked.connect(self.delete_selected)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.use_button)
+        buttons.addWidget(self.reveal_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.delete_button)
+        card_layout = QVBoxLayout(card)
+        card_layout.setContentsMargins(16, 14, 16, 14)
+        card_layout.setSpacing(4)
+        card_layout.addWidget(self.detail_name)
+        card_layout.addWidget(self.detail_facts)
+        card_layout.addWidget(self.detail_path)
+        card_layout.addSpacing(6)
+        card_layout.addLayout(buttons)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 20, 24, 20)
+        layout.setSpacing(12)
+        layout.addLayout(head)
+        layout.addWidget(self.notice)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(card)
+
+    # -- listing ----------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """List the installed models again; headers not read before are read in the background."""
+        selected = self.selected_entry()
+        self._generation += 1
+        self.entries = installed_models()
+        self.headers = {}
+        self.table.clear()
+        to_read = []
+        for entry in self.entries:
+            key = self._cache_key(entry.path)
+            if key in self._cache:
+                self.headers[entry.path] = self._cache[key]
+            else:
+                to_read.append(entry.path)
+            item = QTreeWidgetItem(self.table)
+            item.setData(0, Qt.ItemDataRole.UserRole, entry.path)
+            self._fill(item, entry)
+        if to_read:
+            self.tasks.start(("headers", self._generation), _read_headers, self._generation,
+                             to_read, reports=True)
+        total = sum(self._size(e) for e in self.entries)
+        count = len(self.entries)
+        self.summary.setText(f"{count} model{'s' if count != 1 else ''} · "
+                             f"{describe_size(total)} · stored in {paths.models_dir()}")
+        index = next((i for i, e in enumerate(self.entries)
+                      if selected and e.path == selected.path), 0)
+        if self.entries:
+            self.table.setCurrentItem(self.table.topLevelItem(index))
+        self._show_selected()
+
+    @property
+    def reading(self) -> bool:
+        return any(e.path not in self.headers for e in self.entries)
+
+    @staticmethod
+    def _cache_key(path: str) -> tuple[str, int, int]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return (path, -1, -1)
+        return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+    @staticmethod
+    def _size(entry: ModelEntry) -> int:
+        total = 0
+        for part in split_parts(Path(entry.path)):
+            with contextlib.suppress(OSError):
+                total += part.stat().st_size
+        return total
+
+    def _source(self, entry: ModelEntry) -> str:
+        if entry.source == "bundled":
+            return "Bundled"
+        return "Linked" if Path(entry.path).is_symlink() else "Models folder"
+
+    def _fill(self, item: QTreeWidgetItem, entry: ModelEntry) -> None:
+        header = self.headers.get(entry.path)
+        size = describe_size(self._size(entry))
+        if isinstance(header, GGUFHeader):
+            quant = header.quantization or parse_quant(entry.path) or "?"
+            context = f"{header.context_length:,}" if header.context_length else "?"
+            values = [header.architecture or "?", describe_params(header.parameter_count),
+                      quant, size, context, "Yes" if header.chat_template else "No"]
+        elif isinstance(header, str):  # unreadable: the message is in the tooltip
+            values = ["unreadable", "", parse_quant(entry.path), size, "", ""]
+        else:
+            values = [PENDING, PENDING, parse_quant(entry.path) or PENDING, size, PENDING, PENDING]
+        for column, text in enumerate([entry.name, *values, self._source(entry)]):
+            item.setText(column, text)
+        tip = entry.path if not isinstance(header, str) else f"{entry.path}\n\n{header}"
+        item.setToolTip(0, tip)
+
+    def _on_header(self, key: object, value: object) -> None:
+        generation, path, header = value  # type: ignore[misc]
+        self._cache[self._cache_key(path)] = header
+        if generation != self._generation:
+            return
+        self.headers[path] = header
+        for i, entry in enumerate(self.entries):
+            if entry.path == path:
+                self._fill(self.table.topLevelItem(i), entry)
+        self._show_selected()
+
+    # -- the selected model -----------------------------------------------------------------------
+    def selected_entry(self) -> ModelEntry | None:
+        item = self.table.currentItem() if hasattr(self, "table") else None
+        if item is None:
+            return None
+        path = item.data(0, Qt.ItemDataRole.UserRole)
+        return next((e for e in self.entries if e.path == path), None)
+
+    def select(self, path: str) -> None:
+        for i, entry in enumerate(self.entries):
+            if entry.path == path:
+                self.table.setCurrentItem(self.table.topLevelItem(i))
+
+    def _show_selected(self) -> None:
+        entry = self.selected_entry()
+        for button in (self.use_button, self.reveal_button, self.delete_button):
+            button.setEnabled(entry is not None)
+        if entry is None:
+            self.detail_name.setText("No models yet")
+            self.detail_facts.setText("Import a GGUF file, or find one in Discover.")
+            self.detail_path.setText("")
+            return
+        header = self.headers.get(entry.path)
+        self.detail_name.setText(entry.name)
+        if isinstance(header, GGUFHeader):
+            facts = [header.architecture or "unknown architecture",
+                     f"{describe_params(header.parameter_count)} parameters",
+                     header.quantization or parse_quant(entry.path) or "unknown quantization",
+                     f"{header.context_length:,} tokens of context" if header.context_length
+                     else "context unknown",
+                     "has a chat template" if header.chat_template else "no chat template",
+                     describe_size(self._size(entry))]
+            self.detail_facts.setText(" · ".join(facts))
+        elif isinstance(header, str):
+            self.detail_facts.setText(header)
+        else:
+            self.detail_facts.setText("Reading the file's header…")
+        where = entry.path
+        if Path(entry.path).is_symlink():
+            where += f"  →  {os.path.realpath(entry.path)}"
+        self.detail_path.setText(where)
+        removal = plan_removal(entry, paths.models_dir())
+        self.delete_button.setEnabled(not removal.refusal)
+        self.delete_button.setText("Remove link…" if removal.link_only else "Delete…")
+        self.delete_button.setToolTip(removal.refusal or (
+            "Remove the link; the file it points to stays" if removal.link_only
+            else "Delete the file from disk"))
+
+    def use_selected(self) -> None:
+        entry = self.selected_entry()
+        if entry is not None:
+            self.model_chosen.emit(entry.path)
+
+    def reveal_selected(self) -> None:
+        entry = self.selected_entry()
+        if entry is not None and not open_folder(Path(entry.path).parent):
+            self.show_notice(f"Could not open {Path(entry.path).parent}.", error=True)
+
+    def delete_selected(self) -> None:
+        entry = self.selected_entry()
+        if entry is None:
+            return
+        removal = plan_removal(entry, paths.models_dir())
+        if removal.refusal:
+            self.show_notice(removal.refusal, error=True)
+            return
+        path = Path(entry.path)
+        if removal.link_only:
+            question = (f"Remove {entry.name} from the library?\n\nIt is a link to "
+                        f"{os.path.realpath(path)}. Only the link is removed; the file itself "
+                        "stays where it is.")
+            confirm = "Remove link"
+        else:
+            question = (f"Delete {entry.name}?\n\n{path} ({describe_size(self._size(entry))}) "
+                        "will be removed from disk. This cannot be undone.")
+            confirm = "Delete"
+        if not ask(self, "Delete a model", question, confirm):
+            return
+        try:
+            for file in removal.files:
+                file.unlink()
+        except OSError as exc:
+            self.show_notice(f"Could not delete {entry.name}: {exc.strerror or exc}.", error=True)
+        else:
+            self.show_notice(f"Removed the link to {entry.name}." if removal.link_only
+                             else f"Deleted {entry.name}.")
+        self.refresh()
+        self.models_changed.emit()
+
+    # -- import -----------------------------------------------------------------------------------
+    def import_clicked(self) -> None:
+        path = pick_gguf_file(self)
+        if not path:
+            return
+        mode = ask_import_mode(self, Path(path).name)
+        if mode is not None:
+            self.import_file(path, mode)
+
+    def import_file(self, path: str, mode: ImportMode) -> None:
+        """Import in the background (a copy of a big model takes a while)."""
+        self.importing = True
+        self.import_button.setEnabled(False)
+        self.show_notice(f"Importing {Path(path).name}…")
+        self.tasks.start("import", import_model, Path(path), mode, paths.models_dir())
+
+    def _on_task_done(self, key: object, value: object) -> None:
+        if key == "import":
+            self._import_finished()
+            installed, message = value  # type: ignore[misc]
+            self.show_notice(message)
+            self.refresh()
+            self.select(str(installed))
+            self.models_changed.emit()
+
+    def _on_task_failed(self, key: object, exc: object) -> None:
+        if key == ("headers", self._generation):  # a bug, not a bad file: say so per row
+            for entry in self.entries:
+                if entry.path not in self.headers:
+                    self._on_header(key, (self._generation, entry.path,
+                                          f"Could not read the header: {exc}"))
+        elif key == "import":
+            self._import_finished()
+            self.show_notice(f"Could not import: {exc}", error=True)
+
+    def _import_finished(self) -> None:
+        self.importing = False
+        self.import_button.setEnabled(True)
+
+    def show_notice(self, text: str, error: bool = False) -> None:
+        self.notice.setText(text)
+        self.notice.setProperty("kind", "error" if error else "info")
+        self.notice.style().unpolish(self.notice)
+        self.notice.style().polish(self.notice)
+        self.notice.setVisible(bool(text))
