@@ -15,9 +15,11 @@ from pytestqt.qtbot import QtBot
 
 from inglenook import paths
 from inglenook.core.settings import load_settings
+from inglenook.core.template import CHATML_TEMPLATE
 from inglenook.engine import protocol as p
 from inglenook.ui.chat_view import ChatView, MessageBubble
 from inglenook.ui.main_window import MainWindow
+from inglenook.ui.model_defaults_dialog import ModelDefaultsDialog
 from tests.gguf_tools import rewrite_metadata
 from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply, wait_reply
 
@@ -232,3 +234,29 @@ def test_a_model_without_a_chat_template_says_it_uses_chatml(
     send(qtbot, window, "Hello!")  # the fallback template works
     assert window.chat.bubbles[-1].text
     assert "ChatML" in window.model_label.text()  # still said after the status bar moved on
+
+
+# ---- per-model defaults ------------------------------------------------------------------------
+
+
+def test_per_model_defaults_are_used_when_the_model_loads(
+        qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
+    window.edit_model_defaults(str(bundled_model))
+    dialog = window.findChild(ModelDefaultsDialog)
+    dialog.context.setValue(1024)
+    dialog.preset.setCurrentIndex(dialog.preset.findData("Precise"))
+    dialog.template.setPlainText("{% for m in messages %}")  # unfinished: refused
+    dialog._save()
+    assert dialog.isVisible() and "syntax" in dialog.error.text()
+    dialog.template.setPlainText(CHATML_TEMPLATE)
+    dialog._save()
+    assert not dialog.isVisible()
+    qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).n_ctx == 1024)
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
+        qtbot.mouseClick(window.reload_button, Qt.MouseButton.LeftButton)
+    info = ready.args[0]
+    assert info.n_ctx == 1024 and info.template_source == "override"
+    assert window.preset_bar.combo.currentData() == "Precise"
+    assert window.panel.sampling().temperature == 0.2
+    send(qtbot, window, "Hello!")
+    assert window.chat.bubbles[-1].text

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from inglenook import paths
-from inglenook.core.load import LoadParams
+from inglenook.core.load import LoadParams, ModelDefaults
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.settings import (
     DEFAULT_SYSTEM_PROMPT,
@@ -146,3 +146,24 @@ def test_load_params() -> None:
     p = s.load_params("/m.gguf")
     assert p == LoadParams("/m.gguf", 2048, 0, 4, 128, True, "q4_0", False, True)
     p.validate()
+
+
+def test_model_defaults_round_trip_and_apply(tmp_path: Path) -> None:
+    settings = Settings()
+    settings.set_defaults("/m/a.gguf", ModelDefaults(n_ctx=2048, n_gpu_layers=10,
+                                                     preset="Code", chat_template="{{ x }}"))
+    settings.set_defaults("/m/b.gguf", ModelDefaults())  # empty: nothing stored
+    save_settings(settings, tmp_path / "s.json")
+    loaded = load_settings(tmp_path / "s.json")
+    assert list(loaded.model_defaults) == ["/m/a.gguf"]
+    defaults = loaded.defaults_for("/m/a.gguf")
+    params = defaults.apply(LoadParams("/m/a.gguf", n_ctx=8192, n_gpu_layers=-1))
+    assert (params.n_ctx, params.n_gpu_layers, params.chat_template) == (2048, 10, "{{ x }}")
+    assert loaded.defaults_for("/m/other.gguf").apply(params) == params
+
+
+def test_malformed_model_defaults_fall_back_to_the_panel() -> None:
+    odd = ModelDefaults.from_dict({"n_ctx": "big", "n_gpu_layers": -7, "preset": 3,
+                                   "chat_template": None})
+    assert odd == ModelDefaults() and odd.empty
+    assert ModelDefaults.from_dict("nonsense") == ModelDefaults()

@@ -43,6 +43,46 @@ class LoadParams:
             raise LoadParamsError("Context length, batch size and threads must be positive.")
 
 
+@dataclass(frozen=True)
+class ModelDefaults:
+    """What one model loads with, over the panel's settings. Empty values defer to the panel."""
+
+    n_ctx: int = 0  # 0: the panel's context length
+    n_gpu_layers: int | None = None  # None: the panel's setting; -1: all
+    preset: str = ""  # a preset applied when the model loads
+    chat_template: str = ""  # overrides the template in the GGUF file
+
+    def apply(self, params: LoadParams) -> LoadParams:
+        changes: dict[str, object] = {}
+        if self.n_ctx > 0:
+            changes["n_ctx"] = self.n_ctx
+        if self.n_gpu_layers is not None:
+            changes["n_gpu_layers"] = self.n_gpu_layers
+        if self.chat_template.strip():
+            changes["chat_template"] = self.chat_template
+        return params.replace(**changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: object) -> ModelDefaults:
+        """From stored settings; anything malformed falls back to "use the panel"."""
+        if not isinstance(data, dict):
+            return cls()
+        n_ctx, layers = data.get("n_ctx"), data.get("n_gpu_layers")
+        preset, template = data.get("preset"), data.get("chat_template")
+        return cls(
+            n_ctx=n_ctx if type(n_ctx) is int and n_ctx > 0 else 0,
+            n_gpu_layers=layers if type(layers) is int and layers >= -1 else None,
+            preset=preset if isinstance(preset, str) else "",
+            chat_template=template if isinstance(template, str) else "")
+
+    @property
+    def empty(self) -> bool:
+        return self == ModelDefaults()
+
+
 def choose_context(requested: int, trained: int) -> int:
     """The context length to load with: the user's choice, else min(trained, 8192)."""
     if requested > 0:

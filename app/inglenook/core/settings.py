@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inglenook import paths
-from inglenook.core.load import KV_CACHE_TYPES, LoadParams
+from inglenook.core.load import KV_CACHE_TYPES, LoadParams, ModelDefaults
 from inglenook.core.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,16 @@ class Settings:
     last_model: str = ""
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
     side_panel_visible: bool = True
+    model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
+
+    def defaults_for(self, model_path: str) -> ModelDefaults:
+        return ModelDefaults.from_dict(self.model_defaults.get(model_path))
+
+    def set_defaults(self, model_path: str, defaults: ModelDefaults) -> None:
+        if defaults.empty:
+            self.model_defaults.pop(model_path, None)
+        else:
+            self.model_defaults[model_path] = defaults.to_dict()
 
     def load_params(self, model_path: str) -> LoadParams:
         return LoadParams(

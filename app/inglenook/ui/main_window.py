@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.core.load import ModelInfo
+from inglenook.core.load import ModelDefaults, ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import provenance
 from inglenook.core.replies import Finish, Stats
@@ -43,6 +43,7 @@ from inglenook.ui.dialogs import (
     import_conversations,
 )
 from inglenook.ui.download_bridge import DownloadBridge
+from inglenook.ui.model_defaults_dialog import ModelDefaultsDialog
 from inglenook.ui.model_picker import ModelPicker
 from inglenook.ui.models_dialog import ModelsDialog
 from inglenook.ui.preset_bar import PresetBar
@@ -81,6 +82,7 @@ class MainWindow(QMainWindow):
         self._deleted: int | None = None
         self._last_stats: Stats | None = None
         self._model_sha256 = ""
+        self._pending_preset = ""
         self.model: ModelInfo | None = None
         self.loading = False
         self._next_id = 0
@@ -155,6 +157,7 @@ class MainWindow(QMainWindow):
         menu.addAction("Import conversations…", self.import_conversations)
         menu.addSeparator()
         menu.addAction("Models: library, discover, downloads…", self.show_models)
+        menu.addAction("Defaults for this model…", self.edit_model_defaults)
         self.menu_button.setMenu(menu)
         self.panel_button = QToolButton(top)
         self.panel_button.setObjectName("panelButton")
@@ -302,7 +305,9 @@ class MainWindow(QMainWindow):
         self.loading = True
         self.composer.set_can_send(False)
         self.picker.select(path)
-        self.worker.load_requested.emit(self.panel.load_params(path))
+        defaults = self.settings.defaults_for(path)
+        self._pending_preset = defaults.preset
+        self.worker.load_requested.emit(defaults.apply(self.panel.load_params(path)))
 
     def reload_model(self) -> None:
         path = self.model.path if self.model else self.picker.path()
@@ -341,6 +346,12 @@ class MainWindow(QMainWindow):
             self.status_text.setText("This model has no chat template; using ChatML.")
         self._set_context_used(0, info.n_ctx)
         self.chat.set_empty_text(f"{info.name} is ready. Ask it anything.")
+        if self._pending_preset:
+            preset = next((p for p in self.store.presets() if p.name == self._pending_preset),
+                          None)
+            if preset is not None:
+                self.apply_preset(preset)
+            self._pending_preset = ""
         self._model_sha256 = ""
         threading.Thread(target=self._hash_model, args=(info.path,), daemon=True,
                          name="model-sha256").start()
@@ -381,9 +392,10 @@ class MainWindow(QMainWindow):
         if self.chat.bubbles and self.current_id is None:
             self.chat.bubbles[-1].regenerate_button.setEnabled(enabled)
 
-    def show_banner(self, text: str, reload: bool, undo: bool = False) -> None:
+    def show_banner(self, text: str, reload: bool, undo: bool = False,
+                    info: bool = False) -> None:
         self.banner.setText(text)
-        self.banner.setProperty("kind", "info" if undo else "error")
+        self.banner.setProperty("kind", "info" if undo or info else "error")
         self.banner.style().unpolish(self.banner)
         self.banner.style().polish(self.banner)
         self.banner.show()
@@ -723,11 +735,32 @@ class MainWindow(QMainWindow):
             return False
         return True
 
+    def edit_model_defaults(self, path: str = "") -> None:
+        """Per-model context, GPU layers, preset and template; applied on the next load."""
+        path = path or (self.model.path if self.model else self.picker.path())
+        if not path:
+            return
+        ready = self.worker.client.ready
+        supported = bool(ready and ready.gpu_offload_supported)
+        presets = [p.name for p in self.store.presets()]
+        dialog = ModelDefaultsDialog(path, self.settings.defaults_for(path), presets, supported,
+                                     self)
+        dialog.accepted.connect(lambda: self._save_model_defaults(path, dialog.result_defaults))
+        dialog.open()
+
+    def _save_model_defaults(self, path: str, defaults: ModelDefaults) -> None:
+        self.settings.set_defaults(path, defaults)
+        self._schedule_save()
+        if self.model is not None and self.model.path == path:
+            self.show_banner("Saved. Reload the model to use its new defaults.", reload=True,
+                             info=True)
+
     def show_models(self) -> None:
         if self._models_dialog is None:  # one instance; it refreshes itself when shown
             self._models_dialog = ModelsDialog(self.downloads, self)
             self._models_dialog.model_chosen.connect(self.load_model)
             self._models_dialog.models_changed.connect(self.refresh_models)
+            self._models_dialog.defaults_requested.connect(self.edit_model_defaults)
         self._models_dialog.show()
         self._models_dialog.activateWindow()
 

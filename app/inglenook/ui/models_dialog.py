@@ -39,10 +39,12 @@ class ModelsDialog(QDialog):
         model_chosen(str): the user chose a model to chat with; its path. The dialog closes.
         models_changed(): the installed models changed (a download completed, an import or a
             deletion): the model picker should list them again.
+        defaults_requested(str): edit the load defaults of the model at this path.
     """
 
     model_chosen = Signal(str)
     models_changed = Signal()
+    defaults_requested = Signal(str)
 
     def __init__(self, bridge: DownloadBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,6 +59,7 @@ class ModelsDialog(QDialog):
         self.downloads = DownloadsPage(bridge, self)
         self._build()
         self.library.model_chosen.connect(self._choose)
+        self.library.defaults_requested.connect(self.defaults_requested)
         self.library.models_changed.connect(self._models_changed)
         self.discover.downloads_added.connect(lambda: self.show_page("downloads"))
         self.downloads.active_changed.connect(self._update_nav)

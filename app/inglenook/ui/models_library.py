@@ -175,10 +175,12 @@ class LibraryPage(QWidget):
     """Signals:
         model_chosen(str): the user chose a model to chat with; its path.
         models_changed(): a model was imported or deleted.
+        defaults_requested(str): the user wants to edit a model's load defaults; its path.
     """
 
     model_chosen = Signal(str)
     models_changed = Signal()
+    defaults_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -246,6 +248,11 @@ class LibraryPage(QWidget):
         self.use_button = QPushButton("Use this model", card)
         self.use_button.setObjectName("useModelButton")
         self.use_button.clicked.connect(self.use_selected)
+        self.defaults_button = QPushButton("Defaults…", card)
+        self.defaults_button.setObjectName("modelDefaultsButton")
+        self.defaults_button.setToolTip("Context, GPU layers, preset and chat template for "
+                                        "this model")
+        self.defaults_button.clicked.connect(self._defaults_clicked)
         self.reveal_button = QPushButton("Show in folder", card)
         self.reveal_button.setObjectName("revealModelButton")
         self.reveal_button.clicked.connect(self.reveal_selected)
@@ -254,6 +261,7 @@ class LibraryPage(QWidget):
         self.delete_button.clicked.connect(self.delete_selected)
         buttons = QHBoxLayout()
         buttons.addWidget(self.use_button)
+        buttons.addWidget(self.defaults_button)
         buttons.addWidget(self.reveal_button)
         buttons.addStretch(1)
         buttons.addWidget(self.delete_button)
@@ -373,7 +381,8 @@ class LibraryPage(QWidget):
 
     def _show_selected(self) -> None:
         entry = self.selected_entry()
-        for button in (self.use_button, self.reveal_button, self.delete_button):
+        for button in (self.use_button, self.defaults_button, self.reveal_button,
+                       self.delete_button):
             button.setEnabled(entry is not None)
         if entry is None:
             self.detail_name.setText("No models yet")
@@ -405,6 +414,11 @@ class LibraryPage(QWidget):
         self.delete_button.setToolTip(removal.refusal or (
             "Remove the link; the file it points to stays" if removal.link_only
             else "Delete the file from disk"))
+
+    def _defaults_clicked(self) -> None:
+        entry = self.selected_entry()
+        if entry is not None:
+            self.defaults_requested.emit(entry.path)
 
     def use_selected(self) -> None:
         entry = self.selected_entry()
