@@ -214,3 +214,12 @@ def test_stop_strings_end_the_reply_before_the_string(engine: EngineClient) -> N
     cut, events = ask(engine, QUESTION, 81, GREEDY.replace(max_tokens=40, stop=(stop,)))
     assert finish_of(events).finish.reason == "stop"
     assert cut == full[: full.index(stop)]
+
+
+def test_engine_reports_gpu_memory_of_its_build(engine: EngineClient) -> None:
+    ready = engine.ready
+    assert ready is not None
+    if not ready.gpu_offload_supported:  # this machine's CPU-only build
+        assert (ready.vram_free, ready.vram_total) == (0, 0)
+    else:
+        assert 0 < ready.vram_free <= ready.vram_total

@@ -244,3 +244,17 @@ def test_system_memory() -> None:
 
     fit.set_vram_probe(broken)
     assert fit.system_memory(gpu_offload=True).vram_free == 0
+
+
+def test_offload_is_considered_only_once_the_engine_reports_a_gpu_build() -> None:
+    from inglenook.models import fit as fit_module
+
+    fit_module.set_vram_probe(None)
+    assert not fit_module.offload_available()
+    assert fit_module.system_memory(gpu_offload=fit_module.offload_available()).vram_free == 0
+    fit_module.set_vram_probe(lambda: 6 * GB)
+    try:
+        memory = fit_module.system_memory(gpu_offload=fit_module.offload_available())
+        assert memory.gpu_offload and memory.vram_free == 6 * GB
+    finally:
+        fit_module.set_vram_probe(None)

@@ -47,6 +47,33 @@ def physical_cores() -> int:
         return os.cpu_count() or 1
 
 
+def gpu_memory() -> tuple[int, int]:
+    """Free and total memory of the GPUs ggml can offload to: (0, 0) on a CPU-only build.
+    Read through ggml's device registry, which libllama links; any failure means unknown."""
+    try:
+        lib = llama_cpp.llama_cpp._lib
+        lib.ggml_backend_dev_get.restype = ctypes.c_void_p
+        lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+        lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+        lib.ggml_backend_dev_memory.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+        free_total = [0, 0]
+        for i in range(lib.ggml_backend_dev_count()):
+            device = lib.ggml_backend_dev_get(i)
+            if lib.ggml_backend_dev_type(device) not in _GPU_DEVICE_TYPES:
+                continue
+            free, total = ctypes.c_size_t(), ctypes.c_size_t()
+            lib.ggml_backend_dev_memory(device, ctypes.byref(free), ctypes.byref(total))
+            free_total[0] += free.value
+            free_total[1] += total.value
+        return free_total[0], free_total[1]
+    except (AttributeError, OSError, ValueError):
+        return 0, 0
+
+
+_GPU_DEVICE_TYPES = (1, 2)  # ggml_backend_dev_type: CPU=0, GPU=1, IGPU=2, ACCEL=3
+
+
 class Session:
     """A loaded model and its KV cache; generates one reply at a time."""
 
@@ -381,7 +408,7 @@ def main() -> int:
     threading.Thread(target=_read_requests, args=(sys.stdin.buffer, host, inbox),
                      daemon=True, name="requests").start()
     host.send(p.Ready(os.getpid(), bool(llama_cpp.llama_supports_gpu_offload()),
-                      physical_cores()))
+                      physical_cores(), *gpu_memory()))
     while True:
         message = inbox.get()
         if isinstance(message, p.Shutdown):

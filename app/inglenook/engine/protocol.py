@@ -58,6 +58,8 @@ class Ready:
     pid: int
     gpu_offload_supported: bool
     physical_cores: int
+    vram_free: int = 0  # bytes on the GPUs llama.cpp can offload to, when the host started
+    vram_total: int = 0
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,11 @@ def set_vram_probe(probe: VramProbe | None) -> None:
     _vram_probe = probe
 
 
+def offload_available() -> bool:
+    """Whether a probe was set, i.e. the engine reported a build that can offload to a GPU."""
+    return _vram_probe is not None
+
+
 def system_memory(gpu_offload: bool = False) -> Memory:
     """Free and total RAM now (psutil's "available": free plus reclaimable cache, which is also
     where memory-mapped weights go), and free VRAM when a probe knows it."""

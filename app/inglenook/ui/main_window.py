@@ -31,6 +31,7 @@ from inglenook.core.provenance import provenance
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
+from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
 from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.store.session import ConversationSession, open_store
@@ -321,6 +322,9 @@ class MainWindow(QMainWindow):
             "This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
             "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
         self.panel.set_physical_cores(ready.physical_cores)  # type: ignore[attr-defined]
+        if ready.gpu_offload_supported:  # type: ignore[attr-defined]
+            vram = ready.vram_free  # type: ignore[attr-defined]
+            fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
 
     def _on_model_loading(self, path: str, fraction: float) -> None:
         self.status_text.setText(f"Loading {Path(path).name}…")

@@ -67,7 +67,7 @@ def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None) -> 
         first = listing.models[0].parts[0].path
         header = fit.remote_header(repo, first, listing.commit or "main")
         shape = fit.shape_from_header(header)
-    memory = fit.system_memory()
+    memory = fit.system_memory(gpu_offload=fit.offload_available())
     n_ctx = min(DEFAULT_CTX, shape.n_ctx_train) if shape.n_ctx_train else DEFAULT_CTX
     plans = {m.name: fit.plan(dataclasses.replace(shape, weights_bytes=m.size), n_ctx, KV_TYPE,
                               memory) for m in listing.models}
