@@ -72,6 +72,8 @@ class ModelDefaultsDialog(QDialog):
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(18, 16, 18, 14)
+        layout.setSpacing(10)
         layout.addWidget(QLabel("Used every time this model loads, over the side panel.", self))
         layout.addLayout(form)
         layout.addWidget(QLabel("Chat template override (Jinja)", self))

@@ -65,6 +65,9 @@ class ConversationSidebar(QWidget):
         self.list = QListWidget(self)
         self.list.setObjectName("conversationList")
         self.list.setUniformItemSizes(False)
+        # Long titles are cut with "…" (the full title is the tooltip), never scrolled sideways.
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.itemActivated.connect(self._activated)
