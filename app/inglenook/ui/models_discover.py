@@ -37,6 +37,7 @@ from inglenook.models.filenames import UnsafeFileName, local_name, parse_quant
 from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
 from inglenook.models.library import describe_size
 from inglenook.ui.download_bridge import BackgroundTasks, DownloadBridge
+from inglenook.ui.models_page import notice_label, page_header
 
 OFFLINE_MESSAGE = ("You're offline — search needs the internet. The curated catalog below still "
                    "works.")
@@ -127,11 +128,8 @@ class DiscoverPage(QWidget):
         self.show_catalog()
 
     def _build(self) -> None:
-        title = QLabel("Discover", self)
-        title.setObjectName("modelsPageTitle")
-        subtitle = QLabel("Search Hugging Face for GGUF models, or start from the curated "
-                          "catalog.", self)
-        subtitle.setObjectName("modelsPageSubtitle")
+        head = page_header(self, "Discover", QLabel(
+            "Search Hugging Face for GGUF models, or start from the curated catalog.", self))
         self.query = QLineEdit(self)
         self.query.setObjectName("hubQuery")
         self.query.setPlaceholderText("Search models, e.g. qwen, llama, phi…")
@@ -152,10 +150,7 @@ class DiscoverPage(QWidget):
         bar.addWidget(self.sort)
         bar.addWidget(self.search_button)
 
-        self.notice = QLabel(self)
-        self.notice.setObjectName("modelsNotice")
-        self.notice.setWordWrap(True)
-        self.notice.hide()
+        self.notice = notice_label(self)
 
         self.results = QListWidget(self)
         self.results.setObjectName("discoverResults")
@@ -207,8 +202,7 @@ class DiscoverPage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 20, 24, 20)
         layout.setSpacing(10)
-        layout.addWidget(title)
-        layout.addWidget(subtitle)
+        layout.addLayout(head)
         layout.addSpacing(4)
         layout.addLayout(bar)
         layout.addWidget(self.notice)

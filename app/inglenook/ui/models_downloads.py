@@ -19,6 +19,7 @@ from inglenook.models.download_queue import DownloadState, DownloadStatus
 from inglenook.models.filenames import UnsafeFileName, local_name
 from inglenook.models.library import describe_size
 from inglenook.ui.download_bridge import DownloadBridge
+from inglenook.ui.models_page import page_header
 
 FINISHED = (DownloadState.DONE, DownloadState.CANCELLED)
 
@@ -154,23 +155,13 @@ class DownloadsPage(QWidget):
         self.setObjectName("downloadsPage")
         self.bridge = bridge
         self.cards: dict[int, DownloadCard] = {}
-        title = QLabel("Downloads", self)
-        title.setObjectName("modelsPageTitle")
         subtitle = QLabel("Downloads go on while this window is closed. A paused download keeps "
                           "its partial file and resumes where it stopped, even after a restart.",
                           self)
-        subtitle.setObjectName("modelsPageSubtitle")
-        subtitle.setWordWrap(True)
         self.clear_button = QPushButton("Clear finished", self)
         self.clear_button.setObjectName("clearDownloadsButton")
         self.clear_button.clicked.connect(self.clear_finished)
-        head = QHBoxLayout()
-        text = QVBoxLayout()
-        text.setSpacing(2)
-        text.addWidget(title)
-        text.addWidget(subtitle)
-        head.addLayout(text, 1)
-        head.addWidget(self.clear_button, 0, Qt.AlignmentFlag.AlignTop)
+        head = page_header(self, "Downloads", subtitle, self.clear_button)
 
         self.empty = QLabel("No downloads yet. Find a model in Discover and press Download.",
                             self)

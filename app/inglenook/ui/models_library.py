@@ -36,6 +36,7 @@ from inglenook.models.filenames import parse_quant, split_name
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 from inglenook.models.library import ModelEntry, describe_size, installed_models
 from inglenook.ui.download_bridge import BackgroundTasks
+from inglenook.ui.models_page import notice_label, page_header
 
 ImportMode = Literal["copy", "link"]
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")
@@ -198,25 +199,12 @@ class LibraryPage(QWidget):
         self.refresh()
 
     def _build(self) -> None:
-        title = QLabel("Library", self)
-        title.setObjectName("modelsPageTitle")
         self.summary = QLabel(self)
-        self.summary.setObjectName("modelsPageSubtitle")
         self.import_button = QPushButton("Import a GGUF…", self)
         self.import_button.setObjectName("importModelButton")
         self.import_button.clicked.connect(self.import_clicked)
-        head = QHBoxLayout()
-        text = QVBoxLayout()
-        text.setSpacing(2)
-        text.addWidget(title)
-        text.addWidget(self.summary)
-        head.addLayout(text, 1)
-        head.addWidget(self.import_button)
-
-        self.notice = QLabel(self)
-        self.notice.setObjectName("modelsNotice")
-        self.notice.setWordWrap(True)
-        self.notice.hide()
+        head = page_header(self, "Library", self.summary, self.import_button)
+        self.notice = notice_label(self)
 
         self.table = QTreeWidget(self)
         self.table.setObjectName("libraryTable")
