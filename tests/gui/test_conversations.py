@@ -12,9 +12,9 @@ from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QInputDialog, QMessag
 from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
-from inglenook.ui.dialogs import DetailsDialog
+from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.history.search_dialog import SearchDialog
 from inglenook.ui.main_window import MainWindow
-from inglenook.ui.search_dialog import SearchDialog
 from tests.gui.conftest import start_reply, wait_reply
 
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage, QTextDocument
 from PySide6.QtWidgets import QLayout, QVBoxLayout, QWidget
 
-from inglenook.ui.markdown_view import MarkdownView
+from inglenook.ui.chat.markdown_view import MarkdownView
 
 
 def png(width: int = 7, height: int = 5) -> bytes:

@@ -22,11 +22,11 @@ from inglenook.models.catalog import load_catalog
 from inglenook.models.download import RetryPolicy
 from inglenook.models.download_queue import DownloadState, DownloadStatus
 from inglenook.models.gguf import read_header
-from inglenook.ui import models_library
-from inglenook.ui.download_bridge import DownloadBridge
-from inglenook.ui.models_dialog import ModelsDialog
-from inglenook.ui.models_discover import OFFLINE_MESSAGE
-from inglenook.ui.models_downloads import DownloadCard
+from inglenook.ui.models import library as models_library
+from inglenook.ui.models.bridge import DownloadBridge
+from inglenook.ui.models.dialog import ModelsDialog
+from inglenook.ui.models.discover import OFFLINE_MESSAGE
+from inglenook.ui.models.downloads import DownloadCard
 from tests import fakehub
 from tests.fakehub import FakeFile, FakeHub, Fault
 from tests.gguf_tools import write_gguf

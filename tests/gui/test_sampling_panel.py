@@ -22,8 +22,8 @@ from pytestqt.qtbot import QtBot
 from inglenook.core.load import KV_CACHE_TYPES
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
-from inglenook.ui.sampling_panel import KV_NOTE_RESET, SamplingPanel
-from inglenook.ui.widgets import format_stop_strings, parse_stop_strings
+from inglenook.ui.side.sampling_panel import KV_NOTE_RESET, SamplingPanel
+from inglenook.ui.widgets.controls import format_stop_strings, parse_stop_strings
 
 pytestmark = pytest.mark.gui
 

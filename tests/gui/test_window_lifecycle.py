@@ -17,9 +17,9 @@ from inglenook import paths
 from inglenook.core.settings import load_settings
 from inglenook.core.template import CHATML_TEMPLATE
 from inglenook.engine import protocol as p
-from inglenook.ui.chat_view import ChatView, MessageBubble
+from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.main_window import MainWindow
-from inglenook.ui.model_defaults_dialog import ModelDefaultsDialog
+from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
 from tests.gguf_tools import rewrite_metadata
 from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply, wait_reply
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from inglenook.ui.markdown import (
+from inglenook.ui.chat.markdown import (
     MarkdownPalette,
     code_blocks,
     render,

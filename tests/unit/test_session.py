@@ -51,7 +51,7 @@ def test_streaming_reply_is_saved_in_batches_not_per_token(store: Store) -> None
     assert store.active_path(session.conv_id)[-1].content == "Hello, wor"
     session.finish_reply("Hello, world", "complete", {"seed": 3})
     last = store.active_path(session.conv_id)[-1]
-    assert (last.content, last.status, last.provenance["seed"]) == ("Hello, world", "complete", 3)
+    assert (last.content, last.status, last.provenance.seed) == ("Hello, world", "complete", 3)
 
 
 def test_regenerate_and_edit_make_sibling_branches(store: Store) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from inglenook import paths
+from inglenook.core.provenance import Provenance
 from inglenook.core.sampling import SamplingParams
 from inglenook.store import BUILTIN_PRESETS, Preset, Store, StoredMessage, StoreError
 from inglenook.store.conversations import SIDEBAR_QUERY
@@ -132,7 +133,7 @@ def test_a_linear_chat(store: Store) -> None:
     assert [m.parent_id for m in path] == [None, system, user]
     assert [m.role for m in path] == ["system", "user", "assistant"]
     assert all((m.sibling_index, m.sibling_count, m.status) == (1, 1, "complete") for m in path)
-    assert path[2].provenance == {"seed": 7} and path[0].provenance == {}
+    assert path[2].provenance.seed == 7 and path[0].provenance == Provenance()
     assert path[2].conversation_id == conv and path[2].created_at >= path[1].created_at
     assert store.active_path(store.create_conversation()) == []
 
@@ -149,13 +150,13 @@ def test_streaming_updates_then_completion(store: Store) -> None:
                                      "stop": ("a", "b"), "file": Path("/m.gguf")})
     last = store.active_path(conv)[-1]
     assert (last.content, last.status) == ("one two three", "complete")
-    assert last.provenance["sampling"]["seed"] == 3 and last.provenance["stop"] == ["a", "b"]
-    assert last.provenance["file"] == "/m.gguf"
+    assert last.provenance.sampling.seed == 3 and last.provenance.extra["stop"] == ["a", "b"]
+    assert last.provenance.extra["file"] == "/m.gguf"
     assert [h.message_id for h in store.search("three")] == [reply]
     store.update_message(reply, "edited")  # status and provenance stay
     last = store.active_path(conv)[-1]
-    assert (last.content, last.status, last.provenance["model"]) == ("edited", "complete",
-                                                                     "m.gguf")
+    assert (last.content, last.status, last.provenance.model_name) == ("edited", "complete",
+                                                                       "m.gguf")
     with pytest.raises(ValueError):
         store.update_message(reply, "x", status="done")
     with pytest.raises(KeyError):
@@ -291,10 +292,10 @@ def test_one_bad_row_hides_nothing_else(store: Store) -> None:
     assert len(summaries) == 3
     assert store.conversation(convs[1]).title == "12345"
     assert store.conversation(convs[1]).created_at == 0.0
-    assert store.active_path(convs[0])[1].provenance == {"unreadable": "{not json"}
-    assert store.active_path(convs[1])[1].provenance == {"unreadable": [1, 2]}
+    assert store.active_path(convs[0])[1].provenance.extra == {"unreadable": "{not json"}
+    assert store.active_path(convs[1])[1].provenance.extra == {"unreadable": [1, 2]}
     assert store.active_path(convs[2])[0].content == "\ufffd\ufffdA"
-    assert store.active_path(convs[2])[1].provenance == {"seed": 1}
+    assert store.active_path(convs[2])[1].provenance.seed == 1
     assert len(store.export_all()["conversations"]) == 3
     assert [h.conversation_id for h in store.search("hello")] == [convs[1], convs[0]]
 

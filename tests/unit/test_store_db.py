@@ -118,6 +118,10 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
         assert presets["Rust helper"] == make_fixtures.USER_PRESET
         assert presets["Code"].system_prompt == make_fixtures.EDITED_CODE.system_prompt
         assert presets["Code"].builtin
+        empty = by_title["Empty — новый чат"]
+        expected_settings = make_fixtures.CUSTOM_SETTINGS if version >= 2 else None
+        assert store.chat_settings(empty) == (None, expected_settings)
+        assert store.chat_settings(trip) == ("Precise", None)
         store.add_message(trip, "user", "still writable", None)
     assert user_version(db) == LATEST_VERSION
     assert db.with_name(f"inglenook.db.bak-v{version}").exists() == (version < LATEST_VERSION)

@@ -1,33 +1,206 @@
-"""What it takes to reproduce a reply: saved with it and shown by Details."""
+"""What it takes to reproduce a reply: saved with it, exported with it, shown by Details.
+
+Stored as JSON with these keys (unchanged since the first release, so old rows read back):
+  model     {name, file, path, sha256, quantization, size_bytes, architecture, n_ctx,
+             kv_cache_type, flash_attn, template}   (very old rows: just the name, a string)
+  sampling  SamplingParams.to_dict()      system_prompt  str
+  stats     Stats as a dict               seed           int
+  finish    stop | length | cancelled | error          error  str (why it failed)
+Keys this version does not know are kept in `extra` and written back unchanged.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, get_args
 
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
-from inglenook.core.replies import Finish, Stats
+from inglenook.core.replies import Finish, FinishReason, Stats
+from inglenook.core.sampling import SamplingParams
+
+FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
+_KNOWN = ("model", "sampling", "system_prompt", "stats", "seed", "finish", "error")
 
 
-def provenance(model: ModelInfo | None, request: GenerationRequest | None,
-               stats: Stats | None, finish: Finish | None, sha256: str = "") -> dict:
-    data: dict = {}
-    if model is not None:
-        data["model"] = {"name": model.name, "file": Path(model.path).name, "path": model.path,
-                         "sha256": sha256, "quantization": model.quantization,
-                         "size_bytes": model.size_bytes, "architecture": model.architecture,
-                         "n_ctx": model.n_ctx, "kv_cache_type": model.kv_cache_type,
-                         "flash_attn": model.flash_attn, "template": model.template_source}
-    if request is not None:
-        data["sampling"] = request.sampling.to_dict()
-        data["system_prompt"] = next(
-            (m.content for m in request.messages if m.role == "system"), "")
-    if stats is not None:
-        data["stats"] = dataclasses.asdict(stats)
-        data["seed"] = stats.seed
-    if finish is not None:
-        data["finish"] = finish.reason
-        if finish.message:
-            data["error"] = finish.message
-    return data
+@dataclass(frozen=True)
+class ModelRecord:
+    """The model file a reply came from, and how it was loaded."""
+
+    name: str
+    file: str = ""
+    path: str = ""
+    sha256: str = ""
+    quantization: str = ""
+    size_bytes: int = 0
+    architecture: str = ""
+    n_ctx: int = 0
+    kv_cache_type: str = ""
+    flash_attn: bool = False
+    template: str = ""  # gguf | override | chatml
+
+    @classmethod
+    def from_info(cls, info: ModelInfo, sha256: str = "") -> ModelRecord:
+        return cls(name=info.name, file=Path(info.path).name, path=info.path, sha256=sha256,
+                   quantization=info.quantization, size_bytes=info.size_bytes,
+                   architecture=info.architecture, n_ctx=info.n_ctx,
+                   kv_cache_type=info.kv_cache_type, flash_attn=info.flash_attn,
+                   template=info.template_source)
+
+    @classmethod
+    def from_value(cls, value: object) -> ModelRecord | None:
+        if isinstance(value, str):
+            return cls(name=value) if value else None
+        if not isinstance(value, dict):
+            return None
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = value.get(f.name)
+            default = getattr(cls, f.name, "") if f.name != "name" else ""
+            values[f.name] = _typed(raw, type(default))
+        return cls(**values) if values["name"] or values["file"] else None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    model: ModelRecord | None = None
+    sampling: SamplingParams | None = None
+    system_prompt: str = ""
+    stats: Stats | None = None
+    seed: int | None = None
+    finish: FinishReason | None = None
+    error: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def of_reply(cls, model: ModelInfo | None, request: GenerationRequest | None,
+                 stats: Stats | None, finish: Finish | None, sha256: str = "") -> Provenance:
+        return cls(
+            model=ModelRecord.from_info(model, sha256) if model is not None else None,
+            sampling=request.sampling if request is not None else None,
+            system_prompt=next((m.content for m in request.messages if m.role == "system"), "")
+            if request is not None else "",
+            stats=stats, seed=stats.seed if stats is not None else None,
+            finish=finish.reason if finish is not None else None,
+            error=finish.message if finish is not None and finish.reason == "error" else "")
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name if self.model else ""
+
+    def replace(self, **changes: Any) -> Provenance:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        data: dict[str, Any] = dict(self.extra)
+        if self.model is not None:
+            data["model"] = dataclasses.asdict(self.model)
+        if self.sampling is not None:
+            data["sampling"] = self.sampling.to_dict()
+            data["system_prompt"] = self.system_prompt
+        elif self.system_prompt:
+            data["system_prompt"] = self.system_prompt
+        if self.stats is not None:
+            data["stats"] = dataclasses.asdict(self.stats)
+        if self.seed is not None:
+            data["seed"] = self.seed
+        if self.finish is not None:
+            data["finish"] = self.finish
+        if self.error:
+            data["error"] = self.error
+        return data
+
+    @classmethod
+    def from_dict(cls, data: object) -> Provenance:
+        """Lenient: a malformed part is left out (and kept in `extra` when it is not ours)."""
+        if not isinstance(data, dict):
+            return cls()
+        sampling = data.get("sampling")
+        finish = data.get("finish")
+        seed = data.get("seed")
+        return cls(
+            model=ModelRecord.from_value(data.get("model")),
+            sampling=SamplingParams.from_dict(sampling) if isinstance(sampling, dict) else None,
+            system_prompt=_typed(data.get("system_prompt"), str),
+            stats=_stats(data.get("stats")),
+            seed=seed if type(seed) is int else None,
+            finish=finish if finish in FINISH_REASONS else None,  # type: ignore[arg-type]
+            error=_typed(data.get("error"), str),
+            extra={k: v for k, v in data.items() if k not in _KNOWN})
+
+    def describe(self, status: str = "") -> list[tuple[str, str]]:
+        """Readable rows for the Details view: (label, value)."""
+        rows: list[tuple[str, str]] = []
+        outcome = {"stop": "Complete", "length": "Reached the length limit",
+                   "cancelled": "Stopped", "error": "Failed"}.get(self.finish or "", "")
+        if status == "interrupted":
+            outcome = "Interrupted: the app closed while it was written"
+        if outcome:
+            rows.append(("Outcome", outcome + (f": {self.error}" if self.error else "")))
+        m = self.model
+        if m is not None:
+            rows.append(("Model", m.name))
+            if m.file:
+                rows.append(("File", m.path or m.file))
+            if m.quantization or m.architecture:
+                rows.append(("Architecture", " · ".join(x for x in (m.architecture,
+                                                                      m.quantization) if x)))
+            if m.sha256:
+                rows.append(("SHA-256", m.sha256))
+            if m.n_ctx:
+                load = f"context {m.n_ctx:,}, KV cache {m.kv_cache_type or 'f16'}"
+                rows.append(("Loaded with", load + (", flash attention" if m.flash_attn else "")))
+            if m.template:
+                rows.append(("Chat template", {"gguf": "from the model file",
+                                               "override": "your override",
+                                               "chatml": "ChatML (the file has none)"}
+                             .get(m.template, m.template)))
+        if self.seed is not None:
+            rows.append(("Seed", str(self.seed)))
+        if self.sampling is not None:
+            s, d = self.sampling, SamplingParams()
+            changed = [f"{k} {v}" for k, v in s.to_dict().items()
+                       if k not in ("seed",) and v != d.to_dict()[k]]
+            rows.append(("Sampling", f"temperature {s.temperature:g}, top-k {s.top_k}, "
+                                     f"top-p {s.top_p:g}, min-p {s.min_p:g}"))
+            if changed:
+                rows.append(("Changed from defaults", ", ".join(changed)))
+        if self.system_prompt:
+            rows.append(("System prompt", self.system_prompt))
+        st = self.stats
+        if st is not None:
+            rows.append(("Tokens", f"{st.prompt_tokens:,} in the prompt ({st.cached_tokens:,} "
+                                   f"reused from the cache), {st.generated_tokens:,} generated"))
+            rows.append(("Speed", f"first token after {st.ttft_s * 1000:,.0f} ms, "
+                                  f"{st.decode_tok_s:.1f} tok/s, prompt "
+                                  f"{st.prompt_tok_s:,.0f} tok/s"))
+            rows.append(("Context", f"{st.context_used:,} of {st.n_ctx:,} tokens used"
+                         + (f"; {st.dropped_messages} oldest messages left out"
+                            if st.dropped_messages else "")))
+        return rows
+
+
+def _typed(value: object, kind: type) -> Any:
+    if kind is bool:
+        return value if isinstance(value, bool) else False
+    if kind is int:
+        return value if type(value) is int else 0
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return float(value) if ok and math.isfinite(value) else 0.0  # type: ignore[arg-type]
+    return value if isinstance(value, str) else ""
+
+
+def _stats(value: object) -> Stats | None:
+    if not isinstance(value, dict):
+        return None
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Stats):
+        kind = int if f.type in ("int", int) else float
+        if f.name not in value and f.default is not dataclasses.MISSING:
+            continue
+        values[f.name] = _typed(value.get(f.name), kind)
+    return Stats(**values)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,8 +46,13 @@ class _Ended:
 
 
 class EngineClient:
-    def __init__(self, log_path: Path | None = None) -> None:
+    """`command` runs the host (default: this Python running inglenook.engine.host); tests give
+    a fake host that speaks the same protocol (tests/helpers/fake_host.py)."""
+
+    def __init__(self, log_path: Path | None = None,
+                 command: Sequence[str] | None = None) -> None:
         self._log_path = log_path or paths.engine_log_file()
+        self._command = list(command or [sys.executable, "-m", "inglenook.engine.host"])
         self._proc: subprocess.Popen[bytes] | None = None
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._write_lock = threading.Lock()
@@ -74,7 +79,7 @@ class EngineClient:
         log: IO[bytes] = open(self._log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "inglenook.engine.host"],
+                self._command,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
         finally:
             log.close()

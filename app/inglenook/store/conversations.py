@@ -9,7 +9,13 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from inglenook.store.records import ConversationSummary, summary_from_row
+from inglenook.store.records import (
+    ConversationSummary,
+    dump_dict,
+    load_dict,
+    summary_from_row,
+    text,
+)
 
 _SUMMARY = """
 SELECT c.id, c.title, c.pinned, c.created_at, c.updated_at, c.preset,
@@ -63,6 +69,25 @@ def set_pinned(conn: sqlite3.Connection, conv_id: int, pinned: bool) -> None:
 
 def set_preset(conn: sqlite3.Connection, conv_id: int, name: str | None) -> None:
     _set(conn, conv_id, "preset", name)
+
+
+def settings(conn: sqlite3.Connection, conv_id: int) -> tuple[str | None, dict | None]:
+    """The chat's preset name and its own settings (None: never saved, use the preset)."""
+    row = conn.execute("SELECT preset, settings FROM conversations WHERE id = ?",
+                       (conv_id,)).fetchone()
+    if row is None:
+        raise KeyError(f"no conversation {conv_id}")
+    preset, raw = row
+    values = None if raw is None else load_dict(raw, "conversation settings")
+    return (None if preset is None else text(preset)), values
+
+
+def set_settings(conn: sqlite3.Connection, conv_id: int, preset: str | None,
+                 values: dict) -> None:
+    cursor = conn.execute("UPDATE conversations SET preset = ?, settings = ? WHERE id = ?",
+                          (preset, dump_dict(values), conv_id))
+    if cursor.rowcount == 0:
+        raise KeyError(f"no conversation {conv_id}")
 
 
 def delete(conn: sqlite3.Connection, conv_id: int) -> None:

@@ -173,11 +173,20 @@ def export_markdown(conn: sqlite3.Connection, conv_id: int) -> str:
     parts = [f"# {summary.title}\n"]
     for message in messages.active_path(conn, conv_id):
         heading = f"## {_role_heading(message.role)}"
-        model = message.provenance.get("model")
-        if message.role == "assistant" and isinstance(model, str) and model:
+        model = message.provenance.model_name
+        if message.role == "assistant" and model:
             heading += f" · {model}"
         parts.append(heading + "\n")
         parts.append(message.content.rstrip() + "\n")
-        if message.status in ("interrupted", "error"):
-            parts.append(f"*({'interrupted' if message.status == 'interrupted' else 'failed'})*\n")
+        note = _status_note(message.status, message.provenance.finish)
+        if message.role == "assistant" and note:
+            parts.append(f"*({note})*\n")
     return "\n".join(parts)
+
+
+def _status_note(status: str, finish: str | None) -> str:
+    if status == "interrupted":
+        return "interrupted"
+    if status == "error" or finish == "error":
+        return "failed"
+    return {"cancelled": "stopped", "length": "cut at the length limit"}.get(finish or "", "")

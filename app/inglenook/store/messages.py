@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from inglenook.core.provenance import Provenance
 from inglenook.store import conversations
 from inglenook.store.records import STATUSES, StoredMessage, dump_dict, message_from_row
 
@@ -85,7 +86,7 @@ def _make_visible(conn: sqlite3.Connection, msg_id: int) -> None:
 
 
 def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_id: int | None,
-        status: str, provenance: dict | None) -> int:
+        status: str, provenance: dict | Provenance | None) -> int:
     _check_status(status)
     conversations.require(conn, conv_id)
     if parent_id is not None:
@@ -104,7 +105,7 @@ def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_
 
 
 def update(conn: sqlite3.Connection, msg_id: int, content: str, status: str | None,
-           provenance: dict | None) -> None:
+           provenance: dict | Provenance | None) -> None:
     """Replace the content; status and provenance only when given (provenance is replaced
     as a whole, not merged)."""
     if status is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from inglenook.core.provenance import Provenance
 from inglenook.core.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,8 @@ class ConversationSummary:
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """One message. `provenance` is whatever the caller stored, as JSON; for replies the app
-    stores: model (file name), model_sha256, quant, n_ctx, sampling (SamplingParams.to_dict()),
-    seed, template (its source), timings (a dict). export_markdown shows `model`."""
+    """One message. `provenance` says how a reply was made (core.provenance); read leniently,
+    so a row written by another version keeps what this one does not understand."""
 
     id: int
     conversation_id: int
@@ -45,7 +45,7 @@ class StoredMessage:
     content: str
     status: str  # one of STATUSES
     created_at: float
-    provenance: dict
+    provenance: Provenance
     sibling_index: int  # 1-based position among the children of the same parent (creation order)
     sibling_count: int
 
@@ -96,7 +96,9 @@ def _jsonable(value: object) -> Any:
     raise TypeError(f"{type(value).__name__} cannot be stored in provenance")
 
 
-def dump_dict(data: dict) -> str:
+def dump_dict(data: dict | Provenance) -> str:
+    if isinstance(data, Provenance):
+        data = data.to_dict()
     if not isinstance(data, dict):
         raise TypeError("provenance must be a dict")
     return json.dumps(data, ensure_ascii=False, sort_keys=True, default=_jsonable)
@@ -131,7 +133,7 @@ def message_from_row(row: tuple) -> StoredMessage:
         content=text(content),
         status=status if status in STATUSES else "error",
         created_at=number(created_at),
-        provenance=load_dict(provenance),
+        provenance=Provenance.from_dict(load_dict(provenance)),
         sibling_index=int(index or 1),
         sibling_count=int(count or 1),
     )

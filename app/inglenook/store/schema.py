@@ -123,5 +123,13 @@ def _v1(conn: sqlite3.Connection) -> None:
         presets.insert(conn, preset, builtin=True)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+def _v2(conn: sqlite3.Connection) -> None:
+    """Each conversation keeps its own settings: the system prompt and sampling values the
+    user chose for it (JSON, ChatSettings.to_dict()), next to the preset they came from (the
+    `preset` column, NULL when the values were edited by hand). NULL settings: the chat was
+    made before v2 and uses its preset's values."""
+    conn.execute("ALTER TABLE conversations ADD COLUMN settings TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 LATEST_VERSION = len(MIGRATIONS)

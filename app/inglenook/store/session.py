@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inglenook.core.messages import Message
+from inglenook.core.provenance import Provenance
 from inglenook.store import Store, StoredMessage, StoreError
 
 SAVE_INTERVAL_S = 0.5
@@ -116,7 +117,7 @@ class ConversationSession:
         self._saved_text, self._saved_at = text, now
         return True
 
-    def finish_reply(self, text: str, status: str, provenance: dict | None = None) -> None:
+    def finish_reply(self, text: str, status: str, provenance: Provenance | None = None) -> None:
         if self._reply_id is None:
             return
         self.store.update_message(self._reply_id, text, status=status, provenance=provenance)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from inglenook import paths
+from inglenook.core.provenance import Provenance
 from inglenook.store import conversations, db, export, messages, presets, search
 from inglenook.store.records import ConversationSummary, Preset, SearchHit, StoredMessage
 
@@ -111,6 +112,17 @@ class Store:
             conversations.set_preset(conn, conv_id, name)
 
     @_guarded
+    def chat_settings(self, conv_id: int) -> tuple[str | None, dict | None]:
+        """(preset name or None, the chat's own settings as stored or None)."""
+        return conversations.settings(self._conn, conv_id)
+
+    @_guarded
+    def set_chat_settings(self, conv_id: int, preset: str | None, values: dict) -> None:
+        """Keep a chat's settings (ChatSettings.to_dict()) and the preset they came from."""
+        with self._write() as conn:
+            conversations.set_settings(conn, conv_id, preset, values)
+
+    @_guarded
     def delete(self, conv_id: int) -> None:
         """Soft delete: hidden from conversations() and search, kept for undelete()."""
         with self._write() as conn:
@@ -131,7 +143,7 @@ class Store:
 
     @_guarded
     def add_message(self, conv_id: int, role: str, content: str, parent_id: int | None, *,
-                    status: str = "complete", provenance: dict | None = None) -> int:
+                    status: str = "complete", provenance: dict | Provenance | None = None) -> int:
         """Append under parent_id (None: a root). The new message becomes the active child of
         its parent, and the parent's branch becomes the one on screen, so adding a sibling is
         branching. Bumps the conversation's updated_at."""
@@ -140,7 +152,7 @@ class Store:
 
     @_guarded
     def update_message(self, msg_id: int, content: str, *, status: str | None = None,
-                       provenance: dict | None = None) -> None:
+                       provenance: dict | Provenance | None = None) -> None:
         """Save a streaming reply's text so far (call per batch, not per token). status and
         provenance change only when given; provenance replaces the stored dict."""
         with self._write() as conn:

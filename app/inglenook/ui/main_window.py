@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.core.load import ModelDefaults, ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
-from inglenook.core.provenance import provenance
+from inglenook.core.provenance import Provenance
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.settings import Settings, load_settings, save_settings
 from inglenook.engine.worker import EngineThread, EngineWorker
@@ -35,22 +35,22 @@ from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
 from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.store.session import ConversationSession, open_store
-from inglenook.ui.chat_view import ChatView, MessageBubble
-from inglenook.ui.composer import Composer
-from inglenook.ui.dialogs import (
-    DetailsDialog,
+from inglenook.ui.chat.chat_view import ChatView, MessageBubble
+from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.history.dialogs import (
     export_conversation,
     export_everything,
     import_conversations,
 )
-from inglenook.ui.download_bridge import DownloadBridge
-from inglenook.ui.model_defaults_dialog import ModelDefaultsDialog
-from inglenook.ui.model_picker import ModelPicker
-from inglenook.ui.models_dialog import ModelsDialog
-from inglenook.ui.preset_bar import PresetBar
-from inglenook.ui.sampling_panel import SamplingPanel
-from inglenook.ui.search_dialog import SearchDialog
-from inglenook.ui.sidebar import ConversationSidebar
+from inglenook.ui.history.search_dialog import SearchDialog
+from inglenook.ui.history.sidebar import ConversationSidebar
+from inglenook.ui.models.bridge import DownloadBridge
+from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
+from inglenook.ui.models.dialog import ModelsDialog
+from inglenook.ui.models.picker import ModelPicker
+from inglenook.ui.side.preset_bar import PresetBar
+from inglenook.ui.side.sampling_panel import SamplingPanel
 
 
 class MainWindow(QMainWindow):
@@ -495,18 +495,18 @@ class MainWindow(QMainWindow):
         if message.role == "user":
             bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
         else:
-            model = message.provenance.get("model", {}).get("name") if message.provenance else None
+            model = message.provenance.model_name
             bubble.author.setText(model or (self.model.name if self.model else "Assistant"))
             bubble.stop_requested.connect(self.stop)
             bubble.regenerate_requested.connect(self.regenerate)
             bubble.details_requested.connect(lambda b=bubble: self.show_details(b))
-            stats = message.provenance.get("stats") if message.provenance else None
+            stats = message.provenance.stats
             if stats:
-                bubble.set_stats(Stats(**stats))
+                bubble.set_stats(stats)
             if message.status == "interrupted":
                 bubble.set_notice("Interrupted: the app closed while this reply was written.")
             elif message.status == "error":
-                bubble.set_notice(message.provenance.get("error", "This reply failed."), "error")
+                bubble.set_notice(message.provenance.error or "This reply failed.", "error")
         return bubble
 
     def delete_from(self, bubble: MessageBubble) -> None:
@@ -635,9 +635,10 @@ class MainWindow(QMainWindow):
             bubble.set_siblings(last.sibling_index, last.sibling_count)
         self.reply_finished.emit(rid, finish)
 
-    def _provenance(self, finish: Finish | None) -> dict:
+    def _provenance(self, finish: Finish | None) -> Provenance:
         sha256 = self._model_sha256 if self.model else ""
-        return provenance(self.model, self.last_request, self._last_stats, finish, sha256)
+        return Provenance.of_reply(self.model, self.last_request, self._last_stats, finish,
+                                   sha256)
 
     def _store_call(self, action: Callable[[], object]) -> bool:
         """Run a store operation; a failure (disk full, read-only) is shown, never raised."""

@@ -22,7 +22,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QMessageBox, QSizePolicy, QTextBrowser, QWidget
 
-from inglenook.ui.markdown import DEFAULT_PALETTE, MarkdownPalette, render
+from inglenook.ui.chat.markdown import DEFAULT_PALETTE, MarkdownPalette, render
 
 log = logging.getLogger(__name__)
 

@@ -1,44 +1,19 @@
-"""Entry points. `inglenook` opens the window; `inglenook chat …` is Qt-free."""
+"""`inglenook models …`: search, download, list and remove models."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from inglenook import __version__, paths
-from inglenook.core.load import LoadParams
-from inglenook.core.messages import GenerationRequest, Message
-from inglenook.core.sampling import SamplingParams
+from inglenook import paths
+from inglenook.cli.common import fail
 
 if TYPE_CHECKING:
     from inglenook.models.download import RetryNotice
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="inglenook", description="Chat with language models on your own machine.")
-    parser.add_argument("--version", action="version", version=f"inglenook {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    chat = commands.add_parser("chat", help="answer one prompt on the command line")
-    chat.add_argument("prompt", help="what to ask")
-    chat.add_argument("--model", help="a .gguf file (default: the bundled model)")
-    chat.add_argument("--ctx", type=int, default=0,
-                      help="context length (default: the model's, at most 8192)")
-    chat.add_argument("--temperature", type=float, default=SamplingParams.temperature)
-    chat.add_argument("--seed", type=int, default=-1, help="fixed seed (default: random)")
-    chat.add_argument("--max-tokens", type=int, default=-1,
-                      help="longest reply in tokens (default: no limit)")
-    chat.add_argument("--threads", type=int, default=0,
-                      help="CPU threads (default: all physical cores)")
-    chat.add_argument("--system", default="", help="system prompt")
-    chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
-    _add_models_parser(commands)
-    return parser
-
-
-def _add_models_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     models = commands.add_parser("models", help="search, download, list and remove models")
     sub = models.add_subparsers(dest="models_command", required=True, metavar="COMMAND")
     search = sub.add_parser("search", help="search the Hugging Face Hub for GGUF models")
@@ -58,62 +33,8 @@ def _add_models_parser(commands: argparse._SubParsersAction) -> None:  # type: i
     rm.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "chat":
-        return _chat(args)
-    if args.command == "models":
-        return _models(args)
-    from inglenook.ui.app import run_app
-
-    return run_app()
-
-
-def _fail(message: str) -> int:
-    print(f"inglenook: {message}", file=sys.stderr)
-    return 1
-
-
-def _chat(args: argparse.Namespace) -> int:
-    from inglenook.engine import protocol as p
-    from inglenook.engine.client import EngineClient, EngineError
-
-    model = args.model or paths.bundled_model_path()
-    if model is None:
-        return _fail("no model given and the bundled model is not installed (make setup).")
-    load = LoadParams(str(model), n_ctx=args.ctx, n_threads=args.threads)
-    sampling = SamplingParams(temperature=args.temperature, seed=args.seed,
-                              max_tokens=args.max_tokens)
-    messages = ((Message("system", args.system),) if args.system else ()) + (
-        Message("user", args.prompt),)
-    client = EngineClient()
-    try:
-        client.load(load)
-        finish = None
-        for event in client.generate(GenerationRequest(1, messages, sampling)):
-            if isinstance(event, p.Delta):
-                sys.stdout.write(event.text)
-                sys.stdout.flush()
-            elif isinstance(event, p.ReplyStats) and args.stats:
-                s = event.stats
-                print(f"\n[{s.generated_tokens} tokens, {s.decode_tok_s:.1f} tok/s, "
-                      f"TTFT {s.ttft_s * 1000:.0f} ms]", file=sys.stderr)
-            elif isinstance(event, p.Finished):
-                finish = event.finish
-        sys.stdout.write("\n")
-        if finish is not None and finish.reason == "error":
-            return _fail(finish.message)
-        return 0
-    except EngineError as exc:
-        return _fail(str(exc))
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        client.close()
-
-
 # -- inglenook models … ---------------------------------------------------------------------------
-def _models(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from inglenook.models.download import DownloadError
     from inglenook.models.filenames import UnsafeFileName
     from inglenook.models.hub import HubError
@@ -123,7 +44,7 @@ def _models(args: argparse.Namespace) -> int:
     try:
         return command(args)
     except (HubError, DownloadError, UnsafeFileName) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
 
 
 def _models_search(args: argparse.Namespace) -> int:
@@ -272,13 +193,13 @@ def _models_rm(args: argparse.Namespace) -> int:
                                                                    p.final_path.stem)]
     if not local and not partials:
         if matches:
-            return _fail(f"{name} is the bundled model; it cannot be removed.")
-        return _fail(f"No downloaded model is called {name} (see: inglenook models list).")
+            return fail(f"{name} is the bundled model; it cannot be removed.")
+        return fail(f"No downloaded model is called {name} (see: inglenook models list).")
     if len(local) > 1:
-        return _fail(f"{name} is ambiguous: " + ", ".join(map(str, local)))
+        return fail(f"{name} is ambiguous: " + ", ".join(map(str, local)))
     target = local[0] if local else part_path(partials[0])
     if os.path.commonpath([root, os.path.realpath(target.parent)]) != root:
-        return _fail(f"{target} is not in the models folder ({root}); not deleting it.")
+        return fail(f"{target} is not in the models folder ({root}); not deleting it.")
     if not args.yes:
         size = describe_size(target.lstat().st_size)
         try:

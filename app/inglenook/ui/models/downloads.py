@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 from inglenook.models.download_queue import DownloadState, DownloadStatus
 from inglenook.models.filenames import UnsafeFileName, local_name
 from inglenook.models.library import describe_size
-from inglenook.ui.download_bridge import DownloadBridge
-from inglenook.ui.models_page import page_header
+from inglenook.ui.models.bridge import DownloadBridge
+from inglenook.ui.models.page import page_header
 
 FINISHED = (DownloadState.DONE, DownloadState.CANCELLED)
 

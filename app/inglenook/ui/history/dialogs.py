@@ -1,44 +1,13 @@
-"""Small dialogs: how a reply was made; exporting and importing conversations."""
+"""Exporting and importing conversations from the window."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QFileDialog,
-    QPlainTextEdit,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QWidget
 
-from inglenook.store import Store, StoredMessage
-
-
-class DetailsDialog(QDialog):
-    """The provenance of one reply: model file, settings, seed, template and timings."""
-
-    def __init__(self, message: StoredMessage, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("detailsDialog")
-        self.setWindowTitle("How this reply was made")
-        self.resize(560, 520)
-        self.text = QPlainTextEdit(self)
-        self.text.setReadOnly(True)
-        self.text.setObjectName("detailsText")
-        self.text.setPlainText(describe(message))
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.text, 1)
-        layout.addWidget(buttons)
-
-
-def describe(message: StoredMessage) -> str:
-    data = {"status": message.status, **(message.provenance or {})}
-    return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True)
+from inglenook.store import Store
 
 
 def export_conversation(store: Store, conv_id: int, parent: QWidget) -> Path | None:

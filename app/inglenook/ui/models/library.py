@@ -35,8 +35,8 @@ from inglenook import paths
 from inglenook.models.filenames import parse_quant, split_name
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 from inglenook.models.library import ModelEntry, describe_size, installed_models
-from inglenook.ui.download_bridge import BackgroundTasks
-from inglenook.ui.models_page import notice_label, page_header
+from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.models.page import notice_label, page_header
 
 ImportMode = Literal["copy", "link"]
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")

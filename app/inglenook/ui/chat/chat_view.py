@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.replies import Finish, Stats
-from inglenook.ui.markdown_view import MarkdownView
+from inglenook.ui.chat.markdown_view import MarkdownView
 
 BOTTOM_SLACK_PX = 40
 MAX_USER_WIDTH = 0.78  # user bubbles keep some room on the left, like a messenger

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from inglenook.core.load import KV_CACHE_TYPES, LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
-from inglenook.ui.widgets import (
+from inglenook.ui.widgets.controls import (
     SPIN_WIDTH,
     CollapsibleSection,
     ComboBox,

@@ -22,10 +22,10 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.models.download_queue import DownloadStatus
-from inglenook.ui.download_bridge import DownloadBridge
-from inglenook.ui.models_discover import DiscoverPage
-from inglenook.ui.models_downloads import DownloadsPage
-from inglenook.ui.models_library import LibraryPage
+from inglenook.ui.models.bridge import DownloadBridge
+from inglenook.ui.models.discover import DiscoverPage
+from inglenook.ui.models.downloads import DownloadsPage
+from inglenook.ui.models.library import LibraryPage
 
 PAGES = ("library", "discover", "downloads")
 _TITLES = {"library": "Library", "discover": "Discover", "downloads": "Downloads"}

@@ -36,8 +36,8 @@ from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
 from inglenook.models.filenames import UnsafeFileName, local_name, parse_quant
 from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
 from inglenook.models.library import describe_size
-from inglenook.ui.download_bridge import BackgroundTasks, DownloadBridge
-from inglenook.ui.models_page import notice_label, page_header
+from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
+from inglenook.ui.models.page import notice_label, page_header
 
 OFFLINE_MESSAGE = ("You're offline — search needs the internet. The curated catalog below still "
                    "works.")

@@ -1,0 +1,1 @@
+"""The chat column: message view, Markdown rendering, composer."""

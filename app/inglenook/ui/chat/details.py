@@ -1,0 +1,80 @@
+"""Details of one reply: how it was made (model, settings, seed, timings), readable."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.store import StoredMessage
+
+
+def describe(message: StoredMessage) -> str:
+    """The Details rows as plain text (one "Label: value" per line)."""
+    return "\n".join(f"{label}: {value}"
+                     for label, value in message.provenance.describe(message.status))
+
+
+class DetailsDialog(QDialog):
+    """The provenance of one reply, as labelled rows; "Copy as JSON" gives the stored record."""
+
+    def __init__(self, message: StoredMessage, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("detailsDialog")
+        self.setWindowTitle("How this reply was made")
+        self.resize(600, 460)
+        self.message = message
+        rows = message.provenance.describe(message.status)
+        body = QWidget()
+        body.setObjectName("detailsBody")
+        form = QFormLayout(body)
+        form.setContentsMargins(16, 14, 16, 14)
+        form.setHorizontalSpacing(14)
+        form.setVerticalSpacing(8)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+        self.values: dict[str, QLabel] = {}
+        for label, value in rows:
+            name = QLabel(label, body)
+            name.setObjectName("detailsLabel")
+            text = QLabel(value, body)
+            text.setObjectName("detailsValue")
+            text.setTextFormat(Qt.TextFormat.PlainText)  # system prompts are user text
+            text.setWordWrap(True)
+            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                         | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+            form.addRow(name, text)
+            self.values[label] = text
+        if not rows:
+            form.addRow(QLabel("Nothing was recorded about this reply.", body))
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(body)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        self.copy_button = QPushButton("Copy as JSON", self)
+        self.copy_button.setObjectName("detailsCopyButton")
+        self.copy_button.setToolTip("Copy the full record, as stored, to the clipboard")
+        self.copy_button.clicked.connect(self._copy)
+        buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(scroll, 1)
+        layout.addWidget(buttons)
+
+    def as_json(self) -> str:
+        data = {"status": self.message.status, **self.message.provenance.to_dict()}
+        return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True)
+
+    def _copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.as_json())

@@ -1,0 +1,1 @@
+"""Conversation history: sidebar, search, export and import."""

@@ -1,0 +1,1 @@
+"""Model management: picker, Models dialog (library, discover, downloads), defaults."""

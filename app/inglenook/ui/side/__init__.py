@@ -1,0 +1,1 @@
+"""The side panel: presets, system prompt, sampling and load options."""

@@ -1,0 +1,1 @@
+"""Test helpers: a fake engine host speaking the real protocol."""

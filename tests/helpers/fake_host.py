@@ -1,0 +1,154 @@
+"""A fake engine host: the real protocol, scripted replies, no llama.cpp.
+
+Run as `python -m tests.helpers.fake_host SCRIPT.json`. The script is read again for every
+request, so a test can change it between replies:
+
+    {"replies": [{"match": "colour", "text": "Blue.", "token_ms": 0}, ...],
+     "default": {"text": "Echo: {last}", "token_ms": 5},
+     "load_ms": 0, "n_ctx": 2048}
+
+The first reply whose `match` occurs in the last user message is used; `{last}` is replaced by
+that message. A reply streams one word per token, `token_ms` apart. Special replies:
+`"crash": true` exits the process mid-reply; `"error": "..."` finishes with that error;
+`"hang_ms": N` ignores cancels for N ms (the stop watchdog). Cancel works as in the real host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from inglenook.core.load import ModelInfo, choose_context
+from inglenook.core.replies import Finish, Stats
+from inglenook.engine import protocol as p
+from inglenook.models.gguf import GGUFError, read_header
+
+
+class FakeHost:
+    def __init__(self, out: IO[bytes], script: Path) -> None:
+        self.out = out
+        self.script = script
+        self.model: ModelInfo | None = None
+        self.cancelled: set[int] = set()
+        self.lock = threading.Lock()
+
+    def send(self, message: Any) -> None:
+        p.write_frame(self.out, message)
+
+    def read_script(self) -> dict:
+        try:
+            return json.loads(self.script.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def load(self, params: Any) -> None:
+        script = self.read_script()
+        try:
+            header = read_header(params.model_path)
+        except GGUFError as exc:
+            self.send(p.LoadFailed(str(exc)))
+            return
+        for step in range(1, 5):
+            time.sleep(script.get("load_ms", 0) / 4000)
+            self.send(p.LoadProgress(step / 4))
+        n_ctx = script.get("n_ctx") or choose_context(params.n_ctx, header.context_length)
+        self.model = ModelInfo(
+            path=params.model_path, name=Path(params.model_path).stem,
+            architecture=header.architecture, size_bytes=header.file_size, n_ctx=n_ctx,
+            n_ctx_train=header.context_length, n_threads=1, n_gpu_layers=0,
+            gpu_offload_supported=False, flash_attn=params.flash_attn,
+            kv_cache_type=params.kv_cache_type, template_source="gguf",
+            quantization=header.quantization)
+        self.send(p.Loaded(self.model))
+
+    def generate(self, request: Any) -> None:
+        rid = request.request_id
+        self.send(p.Started(rid))
+        if self.model is None:
+            self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
+            return
+        script = self.read_script()
+        last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        reply = next((r for r in script.get("replies", []) if r.get("match", "") in last),
+                     script.get("default", {"text": "Echo: {last}", "token_ms": 2}))
+        if reply.get("error"):
+            self.send(p.Finished(rid, Finish("error", reply["error"])))
+            return
+        text = reply.get("text", "").replace("{last}", last)
+        pieces = re.findall(r"\S+\s*|\s+", text) or [""]
+        prompt_tokens = sum(len(m.content.split()) + 4 for m in request.messages)
+        started = time.perf_counter()
+        reason = "stop"
+        n = 0
+        hang_until = started + reply.get("hang_ms", 0) / 1000
+        for n, piece in enumerate(pieces, start=1):
+            if reply.get("crash") and n > 1:
+                os._exit(3)
+            time.sleep(reply.get("token_ms", 0) / 1000)
+            with self.lock:
+                stop = rid in self.cancelled
+            if stop and time.perf_counter() >= hang_until:
+                reason = "cancelled"
+                n -= 1
+                break
+            self.send(p.Delta(rid, piece))
+            if request.sampling.max_tokens > 0 and n >= request.sampling.max_tokens:
+                reason = "length"
+                break
+        elapsed = max(time.perf_counter() - started, 1e-6)
+        self.send(p.ReplyStats(rid, Stats(
+            prompt_tokens=prompt_tokens, cached_tokens=0, generated_tokens=n,
+            ttft_s=0.001, decode_tok_s=n / elapsed, prompt_tok_s=1000.0,
+            context_used=prompt_tokens + n, n_ctx=self.model.n_ctx,
+            seed=request.sampling.seed if request.sampling.seed >= 0 else 1234)))
+        self.send(p.Finished(rid, Finish(reason)))  # type: ignore[arg-type]
+        with self.lock:
+            self.cancelled.discard(rid)
+
+
+def _read(stream: IO[bytes], host: FakeHost, inbox: queue.Queue) -> None:
+    while True:
+        try:
+            message = p.read_frame(stream)
+        except p.ProtocolError:
+            message = None
+        if message is None:
+            inbox.put(p.Shutdown())
+            return
+        if isinstance(message, p.Cancel):
+            with host.lock:
+                host.cancelled.add(message.request_id)
+        else:
+            inbox.put(message)
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    host = FakeHost(out, Path(sys.argv[1]))
+    inbox: queue.Queue = queue.Queue()
+    threading.Thread(target=_read, args=(sys.stdin.buffer, host, inbox), daemon=True).start()
+    host.send(p.Ready(os.getpid(), False, 1))
+    while True:
+        message = inbox.get()
+        if isinstance(message, p.Shutdown):
+            out.flush()
+            os._exit(0)
+        if isinstance(message, p.Load):
+            host.load(message.params)
+        elif isinstance(message, p.Unload):
+            host.model = None
+            host.send(p.Unloaded())
+        elif isinstance(message, p.Generate):
+            host.generate(message.request)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
