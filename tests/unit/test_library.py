@@ -7,7 +7,18 @@ from pathlib import Path
 import pytest
 
 from inglenook import paths
-from inglenook.models.library import ModelEntry, describe_size, installed_models
+from inglenook.models.library import (
+    LibraryError,
+    ModelEntry,
+    Removal,
+    describe_params,
+    describe_size,
+    find_installed,
+    import_model,
+    installed_models,
+    plan_removal,
+    remove,
+)
 from tests.gguf_tools import write_gguf
 
 TINY = {"general.architecture": "llama", "llama.context_length": 128}
@@ -126,3 +137,84 @@ def test_a_split_model_is_listed_once_by_its_first_part() -> None:
         (paths.models_dir() / f"big-Q4_K_M-0000{part}-of-00003.gguf").write_bytes(b"GGUF")
     names = [e.name for e in installed_models() if e.source == "local"]
     assert names == ["big-Q4_K_M-00001-of-00003"]
+
+
+# -- removing and importing (shared by the Library page and `inglenook models rm`) -----------------
+def split_model(folder: Path, base: str = "big-Q4_K_M", count: int = 3) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = [folder / f"{base}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
+    for n, part in enumerate(parts, start=1):
+        part.write_bytes(b"GGUF" + b"\0" * (100 * n - 4))
+    return parts
+
+
+def test_a_split_model_is_one_entry_whose_size_counts_every_part() -> None:
+    split_model(paths.models_dir())
+    (entry,) = local(installed_models())
+    assert entry.size_bytes == 100 + 200 + 300
+
+
+def test_removing_a_split_model_plans_and_deletes_every_part() -> None:
+    parts = split_model(paths.models_dir())
+    (paths.models_dir() / "other.gguf").write_bytes(b"GGUF")
+    (entry,) = [e for e in local(installed_models()) if e.name != "other"]
+    removal = plan_removal(entry, paths.models_dir())
+    assert removal == Removal(tuple(parts)) and removal.size_bytes == 600
+    remove(removal)
+    assert [p.name for p in paths.models_dir().iterdir()] == ["other.gguf"]
+
+
+def test_removing_a_linked_split_model_removes_only_the_links(tmp_path: Path) -> None:
+    targets = split_model(tmp_path / "elsewhere")
+    for target in targets:
+        (paths.models_dir() / target.name).symlink_to(target)
+    (entry,) = local(installed_models())
+    removal = plan_removal(entry, paths.models_dir())
+    assert removal.link_only and len(removal.files) == 3 and removal.size_bytes == 0
+    remove(removal)
+    assert list(paths.models_dir().iterdir()) == [] and all(t.is_file() for t in targets)
+
+
+def test_the_bundled_model_and_files_outside_the_folder_are_refused(
+        bundled_model: Path, tmp_path: Path) -> None:
+    bundled = installed_models()[0]
+    refusal = plan_removal(bundled, paths.models_dir()).refusal
+    assert refusal == (f"{bundled.name} is the bundled model that ships with Inglenook; it "
+                       "cannot be deleted.")
+    outside = tmp_path / "outside"
+    tiny_model(outside / "mine.gguf")
+    (paths.models_dir() / "linked").symlink_to(outside)  # a folder linked into the library
+    (entry,) = local(installed_models())
+    removal = plan_removal(entry, paths.models_dir())
+    assert removal.files == () and "is not in the models folder" in removal.refusal
+    with pytest.raises(LibraryError, match="not in the models folder"):
+        remove(removal)
+    assert (outside / "mine.gguf").is_file()
+
+
+def test_find_installed_knows_a_split_model_by_any_of_its_names() -> None:
+    parts = split_model(paths.models_dir())
+    entries = installed_models()
+    for name in ("big-Q4_K_M-00001-of-00003", parts[2].name, "big-Q4_K_M.gguf", "big-Q4_K_M"):
+        assert [e.path for e in find_installed(name, entries)] == [str(parts[0])]
+    assert find_installed("big", entries) == []
+
+
+def test_importing_a_split_model_copies_every_part(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    parts = [tiny_model(source / f"m-0000{i}-of-00002.gguf") for i in (1, 2)]
+    installed, message = import_model(parts[0], "copy", paths.models_dir())
+    assert installed == paths.models_dir() / parts[0].name and "copied" in message
+    assert sorted(p.name for p in paths.models_dir().iterdir()) == [p.name for p in parts]
+    with pytest.raises(LibraryError, match="already in the library"):
+        import_model(parts[0], "link", paths.models_dir())
+    parts[1].unlink()
+    with pytest.raises(LibraryError, match=r"missing next to it: m-00002-of-00002\.gguf"):
+        import_model(parts[0], "copy", tmp_path)
+
+
+@pytest.mark.parametrize(("count", "text"), [(0, "?"), (135_000_000, "135M"),
+                                             (1_540_000_000, "1.5B"), (52_000, "52K")])
+def test_describe_params(count: int, text: str) -> None:
+    assert describe_params(count) == text

@@ -10,7 +10,10 @@ from inglenook import paths
 from inglenook.cli.common import fail
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from inglenook.models.download import RetryNotice
+    from inglenook.models.library import ModelEntry
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,7 +31,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     download.add_argument("file", help="file in the repository; for a split model, any part")
     download.add_argument("--revision", default="main", help="branch, tag or commit")
     sub.add_parser("list", help="installed models, with what their GGUF headers say")
-    rm = sub.add_parser("rm", help="delete a downloaded model (or a partial download)")
+    rm = sub.add_parser("rm", help="delete a downloaded model, every part of a split one (or a "
+                                   "partial download)")
     rm.add_argument("name", help="model name or file name, as `inglenook models list` shows")
     rm.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
@@ -147,8 +151,16 @@ def _models_download(args: argparse.Namespace) -> int:
 
 
 def _models_list(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from inglenook.models.gguf import GGUFError, read_header
-    from inglenook.models.library import describe_size, installed_models
+    from inglenook.models.library import (
+        describe_params,
+        describe_size,
+        installed_models,
+        quantization,
+        split_parts,
+    )
     from inglenook.models.partials import find_partials
 
     entries = installed_models()
@@ -157,16 +169,17 @@ def _models_list(args: argparse.Namespace) -> int:
     for e in entries:
         try:
             h = read_header(e.path)
-            params = h.parameter_count
-            size = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M"
-            facts = [h.architecture or "unknown architecture", f"{size} parameters",
-                     h.quantization or "unknown quantization",
+            facts = [h.architecture or "unknown architecture",
+                     f"{describe_params(h.parameter_count)} parameters",
+                     quantization(h, e.path) or "unknown quantization",
                      f"context {h.context_length:,}" if h.context_length else "context ?",
                      "chat template" if h.chat_template else "no chat template"]
             summary = " · ".join(facts)
         except GGUFError as exc:
             summary = f"unreadable: {exc}"
-        print(f"{e.name}  ({e.source}, {describe_size(e.size_bytes)})")
+        parts = len(split_parts(Path(e.path)))
+        split = f"{parts} parts, " if parts > 1 else ""
+        print(f"{e.name}  ({e.source}, {split}{describe_size(e.size_bytes)})")
         print(f"    {summary}")
         print(f"    {e.path}")
     for p in find_partials():
@@ -178,40 +191,73 @@ def _models_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _confirm(question: str) -> bool:
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _models_rm(args: argparse.Namespace) -> int:
-    import os
-    from pathlib import Path
+    from inglenook.models.library import find_installed, installed_models
+    from inglenook.models.partials import find_partials
 
-    from inglenook.models.library import describe_size, installed_models
-    from inglenook.models.partials import discard_partial, find_partials, part_path
-
-    root = os.path.realpath(paths.models_dir())
     name = args.name
-    matches = [e for e in installed_models() if name in (e.name, Path(e.path).name)]
-    local = [Path(e.path) for e in matches if e.source == "local"]
+    matches = find_installed(name, installed_models())
+    local = [e for e in matches if e.source == "local"]
     partials = [p.final_path for p in find_partials() if name in (p.final_path.name,
                                                                    p.final_path.stem)]
-    if not local and not partials:
-        if matches:
-            return fail(f"{name} is the bundled model; it cannot be removed.")
-        return fail(f"No downloaded model is called {name} (see: inglenook models list).")
     if len(local) > 1:
-        return fail(f"{name} is ambiguous: " + ", ".join(map(str, local)))
-    target = local[0] if local else part_path(partials[0])
-    if os.path.commonpath([root, os.path.realpath(target.parent)]) != root:
-        return fail(f"{target} is not in the models folder ({root}); not deleting it.")
-    if not args.yes:
-        size = describe_size(target.lstat().st_size)
-        try:
-            answer = input(f"Delete {target} ({size})? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Not deleted.")
-            return 1
-    if local:
-        target.unlink()
+        return fail(f"{name} is ambiguous: " + ", ".join(e.path for e in local))
+    if local or (matches and not partials):
+        return _remove_model((local or matches)[0], args.yes)
+    if partials:
+        return _remove_partial(partials[0], args.yes)
+    return fail(f"No downloaded model is called {name} (see: inglenook models list).")
+
+
+def _remove_model(entry: ModelEntry, yes: bool) -> int:
+    """Every part of a split model, or only the link of a linked one: the Library page's plan."""
+    import os
+
+    from inglenook.models.library import LibraryError, describe_size, plan_removal, remove
+
+    removal = plan_removal(entry, paths.models_dir())
+    if removal.refusal:
+        return fail(removal.refusal)
+    first = removal.files[0]
+    if removal.link_only:
+        question = (f"Remove the link {first}? The file it points to "
+                    f"({os.path.realpath(first)}) stays.")
+    elif len(removal.files) > 1:
+        question = (f"Delete {first} and its {len(removal.files) - 1} other parts "
+                    f"({describe_size(removal.size_bytes)})?")
     else:
-        discard_partial(partials[0])
+        question = f"Delete {first} ({describe_size(removal.size_bytes)})?"
+    if not yes and not _confirm(question):
+        print("Not deleted.")
+        return 1
+    try:
+        remove(removal)
+    except LibraryError as exc:
+        return fail(str(exc))
+    for file in removal.files:
+        print(f"Removed the link {file}" if removal.link_only else f"Deleted {file}")
+    return 0
+
+
+def _remove_partial(final: Path, yes: bool) -> int:
+    from inglenook.models.library import describe_size, is_inside
+    from inglenook.models.partials import discard_partial, part_path
+
+    target = part_path(final)
+    if not is_inside(target.parent, paths.models_dir()):
+        return fail(f"{target} is not in the models folder ({paths.models_dir()}); "
+                    "not deleting it.")
+    if not yes and not _confirm(f"Delete {target} ({describe_size(target.lstat().st_size)})?"):
+        print("Not deleted.")
+        return 1
+    discard_partial(final)
     print(f"Deleted {target}")
     return 0

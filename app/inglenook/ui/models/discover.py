@@ -8,9 +8,7 @@ request that is no longer the latest are dropped. Offline, nothing is started at
 
 from __future__ import annotations
 
-import dataclasses
 import html
-from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -30,10 +28,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook import paths
 from inglenook.models import fit, hub
+from inglenook.models.advice import (
+    FIT_TEXT,
+    FitReport,
+    fit_breakdown,
+    is_installed,
+    is_recommended,
+    plan_fits,
+)
 from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
-from inglenook.models.filenames import UnsafeFileName, local_name, parse_quant
+from inglenook.models.filenames import UnsafeFileName, parse_quant
 from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
 from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
@@ -41,40 +46,9 @@ from inglenook.ui.models.page import notice_label, page_header
 
 OFFLINE_MESSAGE = ("You're offline — search needs the internet. The curated catalog below still "
                    "works.")
-DEFAULT_CTX = 8192
-KV_TYPE = "f16"
 SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "recent"))
-FIT_TEXT = {"fits": "Fits", "tight": "Tight", "won't fit": "Won't fit"}
 FILE_COLUMNS = ("File", "Size", "Fit", "")
 QUANT_ROLE = Qt.ItemDataRole.UserRole + 1
-
-
-@dataclass(frozen=True)
-class FitReport:
-    """What the planner says about one repository's files."""
-
-    repo: str
-    shape: fit.ModelShape
-    n_ctx: int
-    memory: fit.Memory
-    plans: dict[str, fit.FitPlan]  # by GGUFModel.name
-    recommended: str | None  # a quantization
-
-
-def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None) -> FitReport:
-    """On a background thread: read the header of the repository's smallest file (once per
-    repository: pass the shape read before) and plan every file against free memory now."""
-    if shape is None:
-        first = listing.models[0].parts[0].path
-        header = fit.remote_header(repo, first, listing.commit or "main")
-        shape = fit.shape_from_header(header)
-    memory = fit.system_memory(gpu_offload=fit.offload_available())
-    n_ctx = min(DEFAULT_CTX, shape.n_ctx_train) if shape.n_ctx_train else DEFAULT_CTX
-    plans = {m.name: fit.plan(dataclasses.replace(shape, weights_bytes=m.size), n_ctx, KV_TYPE,
-                              memory) for m in listing.models}
-    best = fit.recommend([(m.quant, m.size) for m in listing.models if m.quant], shape, n_ctx,
-                         KV_TYPE, memory)
-    return FitReport(repo, shape, n_ctx, memory, plans, best)
 
 
 def chip(text: str, kind: str, parent: QWidget | None = None, name: str = "fitChip") -> QWidget:
@@ -88,13 +62,6 @@ def chip(text: str, kind: str, parent: QWidget | None = None, name: str = "fitCh
     layout.addWidget(label)
     layout.addStretch(1)
     return holder
-
-
-def _is_installed(model: GGUFModel) -> bool:
-    try:
-        return all((paths.models_dir() / local_name(p.path)).is_file() for p in model.parts)
-    except UnsafeFileName:
-        return False
 
 
 class DiscoverPage(QWidget):
@@ -387,14 +354,8 @@ class DiscoverPage(QWidget):
         item.setData(0, QUANT_ROLE, quant)
         return item
 
-    def _is_recommended(self, model: GGUFModel) -> bool:
-        if self._catalog_entry is not None:
-            names = {n.rsplit("/", 1)[-1] for n in self._catalog_entry.recommended}
-            return model.parts[0].path.rsplit("/", 1)[-1] in names or model.name in names
-        return self.report is not None and model.quant == self.report.recommended
-
     def _file_row(self, parent: QTreeWidgetItem, quant: str, model: GGUFModel) -> None:
-        star = self._is_recommended(model)
+        star = is_recommended(model, self.report, self._catalog_entry)
         parts = f"  ({len(model.parts)} parts)" if model.is_split else ""
         item = self._item(parent, quant or model.quant, model.name + parts, star)
         item.setData(0, Qt.ItemDataRole.UserRole, model.name)
@@ -408,7 +369,7 @@ class DiscoverPage(QWidget):
         if not model.complete:
             button = self._download_button(None, "Incomplete")
             button.setToolTip("Some parts of this split model are missing from the repository.")
-        elif _is_installed(model):
+        elif is_installed(model):
             button = self._download_button(None, "Installed")
         else:
             button = self._download_button(model, "Download")
@@ -424,10 +385,7 @@ class DiscoverPage(QWidget):
             plan = self.report.plans[model.name]
             kind = {"fits": "fits", "tight": "tight"}.get(plan.label, "wont")
             widget = chip(FIT_TEXT[plan.label], kind)
-            widget.setToolTip(f"{plan.note}\nWeights {describe_size(plan.weights_bytes)} + KV "
-                              f"cache {describe_size(plan.kv_bytes)} + buffers "
-                              f"{describe_size(plan.overhead_bytes)} = "
-                              f"{describe_size(plan.total_bytes)}")
+            widget.setToolTip(fit_breakdown(plan))
             return widget
         if self.fit_error:
             widget = chip("unknown", "unknown")

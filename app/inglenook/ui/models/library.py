@@ -7,12 +7,8 @@ a slow disk add up), and rows fill in as the answers come back.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -32,13 +28,23 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
-from inglenook.models.filenames import parse_quant, split_name
+from inglenook.models.filenames import parse_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
-from inglenook.models.library import ModelEntry, describe_size, installed_models
+from inglenook.models.library import (
+    ImportMode,
+    LibraryError,
+    ModelEntry,
+    describe_params,
+    describe_size,
+    import_model,
+    installed_models,
+    plan_removal,
+    quantization,
+    remove,
+)
 from inglenook.ui.models.bridge import BackgroundTasks
 from inglenook.ui.models.page import notice_label, page_header
 
-ImportMode = Literal["copy", "link"]
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")
 PENDING = "…"
 
@@ -78,91 +84,7 @@ def open_folder(folder: Path) -> bool:
     return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
 
 
-# -- files ----------------------------------------------------------------------------------------
-class LibraryError(Exception):
-    """The message is for the user."""
-
-
-def split_parts(path: Path) -> list[Path]:
-    """All the files of the model whose (first) file is `path`."""
-    split = split_name(path.name)
-    if split is None:
-        return [path]
-    return [path.with_name(name) for name in split.all_parts]
-
-
-def _inside(path: Path, root: Path) -> bool:
-    real, base = os.path.realpath(path), os.path.realpath(root)
-    return os.path.commonpath([real, base]) == base
-
-
-def import_model(source: Path, mode: ImportMode, models_dir: Path) -> tuple[Path, str]:
-    """Copy `source` (all its parts, for a split model) into the models folder, or link to it
-    there. Runs on a background thread. Returns the library path and a sentence for the user."""
-    header = read_header(source)  # refuse a file the engine would refuse, before copying GBs
-    parts = split_parts(source)
-    missing = [p.name for p in parts if not p.is_file()]
-    if missing:
-        raise LibraryError(f"{source.name} is one part of a split model, and these parts are "
-                           f"missing next to it: {', '.join(missing)}.")
-    if _inside(source.parent, models_dir):
-        raise LibraryError(f"{source.name} is already in the models folder.")
-    taken = [p.name for p in parts if os.path.lexists(models_dir / p.name)]
-    if taken:
-        raise LibraryError(f"A model named {taken[0]} is already in the library.")
-    note = ""
-    if mode == "link":
-        try:
-            for part in parts:
-                os.symlink(part.resolve(), models_dir / part.name)
-            return models_dir / source.name, f"{header.name} now links to {source}."
-        except (OSError, NotImplementedError):  # e.g. Windows without the symlink privilege
-            for part in parts:
-                if (models_dir / part.name).is_symlink():
-                    (models_dir / part.name).unlink()
-            note = " Links are not possible here, so the file was copied."
-    for part in parts:
-        target = models_dir / part.name
-        temp = target.with_name(target.name + ".importing")  # never listed: not .gguf
-        try:
-            shutil.copyfile(part, temp)
-            os.replace(temp, target)
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise LibraryError(f"Could not copy {part.name}: {exc.strerror or exc}.") from None
-    return models_dir / source.name, f"{header.name} was copied into the models folder.{note}"
-
-
-@dataclass(frozen=True)
-class Removal:
-    """What deleting a library entry would do: refuse (`refusal` says why) or remove `files`."""
-
-    files: tuple[Path, ...] = ()
-    link_only: bool = False
-    refusal: str = ""
-
-
-def plan_removal(entry: ModelEntry, models_dir: Path) -> Removal:
-    path = Path(entry.path)
-    if entry.source == "bundled":
-        return Removal(refusal=f"{entry.name} is the model that ships with Inglenook; it cannot "
-                               "be deleted.")
-    if not _inside(path.parent, models_dir):
-        return Removal(refusal=f"{path} is not in the models folder, so Inglenook did not "
-                               "download it and will not delete it.")
-    parts = tuple(p for p in split_parts(path) if os.path.lexists(p))
-    return Removal(parts, link_only=path.is_symlink())
-
-
 # -- the page -------------------------------------------------------------------------------------
-def describe_params(count: int) -> str:
-    if not count:
-        return "?"
-    if count >= 1e9:
-        return f"{count / 1e9:.1f}B"
-    return f"{count / 1e6:.0f}M" if count >= 1e6 else f"{count / 1e3:.0f}K"
-
-
 def _read_headers(report: object, generation: int, paths_: list[str]) -> None:
     for path in paths_:
         try:
@@ -291,7 +213,7 @@ class LibraryPage(QWidget):
         if to_read:
             self.tasks.start(("headers", self._generation), _read_headers, self._generation,
                              to_read, reports=True)
-        total = sum(self._size(e) for e in self.entries)
+        total = sum(e.size_bytes for e in self.entries)
         count = len(self.entries)
         self.summary.setText(f"{count} model{'s' if count != 1 else ''} · "
                              f"{describe_size(total)} · stored in {paths.models_dir()}")
@@ -313,14 +235,6 @@ class LibraryPage(QWidget):
             return (path, -1, -1)
         return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
-    @staticmethod
-    def _size(entry: ModelEntry) -> int:
-        total = 0
-        for part in split_parts(Path(entry.path)):
-            with contextlib.suppress(OSError):
-                total += part.stat().st_size
-        return total
-
     def _source(self, entry: ModelEntry) -> str:
         if entry.source == "bundled":
             return "Bundled"
@@ -328,9 +242,9 @@ class LibraryPage(QWidget):
 
     def _fill(self, item: QTreeWidgetItem, entry: ModelEntry) -> None:
         header = self.headers.get(entry.path)
-        size = describe_size(self._size(entry))
+        size = describe_size(entry.size_bytes)
         if isinstance(header, GGUFHeader):
-            quant = header.quantization or parse_quant(entry.path) or "?"
+            quant = quantization(header, entry.path) or "?"
             context = f"{header.context_length:,}" if header.context_length else "?"
             values = [header.architecture or "?", describe_params(header.parameter_count),
                       quant, size, context, "Yes" if header.chat_template else "No"]
@@ -382,11 +296,11 @@ class LibraryPage(QWidget):
         if isinstance(header, GGUFHeader):
             facts = [header.architecture or "unknown architecture",
                      f"{describe_params(header.parameter_count)} parameters",
-                     header.quantization or parse_quant(entry.path) or "unknown quantization",
+                     quantization(header, entry.path) or "unknown quantization",
                      f"{header.context_length:,} tokens of context" if header.context_length
                      else "context unknown",
                      "has a chat template" if header.chat_template else "no chat template",
-                     describe_size(self._size(entry))]
+                     describe_size(entry.size_bytes)]
             self.detail_facts.setText(" · ".join(facts))
         elif isinstance(header, str):
             self.detail_facts.setText(header)
@@ -433,16 +347,18 @@ class LibraryPage(QWidget):
                         "stays where it is.")
             confirm = "Remove link"
         else:
-            question = (f"Delete {entry.name}?\n\n{path} ({describe_size(self._size(entry))}) "
-                        "will be removed from disk. This cannot be undone.")
+            what = (f"{path} ({describe_size(removal.size_bytes)})" if len(removal.files) < 2
+                    else f"All {len(removal.files)} parts of it "
+                         f"({describe_size(removal.size_bytes)})")
+            question = (f"Delete {entry.name}?\n\n{what} will be removed from disk. This "
+                        "cannot be undone.")
             confirm = "Delete"
         if not ask(self, "Delete a model", question, confirm):
             return
         try:
-            for file in removal.files:
-                file.unlink()
-        except OSError as exc:
-            self.show_notice(f"Could not delete {entry.name}: {exc.strerror or exc}.", error=True)
+            remove(removal)
+        except LibraryError as exc:
+            self.show_notice(str(exc), error=True)
         else:
             self.show_notice(f"Removed the link to {entry.name}." if removal.link_only
                              else f"Deleted {entry.name}.")

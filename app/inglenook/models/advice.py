@@ -1,0 +1,71 @@
+"""What the Discover page says about a repository's files: a fit label per file, the file to
+recommend, whether a file is installed already. Qt-free, so that it is tested without widgets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from inglenook import paths
+from inglenook.models import fit
+from inglenook.models.catalog import CatalogEntry
+from inglenook.models.filenames import UnsafeFileName, local_name
+from inglenook.models.hub import GGUFModel, RepoListing
+from inglenook.models.library import describe_size
+
+DEFAULT_CTX = 8192
+KV_TYPE = "f16"
+FIT_TEXT = {"fits": "Fits", "tight": "Tight", "won't fit": "Won't fit"}
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What the planner says about one repository's files."""
+
+    repo: str
+    shape: fit.ModelShape
+    n_ctx: int
+    memory: fit.Memory
+    plans: dict[str, fit.FitPlan]  # by GGUFModel.name
+    recommended: str | None  # a quantization
+
+
+def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None) -> FitReport:
+    """Slow (network): read the header of the repository's smallest file (once per repository:
+    pass the shape read before) and plan every file against free memory now."""
+    if shape is None:
+        first = listing.models[0].parts[0].path
+        header = fit.remote_header(repo, first, listing.commit or "main")
+        shape = fit.shape_from_header(header)
+    memory = fit.system_memory(gpu_offload=fit.offload_available())
+    n_ctx = min(DEFAULT_CTX, shape.n_ctx_train) if shape.n_ctx_train else DEFAULT_CTX
+    plans = {m.name: fit.plan(dataclasses.replace(shape, weights_bytes=m.size), n_ctx, KV_TYPE,
+                              memory) for m in listing.models}
+    best = fit.recommend([(m.quant, m.size) for m in listing.models if m.quant], shape, n_ctx,
+                         KV_TYPE, memory)
+    return FitReport(repo, shape, n_ctx, memory, plans, best)
+
+
+def fit_breakdown(plan: fit.FitPlan) -> str:
+    """The plan's sentence and the sum behind it, for a tooltip."""
+    return (f"{plan.note}\nWeights {describe_size(plan.weights_bytes)} + KV cache "
+            f"{describe_size(plan.kv_bytes)} + buffers {describe_size(plan.overhead_bytes)} = "
+            f"{describe_size(plan.total_bytes)}")
+
+
+def is_recommended(model: GGUFModel, report: FitReport | None,
+                   entry: CatalogEntry | None) -> bool:
+    """A catalog entry's own choice wins; otherwise the planner's quantization."""
+    if entry is not None:
+        names = {n.rsplit("/", 1)[-1] for n in entry.recommended}
+        return model.parts[0].path.rsplit("/", 1)[-1] in names or model.name in names
+    return report is not None and model.quant == report.recommended
+
+
+def is_installed(model: GGUFModel) -> bool:
+    """Whether every part of the model is in the models folder already."""
+    try:
+        return all((paths.models_dir() / local_name(p.path)).is_file() for p in model.parts)
+    except UnsafeFileName:
+        return False
