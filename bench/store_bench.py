@@ -57,8 +57,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["INGLENOOK_HOME"] = tmp
         from inglenook import paths
+        from inglenook.core.replies import Finish
+        from inglenook.core.session import ChatSession
         from inglenook.store import Store
-        from inglenook.store.session import ConversationSession
 
         ids = fill(paths.database_file())
         from PySide6.QtWidgets import QApplication
@@ -77,7 +78,7 @@ def main() -> int:
         switches = []
         for conv in ids[-40:]:
             t = time.perf_counter()
-            window.open_conversation(conv)
+            window.chats.open(conv)
             app.processEvents()
             switches.append(time.perf_counter() - t)
         window.close()
@@ -91,16 +92,14 @@ def main() -> int:
 
         # A 600-token reply arriving at 140 tok/s, saved the way the window saves it.
         clock = [0.0]
-        session = ConversationSession(store, clock=lambda: clock[0])
+        session = ChatSession(store, clock=lambda: clock[0])
         session.add_user("Tell me a long story.")
-        session.begin_reply()
+        session.begin_reply(1)
         before = written_bytes()
-        text = ""
         for n in range(600):
-            text += f" word{n}"
             clock[0] += 1 / 140
-            session.stream(text)
-        session.finish_reply(text, "complete", {"seed": 1})
+            session.reply_delta(f" word{n}")
+        session.finish_reply(Finish("stop"), None)
         per_token = (written_bytes() - before) / 600
         store.close()
     print(json.dumps({

@@ -1,30 +1,90 @@
-"""The real window with the real engine and the bundled model, for GUI tests."""
+"""The real window, with a fake engine (scripted replies, no llama.cpp) or the real one.
+
+`window` runs the fake engine host (tests/helpers/fake_host.py) on the bundled model's file:
+the same protocol, process and scheduler as the real thing, with replies a test can script
+(`script` fixture). `real_window` runs llama.cpp with the bundled model; tests that use it
+are marked integration (make test-fast skips them).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.settings import Settings
+from inglenook.engine.client import EngineClient
+from inglenook.engine.worker import EngineWorker
 from inglenook.ui.main_window import MainWindow
 
 LOAD_TIMEOUT_MS = 60_000
 REPLY_TIMEOUT_MS = 60_000
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "real_window" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+
+
+class Script:
+    """The fake engine's replies; write() takes effect with the next request."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.write()
+
+    def write(self, replies: list[dict] | None = None, default: dict | None = None,
+              **extra: object) -> None:
+        data = {"replies": replies or [],
+                "default": default or {"text": "Echo: {last}", "token_ms": 1}, **extra}
+        self.path.write_text(json.dumps(data), encoding="utf-8")
+
+
 @pytest.fixture
-def window(qtbot: QtBot) -> Iterator[MainWindow]:
-    """Greedy, short replies, a 2,048-token context; returns once the model is loaded."""
+def script(tmp_path: Path) -> Script:
+    return Script(tmp_path / "fake-engine.json")
+
+
+def greedy_settings() -> Settings:
+    """Greedy, short replies, a 2,048-token context."""
     settings = Settings()
     settings.n_ctx = 2048
     settings.sampling = settings.sampling.replace(temperature=0.0, seed=7, max_tokens=48)
-    win = MainWindow(settings=settings)
+    return settings
+
+
+def fake_worker(script: Script, log: Path) -> EngineWorker:
+    command = [sys.executable, "-m", "tests.helpers.fake_host", str(script.path)]
+    return EngineWorker(EngineClient(log_path=log, command=command))
+
+
+def open_window(qtbot: QtBot, worker: EngineWorker | None,
+                settings: Settings | None = None) -> MainWindow:
+    win = MainWindow(worker=worker, settings=settings or greedy_settings())
     qtbot.addWidget(win)
     win.show()
-    qtbot.waitUntil(lambda: win.model is not None, timeout=LOAD_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: win.models.model is not None, timeout=LOAD_TIMEOUT_MS)
+    return win
+
+
+@pytest.fixture
+def window(qtbot: QtBot, script: Script, tmp_path: Path) -> Iterator[MainWindow]:
+    """The window on the fake engine, with the bundled model's file loaded."""
+    win = open_window(qtbot, fake_worker(script, tmp_path / "engine.log"))
+    yield win
+    win.close()
+
+
+@pytest.fixture
+def real_window(qtbot: QtBot) -> Iterator[MainWindow]:
+    """The window on llama.cpp with the bundled model loaded."""
+    win = open_window(qtbot, None)
     yield win
     win.close()
 
@@ -37,4 +97,9 @@ def start_reply(qtbot: QtBot, win: MainWindow, text: str) -> None:
 
 
 def wait_reply(qtbot: QtBot, win: MainWindow) -> None:
-    qtbot.waitUntil(lambda: win.current_id is None, timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: win.chats.session.reply is None, timeout=REPLY_TIMEOUT_MS)
+
+
+def chat(qtbot: QtBot, win: MainWindow, text: str) -> None:
+    start_reply(qtbot, win, text)
+    wait_reply(qtbot, win)

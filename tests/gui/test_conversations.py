@@ -30,13 +30,13 @@ def sidebar_titles(win: MainWindow) -> list[str]:
 
 def test_conversations_are_listed_and_reopened(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "What is the capital of France?")
-    first = window.session.conv_id
+    first = window.chats.session.conv_id
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     chat(qtbot, window, "Name a colour.")
     assert sidebar_titles(window) == ["Name a colour.", "What is the capital of France?"]
-    window.open_conversation(first)
+    window.chats.open(first)
     assert window.chat.bubbles[0].text == "What is the capital of France?"
-    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert [m.role for m in window.chats.session.turns()] == ["user", "assistant"]
 
 
 def test_regenerate_makes_a_branch_you_can_page_through(qtbot: QtBot, window: MainWindow) -> None:
@@ -50,33 +50,34 @@ def test_regenerate_makes_a_branch_you_can_page_through(qtbot: QtBot, window: Ma
     qtbot.mouseClick(reply.previous_button, Qt.MouseButton.LeftButton)
     reply = window.chat.bubbles[-1]
     assert reply.sibling_label.text() == "1/2" and reply.text == first
-    assert window.turns[-1].content == first  # the branch on screen is what the model sees
+    # the branch on screen is what the model sees
+    assert window.chats.session.turns()[-1].content == first
 
 
 def test_search_opens_the_conversation_at_the_match(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "Tell me about the zeppelin.")
-    target = window.session.conv_id
+    target = window.chats.session.conv_id
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     chat(qtbot, window, "Name a colour.")
     dialog = SearchDialog(window.store, window)
-    dialog.hit_chosen.connect(window.open_conversation)
+    dialog.hit_chosen.connect(window.chats.open)
     dialog.query.setText("zeppelin")
     dialog.run_query()
     assert dialog.results.count() >= 1
     dialog._choose(dialog.results.item(0))
-    assert window.session.conv_id == target
+    assert window.chats.session.conv_id == target
     assert window.chat.bubbles[0].text == "Tell me about the zeppelin."
 
 
 def test_delete_offers_undo(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "Remember this.")
-    conv = window.session.conv_id
-    window._delete_conversation(conv)
+    conv = window.chats.session.conv_id
+    window.history.delete(conv)
     assert sidebar_titles(window) == [] and not window.chat.bubbles
-    assert window.undo_button.isVisible()
-    qtbot.mouseClick(window.undo_button, Qt.MouseButton.LeftButton)
+    assert window.banner.action_button.isVisible()
+    qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert sidebar_titles(window) == ["Remember this."]
-    assert window.session.conv_id == conv and window.chat.bubbles[0].text == "Remember this."
+    assert window.chats.session.conv_id == conv and window.chat.bubbles[0].text == "Remember this."
 
 
 def test_replies_survive_a_restart(qtbot: QtBot, window: MainWindow) -> None:
@@ -90,8 +91,8 @@ def test_replies_survive_a_restart(qtbot: QtBot, window: MainWindow) -> None:
         assert [m.content for m in path] == ["What is the capital of France?", reply]
         assert path[-1].status == "complete"
         prov = path[-1].provenance
-        assert prov["model"]["file"].endswith(".gguf") and prov["sampling"]["temperature"] == 0
-        assert prov["stats"]["generated_tokens"] > 0 and "seed" in prov
+        assert prov.model.file.endswith(".gguf") and prov.sampling.temperature == 0
+        assert prov.stats.generated_tokens > 0 and prov.seed == 7 and prov.finish == "stop"
     finally:
         store.close()
 
@@ -106,7 +107,7 @@ def test_editing_a_question_makes_a_branch(
     wait_reply(qtbot, window)
     question, reply = window.chat.bubbles
     assert question.text == "Name a fruit." and question.sibling_label.text() == "2/2"
-    assert reply.text and window.turns[0].content == "Name a fruit."
+    assert reply.text and window.chats.session.turns()[0].content == "Name a fruit."
     qtbot.mouseClick(question.previous_button, Qt.MouseButton.LeftButton)
     assert [b.text for b in window.chat.bubbles][:1] == ["Name a colour."]
     assert len(window.chat.bubbles) == 2  # the original question with its own reply
@@ -122,8 +123,8 @@ def test_presets_fill_the_panel_and_stay_with_the_chat(
     assert window.panel.sampling().temperature == 1.0
     assert "imaginative" in window.panel.system_prompt()
     chat(qtbot, window, "Tell me a tale.")
-    assert window.last_request.sampling.temperature == 1.0
-    creative_chat = window.session.conv_id
+    assert window.chats.last_request.sampling.temperature == 1.0
+    creative_chat = window.chats.session.conv_id
     assert window.store.conversation(creative_chat).preset == "Creative"
 
     monkeypatch.setattr(QInputDialog, "getText",
@@ -136,40 +137,45 @@ def test_presets_fill_the_panel_and_stay_with_the_chat(
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     bar.combo.setCurrentIndex(names.index("Precise"))
     bar.combo.activated.emit(bar.combo.currentIndex())
-    window.open_conversation(creative_chat)  # reopening brings its preset back
-    assert window.panel.sampling().temperature == 1.0 and bar.combo.currentData() == "Creative"
+    assert window.panel.sampling().temperature == 0.2
+    window.chats.open(creative_chat)  # reopening brings its own settings back
+    assert window.panel.sampling().temperature == 0.4 and bar.combo.currentData() == "Mine"
 
 
 def test_export_and_import_through_the_window(
         qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     chat(qtbot, window, "Remember the word teapot.")
-    original = [(m.role, m.content) for m in window.session.path]
+    original = [(m.role, m.content) for m in window.chats.session.path]
     target = tmp_path / "chat.json"
     monkeypatch.setattr(QFileDialog, "getSaveFileName",
                         staticmethod(lambda *a, **k: (str(target), "Inglenook JSON (*.json)")))
-    window.export_conversation()
+    window.history.export_conversation()
     assert json.loads(target.read_text())["title"] == "Remember the word teapot."
     markdown = tmp_path / "chat.md"
     monkeypatch.setattr(QFileDialog, "getSaveFileName",
                         staticmethod(lambda *a, **k: (str(markdown), "Markdown (*.md)")))
-    window.export_conversation()
+    window.history.export_conversation()
     assert "teapot" in markdown.read_text()
     monkeypatch.setattr(QFileDialog, "getOpenFileName",
                         staticmethod(lambda *a, **k: (str(target), "")))
-    before = window.session.conv_id
-    window.import_conversations()
-    assert window.session.conv_id != before
-    assert [(m.role, m.content) for m in window.session.path] == original
+    before = window.chats.session.conv_id
+    window.history.import_conversations()
+    assert window.chats.session.conv_id != before
+    assert [(m.role, m.content) for m in window.chats.session.path] == original
     assert len(sidebar_titles(window)) == 2
 
 
 def test_details_show_how_a_reply_was_made(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "Hi")
-    window.show_details(window.chat.bubbles[-1])
+    window.chats.show_details(window.chat.bubbles[-1])
     dialog = window.findChild(DetailsDialog)
-    details = json.loads(dialog.text.toPlainText())
+    assert dialog.values["Outcome"].text() == "Complete"
+    assert dialog.values["Seed"].text() == "7"
+    assert dialog.values["File"].text().endswith(".gguf")
+    assert "generated" in dialog.values["Tokens"].text()
+    assert "tok/s" in dialog.values["Speed"].text()
+    details = json.loads(dialog.as_json())  # the record as stored, for bug reports
     assert details["status"] == "complete" and details["seed"] == 7
-    assert details["model"]["file"].endswith(".gguf") and "tok/s" not in details
     assert details["stats"]["generated_tokens"] > 0
     dialog.close()
 
@@ -182,19 +188,19 @@ def test_delete_from_here_removes_the_rest_of_the_branch(
                         staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes))
     qtbot.mouseClick(window.chat.bubbles[2].delete_button, Qt.MouseButton.LeftButton)
     assert [b.text for b in window.chat.bubbles][:1] == ["First question."]
-    assert len(window.chat.bubbles) == 2 and len(window.session.path) == 2
+    assert len(window.chat.bubbles) == 2 and len(window.chats.session.path) == 2
 
 
 def test_reply_provenance_names_the_model_file_and_its_sha256(
         qtbot: QtBot, window: MainWindow, bundled_model) -> None:
-    qtbot.waitUntil(lambda: bool(window._model_sha256), timeout=60_000)
+    qtbot.waitUntil(lambda: bool(window.models.sha256), timeout=60_000)
     chat(qtbot, window, "Hi")
-    model = window.session.path[-1].provenance["model"]
-    assert model["sha256"] == hashlib.sha256(bundled_model.read_bytes()).hexdigest()
-    assert model["quantization"] == "Q4_1"
+    model = window.chats.session.path[-1].provenance.model
+    assert model.sha256 == hashlib.sha256(bundled_model.read_bytes()).hexdigest()
+    assert model.quantization == "Q4_1"
 
 
 def test_default_settings_are_shown_as_the_balanced_preset(window: MainWindow) -> None:
-    window.apply_preset(next(p for p in window.store.presets() if p.name == "Balanced"))
-    window.refresh_presets()
+    window.side.apply_preset(next(p for p in window.store.presets() if p.name == "Balanced"))
+    window.side.refresh_presets()
     assert window.preset_bar.combo.currentData() == "Balanced"

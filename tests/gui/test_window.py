@@ -1,4 +1,5 @@
-"""The real window with the real engine: send, stream, stop, regenerate, settings, crashes."""
+"""The window: send, stream, stop, regenerate, settings, crashes (fake engine unless it is
+llama.cpp's behaviour that is under test: `real_window`)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,26 @@ from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
 from pytestqt.qtbot import QtBot
 
 from inglenook.ui.main_window import MainWindow
-from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply, wait_reply
+from tests.gui.conftest import (
+    LOAD_TIMEOUT_MS,
+    REPLY_TIMEOUT_MS,
+    Script,
+    start_reply,
+    wait_reply,
+)
 
 send = start_reply
 
 
 def test_bundled_model_is_listed_and_loaded(window: MainWindow) -> None:
     assert "bundled" in window.picker.itemText(0)
-    assert window.model is not None and "SmolLM2" in window.model.name
+    assert window.models.model is not None and "SmolLM2" in window.models.model.name
     assert "SmolLM2" in window.model_label.text()
     assert "/ 2,048" in window.context_label.text()
 
 
-def test_send_streams_a_reply_into_a_bubble(qtbot: QtBot, window: MainWindow) -> None:
+def test_send_streams_a_reply_into_a_bubble(qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
     send(qtbot, window, "What is the capital of France?")
     assert window.composer.button.text() == "Stop"
     qtbot.waitUntil(lambda: len(window.chat.bubbles) == 2 and bool(window.chat.bubbles[1].text),
@@ -30,7 +38,7 @@ def test_send_streams_a_reply_into_a_bubble(qtbot: QtBot, window: MainWindow) ->
     assert "Paris" in reply.text
     assert "tok/s" in reply.stats_label.text() and "TTFT" in reply.stats_label.text()
     assert window.composer.button.text() == "Send"
-    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert [m.role for m in window.chats.session.turns()] == ["user", "assistant"]
     assert window.composer.edit.toPlainText() == ""
 
 
@@ -42,26 +50,28 @@ def test_shift_enter_is_a_newline(qtbot: QtBot, window: MainWindow) -> None:
     assert not window.chat.bubbles
 
 
-def test_follow_up_uses_the_conversation(qtbot: QtBot, window: MainWindow) -> None:
+def test_follow_up_uses_the_conversation(qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
     send(qtbot, window, "What is the capital of France?")
     wait_reply(qtbot, window)
     send(qtbot, window, "And what is the capital of Germany?")
     wait_reply(qtbot, window)
-    request = window.last_request
+    request = window.chats.last_request
     assert request is not None
     assert [m.role for m in request.messages] == ["system", "user", "assistant", "user"]
     assert "cached" in window.chat.bubbles[-1].stats_label.text()
 
 
-def test_escape_stops_and_keeps_the_partial_reply(qtbot: QtBot, window: MainWindow) -> None:
-    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
+def test_escape_stops_and_keeps_the_partial_reply(
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    script.write(default={"text": "Once upon a time " * 200, "token_ms": 5})
     send(qtbot, window, "Write a long story about a dragon who bakes bread.")
     qtbot.waitUntil(lambda: len(window.chat.bubbles[-1].text) > 30, timeout=REPLY_TIMEOUT_MS)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
     assert blocker.args[1].reason == "cancelled"
     reply = window.chat.bubbles[-1]
-    assert reply.text and window.turns[-1].content == reply.text
+    assert reply.text and window.chats.session.turns()[-1].content == reply.text
     assert reply.notice.isVisible() and "Stopped" in reply.notice.text()
 
 
@@ -73,7 +83,7 @@ def test_regenerate_replaces_the_last_reply(qtbot: QtBot, window: MainWindow) ->
         qtbot.mouseClick(window.chat.bubbles[-1].regenerate_button, Qt.MouseButton.LeftButton)
     wait_reply(qtbot, window)
     assert len(window.chat.bubbles) == 2
-    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert [m.role for m in window.chats.session.turns()] == ["user", "assistant"]
     assert window.chat.bubbles[-1].text == first  # greedy: the same reply again
 
 
@@ -83,27 +93,27 @@ def test_side_panel_changes_reach_the_request(qtbot: QtBot, window: MainWindow) 
     window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(16)
     send(qtbot, window, "Hello!")
     wait_reply(qtbot, window)
-    sampling = window.last_request.sampling
+    sampling = window.chats.last_request.sampling
     assert (sampling.temperature, sampling.top_k, sampling.max_tokens) == (1.3, 7, 16)
     assert window.chat.bubbles[-1].stats_label.text().startswith(
         tuple(f"{n} tokens" for n in range(1, 17)))
 
 
 def test_killed_engine_leaves_the_window_up_and_the_chat_intact(
-        qtbot: QtBot, window: MainWindow) -> None:
-    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    script.write(default={"text": "Once upon a time " * 200, "token_ms": 5})
     send(qtbot, window, "Write a long story about a dragon who bakes bread.")
     qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
     with qtbot.waitSignal(window.engine_lost, timeout=REPLY_TIMEOUT_MS):
         window.worker.client.kill()
     wait_reply(qtbot, window)
     assert window.banner.isVisible() and "stopped unexpectedly" in window.banner.text()
-    assert window.reload_button.isVisible()
+    assert window.banner.action_button.isVisible()
     assert window.chat.bubbles[0].text.startswith("Write a long story")
     assert window.chat.bubbles[1].text  # what was streamed stays
     assert not window.composer.button.isEnabled()
-    qtbot.mouseClick(window.reload_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.model is not None, timeout=LOAD_TIMEOUT_MS)
+    qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.models.model is not None, timeout=LOAD_TIMEOUT_MS)
     assert not window.banner.isVisible()
     send(qtbot, window, "Hello again.")
     wait_reply(qtbot, window)
@@ -114,31 +124,39 @@ def test_new_chat_clears_the_conversation(qtbot: QtBot, window: MainWindow) -> N
     send(qtbot, window, "Hi")
     wait_reply(qtbot, window)
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
-    assert not window.chat.bubbles and not window.turns
+    assert not window.chat.bubbles and not window.chats.session.turns()
 
 
-def test_new_chat_while_a_reply_streams_leaves_the_old_reply_behind(
-        qtbot: QtBot, window: MainWindow) -> None:
-    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(400)
+def test_new_chat_while_a_reply_streams_leaves_the_old_reply_running(
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    story_text = " ".join(f"Word{i}" for i in range(40))  # under the 48-token limit
+    script.write([{"match": "dragon", "text": story_text, "token_ms": 10}])
     send(qtbot, window, "Write a long story about a dragon who bakes bread.")
+    story = window.chats.session
     qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     assert window.composer.button.text() == "Send" and window.composer.button.isEnabled()
+    assert story.reply is not None  # still being written
     send(qtbot, window, "Hi")
     wait_reply(qtbot, window)
-    assert [m.role for m in window.last_request.messages] == ["system", "user"]
-    assert [m.role for m in window.turns] == ["user", "assistant"]
+    assert [m.role for m in window.chats.last_request.messages] == ["system", "user"]
+    assert [m.role for m in window.chats.session.turns()] == ["user", "assistant"]
     assert len(window.chat.bubbles) == 2
+    qtbot.waitUntil(lambda: story.reply is None, timeout=REPLY_TIMEOUT_MS)
+    assert story.path[-1].content == story_text  # written to the end, not cut
+    assert story.path[-1].provenance.finish == "stop"
 
 
-def test_a_failed_reply_does_not_break_the_next_message(qtbot: QtBot, window: MainWindow) -> None:
+def test_a_failed_reply_does_not_break_the_next_message(
+        qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
     send(qtbot, window, "word " * 3000)  # does not fit the 2,048-token context
     wait_reply(qtbot, window)
     failed = window.chat.bubbles[-1]
     assert failed.notice.isVisible() and "context" in failed.notice.text()
     send(qtbot, window, "Hello!")
     wait_reply(qtbot, window)
-    assert [m.role for m in window.last_request.messages] == ["system", "user"]
+    assert [m.role for m in window.chats.last_request.messages] == ["system", "user"]
     assert window.chat.bubbles[-1].text
 
 

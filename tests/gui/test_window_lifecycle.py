@@ -38,7 +38,7 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
         monkeypatch: pytest.MonkeyPatch) -> None:
     send(qtbot, window, "What is the capital of France?")
     bubbles_before = [(b.role, b.text) for b in window.chat.bubbles]
-    turns_before = list(window.turns)
+    turns_before = list(window.chats.session.turns())
     assert len(bubbles_before) == 2 and bubbles_before[1][1]
     # The model that loaded is remembered for the next start (saved after a short debounce).
     qtbot.waitUntil(lambda: load_settings().last_model == str(bundled_model),
@@ -59,9 +59,9 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
 
     monkeypatch.setattr(client, "_send", send_and_note)
     os.kill(pid, signal.SIGSTOP)
-    window.load_model(str(bundled_model))
+    window.models.load(str(bundled_model))
     qtbot.waitUntil(load_sent.is_set, timeout=LOAD_TIMEOUT_MS)
-    assert window.loading and not window.composer.button.isEnabled()
+    assert window.models.is_loading and not window.composer.button.isEnabled()
     with qtbot.waitSignal(window.engine_lost, timeout=LOAD_TIMEOUT_MS) as lost:
         os.kill(pid, signal.SIGKILL)
 
@@ -69,31 +69,32 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
     assert window.isVisible()
     assert window.banner.isVisible() and "stopped unexpectedly" in window.banner.text()
     assert "conversation is safe" in window.banner.text()
-    assert window.reload_button.isVisible()
+    assert window.banner.action_button.isVisible()
     assert [(b.role, b.text) for b in window.chat.bubbles] == bubbles_before
-    assert window.turns == turns_before
-    assert window.model is None and not window.loading
+    assert window.chats.session.turns() == turns_before
+    assert window.models.model is None and not window.models.is_loading
     assert window.model_label.text() == "No model"
     assert not window.composer.button.isEnabled()
     assert not window.progress.isVisible()
     # A model that was loading when the engine died is not retried on the next start.
-    assert window.settings.last_model == ""
+    assert window.side.settings.last_model == ""
     qtbot.waitUntil(lambda: load_settings().last_model == "", timeout=LOAD_TIMEOUT_MS)
     # That took the save's debounce (half a second): nothing was reloaded by itself meanwhile.
-    assert window.model is None and not window.loading
+    assert window.models.model is None and not window.models.is_loading
     assert not client.alive and client.pid == pid
-    assert window.banner.isVisible() and window.reload_button.isVisible()
+    assert window.banner.isVisible() and window.banner.action_button.isVisible()
 
     # The way back is the Reload button.
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
-        qtbot.mouseClick(window.reload_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert ready.args[0].path == str(bundled_model)
     assert client.alive and client.pid != pid
-    assert not window.banner.isVisible() and not window.reload_button.isVisible()
-    assert window.settings.last_model == str(bundled_model)
+    assert not window.banner.isVisible() and not window.banner.action_button.isVisible()
+    assert window.side.settings.last_model == str(bundled_model)
     send(qtbot, window, "And what is the capital of Germany?")
     assert len(window.chat.bubbles) == 4 and window.chat.bubbles[-1].text
-    assert [m.role for m in window.last_request.messages] == ["system", "user", "assistant", "user"]
+    roles = [m.role for m in window.chats.last_request.messages]
+    assert roles == ["system", "user", "assistant", "user"]
 
 
 # ---- settings across restarts ------------------------------------------------------------------
@@ -117,11 +118,11 @@ def test_panel_settings_survive_a_restart(
     again.show()
     assert again.panel.findChild(QDoubleSpinBox, "temperature_spin").value() == 1.3
     assert again.panel.findChild(QPlainTextEdit, "system_prompt_edit").toPlainText() == prompt
-    qtbot.waitUntil(lambda: again.model is not None, timeout=LOAD_TIMEOUT_MS)
-    assert again.model.path == str(bundled_model)  # the last model is loaded again
-    assert again.model.n_ctx == 2048
+    qtbot.waitUntil(lambda: again.models.model is not None, timeout=LOAD_TIMEOUT_MS)
+    assert again.models.model.path == str(bundled_model)  # the last model is loaded again
+    assert again.models.model.n_ctx == 2048
     send(qtbot, again, "Hello!")
-    request = again.last_request
+    request = again.chats.last_request
     assert request.sampling.temperature == 1.3
     assert request.messages[0].role == "system" and request.messages[0].content == prompt
     again.close()
@@ -214,7 +215,7 @@ def test_a_model_without_a_chat_template_says_it_uses_chatml(
         qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
     copy = rewrite_metadata(bundled_model, paths.models_dir() / "SmolLM2-no-template.gguf",
                             {"tokenizer.chat_template": None})
-    window.refresh_models()
+    window.models.refresh()
     index = window.picker.findData(str(copy))
     assert index == 1  # right after the bundled model, which stays selected
     assert window.picker.currentIndex() == 0
@@ -241,7 +242,7 @@ def test_a_model_without_a_chat_template_says_it_uses_chatml(
 
 def test_per_model_defaults_are_used_when_the_model_loads(
         qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
-    window.edit_model_defaults(str(bundled_model))
+    window.side.edit_model_defaults(str(bundled_model))
     dialog = window.findChild(ModelDefaultsDialog)
     dialog.context.setValue(1024)
     dialog.preset.setCurrentIndex(dialog.preset.findData("Precise"))
@@ -253,7 +254,7 @@ def test_per_model_defaults_are_used_when_the_model_loads(
     assert not dialog.isVisible()
     qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).n_ctx == 1024)
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
-        qtbot.mouseClick(window.reload_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     info = ready.args[0]
     assert info.n_ctx == 1024 and info.template_source == "override"
     assert window.preset_bar.combo.currentData() == "Precise"

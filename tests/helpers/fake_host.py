@@ -64,7 +64,9 @@ class FakeHost:
             architecture=header.architecture, size_bytes=header.file_size, n_ctx=n_ctx,
             n_ctx_train=header.context_length, n_threads=1, n_gpu_layers=0,
             gpu_offload_supported=False, flash_attn=params.flash_attn,
-            kv_cache_type=params.kv_cache_type, template_source="gguf",
+            kv_cache_type=params.kv_cache_type,
+            template_source="override" if params.chat_template
+            else "gguf" if header.chat_template else "chatml",
             quantization=header.quantization)
         self.send(p.Loaded(self.model))
 

@@ -5,7 +5,7 @@ Stored as JSON with these keys (unchanged since the first release, so old rows r
              kv_cache_type, flash_attn, template}   (very old rows: just the name, a string)
   sampling  SamplingParams.to_dict()      system_prompt  str
   stats     Stats as a dict               seed           int
-  finish    stop | length | cancelled | error          error  str (why it failed)
+  finish    stop | length | cancelled | error   error  str (why it failed or was stopped)
 Keys this version does not know are kept in `extra` and written back unchanged.
 """
 
@@ -85,7 +85,7 @@ class Provenance:
             if request is not None else "",
             stats=stats, seed=stats.seed if stats is not None else None,
             finish=finish.reason if finish is not None else None,
-            error=finish.message if finish is not None and finish.reason == "error" else "")
+            error=finish.message if finish is not None else "")
 
     @property
     def model_name(self) -> str:

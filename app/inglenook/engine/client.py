@@ -59,6 +59,9 @@ class EngineClient:
         self._cancel_at: dict[int, float] = {}
         self.ready: p.Ready | None = None
         self.model: ModelInfo | None = None
+        # Called from a reader thread the moment a host process ends (crash or shutdown), so
+        # a host that dies while idle is noticed at once, not at the next request.
+        self.on_exit: Callable[[], None] | None = None
 
     # ---- process -------------------------------------------------------------------------
     @property
@@ -84,7 +87,8 @@ class EngineClient:
         finally:
             log.close()
         self._inbox = queue.Queue()
-        threading.Thread(target=self._read_events, args=(self._proc, self._inbox),
+        threading.Thread(target=self._read_events,
+                         args=(self._proc, self._inbox, self._exited),
                          daemon=True, name="engine-events").start()
         event = self._next(START_TIMEOUT_S)
         if not isinstance(event, p.Ready):
@@ -93,7 +97,8 @@ class EngineClient:
         return event
 
     @staticmethod
-    def _read_events(proc: subprocess.Popen[bytes], inbox: queue.Queue[Any]) -> None:
+    def _read_events(proc: subprocess.Popen[bytes], inbox: queue.Queue[Any],
+                     on_exit: Callable[[], None] | None) -> None:
         assert proc.stdout is not None
         try:
             while (event := p.read_frame(proc.stdout)) is not None:
@@ -101,6 +106,8 @@ class EngineClient:
         except (p.ProtocolError, OSError, ValueError):
             pass
         inbox.put(_Ended())
+        if on_exit is not None:
+            on_exit()
 
     def _next(self, timeout: float | None = None) -> Any:
         try:
@@ -140,6 +147,17 @@ class EngineClient:
                 p.write_frame(proc.stdin, message)
         except (OSError, ValueError) as exc:  # ValueError: stdin closed meanwhile
             raise EngineCrashed(f"The engine stopped unexpectedly ({exc}).") from exc
+
+    def _exited(self) -> None:
+        if self.on_exit is not None:
+            self.on_exit()
+
+    def check(self) -> None:
+        """Raise EngineCrashed if the host died while a model was loaded (the reason is read
+        from its exit status and log). Call from the thread that drives the client."""
+        if self._proc is not None and self.model is not None and not self.alive:
+            while self._next(1.0) is not None:  # events left before the end: skipped
+                pass
 
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
@@ -219,6 +237,18 @@ class EngineClient:
             raise exc
         finally:
             self._cancel_at.pop(rid, None)
+
+    def inspect(self, request: GenerationRequest) -> p.PromptView:
+        """The prompt the model would see for this request, after context fitting, token by
+        token; nothing is generated. Raises EngineError when there is none (no model loaded, a
+        template error, a message longer than the context)."""
+        self._send(p.Inspect(request))
+        while True:
+            event = self._next()
+            if isinstance(event, p.PromptView) and event.request_id == request.request_id:
+                if event.error:
+                    raise EngineError(event.error)
+                return event
 
     def _cancel_overdue(self, rid: int, grace: float) -> bool:
         at = self._cancel_at.get(rid)

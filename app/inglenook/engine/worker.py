@@ -1,23 +1,27 @@
-"""The window's link to the engine: a QObject on its own QThread that drives EngineClient.
+"""The window's link to the engine: Qt signals over the Qt-free scheduler and client.
 
-Requests arrive as queued signals, so they run one after another on the worker thread and the
-GUI thread never waits. Stop is a direct call (`cancel`): a queued stop would sit behind the very
+Every engine call runs on the scheduler's thread (engine/scheduler.py), one at a time, so the GUI
+thread never waits. The signals below are emitted from that thread; Qt queues them to receivers
+on the GUI thread. Stop is a direct call (`cancel`): a queued stop would sit behind the very
 generation it should stop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineCrashed, EngineError
+from inglenook.engine.scheduler import Job, QueueState, Scheduler
 
 DELTA_INTERVAL_S = 0.03  # the GUI repaints at most ~30 times a second
+RESTARTED = "The engine was restarted to stop a reply that would not stop."
 
 
 class EngineWorker(QObject):
@@ -28,17 +32,15 @@ class EngineWorker(QObject):
         model_loading(str, float): path and load progress 0..1.
         model_loaded(object): ModelInfo of the model now loaded.
         model_load_failed(str, str): path and a message for the user.
-        generation_started(int): request id.
+        generation_started(int): request id; the engine began on it.
         prompt_progress(int, int, int): request id, prompt tokens evaluated, to evaluate.
         token_delta(int, str): request id and new text (whole characters, batched ~30 ms).
         generation_stats(int, object): request id and Stats.
-        generation_finished(int, object): request id and Finish; exactly once per request.
+        generation_finished(int, object): request id and Finish; exactly once per request,
+            also for one cancelled while it waited.
         engine_crashed(str): the host died; the model must be loaded again.
+        queue_changed(object): scheduler.QueueState: which request runs, which wait.
     """
-
-    load_requested = Signal(object)
-    unload_requested = Signal()
-    generate_requested = Signal(object)
 
     engine_ready = Signal(object)
     model_loading = Signal(str, float)
@@ -50,48 +52,76 @@ class EngineWorker(QObject):
     generation_stats = Signal(int, object)
     generation_finished = Signal(int, object)
     engine_crashed = Signal(str)
+    queue_changed = Signal(object)
 
     def __init__(self, client: EngineClient | None = None) -> None:
         super().__init__()
         self.client = client or EngineClient()
-        self.load_requested.connect(self._load)
-        self.unload_requested.connect(self._unload)
-        self.generate_requested.connect(self._generate)
+        self.client.on_exit = self._host_exited
+        self.scheduler = Scheduler(self.client.cancel, self.queue_changed.emit)
+        self._last_load: LoadParams | None = None
+        self._crash_reported = False
+
+    # ---- asking (any thread; returns at once) -------------------------------------------
+    def load(self, params: LoadParams) -> None:
+        self.scheduler.submit(Job(lambda: self._load(params), owner="engine", exclusive=True))
+
+    def unload(self) -> None:
+        self.scheduler.submit(Job(self._unload, owner="engine", exclusive=True))
+
+    def generate(self, request: GenerationRequest, owner: str = "") -> None:
+        """Queue a reply; `owner` (a conversation, an API client) takes turns with the others."""
+        rid = request.request_id
+        self.scheduler.submit(Job(
+            lambda: self._generate(request), owner=owner, request_id=rid,
+            dropped=lambda: self.generation_finished.emit(rid, Finish("cancelled"))))
 
     def cancel(self, request_id: int) -> None:
-        """Direct call from the GUI thread; takes effect within one token."""
-        self.client.cancel(request_id)
+        """Stop a reply, waiting or running; takes effect within one token."""
+        self.scheduler.cancel(request_id)
 
-    @Slot(object)
+    def queue(self) -> QueueState:
+        return self.scheduler.state()
+
+    def close(self) -> None:
+        """Stop what runs, then the engine. Safe to call twice."""
+        state = self.scheduler.state()
+        if state.running and state.running[1] is not None:
+            self.client.cancel(state.running[1])
+        if not self.scheduler.close():
+            self.client.kill()  # a load cannot be interrupted; don't wait for it
+        self.client.on_exit = None
+        self.client.close()
+
+    # ---- on the engine thread -------------------------------------------------------------
     def _load(self, params: LoadParams) -> None:
         path = params.model_path
+        self._last_load = params
         self.model_loading.emit(path, 0.0)
         try:
             if self.client.ready is None or not self.client.alive:
                 self.engine_ready.emit(self.client.start())
+                self._crash_reported = False
             info = self.client.load(params, lambda f: self.model_loading.emit(path, f))
         except EngineCrashed as exc:
             self.model_load_failed.emit(path, str(exc))
-            self.engine_crashed.emit(str(exc))
+            self._crashed(str(exc))
         except EngineError as exc:
             self.model_load_failed.emit(path, str(exc))
         else:
             self.model_loaded.emit(info)
 
-    @Slot()
     def _unload(self) -> None:
         try:
             self.client.unload()
         except EngineCrashed as exc:
-            self.engine_crashed.emit(str(exc))
+            self._crashed(str(exc))
 
-    @Slot(object)
     def _generate(self, request: GenerationRequest) -> None:
         rid = request.request_id
         pending: list[str] = []
         last_emit = 0.0
         finish = Finish("error", "The engine ended the reply without a reason.")
-        crashed = False
         try:
             for event in self.client.generate(request):
                 if isinstance(event, p.Delta):
@@ -115,37 +145,36 @@ class EngineWorker(QObject):
                     finish = event.finish
         except EngineCrashed as exc:
             finish = Finish("error", str(exc))
-            crashed = True
-            self.engine_crashed.emit(str(exc))
+            self._crashed(str(exc))
         except EngineError as exc:
             finish = Finish("error", str(exc))
         except Exception as exc:  # generation_finished must fire whatever happens
             finish = Finish("error", f"Unexpected error: {exc}")
         if pending:
             self.token_delta.emit(rid, "".join(pending))
+        if not self.client.alive and not self._crash_reported and self._last_load is not None:
+            # The stop watchdog killed a stuck host: the reply is marked stopped (the client
+            # says so) and the model comes back by itself.
+            finish = Finish("cancelled", RESTARTED)
+            self.generation_finished.emit(rid, finish)
+            self.engine_crashed.emit(RESTARTED)
+            self._crash_reported = True
+            self._load(self._last_load)
+            return
         self.generation_finished.emit(rid, finish)
-        if not crashed and not self.client.alive:
-            # The stop watchdog killed a stuck host: the model is gone.
-            self.engine_crashed.emit("The engine was restarted to stop the reply.")
 
+    def _host_exited(self) -> None:
+        """From the client's reader thread: check on the engine thread once it is free."""
+        with contextlib.suppress(RuntimeError):  # the scheduler closed: we are shutting down
+            self.scheduler.submit(Job(self._check_alive, owner="engine", exclusive=True))
 
-class EngineThread:
-    """Owns the worker's QThread: start it, and stop it cleanly when the window closes."""
+    def _check_alive(self) -> None:
+        try:
+            self.client.check()
+        except EngineCrashed as exc:
+            self._crashed(str(exc))
 
-    def __init__(self, worker: EngineWorker) -> None:
-        self.worker = worker
-        self.thread = QThread()
-        self.thread.setObjectName("engine-worker")
-        worker.moveToThread(self.thread)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self, current_request: int | None = None) -> None:
-        if current_request is not None:
-            self.worker.cancel(current_request)
-        self.thread.quit()
-        if not self.thread.wait(10_000):
-            self.worker.client.kill()
-            self.thread.wait(5_000)
-        self.worker.client.close()
+    def _crashed(self, message: str) -> None:
+        if not self._crash_reported:
+            self._crash_reported = True
+            self.engine_crashed.emit(message)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from inglenook.store import Store
+from inglenook.store.transfer import read_import
 
 
 def export_conversation(store: Store, conv_id: int, parent: QWidget) -> Path | None:
@@ -41,12 +43,18 @@ def export_everything(store: Store, parent: QWidget) -> Path | None:
 
 
 def import_conversations(store: Store, parent: QWidget) -> list[int]:
-    """Import one exported conversation or a whole archive; returns the new ids."""
+    """Import an Inglenook export (one conversation or an archive) or ChatGPT's
+    conversations.json, all or nothing; returns the new ids. A file that cannot be imported
+    raises InvalidImport (a ValueError) with the reason in one line."""
     path, _ = QFileDialog.getOpenFileName(parent, "Import conversations", str(Path.home()),
-                                          "Inglenook JSON (*.json)")
+                                          "JSON (*.json)")
     if not path:
         return []
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if isinstance(data, dict) and "conversations" in data:
-        return store.import_all(data)
-    return [store.import_json(data)]
+    batch = read_import(path)
+    ids = store.import_batch(batch)
+    if batch.notes:  # what was left out or repaired: say so, without blocking the window
+        box = QMessageBox(QMessageBox.Icon.Information, "Import conversations",
+                          batch.summary(), QMessageBox.StandardButton.Ok, parent)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+    return ids

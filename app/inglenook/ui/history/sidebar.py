@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QPoint, QRectF, Qt, Signal
+from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
@@ -21,6 +21,28 @@ from PySide6.QtWidgets import (
 from inglenook.store import ConversationSummary
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+ACTIVITY_TIPS = {"generating": "Writing a reply…",
+                 "waiting": "Waiting for another chat's reply to finish"}
+
+
+def activity_icon(kind: str) -> QIcon:
+    """A dot for a chat that is writing a reply, a ring for one whose reply waits its turn."""
+    size = 12
+    pixmap = QPixmap(size, size)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    ember = QColor("#c8642d")
+    if kind == "generating":
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(ember)
+        painter.drawEllipse(QRectF(2, 2, size - 4, size - 4))
+    else:
+        painter.setPen(QPen(ember, 1.5))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawEllipse(QRectF(2.5, 2.5, size - 5, size - 5))
+    painter.end()
+    return QIcon(pixmap)
 
 
 def day_group(timestamp: float, today: dt.date | None = None) -> str:
@@ -83,6 +105,8 @@ class ConversationSidebar(QWidget):
         layout.addWidget(self.list, 1)
         self._pinned: dict[int, bool] = {}
         self._titles: dict[int, str] = {}
+        self._activity: dict[int, str] = {}
+        self._icons = {kind: activity_icon(kind) for kind in ACTIVITY_TIPS}
         self.setMinimumWidth(220)
         self.setMaximumWidth(320)
 
@@ -110,11 +134,35 @@ class ConversationSidebar(QWidget):
             item.setData(ID_ROLE, conv.id)
             item.setToolTip(conv.title)
             self.list.addItem(item)
+            self._decorate(item)
             if conv.id == current:
                 item.setSelected(True)
                 self.list.setCurrentItem(item)
         self.list.setUpdatesEnabled(True)
         self.hint.setVisible(not conversations)
+
+    def set_activity(self, activity: dict[int, str]) -> None:
+        """Mark chats whose reply is being written ("generating") or waits ("waiting")."""
+        self._activity = dict(activity)
+        for row in range(self.list.count()):
+            self._decorate(self.list.item(row))
+
+    def _decorate(self, item: QListWidgetItem) -> None:
+        conv_id = item.data(ID_ROLE)
+        if conv_id is None:
+            return
+        kind = self._activity.get(int(conv_id))
+        title = self._titles.get(int(conv_id), "")
+        item.setIcon(self._icons[kind] if kind else QIcon())
+        item.setToolTip(f"{title}\n{ACTIVITY_TIPS[kind]}" if kind else title)
+
+    def activity(self, conv_id: int) -> str:
+        return self._activity.get(conv_id, "")
+
+    def order(self) -> list[int]:
+        """Conversation ids in the order shown (pinned first, then by day)."""
+        ids = (self.list.item(row).data(ID_ROLE) for row in range(self.list.count()))
+        return [int(i) for i in ids if i is not None]
 
     def select(self, conv_id: int | None) -> None:
         for row in range(self.list.count()):

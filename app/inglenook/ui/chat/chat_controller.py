@@ -1,0 +1,440 @@
+"""The chat on screen, and every reply in flight.
+
+Binds the visible ChatSession to the chat view, the composer and the context meter, and routes
+the engine's events to the session each reply belongs to — on screen or not. Switching chats
+changes which session the views show; replies keep going, queued one at a time by the engine's
+scheduler, and the sidebar marks the chats that are writing or waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox, QProgressBar, QWidget
+
+from inglenook.core.load import ModelInfo
+from inglenook.core.messages import GenerationRequest
+from inglenook.core.replies import Finish, Stats
+from inglenook.core.session import ChatSession, ChatSettings, Sessions
+from inglenook.engine.scheduler import QueueState
+from inglenook.engine.worker import EngineWorker
+from inglenook.store import Preset, Store, StoredMessage, StoreError
+from inglenook.ui.chat.chat_view import ChatView, MessageBubble
+from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.chat.queue_notice import QueueNotice
+from inglenook.ui.widgets.banner import Banner
+
+CLOSED = "Stopped: Inglenook was closed while this reply was being written."
+OWNER = "chat:"
+
+
+def owner_of(session: ChatSession) -> str:
+    """Who a reply belongs to, for the engine's scheduler (chats take turns by owner)."""
+    return f"{OWNER}{session.conv_id}"
+
+
+def conversation_of(owner: str) -> int | None:
+    rest = owner[len(OWNER):]
+    return int(rest) if owner.startswith(OWNER) and rest.isdigit() else None
+
+
+class ChatController(QObject):
+    """`model()` gives the loaded model and its sha256 (or None, ""); `new_settings()` what a
+    new chat starts with; `presets()` the presets a stored chat may name.
+
+    Signals:
+        reply_started(int): a reply was queued for the engine; its request id.
+        reply_finished(int, object): a reply ended (any chat); its id and Finish.
+        session_changed(object): another ChatSession is on screen.
+        conversations_changed(): a conversation was created or retitled.
+        activity_changed(object): {conversation id: "generating" | "waiting"}.
+    """
+
+    reply_started = Signal(int)
+    reply_finished = Signal(int, object)
+    session_changed = Signal(object)
+    conversations_changed = Signal()
+    activity_changed = Signal(object)
+
+    def __init__(self, worker: EngineWorker, store: Store, view: ChatView, composer: Composer,
+                 queue_notice: QueueNotice, banner: Banner, status: QLabel,
+                 progress: QProgressBar, meter: QLabel,
+                 model: Callable[[], tuple[ModelInfo | None, str]],
+                 new_settings: Callable[[], ChatSettings],
+                 presets: Callable[[], Sequence[Preset]], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.worker, self.store, self.view, self.composer = worker, store, view, composer
+        self.queue_notice, self.banner = queue_notice, banner
+        self.status, self.progress, self.meter = status, progress, meter
+        self._model, self._new_settings, self._presets = model, new_settings, presets
+        self._parent = parent
+        self.sessions = Sessions()
+        self.session = ChatSession(store, new_settings())
+        self._next_id = 0
+        self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
+        self._reply_bubble: MessageBubble | None = None
+        self._queue = QueueState(None, ())
+        self._can_send = False
+        self._flush_timer = QTimer(self, singleShot=True, interval=0)
+        self._flush_timer.timeout.connect(self._flush)
+        composer.send_requested.connect(self.send)
+        composer.stop_requested.connect(self.stop)
+        queue_notice.stop_own.connect(self.stop)
+        queue_notice.stop_other.connect(self._stop_running)
+        worker.generation_started.connect(self._on_started)
+        worker.prompt_progress.connect(self._on_prompt_progress)
+        worker.token_delta.connect(self._on_delta)
+        worker.generation_stats.connect(self._on_stats)
+        worker.generation_finished.connect(self._on_finished)
+        worker.queue_changed.connect(self._on_queue)
+
+    # ---- which chat -----------------------------------------------------------------------
+    @property
+    def conv_id(self) -> int | None:
+        return self.session.conv_id
+
+    def new_chat(self) -> None:
+        """An empty chat on screen; replies elsewhere keep going."""
+        self._show(ChatSession(self.store, self._new_settings()))
+        self.composer.edit.setFocus()
+
+    def open(self, conv_id: int, message_id: int = 0) -> None:
+        """Show a conversation (at `message_id`, on its branch, when given)."""
+        if conv_id == self.session.conv_id and not message_id:
+            return
+        try:
+            session = self.sessions.find(conv_id) or ChatSession.open(
+                self.store, conv_id, self._presets(), self._new_settings())
+            if message_id and session.reply is None:
+                session.show_message(message_id)
+        except (StoreError, KeyError) as exc:
+            self.banner.show_message(f"Could not open the conversation: {exc}")
+            return
+        self._show(session)
+        if message_id:
+            self.view.scroll_to_message(message_id)
+
+    def _show(self, session: ChatSession) -> None:
+        previous = self.session
+        self._flush()
+        self.session = session
+        self.sessions.keep(session)
+        self.sessions.release(previous, session)
+        self.session_changed.emit(session)
+        self.render()
+
+    def render(self) -> None:
+        """Show the branch of the chat on screen, with its reply in flight if it has one."""
+        self._flush_timer.stop()
+        self._reply_bubble = None
+        self.view.clear()
+        reply = self.session.reply
+        for message in self.session.path:
+            bubble = self._add_bubble(message)
+            if reply is not None and message.id == reply.message_id:
+                self._reply_bubble = bubble
+                bubble.set_text(reply.text)
+                bubble.set_streaming(True)
+                if reply.stats is not None:
+                    bubble.set_stats(reply.stats)
+        for bubble in self.view.bubbles[:-1]:
+            bubble.regenerate_button.hide()
+        self.view.scroll_to_bottom()
+        self._update_controls()
+        self._show_waiting()
+        self.show_context()
+
+    # ---- the user -------------------------------------------------------------------------
+    def set_can_send(self, can_send: bool) -> None:
+        """False while no model is loaded (or one is loading)."""
+        self._can_send = can_send
+        self._update_controls()
+
+    def send(self, text: str) -> None:
+        session = self.session
+        if not self._can_send or session.reply is not None:
+            self.composer.edit.setPlainText(text)  # never lose what was typed
+            return
+        created = session.conv_id is None
+        try:
+            message = session.add_user(text)
+        except StoreError as exc:
+            self.composer.edit.setPlainText(text)
+            self.banner.show_message(f"Your message could not be saved, so it was not sent: "
+                                     f"{exc}")
+            return
+        if self.banner.kind == "error":
+            self.banner.clear()  # an old failure; this message went through
+        self.sessions.keep(session)
+        self._add_bubble(message)
+        if created:
+            self.conversations_changed.emit()
+        self._request_reply()
+
+    def regenerate(self) -> None:
+        session = self.session
+        if session.reply is not None or not self._can_send or not session.path:
+            return
+        if session.path[-1].role == "assistant":
+            self.view.remove_last()
+        self._request_reply()
+
+    def _request_reply(self) -> None:
+        session = self.session
+        self._next_id += 1
+        try:
+            request = session.begin_reply(self._next_id)
+        except StoreError as exc:
+            self.banner.show_message(f"Could not start the reply: {exc}")
+            return
+        if request is None:
+            return
+        self.last_request = request
+        self.sessions.keep(session)
+        for older in self.view.bubbles:
+            older.regenerate_button.hide()  # only the last reply can be regenerated
+        self._reply_bubble = self._add_bubble(session.path[-1])
+        self._reply_bubble.set_streaming(True)
+        self._update_controls()
+        self.worker.generate(request, owner_of(session))
+        self.reply_started.emit(request.request_id)
+
+    def stop(self) -> None:
+        """Stop the reply of the chat on screen (waiting or being written)."""
+        if self.session.reply is not None:
+            self.worker.cancel(self.session.reply.request_id)
+
+    def stop_conversation(self, conv_id: int) -> None:
+        session = self.sessions.find(conv_id)
+        if session is not None and session.reply is not None:
+            self.worker.cancel(session.reply.request_id)
+
+    def stop_all(self) -> None:
+        """Every reply, waiting or running (a new model is being loaded)."""
+        for session in self.sessions.replying():
+            if session.reply is not None:
+                self.worker.cancel(session.reply.request_id)
+
+    def _stop_running(self) -> None:
+        if self._queue.running and self._queue.running[1] is not None:
+            self.worker.cancel(self._queue.running[1])
+
+    def edit_message(self, bubble: MessageBubble) -> None:
+        if self.session.reply is not None or bubble.message_id is None or not self._can_send:
+            return
+        text, ok = QInputDialog.getMultiLineText(
+            self._parent, "Edit message", "Ask again (the original stays as a branch):",
+            bubble.text)
+        message_id = bubble.message_id
+        if ok and text.strip() and self._write(
+                lambda: self.session.edit_user(message_id, text.strip())):
+            self.render()
+            self._request_reply()
+
+    def show_sibling(self, bubble: MessageBubble, step: int) -> None:
+        if self.session.reply is None and bubble.message_id is not None and self._write(
+                lambda: self.session.select_sibling(bubble.message_id, step)):
+            self.render()
+
+    def delete_from(self, bubble: MessageBubble) -> None:
+        """Delete a message and everything after it on this branch, after asking."""
+        if self.session.reply is not None or bubble.message_id is None:
+            return
+        answer = QMessageBox.question(
+            self._parent, "Delete messages", "Delete this message and everything after it?")
+        message_id = bubble.message_id
+        if answer == QMessageBox.StandardButton.Yes and self._write(
+                lambda: self.session.delete_from(message_id)):
+            self.render()
+
+    def show_details(self, bubble: MessageBubble) -> None:
+        message = next((m for m in self.session.path if m.id == bubble.message_id), None)
+        if message is not None:
+            DetailsDialog(message, self._parent).open()
+
+    def _write(self, action: Callable[[], object]) -> bool:
+        try:
+            action()
+        except StoreError as exc:
+            self.banner.show_message(f"Could not save the conversation: {exc}")
+            return False
+        return True
+
+    # ---- the view -------------------------------------------------------------------------
+    def _add_bubble(self, message: StoredMessage) -> MessageBubble:
+        bubble = self.view.add_bubble(message.role, message.content)
+        bubble.message_id = message.id
+        bubble.set_siblings(message.sibling_index, message.sibling_count)
+        bubble.sibling_requested.connect(lambda step, b=bubble: self.show_sibling(b, step))
+        bubble.delete_requested.connect(lambda b=bubble: self.delete_from(b))
+        if message.role == "user":
+            bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
+            return bubble
+        model, _ = self._model()
+        bubble.author.setText(message.provenance.model_name
+                              or (model.name if model else "Assistant"))
+        bubble.stop_requested.connect(self.stop)
+        bubble.regenerate_requested.connect(self.regenerate)
+        bubble.details_requested.connect(lambda b=bubble: self.show_details(b))
+        bubble.regenerate_button.setEnabled(self._can_send)
+        provenance = message.provenance
+        if provenance.stats is not None:
+            bubble.set_stats(provenance.stats)
+        if message.status == "interrupted":
+            bubble.set_notice("Interrupted: the app closed while this reply was written.")
+        elif message.status == "error":
+            bubble.set_notice(provenance.error or "This reply failed.", "error")
+        elif provenance.finish in ("cancelled", "length"):
+            bubble.set_finish(Finish(provenance.finish, provenance.error))
+        return bubble
+
+    def _update_controls(self) -> None:
+        replying = self.session.reply is not None
+        self.composer.set_generating(replying)
+        self.composer.set_can_send(self._can_send)
+        if self.view.bubbles and not replying:
+            self.view.bubbles[-1].regenerate_button.setEnabled(self._can_send)
+
+    def show_context(self) -> None:
+        """Context used / context length for the chat on screen."""
+        model, _ = self._model()
+        if model is None:
+            self.meter.setText("")
+            return
+        used, exact = self._context_used()
+        self.meter.setText(f"Context {'' if exact else '≈'}{used:,} / {model.n_ctx:,}")
+        self.meter.setToolTip("Tokens of this conversation the model sees, of its context length"
+                              + ("" if exact else " (estimated until the next reply)"))
+
+    def _context_used(self) -> tuple[int, bool]:
+        reply = self.session.reply
+        if reply is not None and reply.stats is not None:
+            return reply.stats.context_used, True
+        last = self.session.path[-1] if self.session.path else None
+        if last is not None and last.provenance.stats is not None:
+            return last.provenance.stats.context_used, True
+        chars = sum(len(m.content) for m in self.session.messages())
+        return (chars + 3) // 4, not chars  # ~4 characters a token in English prose
+
+    def _show_waiting(self) -> None:
+        reply = self.session.reply
+        waiting = reply is not None and reply.phase == "waiting"
+        running = self._queue.running
+        if not waiting or running is None or running[0] == owner_of(self.session):
+            self.queue_notice.hide()
+            return
+        ahead = self._queue.waiting.index((owner_of(self.session), reply.request_id)) + 1 \
+            if (owner_of(self.session), reply.request_id) in self._queue.waiting else 1
+        self.queue_notice.show_waiting(self._title_of(running[0]), ahead)
+
+    def _title_of(self, owner: str) -> str:
+        conv_id = conversation_of(owner)
+        session = self.sessions.find(conv_id) if conv_id is not None else None
+        return session.title if session is not None else "another conversation"
+
+    # ---- the engine -----------------------------------------------------------------------
+    def _on_queue(self, state: QueueState) -> None:
+        self._queue = state
+        marks = [(owner, "waiting") for owner, _rid in state.waiting]
+        if state.running is not None:
+            marks.append((state.running[0], "generating"))
+        activity = {conv_id: kind for owner, kind in marks
+                    if (conv_id := conversation_of(owner)) is not None}
+        self.activity_changed.emit(activity)
+        self._show_waiting()
+
+    def _on_started(self, rid: int) -> None:
+        session = self.sessions.by_request(rid)
+        if session is None:
+            return
+        session.reply_started()
+        if session is self.session:
+            self.queue_notice.hide()
+            self.status.setText("Thinking…")
+
+    def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
+        session = self.sessions.by_request(rid)
+        if session is None or session.reply is None:
+            return
+        session.reply.prompt_done, session.reply.prompt_total = done, total
+        if session is self.session:
+            self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
+            self.progress.setValue(int(100 * done / max(total, 1)))
+            self.progress.setVisible(done < total)
+
+    def _on_delta(self, rid: int, text: str) -> None:
+        session = self.sessions.by_request(rid)
+        if session is None:
+            return
+        try:
+            session.reply_delta(text)
+        except StoreError as exc:  # kept in memory; saved again at the end
+            self.banner.show_message(f"Could not save the reply as it streams: {exc}")
+        if session is self.session and not self._flush_timer.isActive():
+            self._flush_timer.start()  # deltas queued while the GUI was busy: drawn once
+
+    def _flush(self) -> None:
+        self._flush_timer.stop()
+        reply, bubble = self.session.reply, self._reply_bubble
+        if reply is None or bubble is None or bubble.text == reply.text:
+            return
+        if not bubble.text:
+            self.status.setText("")
+            self.progress.hide()
+        bubble.set_text(reply.text)
+
+    def _on_stats(self, rid: int, stats: Stats) -> None:
+        session = self.sessions.by_request(rid)
+        if session is None:
+            return
+        session.reply_stats(stats)
+        if session is self.session and self._reply_bubble is not None:
+            self._reply_bubble.set_stats(stats)
+            self.show_context()
+
+    def _on_finished(self, rid: int, finish: Finish) -> None:
+        session = self.sessions.by_request(rid)
+        if session is None:
+            return
+        visible = session is self.session
+        if visible:
+            self._flush()
+        model, sha256 = self._model()
+        message: StoredMessage | None = None
+        try:
+            message = session.finish_reply(finish, model, sha256)
+        except StoreError as exc:
+            self.banner.show_message(f"Could not save the reply: {exc}")
+        self.sessions.reply_ended(rid)
+        self.sessions.release(session, self.session)
+        if visible:
+            bubble, self._reply_bubble = self._reply_bubble, None
+            if bubble is not None:
+                bubble.set_streaming(False)
+                bubble.set_finish(finish)
+                if message is not None:
+                    bubble.set_siblings(message.sibling_index, message.sibling_count)
+            self.status.setText("")
+            self.progress.hide()
+            self.queue_notice.hide()
+            self._update_controls()
+            self.show_context()
+        elif finish.reason == "error":
+            self.banner.show_message(f"The reply in «{session.title}» failed: {finish.message}")
+        self.reply_finished.emit(rid, finish)
+
+    def shutdown(self) -> None:
+        """The window is closing: every reply in flight is saved as it stands, marked stopped."""
+        self._flush()
+        model, sha256 = self._model()
+        for session in self.sessions.replying():
+            if session.reply is None:
+                continue
+            rid = session.reply.request_id
+            self.worker.cancel(rid)
+            with contextlib.suppress(StoreError):  # else it is marked interrupted on next start
+                session.finish_reply(Finish("cancelled", CLOSED), model, sha256)
+            self.sessions.reply_ended(rid)

@@ -1,0 +1,129 @@
+"""The conversation list: sidebar, search, rename, pin, delete with undo, export and import."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QWidget
+
+from inglenook.store import Store, StoreError
+from inglenook.ui.history import dialogs
+from inglenook.ui.history.search_dialog import SearchDialog
+from inglenook.ui.history.sidebar import ConversationSidebar
+from inglenook.ui.widgets.banner import Banner
+
+
+class HistoryController(QObject):
+    """`current` says which conversation is on screen (None: a new chat).
+
+    Signals:
+        open_requested(int, int): open conversation (id, message id to show or 0).
+        new_requested(): start a new chat.
+        deleting(int): a conversation is about to be deleted (stop its reply).
+        deleted(int): a conversation was deleted (soft: Undo brings it back).
+        imported(): conversations and presets were imported.
+    """
+
+    open_requested = Signal(int, int)
+    new_requested = Signal()
+    deleting = Signal(int)
+    deleted = Signal(int)
+    imported = Signal()
+
+    def __init__(self, sidebar: ConversationSidebar, store: Store, banner: Banner,
+                 current: Callable[[], int | None], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.sidebar, self.store, self.banner = sidebar, store, banner
+        self._current = current
+        self._parent = parent
+        self._deleted: int | None = None
+        sidebar.conversation_selected.connect(lambda conv_id: self.open_requested.emit(conv_id, 0))
+        sidebar.new_requested.connect(self.new_requested)
+        sidebar.rename_requested.connect(self.rename)
+        sidebar.pin_requested.connect(self.pin)
+        sidebar.delete_requested.connect(self.delete)
+        sidebar.export_requested.connect(self.export_conversation)
+
+    def refresh(self) -> None:
+        try:
+            conversations = self.store.conversations()
+        except StoreError as exc:
+            self.banner.show_message(f"Could not read conversations: {exc}")
+            return
+        self.sidebar.set_conversations(conversations, self._current())
+
+    def neighbour(self, step: int) -> int | None:
+        """The conversation `step` places away from the one on screen, in sidebar order
+        (from a new chat: the first or the last)."""
+        order = self.sidebar.order()
+        if not order:
+            return None
+        current = self._current()
+        if current not in order:
+            return order[0] if step > 0 else order[-1]
+        index = order.index(current) + step
+        return order[index] if 0 <= index < len(order) else None
+
+    def _write(self, action: Callable[[], object]) -> bool:
+        try:
+            action()
+        except (StoreError, KeyError) as exc:
+            self.banner.show_message(f"Could not save the change: {exc}")
+            return False
+        return True
+
+    def rename(self, conv_id: int, title: str) -> None:
+        if self._write(lambda: self.store.rename(conv_id, title)):
+            self.refresh()
+
+    def pin(self, conv_id: int, pinned: bool) -> None:
+        if self._write(lambda: self.store.set_pinned(conv_id, pinned)):
+            self.refresh()
+
+    def delete(self, conv_id: int) -> None:
+        self.deleting.emit(conv_id)
+        if not self._write(lambda: self.store.delete(conv_id)):
+            return
+        self._deleted = conv_id
+        self.deleted.emit(conv_id)
+        self.banner.show_message("Conversation deleted.", "info", ("Undo", self.undo_delete))
+        self.refresh()
+
+    def undo_delete(self) -> None:
+        conv_id, self._deleted = self._deleted, None
+        if conv_id is not None and self._write(lambda: self.store.undelete(conv_id)):
+            self.banner.clear()
+            self.refresh()
+            self.open_requested.emit(conv_id, 0)
+
+    def search(self) -> None:
+        dialog = SearchDialog(self.store, self._parent)
+        dialog.hit_chosen.connect(self.open_requested)
+        dialog.open()
+
+    def export_conversation(self, conv_id: int | None = None) -> None:
+        conv_id = conv_id or self._current()
+        if conv_id is not None:
+            self._file_action(lambda: dialogs.export_conversation(self.store, conv_id,
+                                                                   self._parent), "export")
+
+    def export_all(self) -> None:
+        self._file_action(lambda: dialogs.export_everything(self.store, self._parent), "export")
+
+    def import_conversations(self) -> None:
+        ids: list[int] = []
+        if self._file_action(
+                lambda: ids.extend(dialogs.import_conversations(self.store, self._parent)),
+                "import") and ids:
+            self.refresh()
+            self.imported.emit()
+            self.open_requested.emit(ids[0], 0)
+
+    def _file_action(self, action: Callable[[], object], what: str) -> bool:
+        try:
+            action()
+        except (OSError, ValueError, StoreError) as exc:
+            self.banner.show_message(f"Could not {what}: {exc}")
+            return False
+        return True

@@ -1,0 +1,150 @@
+"""The loaded model: loading it (with progress), its file's fingerprint, and losing it."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
+
+from inglenook.core.load import LoadParams, ModelInfo
+from inglenook.engine.worker import EngineWorker
+from inglenook.models import fit
+from inglenook.models.fingerprint import sha256_of
+from inglenook.ui.models.picker import ModelPicker
+from inglenook.ui.widgets.banner import Banner
+
+CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
+            "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
+
+
+class ModelController(QObject):
+    """Owns which model is loaded. `load_params(path)` gives the options to load a file with
+    (the side panel's, with that model's own defaults applied).
+
+    Signals:
+        loading(str): a load of this path began (replies in flight should stop).
+        ready(object): a model finished loading; its ModelInfo.
+        failed(str, str): path and message; no model is loaded now.
+        lost(str): the engine died; the message shown to the user.
+        engine_started(object): protocol.Ready of a new engine process.
+        hashed(str, str): path and sha256 of a model file (from a hashing thread).
+    """
+
+    loading = Signal(str)
+    ready = Signal(object)
+    failed = Signal(str, str)
+    lost = Signal(str)
+    engine_started = Signal(object)
+    hashed = Signal(str, str)
+
+    def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
+                 model_label: QLabel, status: QLabel, progress: QProgressBar,
+                 load_params: Callable[[str], LoadParams], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.worker, self.picker, self.banner = worker, picker, banner
+        self.model_label, self.status, self.progress = model_label, status, progress
+        self._load_params = load_params
+        self._parent = parent
+        self.model: ModelInfo | None = None
+        self.is_loading = False
+        self.sha256 = ""
+        self._restarting = False
+        worker.engine_ready.connect(self.engine_started)
+        worker.engine_ready.connect(self._on_engine_ready)
+        worker.model_loading.connect(self._on_loading)
+        worker.model_loaded.connect(self._on_loaded)
+        worker.model_load_failed.connect(self._on_failed)
+        worker.engine_crashed.connect(self._on_crashed)
+        self.hashed.connect(self._on_hashed)
+        picker.model_chosen.connect(self.load)
+        picker.open_requested.connect(self.open_file)
+
+    @property
+    def path(self) -> str:
+        """The model loaded, or the one chosen in the picker."""
+        return self.model.path if self.model else self.picker.path()
+
+    def open_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self._parent, "Open a model", str(Path.home()),
+                                              "GGUF models (*.gguf);;All files (*)")
+        if path:
+            self.load(path)
+
+    def load(self, path: str) -> None:
+        self.is_loading = True
+        self.picker.select(path)
+        self.loading.emit(path)
+        self.worker.load(self._load_params(path))
+
+    def reload(self) -> None:
+        if self.path:
+            self.banner.clear()
+            self.load(self.path)
+
+    def refresh(self, last_model: str = "") -> None:
+        self.picker.refresh(self.model.path if self.model else last_model)
+
+    # ---- from the engine ------------------------------------------------------------------
+    def _on_engine_ready(self, ready: object) -> None:
+        if getattr(ready, "gpu_offload_supported", False):
+            vram = ready.vram_free  # type: ignore[attr-defined]
+            fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
+
+    def _on_loading(self, path: str, fraction: float) -> None:
+        self.is_loading = True
+        self.status.setText(f"Loading {Path(path).name}…")
+        self.progress.setValue(int(fraction * 100))
+        self.progress.show()
+
+    def _on_loaded(self, info: ModelInfo) -> None:
+        self.is_loading = False
+        self.model = info
+        self.progress.hide()
+        chatml = info.template_source == "chatml"
+        self.model_label.setText(f"{info.name}  ·  ChatML template" if chatml else info.name)
+        self.model_label.setToolTip(
+            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
+            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
+            f" loaded in {info.load_seconds:.1f} s"
+            + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else ""))
+        self.status.setText("This model has no chat template; using ChatML." if chatml else "")
+        self.sha256 = ""
+        if self._restarting and self.banner.kind == "info":
+            self.banner.clear()
+        self._restarting = False
+        threading.Thread(target=self._hash, args=(info.path,), daemon=True,
+                         name="model-sha256").start()
+        self.ready.emit(info)
+
+    def _hash(self, path: str) -> None:
+        # OSError: the file went away; RuntimeError: the window was closed meanwhile.
+        with contextlib.suppress(OSError, RuntimeError):
+            self.hashed.emit(path, sha256_of(path))
+
+    def _on_hashed(self, path: str, digest: str) -> None:
+        if self.model is not None and self.model.path == path:
+            self.sha256 = digest
+
+    def _on_failed(self, path: str, message: str) -> None:
+        self.is_loading = False
+        self.model = None
+        self.progress.hide()
+        self.status.setText("")
+        self.model_label.setText("No model")
+        self.banner.show_message(f"Could not load {Path(path).name}. {message}")
+        self.failed.emit(path, message)
+
+    def _on_crashed(self, message: str) -> None:
+        self.model = None
+        self.model_label.setText("No model")
+        self._restarting = message.startswith("The engine was restarted")
+        if self._restarting:
+            self.banner.show_message(f"{message} The model is being loaded again.", "info")
+        else:
+            self.banner.show_message(f"{message} Your conversation is safe.", "error",
+                                     ("Reload model", self.reload))
+        self.lost.emit(message)

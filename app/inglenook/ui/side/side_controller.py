@@ -1,0 +1,174 @@
+"""The side panel bound to the chat on screen: its preset, system prompt and sampling (saved
+with that chat), and the app's load options and per-model defaults (saved in settings.json)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QWidget
+
+from inglenook.core.load import LoadParams, ModelDefaults
+from inglenook.core.session import ChatSession, ChatSettings
+from inglenook.core.settings import Settings
+from inglenook.store import Preset, Store, StoreError
+from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
+from inglenook.ui.side.preset_bar import PresetBar
+from inglenook.ui.side.sampling_panel import SamplingPanel
+
+SAVE_DELAY_MS = 500
+
+
+class SideController(QObject):
+    """Signals:
+    settings_changed(): app settings changed; the window saves them (debounced here).
+    store_failed(str): a chat's settings or a preset could not be saved; the message.
+    defaults_saved(str): new defaults for this model path were saved.
+    """
+
+    settings_changed = Signal()
+    store_failed = Signal(str)
+    defaults_saved = Signal(str)
+
+    def __init__(self, panel: SamplingPanel, bar: PresetBar, store: Store, settings: Settings,
+                 gpu_supported: Callable[[], bool], parent: QWidget) -> None:
+        super().__init__(parent)
+        self.panel, self.bar, self.store = panel, bar, store
+        self.settings = settings
+        self._gpu_supported = gpu_supported
+        self._parent = parent
+        self.session: ChatSession | None = None
+        self._save_chat = QTimer(self, singleShot=True, interval=SAVE_DELAY_MS)
+        self._save_chat.timeout.connect(self.flush)
+        panel.set_settings(settings)
+        panel.sampling_changed.connect(lambda _s: self._edited())
+        panel.system_prompt_changed.connect(lambda _s: self._edited())
+        panel.settings_changed.connect(self.settings_changed)
+        bar.preset_chosen.connect(self.apply_preset)
+        bar.save_requested.connect(self.save_preset)
+        bar.delete_requested.connect(self.delete_preset)
+        self.presets: list[Preset] = []
+        self.refresh_presets()
+
+    # ---- which chat ---------------------------------------------------------------------
+    def new_chat_settings(self) -> ChatSettings:
+        """What a new chat starts with: the values last chosen (settings.json)."""
+        chosen = ChatSettings(self.settings.system_prompt, self.settings.sampling)
+        return chosen.replace(preset=chosen.matching_preset(self.presets))
+
+    def bind(self, session: ChatSession) -> None:
+        """Show this chat's settings; edits go to it from now on."""
+        self.flush()
+        self.session = session
+        self.settings = self._with_load_options()
+        chat = session.settings
+        self.panel.set_settings(dataclasses.replace(
+            self.settings, sampling=chat.sampling, system_prompt=chat.system_prompt))
+        self.bar.show_current(chat.matching_preset(self.presets))
+
+    def flush(self) -> None:
+        """Save the bound chat's settings now (on switching, closing, and after edits)."""
+        self._save_chat.stop()
+        session = self.session
+        if session is not None and session.settings_dirty:
+            try:
+                session.save_settings()
+            except StoreError as exc:
+                self.store_failed.emit(f"Could not save this chat's settings: {exc}")
+
+    def _edited(self) -> None:
+        """The user changed the prompt or a sampling value: the chat keeps them (Custom unless
+        they match a preset again), and new chats start from them."""
+        values = ChatSettings(self.panel.system_prompt(), self.panel.sampling())
+        values = values.replace(preset=values.matching_preset(self.presets))
+        self._use(values)
+
+    def _use(self, values: ChatSettings) -> None:
+        self.settings = dataclasses.replace(self._with_load_options(), sampling=values.sampling,
+                                            system_prompt=values.system_prompt)
+        if self.session is not None:
+            self.session.set_settings(values)
+            self._save_chat.start()
+        self.bar.show_current(values.preset)
+        self.settings_changed.emit()
+
+    # ---- presets ------------------------------------------------------------------------
+    def refresh_presets(self) -> None:
+        try:
+            self.presets = self.store.presets()
+        except StoreError as exc:
+            self.store_failed.emit(f"Could not read presets: {exc}")
+            return
+        current = self.session.settings if self.session else self.new_chat_settings()
+        self.bar.set_presets(self.presets, current.matching_preset(self.presets))
+
+    def apply_preset(self, preset: Preset) -> None:
+        """Put a preset's system prompt and sampling in the panel; the chat remembers it."""
+        values = ChatSettings.of_preset(preset)
+        self.panel.set_settings(dataclasses.replace(
+            self._with_load_options(), sampling=values.sampling,
+            system_prompt=values.system_prompt))
+        self._use(values)
+
+    def apply_preset_named(self, name: str) -> bool:
+        preset = next((p for p in self.presets if p.name == name), None)
+        if preset is not None:
+            self.apply_preset(preset)
+        return preset is not None
+
+    def save_preset(self, name: str) -> None:
+        preset = Preset(name, self.panel.system_prompt(), self.panel.sampling())
+        try:
+            self.store.save_preset(preset)
+        except (StoreError, ValueError) as exc:
+            self.store_failed.emit(f"Could not save the preset: {exc}")
+            return
+        self.refresh_presets()
+        self._use(ChatSettings.of_preset(preset))
+
+    def delete_preset(self, name: str) -> None:
+        try:
+            self.store.delete_preset(name)
+        except StoreError as exc:
+            self.store_failed.emit(str(exc))
+            return
+        if self.session is not None and self.session.settings.preset == name:
+            self.session.set_settings(self.session.settings.replace(preset=None))
+            self._save_chat.start()
+        self.refresh_presets()
+
+    # ---- loading ------------------------------------------------------------------------
+    def load_params(self, path: str) -> LoadParams:
+        """The panel's load options with this model's own defaults over them."""
+        return self.settings.defaults_for(path).apply(self.panel.load_params(path))
+
+    def model_defaults(self, path: str) -> ModelDefaults:
+        return self.settings.defaults_for(path)
+
+    def edit_model_defaults(self, path: str) -> None:
+        """Per-model context, GPU layers, preset and template; applied on the next load."""
+        if not path:
+            return
+        dialog = ModelDefaultsDialog(path, self.settings.defaults_for(path),
+                                     [p.name for p in self.presets], self._gpu_supported(),
+                                     self._parent)
+        dialog.accepted.connect(lambda: self._save_model_defaults(path, dialog.result_defaults))
+        dialog.open()
+
+    def _save_model_defaults(self, path: str, defaults: ModelDefaults) -> None:
+        self.settings.set_defaults(path, defaults)
+        self.settings_changed.emit()
+        self.defaults_saved.emit(path)
+
+    def current_settings(self) -> Settings:
+        """Everything to save in settings.json, with the load options the panel shows now."""
+        self.settings = self._with_load_options()
+        return self.settings
+
+    def _with_load_options(self) -> Settings:
+        """The app settings with the panel's load options. The panel's prompt and sampling
+        belong to the chat on screen; the defaults for new chats change only by editing."""
+        shown = self.panel.apply_to(self.settings)
+        return dataclasses.replace(shown, sampling=self.settings.sampling,
+                                   system_prompt=self.settings.system_prompt)
