@@ -162,9 +162,9 @@ def test_a_failed_reply_does_not_break_the_next_message(
 
 def test_models_button_opens_the_models_dialog(qtbot: QtBot, window: MainWindow) -> None:
     qtbot.mouseClick(window.models_button, Qt.MouseButton.LeftButton)
-    dialog = window._models_dialog
+    dialog = window.models._dialog
     assert dialog is not None and dialog.isVisible()
     dialog.close()
     qtbot.mouseClick(window.models_button, Qt.MouseButton.LeftButton)
-    assert window._models_dialog is dialog and dialog.isVisible()  # one instance
+    assert window.models._dialog is dialog and dialog.isVisible()  # one instance
     dialog.close()

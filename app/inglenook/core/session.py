@@ -26,6 +26,7 @@ from inglenook.store import Preset, Store, StoredMessage
 
 SAVE_INTERVAL_S = 0.5
 TITLE_LENGTH = 48
+OWNER_PREFIX = "chat:"  # the engine scheduler's name for a chat: chats take turns by owner
 
 
 
@@ -138,6 +139,22 @@ class ChatSession:
     @property
     def replying(self) -> bool:
         return self.reply is not None
+
+    @property
+    def owner(self) -> str:
+        return f"{OWNER_PREFIX}{self.conv_id}"
+
+    def context_used(self) -> tuple[int, bool]:
+        """Tokens of this chat the model sees, and whether that is exact: the engine's count
+        after the last reply, else an estimate from the text (until the next reply)."""
+        reply = self.reply
+        if reply is not None and reply.stats is not None:
+            return reply.stats.context_used, True
+        last = self.path[-1] if self.path else None
+        if last is not None and last.provenance.stats is not None:
+            return last.provenance.stats.context_used, True
+        chars = sum(len(m.content) for m in self.messages())
+        return (chars + 3) // 4, not chars  # ~4 characters a token in English prose
 
     # ---- settings -------------------------------------------------------------------------
     def set_settings(self, settings: ChatSettings) -> None:
@@ -267,6 +284,12 @@ class ChatSession:
         finally:
             self.reload()
         return next((m for m in self.path if m.id == reply.message_id), None)
+
+
+def conversation_of(owner: str) -> int | None:
+    """The conversation id of a scheduler owner, if it is a chat's."""
+    rest = owner[len(OWNER_PREFIX):]
+    return int(rest) if owner.startswith(OWNER_PREFIX) and rest.isdigit() else None
 
 
 class Sessions:

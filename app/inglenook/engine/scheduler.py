@@ -36,6 +36,22 @@ class QueueState:
     running: tuple[str, int | None] | None  # (owner, request id) of the job running
     waiting: tuple[tuple[str, int | None], ...]  # in the order they will run
 
+    def activity(self) -> dict[str, str]:
+        """owner -> "generating" (its job runs) or "waiting" (it has jobs in line)."""
+        marks = {owner: "waiting" for owner, _rid in self.waiting}
+        if self.running is not None:
+            marks[self.running[0]] = "generating"
+        return marks
+
+    def ahead_of(self, owner: str, request_id: int) -> tuple[str, int] | None:
+        """(owner of the job running, how many jobs run before this one) while this reply
+        waits behind another owner's; None when it runs, is next of its own, or is gone."""
+        if (owner, request_id) not in self.waiting or self.running is None:
+            return None
+        if self.running[0] == owner:
+            return None
+        return self.running[0], self.waiting.index((owner, request_id)) + 1
+
 
 class Scheduler:
     """Runs jobs one at a time on its own thread. `cancel_running(request_id)` is how a running

@@ -34,7 +34,6 @@ from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
 from inglenook.ui.models.bridge import DownloadBridge
-from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.model_controller import ModelController
 from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.side.preset_bar import PresetBar
@@ -73,14 +72,12 @@ class MainWindow(QMainWindow):
         self._save_timer = QTimer(self, singleShot=True, interval=500)
         self._save_timer.timeout.connect(self.save_settings)
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
-        self.downloads.completed.connect(lambda _status: self.models.refresh())
-        self._models_dialog: ModelsDialog | None = None
 
         self.side = SideController(self.panel, self.preset_bar, self.store, settings,
                                    self._gpu_supported, self)
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
-                                      self)
+                                      self.downloads, self)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.chats = ChatController(
@@ -175,10 +172,11 @@ class MainWindow(QMainWindow):
         menu.addAction("Export all conversations…", history.export_all)
         menu.addAction("Import conversations…", history.import_conversations)
         menu.addSeparator()
-        menu.addAction("Models: library, discover, downloads…", self.show_models)
+        menu.addAction("Models: library, discover, downloads…", models.show_dialog)
         menu.addAction("Defaults for this model…",
                        lambda: side.edit_model_defaults(models.path))
-        self.models_button.clicked.connect(self.show_models)
+        self.models_button.clicked.connect(models.show_dialog)
+        models.defaults_requested.connect(side.edit_model_defaults)
         visible = side.settings.side_panel_visible
         self.side_panel.setVisible(visible)
         self.panel_button.setChecked(visible)
@@ -192,7 +190,7 @@ class MainWindow(QMainWindow):
         models.ready.connect(self._model_ready)
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
-        models.engine_started.connect(self._engine_started)
+        models.engine_started.connect(side.engine_started)
         history.open_requested.connect(chats.open)
         history.new_requested.connect(chats.new_chat)
         history.deleting.connect(chats.stop_conversation)
@@ -208,8 +206,8 @@ class MainWindow(QMainWindow):
                 ("New chat", [QKeySequence.StandardKey.New], chats.new_chat),
                 ("Open model…", [QKeySequence.StandardKey.Open], models.open_file),
                 ("Search", ["Ctrl+K", QKeySequence.StandardKey.Find], history.search),
-                ("Next conversation", ["Ctrl+PgDown", "Alt+Down"], lambda: self.step_chat(1)),
-                ("Previous conversation", ["Ctrl+PgUp", "Alt+Up"], lambda: self.step_chat(-1)),
+                ("Next conversation", ["Ctrl+PgDown", "Alt+Down"], lambda: history.step(1)),
+                ("Previous conversation", ["Ctrl+PgUp", "Alt+Up"], lambda: history.step(-1)),
                 ("Stop the reply", ["Esc"], chats.stop)):
             action = QAction(text, self)
             action.setShortcuts([QKeySequence(k) for k in keys])
@@ -218,21 +216,9 @@ class MainWindow(QMainWindow):
             self.addAction(action)
 
     # ---- reactions that span controllers -------------------------------------------------
-    def step_chat(self, step: int) -> None:
-        conv_id = self.history.neighbour(step)
-        if conv_id is not None:
-            self.chats.open(conv_id)
-
     def _gpu_supported(self) -> bool:
         ready = self.worker.client.ready
         return bool(ready and ready.gpu_offload_supported)
-
-    def _engine_started(self, ready: object) -> None:
-        self.panel.set_gpu_offload_supported(
-            bool(getattr(ready, "gpu_offload_supported", False)),
-            "This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
-            "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
-        self.panel.set_physical_cores(getattr(ready, "physical_cores", 0))
 
     def _model_ready(self, info: ModelInfo) -> None:
         self.side.settings.last_model = info.path
@@ -261,15 +247,6 @@ class MainWindow(QMainWindow):
         if self.models.model is not None and self.models.model.path == path:
             self.banner.show_message("Saved. Reload the model to use its new defaults.", "info",
                                      ("Reload model", self.models.reload))
-
-    def show_models(self) -> None:
-        if self._models_dialog is None:  # one instance; it refreshes itself when shown
-            self._models_dialog = ModelsDialog(self.downloads, self)
-            self._models_dialog.model_chosen.connect(self.models.load)
-            self._models_dialog.models_changed.connect(self.models.refresh)
-            self._models_dialog.defaults_requested.connect(self.side.edit_model_defaults)
-        self._models_dialog.show()
-        self._models_dialog.activateWindow()
 
     # ---- settings and lifetime -----------------------------------------------------------
     def _schedule_save(self) -> None:

@@ -17,28 +17,18 @@ from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox, QProgressBar, Q
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
-from inglenook.core.session import ChatSession, ChatSettings, Sessions
+from inglenook.core.session import ChatSession, ChatSettings, Sessions, conversation_of
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.widgets.banner import Banner
 
 CLOSED = "Stopped: Inglenook was closed while this reply was being written."
-OWNER = "chat:"
-
-
-def owner_of(session: ChatSession) -> str:
-    """Who a reply belongs to, for the engine's scheduler (chats take turns by owner)."""
-    return f"{OWNER}{session.conv_id}"
-
-
-def conversation_of(owner: str) -> int | None:
-    rest = owner[len(OWNER):]
-    return int(rest) if owner.startswith(OWNER) and rest.isdigit() else None
 
 
 class ChatController(QObject):
@@ -199,7 +189,7 @@ class ChatController(QObject):
         self._reply_bubble = self._add_bubble(session.path[-1])
         self._reply_bubble.set_streaming(True)
         self._update_controls()
-        self.worker.generate(request, owner_of(session))
+        self.worker.generate(request, session.owner)
         self.reply_started.emit(request.request_id)
 
     def stop(self) -> None:
@@ -274,21 +264,11 @@ class ChatController(QObject):
             bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
             return bubble
         model, _ = self._model()
-        bubble.author.setText(message.provenance.model_name
-                              or (model.name if model else "Assistant"))
+        present(bubble, message, model.name if model else "")
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
         bubble.details_requested.connect(lambda b=bubble: self.show_details(b))
         bubble.regenerate_button.setEnabled(self._can_send)
-        provenance = message.provenance
-        if provenance.stats is not None:
-            bubble.set_stats(provenance.stats)
-        if message.status == "interrupted":
-            bubble.set_notice("Interrupted: the app closed while this reply was written.")
-        elif message.status == "error":
-            bubble.set_notice(provenance.error or "This reply failed.", "error")
-        elif provenance.finish in ("cancelled", "length"):
-            bubble.set_finish(Finish(provenance.finish, provenance.error))
         return bubble
 
     def _update_controls(self) -> None:
@@ -304,31 +284,18 @@ class ChatController(QObject):
         if model is None:
             self.meter.setText("")
             return
-        used, exact = self._context_used()
+        used, exact = self.session.context_used()
         self.meter.setText(f"Context {'' if exact else '≈'}{used:,} / {model.n_ctx:,}")
         self.meter.setToolTip("Tokens of this conversation the model sees, of its context length"
                               + ("" if exact else " (estimated until the next reply)"))
 
-    def _context_used(self) -> tuple[int, bool]:
-        reply = self.session.reply
-        if reply is not None and reply.stats is not None:
-            return reply.stats.context_used, True
-        last = self.session.path[-1] if self.session.path else None
-        if last is not None and last.provenance.stats is not None:
-            return last.provenance.stats.context_used, True
-        chars = sum(len(m.content) for m in self.session.messages())
-        return (chars + 3) // 4, not chars  # ~4 characters a token in English prose
-
     def _show_waiting(self) -> None:
         reply = self.session.reply
-        waiting = reply is not None and reply.phase == "waiting"
-        running = self._queue.running
-        if not waiting or running is None or running[0] == owner_of(self.session):
+        behind = self._queue.ahead_of(self.session.owner, reply.request_id) if reply else None
+        if behind is None:
             self.queue_notice.hide()
-            return
-        ahead = self._queue.waiting.index((owner_of(self.session), reply.request_id)) + 1 \
-            if (owner_of(self.session), reply.request_id) in self._queue.waiting else 1
-        self.queue_notice.show_waiting(self._title_of(running[0]), ahead)
+        else:
+            self.queue_notice.show_waiting(self._title_of(behind[0]), behind[1])
 
     def _title_of(self, owner: str) -> str:
         conv_id = conversation_of(owner)
@@ -338,10 +305,7 @@ class ChatController(QObject):
     # ---- the engine -----------------------------------------------------------------------
     def _on_queue(self, state: QueueState) -> None:
         self._queue = state
-        marks = [(owner, "waiting") for owner, _rid in state.waiting]
-        if state.running is not None:
-            marks.append((state.running[0], "generating"))
-        activity = {conv_id: kind for owner, kind in marks
+        activity = {conv_id: kind for owner, kind in state.activity().items()
                     if (conv_id := conversation_of(owner)) is not None}
         self.activity_changed.emit(activity)
         self._show_waiting()

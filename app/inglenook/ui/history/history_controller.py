@@ -65,6 +65,12 @@ class HistoryController(QObject):
         index = order.index(current) + step
         return order[index] if 0 <= index < len(order) else None
 
+    def step(self, step: int) -> None:
+        """Open the next (+1) or previous (-1) conversation in sidebar order."""
+        conv_id = self.neighbour(step)
+        if conv_id is not None:
+            self.open_requested.emit(conv_id, 0)
+
     def _write(self, action: Callable[[], object]) -> bool:
         try:
             action()

@@ -14,11 +14,10 @@ from inglenook.core.load import LoadParams, ModelInfo
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
+from inglenook.ui.models.bridge import DownloadBridge
+from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.widgets.banner import Banner
-
-CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
-            "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
 
 
 class ModelController(QObject):
@@ -32,6 +31,7 @@ class ModelController(QObject):
         lost(str): the engine died; the message shown to the user.
         engine_started(object): protocol.Ready of a new engine process.
         hashed(str, str): path and sha256 of a model file (from a hashing thread).
+        defaults_requested(str): the user wants to edit this model's defaults.
     """
 
     loading = Signal(str)
@@ -40,14 +40,19 @@ class ModelController(QObject):
     lost = Signal(str)
     engine_started = Signal(object)
     hashed = Signal(str, str)
+    defaults_requested = Signal(str)
 
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
                  model_label: QLabel, status: QLabel, progress: QProgressBar,
-                 load_params: Callable[[str], LoadParams], parent: QWidget) -> None:
+                 load_params: Callable[[str], LoadParams], downloads: DownloadBridge,
+                 parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.picker, self.banner = worker, picker, banner
         self.model_label, self.status, self.progress = model_label, status, progress
         self._load_params = load_params
+        self._downloads = downloads
+        self._dialog: ModelsDialog | None = None
+        downloads.completed.connect(lambda _status: self.refresh())
         self._parent = parent
         self.model: ModelInfo | None = None
         self.is_loading = False
@@ -86,7 +91,17 @@ class ModelController(QObject):
             self.load(self.path)
 
     def refresh(self, last_model: str = "") -> None:
-        self.picker.refresh(self.model.path if self.model else last_model)
+        self.picker.refresh(self.model.path if self.model else last_model or self.picker.path())
+
+    def show_dialog(self) -> None:
+        """The Models dialog: one instance, refreshed each time it is shown."""
+        if self._dialog is None:
+            self._dialog = ModelsDialog(self._downloads, self._parent)
+            self._dialog.model_chosen.connect(self.load)
+            self._dialog.models_changed.connect(self.refresh)
+            self._dialog.defaults_requested.connect(self.defaults_requested)
+        self._dialog.show()
+        self._dialog.activateWindow()
 
     # ---- from the engine ------------------------------------------------------------------
     def _on_engine_ready(self, ready: object) -> None:

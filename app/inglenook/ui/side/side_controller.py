@@ -18,6 +18,8 @@ from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 
 SAVE_DELAY_MS = 500
+CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
+            "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
 
 
 class SideController(QObject):
@@ -139,6 +141,12 @@ class SideController(QObject):
         self.refresh_presets()
 
     # ---- loading ------------------------------------------------------------------------
+    def engine_started(self, ready: object) -> None:
+        """A new engine process says what this build can do."""
+        self.panel.set_gpu_offload_supported(bool(getattr(ready, "gpu_offload_supported", 0)),
+                                             CPU_ONLY)
+        self.panel.set_physical_cores(getattr(ready, "physical_cores", 0))
+
     def load_params(self, path: str) -> LoadParams:
         """The panel's load options with this model's own defaults over them."""
         return self.settings.defaults_for(path).apply(self.panel.load_params(path))
