@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from inglenook import paths
 from inglenook.core.load import LoadParams, ModelDefaults
-from inglenook.core.sampling import SamplingParams
+from inglenook.core.sampling import MAX_STOP_STRINGS, SamplingParams
 from inglenook.core.settings import (
     DEFAULT_SYSTEM_PROMPT,
+    MAX_CTX,
     Settings,
+    SettingsFile,
+    SettingsSaveError,
     load_settings,
+    load_settings_report,
     save_settings,
 )
+from tests.helpers.tmpfs import fill, set_read_only, tmpfs
 
 
 @pytest.fixture
@@ -134,7 +144,7 @@ def test_failed_write_keeps_old_file(home: Path, monkeypatch: pytest.MonkeyPatch
         raise OSError("disk full")
 
     with monkeypatch.context() as m, pytest.raises(OSError):
-        m.setattr("inglenook.core.settings.os.replace", broken_replace)
+        m.setattr("inglenook.core.files.os.replace", broken_replace)
         save_settings(Settings(system_prompt="new"))
     assert [p.name for p in path.parent.iterdir()] == ["settings.json"]
     assert load_settings(path).system_prompt == "old"
@@ -167,3 +177,361 @@ def test_malformed_model_defaults_fall_back_to_the_panel() -> None:
                                    "chat_template": None})
     assert odd == ModelDefaults() and odd.empty
     assert ModelDefaults.from_dict("nonsense") == ModelDefaults()
+
+
+# -- hostile files: every unusable value repaired, reported, and the original kept -----------
+
+def strict_json(path: Path) -> dict:
+    """Parse as standard JSON: NaN and Infinity are not allowed."""
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} in {path}")
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def kept_aside(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(f"{path.name}.bad-*"))
+
+
+@pytest.mark.parametrize(("text", "field", "expected"), [
+    ('{"n_ctx": 1e999}', "n_ctx", 0),
+    ('{"n_batch": Infinity}', "n_batch", 512),
+    ('{"n_threads": -Infinity}', "n_threads", 0),
+    ('{"n_gpu_layers": NaN}', "n_gpu_layers", -1),
+    ('{"n_ctx": 1' + "0" * 5000 + '}', "n_ctx", 0),  # int() of 5,000 digits raises
+    ('{"sampling": {"temperature": NaN}}', "temperature", 0.7),
+    ('{"sampling": {"top_k": 1e999}}', "top_k", 40),
+    ('{"sampling": {"seed": 1e300}}', "seed", 2**31 - 1),  # finite: clamped
+    ('{"sampling": {"top_p": Infinity}}', "top_p", 0.95),
+    ('{"sampling": {"max_tokens": 2.5}}', "max_tokens", -1),
+    ('{"sampling": {"temperature": "0.2"}}', "temperature", 0.7),
+    ('{"sampling": {"min_p": true}}', "min_p", 0.05),
+])
+def test_unusable_numbers_are_repaired_reported_and_kept(home: Path, text: str, field: str,
+                                                         expected: float) -> None:
+    path = paths.settings_file()
+    content = text[:-1] + ', "system_prompt": "mine"}'
+    path.write_text(content)
+    file = SettingsFile()
+    settings = file.load()
+    value = getattr(settings.sampling if "sampling" in text else settings, field)
+    assert value == expected and type(value) is type(expected)
+    assert settings.system_prompt == "mine"  # the usable values are kept
+    assert len(file.problems) == 1 and field in file.problems[0]
+    assert file.notice is not None and field in file.notice and str(file.kept_at) in file.notice
+    assert kept_aside(path) == [file.kept_at]
+    assert file.kept_at.read_text() == content
+    assert strict_json(path)["system_prompt"] == "mine"  # rewritten, repaired and valid
+    again = SettingsFile()
+    assert again.load() == settings and again.problems == [] and again.notice is None
+    settings.load_params("m.gguf").validate()
+
+
+def test_a_valid_file_is_neither_reported_nor_rewritten(home: Path) -> None:
+    save_settings(Settings(n_ctx=4096, system_prompt="x"))
+    path = paths.settings_file()
+    before = (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino)
+    settings, problems = load_settings_report()
+    assert problems == [] and settings.n_ctx == 4096
+    assert (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino) == before
+    assert kept_aside(path) == []
+
+
+def test_a_100000_deep_file_is_refused_without_recursion(home: Path) -> None:
+    path = paths.settings_file()
+    content = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(content)
+    settings, problems = load_settings_report()
+    assert settings == Settings()
+    assert "nests deeper" in problems[0] and "kept as" in problems[-1]
+    assert not path.exists() and kept_aside(path)[0].read_text() == content
+
+
+def test_brackets_inside_text_are_not_nesting(home: Path) -> None:
+    paths.settings_file().write_text(json.dumps({"system_prompt": "[{" * 1000}))
+    assert load_settings_report() == (Settings(system_prompt="[{" * 1000), [])
+
+
+def test_a_multi_megabyte_file_is_refused(home: Path) -> None:
+    path = paths.settings_file()
+    path.write_text(json.dumps({"system_prompt": "x" * (3 * 1024 * 1024)}))
+    file = SettingsFile()
+    assert file.load() == Settings()
+    assert "larger than" in file.unusable and file.notice is not None
+    assert "back to its default" in file.notice
+    assert file.kept_at is not None and file.kept_at.stat().st_size > 3 * 1024 * 1024
+
+
+def test_stop_must_be_a_list_of_strings(home: Path) -> None:
+    paths.settings_file().write_text(json.dumps({"sampling": {"stop": "abc"}}))
+    settings, problems = load_settings_report()
+    assert settings.sampling.stop == () and "sampling.stop" in problems[0]
+    paths.settings_file().write_text(json.dumps(
+        {"sampling": {"stop": ["###", 5, "", None, "\nUser:", {"a": 1}]}}))
+    settings, problems = load_settings_report()
+    assert settings.sampling.stop == ("###", "\nUser:")
+    assert "3 of 6 entries" in problems[0]
+    assert SamplingParams.from_dict({"stop": "abc"}).stop == ()
+    assert len(SamplingParams.from_dict({"stop": ["s"] * 1000}).stop) == MAX_STOP_STRINGS
+
+
+def test_sampling_parse_reports_for_imported_values() -> None:
+    params, problems = SamplingParams.parse(
+        {"temperature": float("nan"), "top_k": 10**400, "repeat_penalty": 1.3}, "preset")
+    assert params == SamplingParams(top_k=200, repeat_penalty=1.3)
+    assert [p.split(":")[0] for p in problems] == ["preset.temperature", "preset.top_k"]
+    assert SamplingParams.parse("nonsense")[0] == SamplingParams()
+
+
+def test_load_options_have_upper_bounds(home: Path) -> None:
+    paths.settings_file().write_text(json.dumps(
+        {"n_ctx": 10**9, "n_batch": 10**6, "n_threads": 10**5, "n_gpu_layers": 10**4}))
+    settings, problems = load_settings_report()
+    assert (settings.n_ctx, settings.n_batch, settings.n_threads, settings.n_gpu_layers) == (
+        MAX_CTX, 8192, 512, 999)
+    assert len(problems) == 5  # four clamped, and where the original was kept
+
+
+def test_text_fields_hold_text(home: Path) -> None:
+    path = paths.settings_file()
+    path.write_text('{"system_prompt": "\\ud800 broken", "last_model": ["/m.gguf"],'
+                    ' "kv_cache_type": "f16\\u0000", "window_geometry": 7}')
+    settings, problems = load_settings_report()
+    assert (settings.system_prompt, settings.last_model, settings.kv_cache_type,
+            settings.window_geometry) == (DEFAULT_SYSTEM_PROMPT, "", "f16", "")
+    assert len(problems) == 5
+    strict_json(path)
+
+
+def test_text_that_cannot_be_encoded_does_not_stop_saving(home: Path) -> None:
+    save_settings(Settings(system_prompt="half a pair: \ud83d."))
+    assert load_settings().system_prompt == "half a pair: \ufffd."
+
+
+def test_model_defaults_are_validated_per_model(home: Path) -> None:
+    path = paths.settings_file()
+    path.write_text('{"model_defaults": {'
+                    '"/m/a.gguf": {"n_ctx": 1e999, "n_gpu_layers": 12, "preset": "Code"},'
+                    '"/m/b.gguf": "big",'
+                    '"/m/c.gguf": {"n_ctx": 4096, "n_gpu_layers": null, "chat_template": 3},'
+                    '"/m/d.gguf": {"n_ctx": 99999999999, "n_gpu_layers": -5},'
+                    '"": {"n_ctx": 512}}}')
+    settings, problems = load_settings_report()
+    assert settings.defaults_for("/m/a.gguf") == ModelDefaults(n_gpu_layers=12, preset="Code")
+    assert "/m/b.gguf" not in settings.model_defaults
+    assert settings.defaults_for("/m/c.gguf") == ModelDefaults(n_ctx=4096)
+    assert settings.defaults_for("/m/d.gguf") == ModelDefaults(n_ctx=MAX_CTX, n_gpu_layers=-1)
+    assert sorted(settings.model_defaults) == ["/m/a.gguf", "/m/c.gguf", "/m/d.gguf"]
+    assert len(problems) == 7
+    assert any("a.gguf" in p and "n_ctx" in p for p in problems)
+
+
+def test_keys_from_a_newer_version_are_kept(home: Path) -> None:
+    path = paths.settings_file()
+    path.write_text(json.dumps({"theme": {"accent": "teal"}, "n_ctx": 2048}))
+    file = SettingsFile()
+    settings = file.load()
+    settings.n_ctx = 4096
+    file.save(settings)
+    assert json.loads(path.read_text())["theme"] == {"accent": "teal"}
+    assert load_settings().n_ctx == 4096
+
+
+def test_a_file_that_cannot_be_repaired_is_still_read(home: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = paths.settings_file()
+    path.write_text('{"n_ctx": NaN, "system_prompt": "mine"}')
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr("inglenook.core.settings.file_lock", read_only)
+    file = SettingsFile()
+    assert file.load().system_prompt == "mine"
+    assert file.kept_at is None and "could not be written" in file.problems[-1]
+    assert path.read_text() == '{"n_ctx": NaN, "system_prompt": "mine"}'
+
+
+# -- two windows on one profile: each writes only what it changed -----------------------------
+
+def test_two_windows_keep_each_others_changes(home: Path) -> None:
+    save_settings(Settings(system_prompt="first", n_ctx=2048))
+    a, b = SettingsFile(), SettingsFile()
+    in_a, in_b = a.load(), b.load()
+    in_a.n_ctx = 4096
+    in_a.sampling = in_a.sampling.replace(temperature=0.2)
+    a.save(in_a)
+    in_b.system_prompt = "second"
+    in_b.sampling = in_b.sampling.replace(top_k=7)
+    written = b.save(in_b)
+    stored = load_settings()
+    assert (stored.n_ctx, stored.system_prompt) == (4096, "second")
+    assert (stored.sampling.temperature, stored.sampling.top_k) == (0.2, 7)
+    assert written == stored
+    a.save(in_a)  # the first window closes with its stale copy of the prompt
+    b.save(in_b)
+    assert load_settings() == stored
+
+
+def test_the_last_change_to_one_key_wins(home: Path) -> None:
+    a, b = SettingsFile(), SettingsFile()
+    in_a, in_b = a.load(), b.load()
+    in_a.n_batch, in_b.n_batch = 128, 256
+    a.save(in_a)
+    b.save(in_b)
+    assert load_settings().n_batch == 256
+    in_a.n_batch = 64
+    a.save(in_a)
+    assert load_settings().n_batch == 64
+
+
+def test_model_defaults_merge_per_model(home: Path) -> None:
+    first = Settings()
+    first.set_defaults("/m/old.gguf", ModelDefaults(n_ctx=1024))
+    first.set_defaults("/m/gone.gguf", ModelDefaults(n_ctx=512))
+    save_settings(first)
+    a, b = SettingsFile(), SettingsFile()
+    in_a, in_b = a.load(), b.load()
+    in_a.set_defaults("/m/a.gguf", ModelDefaults(n_ctx=2048))
+    in_a.set_defaults("/m/gone.gguf", ModelDefaults())  # removed in the first window
+    a.save(in_a)
+    in_b.set_defaults("/m/b.gguf", ModelDefaults(preset="Code"))
+    in_b.set_defaults("/m/old.gguf", ModelDefaults(n_ctx=8192))
+    b.save(in_b)
+    stored = load_settings().model_defaults
+    assert sorted(stored) == ["/m/a.gguf", "/m/b.gguf", "/m/old.gguf"]
+    assert stored["/m/old.gguf"]["n_ctx"] == 8192
+
+
+def test_a_deleted_file_gets_everything_back(home: Path) -> None:
+    file = SettingsFile()
+    settings = file.load()
+    settings.n_ctx = 4096
+    file.save(settings)
+    paths.settings_file().unlink()
+    settings.system_prompt = "changed"
+    file.save(settings)
+    assert load_settings() == settings
+
+
+def test_a_file_spoiled_while_open_is_kept_and_replaced(home: Path) -> None:
+    file = SettingsFile()
+    settings = file.load()
+    path = paths.settings_file()
+    path.write_text("{spoiled")
+    settings.n_ctx = 4096
+    file.save(settings)
+    assert load_settings() == settings
+    assert [p.read_text() for p in kept_aside(path)] == ["{spoiled"]
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from inglenook.core.load import ModelDefaults
+from inglenook.core.settings import SettingsFile
+file = SettingsFile(Path(sys.argv[1]))
+settings = file.load()
+for i in range(int(sys.argv[3])):
+    settings.set_defaults(f"/{sys.argv[2]}/{i}.gguf", ModelDefaults(n_ctx=1024 + i))
+    file.save(settings)
+"""
+
+
+def test_two_processes_saving_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    save_settings(Settings(), path)
+    saves = 25
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(saves)])
+               for name in ("a", "b")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    stored = load_settings(path).model_defaults
+    assert sorted(stored) == sorted(f"/{n}/{i}.gguf" for n in "ab" for i in range(saves))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
+
+
+# -- saving fails: a clear error, the file as it was ---------------------------------------------
+
+def test_a_lock_left_by_a_dead_window_is_taken_over(home: Path) -> None:
+    lock = paths.settings_file().with_name("settings.json.lock")
+    lock.write_text("999999999\n")
+    os.utime(lock, (time.time() - 3600, time.time() - 3600))
+    save_settings(Settings(n_ctx=4096))
+    assert load_settings().n_ctx == 4096 and not lock.exists()
+
+
+def test_a_lock_held_too_long_gives_a_clear_error(home: Path) -> None:
+    save_settings(Settings(system_prompt="before"))
+    lock = paths.settings_file().with_name("settings.json.lock")
+    lock.write_text(f"{os.getpid()}\n")  # alive and fresh
+    file = SettingsFile()
+    file.lock_timeout = 0.05
+    with pytest.raises(SettingsSaveError, match="locked"):
+        file.save(Settings(system_prompt="after"))
+    assert lock.exists()
+    lock.unlink()
+    assert load_settings().system_prompt == "before"
+
+
+def test_a_full_disk_gives_a_clear_error(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    save_settings(Settings(system_prompt="before"))
+    path = paths.settings_file()
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr("inglenook.core.files.os.fsync", no_space)
+        with pytest.raises(SettingsSaveError, match="disk is full") as info:
+            save_settings(Settings(system_prompt="after"))
+    assert str(path) in str(info.value) and "unchanged" in str(info.value)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["settings.json"]
+    assert load_settings().system_prompt == "before"
+
+
+def test_a_really_full_disk(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "64k") as disk:
+        path = disk / "settings.json"
+        save_settings(Settings(system_prompt="before"), path)
+        filler = fill(disk)
+        big = Settings(system_prompt="after " * 2000)
+        with pytest.raises(SettingsSaveError, match="disk is full"):
+            save_settings(big, path)
+        assert sorted(p.name for p in disk.iterdir()) == ["filler", "settings.json"]
+        assert load_settings(path).system_prompt == "before"
+        filler.unlink()
+        save_settings(big, path)
+        assert load_settings(path) == big
+
+
+def test_a_read_only_folder(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro") as disk:
+        path = disk / "settings.json"
+        save_settings(Settings(system_prompt="before"), path)
+        set_read_only(disk, True)
+        file = SettingsFile(path)
+        settings = file.load()
+        assert settings.system_prompt == "before" and file.problems == []
+        settings.system_prompt = "after"
+        with pytest.raises(SettingsSaveError, match="read-only"):
+            file.save(settings)
+        assert load_settings(path).system_prompt == "before"
+
+
+def test_settings_too_large_to_read_back_are_not_written(home: Path) -> None:
+    settings = Settings()
+    for i in range(40):
+        settings.set_defaults(f"/m/{i}.gguf", ModelDefaults(chat_template="{{ x }}" * 9000))
+    with pytest.raises(SettingsSaveError, match="more than"):
+        save_settings(settings)
+    assert not paths.settings_file().exists()
+
+
+def test_save_settings_writes_exactly_what_it_is_given(home: Path) -> None:
+    both = Settings()
+    both.set_defaults("/m/a.gguf", ModelDefaults(n_ctx=1024))
+    both.set_defaults("/m/b.gguf", ModelDefaults(n_ctx=2048))
+    save_settings(both)
+    one = Settings()
+    one.set_defaults("/m/b.gguf", ModelDefaults(n_ctx=2048))
+    save_settings(one)
+    assert load_settings() == one

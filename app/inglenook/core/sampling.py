@@ -5,6 +5,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from inglenook.core.values import Number, check_number, check_text_list, show
+
+# llama.cpp checks every stop string after every token: keep hostile lists from slowing replies.
+MAX_STOP_STRINGS = 32
+MAX_STOP_LENGTH = 1000
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -29,26 +35,34 @@ class SamplingParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> SamplingParams:
-        """Build from stored settings, ignoring unknown keys and clamping to the allowed ranges."""
+        """Build from stored values: unknown keys ignored, anything unusable left at its
+        default, numbers clamped to the allowed ranges. Never raises."""
+        return cls.parse(data)[0]
+
+    @classmethod
+    def parse(cls, data: object, where: str = "sampling") -> tuple[SamplingParams, list[str]]:
+        """Like from_dict, with a sentence for every value that was not used as stored."""
+        if not isinstance(data, dict):
+            return cls(), [] if data is None else [f"{where}: {show(data)} is not a set of "
+                                                    "values (reset to the defaults)"]
         defaults = cls()
         values: dict[str, object] = {}
+        problems: list[str] = []
         for f in dataclasses.fields(cls):
             if f.name not in data:
                 continue
-            raw = data[f.name]
-            try:
-                if f.name == "stop":
-                    values["stop"] = tuple(str(s) for s in raw if str(s))
-                    continue
+            raw, name = data[f.name], f"{where}.{f.name}"
+            if f.name == "stop":
+                value, problem = check_text_list(name, raw, MAX_STOP_STRINGS, MAX_STOP_LENGTH)
+            else:
+                spec = SPECS[f.name]
                 kind = type(getattr(defaults, f.name))
-                value = kind(raw)
-            except (TypeError, ValueError):
-                continue
-            spec = SPECS.get(f.name)
-            if spec is not None:
-                value = kind(min(max(value, spec.minimum), spec.maximum))
+                value, problem = check_number(name, raw, Number(kind, spec.minimum, spec.maximum),
+                                              getattr(defaults, f.name))
             values[f.name] = value
-        return cls(**values)  # type: ignore[arg-type]
+            if problem:
+                problems.append(problem)
+        return cls(**values), problems  # type: ignore[arg-type]
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

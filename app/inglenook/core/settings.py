@@ -1,29 +1,58 @@
 """The user's settings: what the window remembers between runs, stored as one JSON file.
 
-Reading never fails: a missing file gives the defaults, and a file that cannot be parsed is
-moved aside (settings.json.bad-<timestamp>) so the user's data is kept for inspection while
-the app starts with defaults. Writing is atomic, so a crash mid-save cannot leave half a file.
+Reading never fails and never loses anything. A missing file gives the defaults; a file that
+cannot be used at all (not JSON, too large, nested absurdly deep) is moved aside as
+settings.json.bad-<timestamp>; a file with some unusable values (NaN, 1e999, text where a
+number belongs, a number out of range) is copied aside the same way and rewritten with those
+values repaired. Every repair is reported in SettingsFile.problems so the window can say so.
+
+Writing is atomic (a crash mid-save cannot leave half a file) and merges: several windows on one
+profile each write only the keys they changed since they loaded or last saved, into what is on
+disk now, under a lock file (core/filelock.py). Failures raise SettingsSaveError with a message
+for the user.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import errno
 import json
 import logging
-import os
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from inglenook import paths
+from inglenook.core.filelock import TIMEOUT_S, LockTimeout, file_lock
+from inglenook.core.files import keep_aside, write_atomic
+from inglenook.core.jsonload import MAX_BYTES, JsonLoadError, load_json
 from inglenook.core.load import KV_CACHE_TYPES, LoadParams, ModelDefaults
 from inglenook.core.sampling import SamplingParams
+from inglenook.core.values import (
+    MAX_TEXT,
+    Number,
+    check_bool,
+    check_number,
+    check_text,
+    is_text,
+    show,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+
+MAX_CTX = 1 << 20  # 1,048,576 tokens: beyond what any model is trained for
+# The load options' ranges (the side panel's spin boxes use the same).
+LOAD_LIMITS: dict[str, Number] = {
+    "n_ctx": Number(int, 0, MAX_CTX),
+    "n_gpu_layers": Number(int, -1, 999),
+    "n_threads": Number(int, 0, 512),
+    "n_batch": Number(int, 1, 8192),
+}
+MAX_PATH = 4096
+MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
+MAX_PRESET_NAME = 256
+MAX_MODEL_DEFAULTS = 1000
 
 
 @dataclass
@@ -70,103 +99,321 @@ class Settings:
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["sampling"] = self.sampling.to_dict()
+        data["model_defaults"] = dict(self.model_defaults)
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> Settings:
-        """Build from stored JSON: unknown keys and values of the wrong type are ignored,
-        numbers are clamped, and load options that cannot work together are repaired."""
+        """Build from stored JSON, repairing what cannot be used (see parse). Never raises."""
+        return cls.parse(data)[0]
+
+    @classmethod
+    def parse(cls, data: object) -> tuple[Settings, list[str]]:
+        """Settings from stored JSON and a sentence for every value not used as stored: values
+        of the wrong type or not finite go back to their defaults, numbers out of range are
+        clamped, load options that cannot work together are repaired. Unknown keys (from a
+        newer version, say) are ignored without a word."""
+        if not isinstance(data, dict):
+            return cls(), [f"the file holds {show(data)}, not settings (reset to the defaults)"]
         defaults = cls()
         values: dict[str, object] = {}
-        sampling = data.get("sampling")
-        if isinstance(sampling, dict):
-            values["sampling"] = SamplingParams.from_dict(sampling)
+        problems: list[str] = []
         for f in dataclasses.fields(cls):
-            if f.name == "sampling" or f.name not in data:
+            if f.name not in data:
                 continue
-            raw = data[f.name]
-            kind = type(getattr(defaults, f.name))
-            # bool is an int subclass, and a str is not a bool: accept only the exact type
-            # (ints may come as whole floats from hand-edited files).
-            if kind is int and isinstance(raw, float) and raw.is_integer():
-                raw = int(raw)
-            if type(raw) is not kind:
-                continue
-            values[f.name] = raw
+            raw, default = data[f.name], getattr(defaults, f.name)
+            value: object
+            problem: str | None
+            if f.name == "sampling":
+                value, found = SamplingParams.parse(raw)
+                problems += found
+                problem = None
+            elif f.name == "model_defaults":
+                value, found = _parse_model_defaults(raw)
+                problems += found
+                problem = None
+            elif f.name in LOAD_LIMITS:
+                value, problem = check_number(f.name, raw, LOAD_LIMITS[f.name], default)
+            elif isinstance(default, bool):
+                value, problem = check_bool(f.name, raw, default)
+            elif f.name == "kv_cache_type":
+                value, problem = check_text(f.name, raw, default, 16, KV_CACHE_TYPES)
+            else:
+                limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY}
+                value, problem = check_text(f.name, raw, default, limit.get(f.name, MAX_TEXT))
+            values[f.name] = value
+            if problem:
+                problems.append(problem)
         settings = cls(**values)  # type: ignore[arg-type]
-        return _repaired(settings)
+        if settings.kv_cache_type != "f16" and not settings.flash_attn:
+            # A quantized V cache needs flash attention; the user asked for the cache type.
+            settings.flash_attn = True
+            problems.append(f"flash_attn: a {settings.kv_cache_type} KV cache needs flash "
+                            "attention (turned on)")
+        return settings, problems
 
 
-def _repaired(s: Settings) -> Settings:
-    """Clamp load options into what LoadParams.validate() accepts."""
-    s.n_ctx = max(0, s.n_ctx)
-    s.n_gpu_layers = max(-1, s.n_gpu_layers)
-    s.n_threads = max(0, s.n_threads)
-    s.n_batch = max(1, s.n_batch)
-    if s.kv_cache_type not in KV_CACHE_TYPES:
-        s.kv_cache_type = "f16"
-    if s.kv_cache_type != "f16":
-        # A quantized V cache needs flash attention; the user asked for the cache type.
-        s.flash_attn = True
-    return s
+def _parse_model_defaults(raw: object) -> tuple[dict[str, dict], list[str]]:
+    if not isinstance(raw, dict):
+        return {}, [f"model_defaults: {show(raw)} is not a set of models (none kept)"]
+    out: dict[str, dict] = {}
+    problems: list[str] = []
+    for path, entry in raw.items():
+        if len(out) >= MAX_MODEL_DEFAULTS:
+            problems.append(f"model_defaults: more than {MAX_MODEL_DEFAULTS} models "
+                            "(the rest left out)")
+            break
+        if not path or not is_text(path, MAX_PATH):
+            problems.append(f"model_defaults: {show(path)} is not a model path (left out)")
+            continue
+        where = f"model_defaults[{Path(path).name or show(path)}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: {show(entry)} is not a set of values (left out)")
+            continue
+        values: dict[str, object] = {}
+        checks = {
+            "n_ctx": lambda raw, name: check_number(name, raw, LOAD_LIMITS["n_ctx"], 0),
+            "n_gpu_layers": lambda raw, name: (None, None) if raw is None else check_number(
+                name, raw, LOAD_LIMITS["n_gpu_layers"], None),
+            "preset": lambda raw, name: check_text(name, raw, "", MAX_PRESET_NAME),
+            "chat_template": lambda raw, name: check_text(name, raw, ""),
+        }
+        for key, check in checks.items():
+            if key in entry:
+                values[key], problem = check(entry[key], f"{where}.{key}")
+                if problem:
+                    problems.append(problem)
+        defaults = ModelDefaults.from_dict(values)
+        if not defaults.empty:
+            out[path] = defaults.to_dict()
+    return out, problems
+
+
+# ---- the file ----------------------------------------------------------------------------
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Settings))
+_NESTED = ("sampling", "model_defaults")  # merged key by key (model_defaults per model path)
+Key = tuple[str, ...]
+
+
+class SettingsSaveError(OSError):
+    """Settings could not be written; str() is a message for the user. The file on disk is
+    left as it was."""
+
+
+@dataclass
+class _Disk:
+    """What settings.json holds now."""
+
+    settings: Settings | None = None  # None: no file, or one that could not be used at all
+    unknown: dict = field(default_factory=dict)  # keys this version does not know: kept as is
+    problems: list[str] = field(default_factory=list)
+    unusable: str = ""  # why the file could not be used at all
+
+    def flat(self) -> dict[Key, object] | None:
+        if self.settings is None:
+            return None
+        flat = _flatten(self.settings.to_dict())
+        flat.update({(k,): v for k, v in self.unknown.items()})
+        return flat
+
+
+def _read(path: Path) -> _Disk:
+    try:
+        data = load_json(path)
+    except FileNotFoundError:
+        return _Disk()
+    except OSError as exc:
+        return _Disk(unusable=f"it could not be read: {exc.strerror or exc}")
+    except JsonLoadError as exc:
+        return _Disk(unusable=str(exc))
+    if not isinstance(data, dict):
+        return _Disk(unusable=f"it holds {show(data)}, not settings")
+    settings, problems = Settings.parse(data)
+    return _Disk(settings, {k: v for k, v in data.items() if k not in _FIELDS}, problems)
+
+
+def _flatten(data: dict) -> dict[Key, object]:
+    flat: dict[Key, object] = {}
+    for key, value in data.items():
+        if key in _NESTED and isinstance(value, dict):
+            flat.update({(key, sub): v for sub, v in value.items()})
+        else:
+            flat[(key,)] = value
+    return flat
+
+
+def _unflatten(flat: dict[Key, object]) -> dict:
+    data: dict = {key: {} for key in _NESTED}
+    for key, value in flat.items():
+        if len(key) == 2:
+            data[key[0]][key[1]] = value
+        else:
+            data[key[0]] = value
+    return data
+
+
+def _printable(value: object) -> object:
+    """Text as it can be written in UTF-8: a lone surrogate (pasted from a broken source)
+    becomes U+FFFD rather than making every save fail."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_printable(v) for v in value]
+    return value
+
+
+def _encode(settings: Settings, unknown: dict) -> bytes:
+    data = settings.to_dict()
+    data.update({k: v for k, v in unknown.items() if k not in data})
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _save_error(exc: OSError, path: Path) -> SettingsSaveError:
+    if isinstance(exc, LockTimeout):
+        why = "another Inglenook window kept the settings file locked. Try again in a moment"
+    elif exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        why = "the disk is full. Free some space and try again"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        why = f"the folder {path.parent} is read-only"
+    else:
+        why = exc.strerror or str(exc)
+    return SettingsSaveError(f"Could not save settings to {path}: {why}. "
+                             "The settings saved before are unchanged.")
+
+
+class SettingsFile:
+    """settings.json as one window sees it: load() once, save() whenever it changes.
+
+    After load(), `problems` lists every value that was repaired (or why the whole file could
+    not be used, which is also in `unusable`), and `kept_at` is where the original was kept
+    (None when nothing was wrong or it could not be kept); `notice` is all of it as one
+    message for a banner, or None.
+    """
+
+    lock_timeout = TIMEOUT_S  # another window holds the lock for milliseconds
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or paths.settings_file()
+        self.problems: list[str] = []
+        self.kept_at: Path | None = None
+        self.unusable = ""
+        self._base: dict[Key, object] | None = None  # what this window last loaded or saved
+
+    @property
+    def _lock(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def load(self) -> Settings:
+        """The stored settings, repaired where needed, or the defaults. Never raises."""
+        self.problems, self.kept_at, self.unusable = [], None, ""
+        disk = _read(self.path)
+        if disk.problems or disk.unusable:
+            try:
+                with file_lock(self._lock, self.lock_timeout):
+                    disk = _read(self.path)  # again, now that no other window can write
+                    self._repair(disk)
+            except OSError as exc:
+                log.warning("Could not repair %s: %s", self.path, exc)
+                disk.problems.append(f"the repaired settings could not be written "
+                                     f"({exc.strerror or exc})")
+        self.unusable = disk.unusable
+        if disk.unusable:
+            self.problems.append(f"{self.path.name} could not be used: {disk.unusable} "
+                                 "(every setting reset to its default)")
+        self.problems += disk.problems
+        settings = disk.settings or Settings()
+        self._base = _flatten(settings.to_dict())
+        return settings
+
+    def _repair(self, disk: _Disk) -> None:
+        """Keep the file aside and, when some of it was usable, write it back repaired."""
+        if disk.unusable:
+            log.warning("Settings file %s is unusable (%s); using defaults", self.path,
+                        disk.unusable)
+            self.kept_at = keep_aside(self.path, move=True)
+        elif disk.problems and disk.settings is not None:
+            log.warning("Settings file %s repaired: %s", self.path, "; ".join(disk.problems))
+            self.kept_at = keep_aside(self.path, move=False)
+            write_atomic(self.path, _encode(disk.settings, disk.unknown))
+
+    @property
+    def notice(self) -> str | None:
+        if not self.problems:
+            return None
+        if self.unusable:
+            text = (f"Your settings file could not be used ({self.unusable}), so every setting "
+                    "is back to its default.")
+        else:
+            shown = "; ".join(self.problems[:4])
+            more = f"; and {len(self.problems) - 4} more" if len(self.problems) > 4 else ""
+            text = f"Some settings could not be used and were repaired: {shown}{more}."
+        if self.kept_at is not None:
+            text += f" The original file was kept as {self.kept_at}."
+        return text
+
+    def save(self, settings: Settings) -> Settings:
+        """Write the keys that changed since load() or the last save() into the file as it is
+        now; when this was never loaded, or the file is gone or unusable, write all of them.
+        Keys a newer version added are kept. Returns what was written: these settings plus
+        what other windows saved meanwhile. Raises SettingsSaveError; the file is then as
+        it was."""
+        new = _flatten(_printable(settings.to_dict()))  # type: ignore[arg-type]
+        base = self._base
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with file_lock(self._lock, self.lock_timeout):
+                disk = _read(self.path)
+                if disk.unusable or disk.problems:  # edited by hand meanwhile: keep it too
+                    self.kept_at = keep_aside(self.path, move=False)
+                on_disk = disk.flat() or {}
+                if base is None or disk.settings is None:  # all of it is ours to write
+                    merged = {k: v for k, v in on_disk.items() if k[0] not in _FIELDS}
+                    merged.update(new)
+                else:
+                    merged = dict(on_disk)
+                    merged.update({k: v for k, v in new.items() if base.get(k, _MISSING) != v})
+                    for key in base.keys() - new.keys():  # removed here: a model's defaults
+                        merged.pop(key, None)
+                result, _ = Settings.parse(_unflatten(merged))
+                unknown = {k[0]: v for k, v in merged.items() if k[0] not in _FIELDS}
+                data = _encode(result, unknown)
+                if len(data) > MAX_BYTES:
+                    raise SettingsSaveError(
+                        f"Could not save settings to {self.path}: they would take "
+                        f"{len(data) // 1024:,} KB, more than the {MAX_BYTES // 1024:,} KB "
+                        "allowed (a very long system prompt or chat template?). The settings "
+                        "saved before are unchanged.")
+                write_atomic(self.path, data)
+        except SettingsSaveError:
+            raise
+        except OSError as exc:
+            log.warning("Could not save settings to %s: %s", self.path, exc)
+            raise _save_error(exc, self.path) from exc
+        self._base = new
+        return result
+
+
+_MISSING = object()
+
+
+def load_settings_report(path: Path | None = None) -> tuple[Settings, list[str]]:
+    """The stored settings and what was repaired; the last entry says where the original
+    was kept, when it was."""
+    file = SettingsFile(path)
+    settings = file.load()
+    kept = [f"The original file was kept as {file.kept_at}."] if file.kept_at else []
+    return settings, file.problems + kept
 
 
 def load_settings(path: Path | None = None) -> Settings:
     """The stored settings, or the defaults. Never raises."""
-    try:
-        path = path or paths.settings_file()
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Settings()
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("Could not read settings %s: %s", path, exc)
-        if path is not None:
-            _move_aside(path)
-        return Settings()
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("settings file does not hold a JSON object")
-    except ValueError as exc:
-        log.warning("Settings file %s is corrupt (%s); using defaults", path, exc)
-        _move_aside(path)
-        return Settings()
-    return Settings.from_dict(data)
-
-
-def _move_aside(path: Path) -> None:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    bad = path.with_name(f"{path.name}.bad-{stamp}")
-    n = 1
-    while bad.exists():  # never overwrite an earlier bad file kept for inspection
-        n += 1
-        bad = path.with_name(f"{path.name}.bad-{stamp}-{n}")
-    try:
-        os.replace(path, bad)
-    except OSError as exc:
-        log.warning("Could not move %s aside: %s", path, exc)
+    return SettingsFile(path).load()
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
-    """Write atomically: a temporary file in the same folder, fsynced, then renamed over."""
-    path = path or paths.settings_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(settings.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    # Make the rename itself durable; not every platform lets a folder be opened.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    """Write exactly these settings, whatever is on disk (keys a newer version added are
+    kept). Windows use SettingsFile.save, which merges. Raises SettingsSaveError."""
+    SettingsFile(path).save(settings)
