@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 
 from inglenook import paths
 from inglenook.store import LATEST_VERSION, Store, StoreError, schema
+from inglenook.store.opening import open_store
 from tests.fixtures.store import make_fixtures
+from tests.helpers.tmpfs import fill, set_read_only, tmpfs
 
 FIXTURES = sorted(make_fixtures.HERE.glob("v*.sql"), key=lambda p: int(p.stem[1:]))
 
@@ -324,3 +327,112 @@ def test_a_database_held_by_another_process(saved: tuple[int, int], db: Path) ->
             store.rename(conv, "mine")
     finally:
         other.close()
+
+
+# -- a read-only folder or a full disk, for real: a small tmpfs (even root cannot write to
+#    a read-only mount; skipped where mounting is not permitted) -------------------------------
+
+def history(path: Path) -> tuple[int, int]:
+    """A closed database at `path` with one conversation and one message."""
+    with Store(path) as store:
+        conv = store.create_conversation("kept history")
+        msg = store.add_message(conv, "user", "precious words", None)
+    return conv, msg
+
+
+def test_a_read_only_folder_shows_the_history(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro") as disk:
+        path = disk / "inglenook.db"
+        conv, msg = history(path)
+        set_read_only(disk, True)
+        store, message = open_store(path)
+        try:
+            assert store.path == path and store.read_only
+            assert message is not None and "read-only" in message
+            assert "will not be saved" in message and "folder" in message
+            assert [m.content for m in store.active_path(conv)] == ["precious words"]
+            assert [h.message_id for h in store.search("precious")] == [msg]
+            with pytest.raises(StoreError, match="read-only") as info:
+                store.add_message(conv, "assistant", "lost?", msg)
+            assert info.value.reason == "read-only"
+        finally:
+            store.close()
+        assert sorted(p.name for p in disk.iterdir()) == ["inglenook.db"]
+
+
+def test_a_read_only_folder_with_unmerged_changes_shows_them(tmp_path: Path) -> None:
+    """A -wal file left beside the database holds its latest changes: they are read too."""
+    live = tmp_path / "live" / "inglenook.db"
+    conv, _ = history(live)
+    with tmpfs(tmp_path / "ro") as disk, Store(live) as writer:
+        writer.add_message(conv, "assistant", "only in the wal", None)
+        for suffix in ("", "-wal", "-shm"):  # as a crash leaves them
+            shutil.copyfile(f"{live}{suffix}", disk / f"inglenook.db{suffix}")
+        set_read_only(disk, True)
+        main_file_alone = sqlite3.connect(f"{(disk / 'inglenook.db').as_uri()}?immutable=1",
+                                          uri=True)
+        try:
+            assert main_file_alone.execute("SELECT count(*) FROM messages WHERE "
+                                           "content = 'only in the wal'").fetchone() == (0,)
+        finally:
+            main_file_alone.close()
+        store, message = open_store(disk / "inglenook.db")
+        try:
+            assert store.read_only and message is not None and "read-only" in message
+            assert "only in the wal" in [m.content for m in store.active_path(conv)]
+        finally:
+            store.close()
+
+
+def test_a_read_only_folder_without_a_database_uses_a_temporary_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with tmpfs(tmp_path / "ro") as disk:
+        set_read_only(disk, True)
+        for path in (disk / "inglenook.db", None):
+            monkeypatch.setenv("INGLENOOK_HOME", str(disk / "home"))  # data/ cannot be made
+            store, message = open_store(path)
+            try:
+                assert disk not in store.path.parents and not store.read_only
+                assert message is not None and "will not be kept" in message
+                store.create_conversation("this session only")
+            finally:
+                store.close()
+                shutil.rmtree(store.path.parent)
+
+
+def test_a_read_only_database_from_an_older_version_is_shown_upgraded(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro") as disk:
+        path = disk / "inglenook.db"
+        make_fixtures.load(make_fixtures.fixture_path(1).read_text("utf-8"), path)
+        set_read_only(disk, True)
+        store, message = open_store(path)
+        try:
+            assert message is not None and "older" in message and "not be kept" in message
+            assert disk not in store.path.parents
+            assert len(store.conversations()) == 3
+            store.create_conversation("this session only")
+        finally:
+            store.close()
+            shutil.rmtree(store.path.parent)
+        assert user_version(path) == 1
+
+
+def test_a_really_full_disk(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "2m") as disk:
+        path = disk / "inglenook.db"
+        conv, msg = history(path)
+        with Store(path) as store:
+            filler = fill(disk)
+            with pytest.raises(StoreError, match="The disk is full") as info:
+                store.add_message(conv, "assistant", "x" * 500_000, msg)
+            assert info.value.reason == "full"
+            assert [m.content for m in store.active_path(conv)] == ["precious words"]
+        store, message = open_store(path)  # a restart while the disk is still full
+        try:
+            assert message is None
+            assert [m.content for m in store.active_path(conv)] == ["precious words"]
+            filler.unlink()
+            store.add_message(conv, "assistant", "x" * 500_000, msg)
+        finally:
+            store.close()
+        assert query(path, "PRAGMA integrity_check") == [("ok",)]

@@ -47,7 +47,8 @@ def translate(exc: sqlite3.Error, path: Path) -> StoreError:
                           "full")
     if code == _READONLY or "readonly" in message or "read-only" in message:
         return StoreError(f"The conversation database {path} is read-only: changes cannot be "
-                          "saved. Check the file's permissions.", "read-only")
+                          "saved. Check the permissions of the file and its folder.",
+                          "read-only")
     if code in (_BUSY, _LOCKED) or "locked" in message:
         return StoreError(f"The conversation database {path} is in use by another program "
                           "(is Inglenook open twice?). Try again in a moment.", "busy")
@@ -80,11 +81,30 @@ def _lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection that works even in a read-only folder. `mode=ro` reads the -wal
+    too, but needs to create the -shm file when it is missing; when that fails, `immutable=1`
+    reads the main file alone (SQLite then assumes nothing else changes it, which holds when
+    nothing can write to the folder)."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
+                           timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error as exc:
+        conn.close()
+        if _code(exc) != _CANTOPEN or not os.access(path, os.R_OK):
+            raise
+    if path.with_name(path.name + "-wal").exists():
+        log.warning("Opening %s without its -wal file: the latest changes may not show", path)
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
 def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     """A connection with our pragmas. Autocommit mode: transactions are explicit."""
     if read_only:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = _open_read_only(path)
     else:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
@@ -184,9 +204,10 @@ def _damage(path: Path) -> sqlite3.DatabaseError | None:
     if not path.exists() or path.stat().st_size == 0:
         return None
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-    except sqlite3.Error as exc:
+        conn = _open_read_only(path)
+    except sqlite3.DatabaseError as exc:
+        if is_corruption(exc):
+            return exc
         raise translate(exc, path) from exc
     try:
         _check(conn)
@@ -199,10 +220,37 @@ def _damage(path: Path) -> sqlite3.DatabaseError | None:
     return None
 
 
+def _open_writable(path: Path) -> sqlite3.Connection | None:
+    """A read-write connection, or None when the file exists but only reading it can work
+    (a read-only folder: SQLite cannot create the -wal and -shm files beside it)."""
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = connect(path)
+        if _writable(conn):
+            return conn
+    except sqlite3.OperationalError as exc:
+        if _code(exc) not in (_CANTOPEN, _READONLY, _IOERR) or not path.is_file() or (
+                path.stat().st_size == 0):
+            if conn is not None:
+                conn.close()
+            raise
+        log.warning("Cannot write %s (%s); opening it read-only", path, exc)
+    if conn is not None:
+        conn.close()
+    return None
+
+
 def open_database(path: Path, read_only: bool = False
                   ) -> tuple[sqlite3.Connection, Path | None, bool]:
-    """(connection, where a damaged file was moved to or None, whether it is read-only)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """(connection, where a damaged file was moved to or None, whether it is read-only).
+
+    A database that cannot be written (its file or its folder is read-only) is opened
+    read-only rather than refused, so the user still sees their history."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"Could not create the folder {path.parent} for the conversation "
+                         f"database: {exc.strerror or exc}.", "io") from exc
     recovered_from: Path | None = None
     damage = _damage(path)
     if damage is not None:
@@ -214,19 +262,21 @@ def open_database(path: Path, read_only: bool = False
         except OSError as exc:
             raise StoreError(f"The conversation database {path} is damaged and could not be "
                              f"moved aside: {exc}.", "corrupt") from exc
+    conn: sqlite3.Connection | None = None
     try:
-        conn = connect(path, read_only)
-    except sqlite3.DatabaseError as exc:
-        raise translate(exc, path) from exc
-    try:
-        writable = not read_only and _writable(conn)
+        conn = None if read_only else _open_writable(path)
+        writable = conn is not None
+        if conn is None:
+            conn = connect(path, read_only=True)
         if writable:
             migrate(conn, path)
         elif conn.execute("PRAGMA user_version").fetchone()[0] != len(schema.MIGRATIONS):
             raise StoreError(f"The conversation database {path} is read-only and needs an "
-                             "upgrade: it cannot be opened until it is writable.", "read-only")
+                             "upgrade: it cannot be opened until it is writable.",
+                             "needs-upgrade")
     except BaseException as exc:
-        conn.close()
+        if conn is not None:
+            conn.close()
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
                 exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
             raise translate(exc, path) from exc
