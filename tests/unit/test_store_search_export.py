@@ -217,3 +217,47 @@ def test_markdown_export_shows_the_branch_on_screen(store: Store) -> None:
     store.select_sibling(a2.message_id)
     assert store.export_markdown(conv).endswith(
         "## Assistant · m.gguf\n\nA2\n\n*(interrupted)*\n")
+
+
+def test_a_chats_own_settings_are_exported_and_restored(store: Store) -> None:
+    conv = branched(store)
+    assert "settings" not in store.export_json(conv)  # none of its own: the file is as before
+    values = {"system_prompt": "Answer in French.",
+              "sampling": SamplingParams(temperature=0.2, seed=5, stop=("###",)).to_dict()}
+    store.set_chat_settings(conv, None, values)
+    exported = store.export_json(conv)
+    assert exported["settings"] == values and exported["preset"] is None
+    again = store.import_json(copy.deepcopy(exported))
+    assert store.chat_settings(again) == (None, values)
+    assert store.export_json(again) == exported
+    with Store(store.path.with_name("other.db")) as fresh:
+        (copied,) = fresh.import_all(store.export_some([again]))
+        assert fresh.chat_settings(copied) == (None, values)
+
+
+def test_imported_settings_are_clamped_and_checked(store: Store) -> None:
+    data = store.export_json(branched(store))
+    wild = {"system_prompt": "x", "sampling": {"temperature": 50, "top_k": -3, "bogus": 1},
+            "overflow": "truncate", "nested": {"dropped": True}}
+    conv = store.import_json({**data, "settings": wild})
+    assert store.chat_settings(conv)[1] == {
+        "system_prompt": "x", "overflow": "truncate",
+        "sampling": SamplingParams(temperature=2.0, top_k=0).to_dict()}
+    before = len(store.conversations())
+    for bad in ({"sampling": {}}, {"system_prompt": "x"}, {"system_prompt": "x", "sampling": 1},
+                "text", [1]):
+        with pytest.raises(ValueError, match="settings must be an object"):
+            store.import_json({**data, "settings": bad})
+    assert len(store.conversations()) == before
+
+
+def test_export_some_names_the_presets_its_chats_use(store: Store) -> None:
+    store.save_preset(Preset("Mine", "x", SamplingParams(top_k=3)))
+    store.save_preset(Preset("Unused", "y", SamplingParams()))
+    first = store.create_conversation("first", preset="mine")
+    second = store.create_conversation("second")
+    archive = store.export_some([second, first])
+    assert [c["title"] for c in archive["conversations"]] == ["second", "first"]
+    assert [p["name"] for p in archive["presets"]] == ["Mine"]
+    with pytest.raises(KeyError):
+        store.export_some([first, 999])

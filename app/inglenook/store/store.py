@@ -11,14 +11,15 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from inglenook import paths
 from inglenook.core.provenance import Provenance
-from inglenook.store import conversations, db, export, messages, presets, search
+from inglenook.store import conversations, db, export, imports, messages, native, presets, search
+from inglenook.store.imports import ImportBatch
 from inglenook.store.records import ConversationSummary, Preset, SearchHit, StoredMessage
 
 log = logging.getLogger(__name__)
@@ -201,18 +202,29 @@ class Store:
     @_guarded
     def import_json(self, data: dict) -> int:
         """A new conversation from export_json's output (ValueError if it is not one)."""
-        with self._write() as conn:
-            return export.import_json(conn, data)
+        return self.import_batch(native.read_conversation_export(data))[0]
 
     @_guarded
     def export_all(self) -> dict:
         return export.export_all(self._conn)
 
     @_guarded
+    def export_some(self, conv_ids: Sequence[int]) -> dict:
+        """These conversations as an archive, with the presets they name (KeyError: no such
+        conversation)."""
+        return export.export_some(self._conn, conv_ids)
+
+    @_guarded
     def import_all(self, data: dict) -> list[int]:
         """Every conversation of an export_all archive, all or nothing."""
+        return self.import_batch(native.read_archive(data))
+
+    @_guarded
+    def import_batch(self, batch: ImportBatch) -> list[int]:
+        """A checked import file (transfer.read_import) in one transaction: every conversation
+        and the presets whose names are free, or nothing. Returns the new conversations' ids."""
         with self._write() as conn:
-            return export.import_all(conn, data)
+            return imports.write_batch(conn, batch)
 
     # -- presets ---------------------------------------------------------------------------
 

@@ -1,0 +1,112 @@
+"""Reading Inglenook's own JSON (export.py writes it) into a checked ImportBatch."""
+
+from __future__ import annotations
+
+import time
+
+from inglenook.store.checks import (
+    InvalidImport,
+    Repairs,
+    flag,
+    one_line,
+    optional_string,
+    role,
+    shown,
+    string,
+)
+from inglenook.store.export import ARCHIVE_FORMAT, CONVERSATION_FORMAT, FORMAT_VERSION
+from inglenook.store.imports import ImportBatch, ImportedConversation, ImportedMessage
+from inglenook.store.records import STATUSES, Preset
+
+DEFAULT_TITLE = "Imported chat"
+
+
+def check_format(data: object, expected: str) -> dict:
+    if not isinstance(data, dict) or data.get("format") != expected:
+        raise InvalidImport(f"not an Inglenook export (expected format “{expected}”)")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InvalidImport("the export has no valid format version")
+    if version > FORMAT_VERSION:
+        raise InvalidImport(f"the export was made by a newer Inglenook (format v{version})")
+    return data
+
+
+def read_conversation_export(data: object) -> ImportBatch:
+    """{"format": "inglenook.conversation", …}"""
+    repairs = Repairs()
+    batch = ImportBatch("an Inglenook conversation",
+                        [read_conversation(data, "", repairs)])
+    batch.notes += repairs.sentences()
+    return batch
+
+
+def read_archive(data: object) -> ImportBatch:
+    """{"format": "inglenook.archive", "conversations": […], "presets": […]}"""
+    data = check_format(data, ARCHIVE_FORMAT)
+    convs, found = data.get("conversations", []), data.get("presets", [])
+    if not isinstance(convs, list) or not isinstance(found, list):
+        raise InvalidImport("“conversations” and “presets” must be lists")
+    repairs = Repairs()
+    batch = ImportBatch("an Inglenook archive")
+    for n, item in enumerate(found, start=1):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise InvalidImport(f"preset {n} needs a name")
+        where = f"preset {n} (“{one_line(item['name'])}”)"
+        batch.presets.append(Preset(
+            string(item["name"], f"{where}: its name"),
+            string(item.get("system_prompt"), f"{where}: its system_prompt", default=""),
+            repairs.sampling(item.get("sampling") or {}, where)))
+    for n, item in enumerate(convs, start=1):
+        title = item.get("title") if isinstance(item, dict) else None
+        where = f"conversation {n}" + (f" (“{one_line(title)}”)" if isinstance(title, str)
+                                       else "")
+        batch.conversations.append(read_conversation(item, f"{where}, ", repairs))
+    batch.notes += repairs.sentences()
+    return batch
+
+
+def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedConversation:
+    """One exported conversation; `where` ("conversation 3 (“Title”), ") prefixes messages."""
+    data = check_format(data, CONVERSATION_FORMAT)
+    items = data.get("messages", [])
+    if not isinstance(items, list) or not all(isinstance(m, dict) for m in items):
+        raise InvalidImport(f"{where}“messages” must be a list of objects")
+    stamp = time.time()
+    created = repairs.timestamp(data.get("created_at"), stamp)
+    messages: list[ImportedMessage] = []
+    index: dict[object, int] = {}  # the file's id → position in `messages`
+    for n, item in enumerate(items, start=1):
+        what = f"{where}message {n}"
+        parent, local_id = item.get("parent"), item.get("id")
+        if not all(isinstance(v, (int, str, type(None))) and not isinstance(v, bool)
+                   for v in (parent, local_id)):
+            raise InvalidImport(f"{what}: ids must be numbers or text")
+        if parent is not None and parent not in index:
+            raise InvalidImport(f"{what} refers to a parent that does not come before it")
+        if local_id is not None and local_id in index:
+            raise InvalidImport(f"{what} repeats the id {shown(local_id)}")
+        if not isinstance(item.get("role"), str) or not isinstance(item.get("content"), str):
+            raise InvalidImport(f"{what} needs a text role and content")
+        status = item.get("status", "complete")
+        if status not in STATUSES:
+            raise InvalidImport(f"{what} has an unknown status {shown(status)}")
+        messages.append(ImportedMessage(
+            parent=None if parent is None else index[parent],
+            role=role(item["role"], what),
+            content=string(item["content"], f"{what}: its content"),
+            # An imported reply cannot be streaming: nothing is writing it any more.
+            status="interrupted" if status == "streaming" else status,
+            created_at=repairs.timestamp(item.get("created_at"), stamp),
+            active=flag(item.get("active"), f"{what}: active"),
+            provenance=repairs.provenance(item.get("provenance") or None, what)))
+        if local_id is not None:
+            index[local_id] = len(messages) - 1
+    return ImportedConversation(
+        title=string(data.get("title"), f"{where}the title", default=DEFAULT_TITLE),
+        pinned=flag(data.get("pinned"), f"{where}pinned"),
+        preset=optional_string(data.get("preset"), f"{where}the preset"),
+        created_at=created,
+        updated_at=repairs.timestamp(data.get("updated_at"), created),
+        settings=repairs.settings(data.get("settings"), f"{where}settings"),
+        messages=tuple(messages))
