@@ -46,14 +46,17 @@ run: $(STAMP)
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
 
+# Without llama.cpp: unit tests and the window on the fake engine (tests/helpers/fake_host.py).
 test-fast: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not integration"
 
+# Figures for README (bench/results.json). `make test` runs it in a quick mode, so it cannot rot.
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) bench/run.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check app tests bench
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) build app/*.egg-info .pytest_cache

@@ -1,6 +1,9 @@
 """The longest GUI-thread stall while a reply streams at full speed into a 200-message
 conversation, measured by a QTimer probe; also the RSS of the window and engine processes.
 Prints one JSON line. Run by bench/run.py in its own process (offscreen unless told otherwise).
+
+The 200 messages are on screen; the engine is asked in a new chat, so it sees one message:
+this measures the window, not prompt evaluation.  `--quick`: 20 messages, a short reply.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import psutil
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from inglenook.core.messages import Message
 from inglenook.core.settings import Settings
 from inglenook.ui.app import configure
 from inglenook.ui.main_window import MainWindow
@@ -40,21 +42,21 @@ def greet(name):
 
 
 def main() -> int:
-    app = QApplication(sys.argv)
+    quick = "--quick" in sys.argv
+    history, max_tokens = (20, 96) if quick else (HISTORY, 1500)
+    app = QApplication(sys.argv[:1])
     configure(app)
     settings = Settings()
     settings.n_ctx = 4096
-    settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=1500,
+    settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=max_tokens,
                                                   repeat_penalty=1.0)
     window = MainWindow(settings=settings)
     app.aboutToQuit.connect(window.shutdown)
     window.resize(1280, 820)
     window.show()
-    for i in range(HISTORY // 2):
+    for i in range(history // 2):
         window.chat.add_bubble("user", f"Question number {i}: tell me something.")
         window.chat.add_bubble("assistant", SAMPLE_REPLY)
-    # The engine sees a short conversation: this measures the window, not prompt evaluation.
-    window.turns = [Message("user", "Hello."), Message("assistant", "Hello! How can I help?")]
 
     gaps: list[float] = []
     last = [0.0]
@@ -74,7 +76,7 @@ def main() -> int:
     def start() -> None:
         window.composer.edit.setPlainText(
             "Write a long, detailed story about a lighthouse keeper and a storm.")
-        window.composer._submit()
+        window.composer.send_requested.emit(window.composer.edit.toPlainText())
         timer.start()
 
     def first_text() -> None:

@@ -7,10 +7,15 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   gui_max_stall_ms, rss_* measured by bench/gui_stall.py in its own process
   window_shown_s          launch of `python -m inglenook` → main window shown
   store_*                 bench/store_bench.py: 10,000 conversations, switching, search, writes
+  window_*                bench/window_memory.py: RSS with 80 messages, growth over 200 switches
+
+`--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
+the suite); its figures mean nothing. `--output PATH` writes the JSON elsewhere.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -133,12 +138,13 @@ def stop_latency_decode(client: EngineClient, runs: int = 10) -> tuple[float, fl
     return statistics.median(latencies) * 1000, max(latencies) * 1000
 
 
-def stop_latency_prefill(client: EngineClient, runs: int = 3) -> tuple[float, int]:
+def stop_latency_prefill(client: EngineClient, runs: int = 3,
+                         sentences: int = 340) -> tuple[float, int]:
     latencies, total = [], 0
     for i in range(runs):
         rid = 4000 + i
         # A different first word each run, so no prefix of it is in the KV cache.
-        text = f"Run {i}. " + " ".join(f"Stone {n} is small and blue." for n in range(340))
+        text = f"Run {i}. " + " ".join(f"Stone {n} is small and blue." for n in range(sentences))
         request = GenerationRequest(rid, (Message("user", text),), GREEDY)
         asked = 0.0
         for event in client.generate(request):
@@ -173,7 +179,21 @@ def window_shown(home: Path) -> dict[str, float]:
     return figures
 
 
+def run_script(name: str, quick: bool) -> dict:
+    """A bench script in its own process; its last line of output is a JSON object."""
+    command = [sys.executable, str(HERE / name), *(["--quick"] if quick else [])]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts, to check it runs")
+    parser.add_argument("--output", type=Path, default=HERE / "results.json")
+    args = parser.parse_args()
+    quick = args.quick
     model = paths.bundled_model_path()
     if model is None:
         log("The bundled model is missing: run `make setup`.")
@@ -189,33 +209,33 @@ def main() -> int:
         client = EngineClient(log_path=home / "engine.log")
         try:
             client.load(client_params(str(model), threads))
-            results.update(decode_rates(str(model), threads, client, runs=5))
+            results.update(decode_rates(str(model), threads, client, runs=1 if quick else 5))
 
             log("TTFT over a 12-turn conversation…")
-            ttfts = ttft_turns(client)
+            ttfts = ttft_turns(client, 3 if quick else 12)
             results.update(ttft_turn1_ms=round(ttfts[0] * 1000, 1),
                            ttft_turn12_ms=round(ttfts[-1] * 1000, 1),
                            ttft_turn12_over_turn1=round(ttfts[-1] / ttfts[0], 3))
 
             log("Stop latency while decoding and during a long prompt…")
-            median_ms, max_ms = stop_latency_decode(client)
+            median_ms, max_ms = stop_latency_decode(client, 2 if quick else 10)
             results.update(stop_latency_decode_ms=round(median_ms, 1),
                            stop_latency_decode_max_ms=round(max_ms, 1))
-            prefill_ms, prompt_tokens = stop_latency_prefill(client)
+            prefill_ms, prompt_tokens = stop_latency_prefill(client, 1 if quick else 3,
+                                                             80 if quick else 340)
             results.update(stop_latency_prefill_ms=round(prefill_ms, 1),
                            stop_prefill_prompt_tokens=prompt_tokens)
         finally:
             client.close()
 
         log("GUI stall while streaming into a 200-message conversation…")
-        gui = subprocess.run([sys.executable, str(HERE / "gui_stall.py")], capture_output=True,
-                             text=True, check=True)
-        results.update(json.loads(gui.stdout.strip().splitlines()[-1]))
+        results.update(run_script("gui_stall.py", quick))
 
         log("Conversation store: 10,000 conversations, switching, search, bytes per token…")
-        store = subprocess.run([sys.executable, str(HERE / "store_bench.py")],
-                               capture_output=True, text=True, check=True)
-        results.update(json.loads(store.stdout.strip().splitlines()[-1]))
+        results.update(run_script("store_bench.py", quick))
+
+        log("Window memory: an 80-message chat, 200 switches among 20 chats…")
+        results.update(run_script("window_memory.py", quick))
 
         log("Start-up: launch → window shown → model ready…")
         results.update({k: round(v, 3) for k, v in window_shown(home / "startup").items()})
@@ -223,8 +243,9 @@ def main() -> int:
     width = max(len(k) for k in results)
     for key, value in results.items():
         print(f"{key:<{width}}  {value}")
-    (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {HERE / 'results.json'}")
+    results["quick"] = quick
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {args.output}")
     return 0
 
 

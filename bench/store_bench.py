@@ -24,14 +24,14 @@ WORDS = ("river", "mountain", "bread", "clock", "owl", "glass", "map", "bee", "t
          "violin", "comet", "harbour", "meadow", "copper", "thistle", "engine", "garden")
 
 
-def fill(path: Path) -> list[int]:
+def fill(path: Path, conversations: int = CONVERSATIONS) -> list[int]:
     from inglenook.store import Store
 
     store = Store(path)
     ids = []
     conn = store._conn  # bulk load in one transaction; the app never writes like this
     with conn:
-        for c in range(CONVERSATIONS):
+        for c in range(conversations):
             cur = conn.execute("INSERT INTO conversations (title, created_at, updated_at) "
                                "VALUES (?, ?, ?)", (f"Chat {c}", c, c))
             conv = cur.lastrowid
@@ -54,6 +54,7 @@ def written_bytes() -> int:
 
 
 def main() -> int:
+    count = 200 if "--quick" in sys.argv else CONVERSATIONS
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["INGLENOOK_HOME"] = tmp
         from inglenook import paths
@@ -61,13 +62,13 @@ def main() -> int:
         from inglenook.core.session import ChatSession
         from inglenook.store import Store
 
-        ids = fill(paths.database_file())
+        ids = fill(paths.database_file(), count)
         from PySide6.QtWidgets import QApplication
 
         from inglenook.ui.app import configure
         from inglenook.ui.main_window import MainWindow
 
-        app = QApplication(sys.argv)
+        app = QApplication(sys.argv[:1])
         configure(app)
         started = time.perf_counter()
         window = MainWindow(autoload=False)
@@ -103,8 +104,8 @@ def main() -> int:
         per_token = (written_bytes() - before) / 600
         store.close()
     print(json.dumps({
-        "store_conversations": CONVERSATIONS,
-        "store_messages": CONVERSATIONS * MESSAGES_EACH,
+        "store_conversations": count,
+        "store_messages": count * MESSAGES_EACH,
         "store_startup_10k_s": round(startup, 3),
         "store_switch_ms": round(statistics.median(switches) * 1000, 1),
         "store_switch_max_ms": round(max(switches) * 1000, 1),

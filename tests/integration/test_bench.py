@@ -1,0 +1,33 @@
+"""`make bench` must keep running: the whole benchmark in its quick mode (tiny counts), every
+figure README quotes present. The figures themselves are not checked: speed lives in bench/."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README_KEYS = (
+    "decode_ratio_vs_raw", "ttft_turn12_over_turn1", "stop_latency_decode_ms",
+    "stop_latency_prefill_ms", "gui_max_stall_ms", "rss_window_mb", "rss_engine_mb",
+    "store_startup_10k_s", "store_switch_ms", "store_search_ms", "store_bytes_per_token",
+    "window_rss_80_messages_mb", "window_rss_growth_200_switches_mb", "window_shown_s",
+    "model_ready_s",
+)
+
+
+def test_the_benchmark_runs_to_the_end(tmp_path: Path) -> None:
+    output = tmp_path / "results.json"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick",
+                           "--output", str(output)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(output.read_text())
+    missing = [key for key in README_KEYS if key not in results]
+    assert not missing, f"bench no longer reports {missing}"
+    assert all(isinstance(results[key], (int, float)) for key in README_KEYS)
+    assert results["quick"] is True
