@@ -160,6 +160,7 @@ def test_export_and_import_through_the_window(
                         staticmethod(lambda *a, **k: (str(target), "")))
     before = window.chats.session.conv_id
     window.history.import_conversations()
+    qtbot.waitUntil(lambda: not window.history.importing, timeout=30_000)
     assert window.chats.session.conv_id != before
     assert [(m.role, m.content) for m in window.chats.session.path] == original
     assert len(sidebar_titles(window)) == 2

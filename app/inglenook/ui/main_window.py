@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.load import ModelInfo
-from inglenook.core.settings import Settings, load_settings, save_settings
+from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
 from inglenook.store.opening import open_store
@@ -64,7 +64,11 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Inglenook")
         self.setObjectName("mainWindow")
-        settings = settings or load_settings()
+        self.settings_file = SettingsFile()
+        notices = []
+        if settings is None:
+            settings = self.settings_file.load()
+            notices.append(self.settings_file.notice)
         self.store, store_problem = (store, None) if store else open_store()
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False
@@ -90,7 +94,9 @@ class MainWindow(QMainWindow):
         self.models.refresh(settings.last_model)
         self.history.refresh()
         if store_problem:  # damaged and moved aside, read-only, or temporary
-            self.banner.show_message(store_problem, "info" if self.store.read_only else "error")
+            notices.append(store_problem)
+        if any(notices):
+            self.banner.show_message("\n\n".join(n for n in notices if n))
         if settings.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
         else:
@@ -256,7 +262,10 @@ class MainWindow(QMainWindow):
         settings = self.side.current_settings()
         settings.side_panel_visible = self.panel_button.isChecked()
         settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
-        save_settings(settings)
+        try:  # merged with what another window saved meanwhile
+            self.side.settings = self.settings_file.save(settings)
+        except SettingsSaveError as exc:
+            self.banner.show_message(str(exc))
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -276,10 +285,7 @@ class MainWindow(QMainWindow):
         self._save_timer.stop()
         self.chats.shutdown()
         self.side.flush()
-        try:
-            self.save_settings()
-        except OSError as exc:
-            self.banner.show_message(f"Could not save settings: {exc}")
+        self.save_settings()
         self.downloads.close()  # pauses running downloads; their partial files are kept
         self.worker.close()
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -42,19 +44,36 @@ def export_everything(store: Store, parent: QWidget) -> Path | None:
     return target
 
 
-def import_conversations(store: Store, parent: QWidget) -> list[int]:
-    """Import an Inglenook export (one conversation or an archive) or ChatGPT's
-    conversations.json, all or nothing; returns the new ids. A file that cannot be imported
-    raises InvalidImport (a ValueError) with the reason in one line."""
+def ask_import_file(parent: QWidget) -> str:
+    """An Inglenook export or ChatGPT's conversations.json to import ("" when cancelled)."""
     path, _ = QFileDialog.getOpenFileName(parent, "Import conversations", str(Path.home()),
                                           "JSON (*.json)")
-    if not path:
-        return []
+    return path
+
+
+def import_file(path: str, database: Path, cancelled: threading.Event) -> ImportResult:
+    """On a worker thread: read and check the file, then write it in one transaction through
+    a connection of this thread's own. Nothing is written once `cancelled` is set."""
     batch = read_import(path)
-    ids = store.import_batch(batch)
-    if batch.notes:  # what was left out or repaired: say so, without blocking the window
-        box = QMessageBox(QMessageBox.Icon.Information, "Import conversations",
-                          batch.summary(), QMessageBox.StandardButton.Ok, parent)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-    return ids
+    if cancelled.is_set():
+        raise ImportCancelled
+    with Store(database) as store:
+        return ImportResult(store.import_batch(batch), batch.summary() if batch.notes else "")
+
+
+class ImportCancelled(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    ids: list[int]
+    summary: str  # what was left out or repaired; "" when everything came in
+
+
+def show_summary(summary: str, parent: QWidget) -> None:
+    """What an import left out or repaired, without blocking the window."""
+    box = QMessageBox(QMessageBox.Icon.Information, "Import conversations", summary,
+                      QMessageBox.StandardButton.Ok, parent)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()

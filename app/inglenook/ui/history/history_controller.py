@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
@@ -11,6 +13,7 @@ from inglenook.store import Store, StoreError
 from inglenook.ui.history import dialogs
 from inglenook.ui.history.search_dialog import SearchDialog
 from inglenook.ui.history.sidebar import ConversationSidebar
+from inglenook.ui.models.bridge import BackgroundTasks
 from inglenook.ui.widgets.banner import Banner
 
 
@@ -38,6 +41,10 @@ class HistoryController(QObject):
         self._current = current
         self._parent = parent
         self._deleted: int | None = None
+        self._import_cancel: threading.Event | None = None
+        self._tasks = BackgroundTasks(self)
+        self._tasks.done.connect(self._imported)
+        self._tasks.failed.connect(self._import_failed)
         sidebar.conversation_selected.connect(lambda conv_id: self.open_requested.emit(conv_id, 0))
         sidebar.new_requested.connect(self.new_requested)
         sidebar.rename_requested.connect(self.rename)
@@ -117,14 +124,41 @@ class HistoryController(QObject):
     def export_all(self) -> None:
         self._file_action(lambda: dialogs.export_everything(self.store, self._parent), "export")
 
-    def import_conversations(self) -> None:
-        ids: list[int] = []
-        if self._file_action(
-                lambda: ids.extend(dialogs.import_conversations(self.store, self._parent)),
-                "import") and ids:
-            self.refresh()
-            self.imported.emit()
-            self.open_requested.emit(ids[0], 0)
+    def import_conversations(self, path: str = "") -> None:
+        """Read, check and write the file on a worker thread (a 100 MB export takes a while);
+        the banner says so, with Cancel. All or nothing: a bad file adds no conversation."""
+        path = path or dialogs.ask_import_file(self._parent)
+        if not path or self._import_cancel is not None:
+            return
+        self._import_cancel = threading.Event()
+        self.banner.show_message(f"Importing {Path(path).name}…", "info",
+                                 ("Cancel", self._import_cancel.set))
+        self._tasks.start("import", dialogs.import_file, path, self.store.path,
+                          self._import_cancel)
+
+    @property
+    def importing(self) -> bool:
+        return self._import_cancel is not None
+
+    def _imported(self, _key: object, result: object) -> None:
+        self._import_cancel = None
+        assert isinstance(result, dialogs.ImportResult)
+        self.banner.clear()
+        self.refresh()
+        self.imported.emit()
+        if result.ids:
+            self.open_requested.emit(result.ids[0], 0)
+        if result.summary:
+            dialogs.show_summary(result.summary, self._parent)
+
+    def _import_failed(self, _key: object, exc: object) -> None:
+        self._import_cancel = None
+        if isinstance(exc, dialogs.ImportCancelled):
+            self.banner.show_message("Import cancelled; nothing was added.", "info")
+        elif isinstance(exc, (OSError, ValueError, StoreError)):
+            self.banner.show_message(f"Could not import: {exc}")
+        else:
+            self.banner.show_message(f"Could not import: {type(exc).__name__}: {exc}")
 
     def _file_action(self, action: Callable[[], object], what: str) -> bool:
         try:

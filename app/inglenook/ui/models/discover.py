@@ -9,6 +9,7 @@ request that is no longer the latest are dropped. Offline, nothing is started at
 from __future__ import annotations
 
 import html
+from typing import cast
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -102,13 +103,12 @@ class DiscoverPage(QWidget):
         self.query.setPlaceholderText("Search models, e.g. qwen, llama, phi…")
         self.query.setClearButtonEnabled(True)
         self.query.returnPressed.connect(self.search)
-        self.query.textChanged.connect(lambda text: text.strip() or self.show_catalog())
+        self.query.textChanged.connect(self._query_edited)
         self.sort = QComboBox(self)
         self.sort.setObjectName("hubSort")
         for label, value in SORTS:
             self.sort.addItem(label, value)
-        self.sort.currentIndexChanged.connect(lambda _i: self.query.text().strip()
-                                              and self.search())
+        self.sort.currentIndexChanged.connect(self._sort_changed)
         self.search_button = QPushButton("Search", self)
         self.search_button.setObjectName("hubSearchButton")
         self.search_button.clicked.connect(self.search)
@@ -420,6 +420,8 @@ class DiscoverPage(QWidget):
         def walk(item: QTreeWidgetItem) -> None:
             for i in range(item.childCount()):
                 child = item.child(i)
+                if child is None:
+                    continue
                 if child.childCount():
                     walk(child)
                     continue
@@ -436,9 +438,17 @@ class DiscoverPage(QWidget):
             return None
         return next((m for m in self.listing.models if m.name == name), None)
 
+    def _query_edited(self, text: str) -> None:
+        if not text.strip():
+            self.show_catalog()
+
+    def _sort_changed(self, _index: int) -> None:
+        if self.query.text().strip():
+            self.search()
+
     # -- background answers -----------------------------------------------------------------------
     def _on_done(self, key: object, value: object) -> None:
-        kind, number = key  # type: ignore[misc]
+        kind, number = cast(tuple[str, int], key)
         if kind == "search" and number == self._request:
             self._set_busy(False)
             self._show_results(self.query.text().strip(), value)  # type: ignore[arg-type]
@@ -451,7 +461,7 @@ class DiscoverPage(QWidget):
                 self._show_fits(report)
 
     def _on_failed(self, key: object, exc: object) -> None:
-        kind, number = key  # type: ignore[misc]
+        kind, number = cast(tuple[str, int], key)
         message = str(exc) if isinstance(exc, hub.HubError) else (
             f"Something went wrong: {type(exc).__name__}: {exc}")
         if kind == "search" and number == self._request:

@@ -173,18 +173,18 @@ class DownloadsPage(QWidget):
         self.list_layout.setContentsMargins(0, 0, 6, 0)
         self.list_layout.setSpacing(10)
         self.list_layout.addStretch(1)
-        self.scroll = QScrollArea(self)
-        self.scroll.setObjectName("downloadsScroll")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setWidget(content)
+        self.cards_scroll = QScrollArea(self)
+        self.cards_scroll.setObjectName("downloadsScroll")
+        self.cards_scroll.setWidgetResizable(True)
+        self.cards_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.cards_scroll.setWidget(content)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 20, 24, 20)
         layout.setSpacing(12)
         layout.addLayout(head)
         layout.addWidget(self.empty, 1)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.cards_scroll, 1)
         for status in bridge.statuses():
             self.show_status(status)
         bridge.changed.connect(self.show_status)
@@ -193,7 +193,7 @@ class DownloadsPage(QWidget):
     def show_status(self, status: DownloadStatus) -> None:
         card = self.cards.get(status.id)
         if card is None:
-            card = DownloadCard(self.bridge, status, self.scroll.widget())
+            card = DownloadCard(self.bridge, status, self.cards_scroll.widget())
             self.cards[status.id] = card
             self.list_layout.insertWidget(self.list_layout.count() - 1, card)
         else:
@@ -220,6 +220,6 @@ class DownloadsPage(QWidget):
     def _update_empty(self) -> None:
         has = bool(self.cards)
         self.empty.setVisible(not has)
-        self.scroll.setVisible(has)
+        self.cards_scroll.setVisible(has)
         self.clear_button.setEnabled(any(c.status.state in FINISHED
                                          for c in self.cards.values()))

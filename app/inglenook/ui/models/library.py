@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -77,7 +78,8 @@ def ask_import_mode(parent: QWidget, name: str) -> ImportMode | None:
     link = box.addButton("Use it where it is", QMessageBox.ButtonRole.AcceptRole)
     box.setDefaultButton(copy)
     box.exec()
-    return {copy: "copy", link: "link"}.get(box.clickedButton())  # type: ignore[return-value]
+    clicked = box.clickedButton()
+    return "copy" if clicked is copy else "link" if clicked is link else None
 
 
 def open_folder(folder: Path) -> bool:
@@ -258,7 +260,7 @@ class LibraryPage(QWidget):
         item.setToolTip(0, tip)
 
     def _on_header(self, key: object, value: object) -> None:
-        generation, path, header = value  # type: ignore[misc]
+        generation, path, header = cast(tuple[int, str, object], value)
         self._cache[self._cache_key(path)] = header
         if generation != self._generation:
             return
@@ -384,7 +386,7 @@ class LibraryPage(QWidget):
     def _on_task_done(self, key: object, value: object) -> None:
         if key == "import":
             self._import_finished()
-            installed, message = value  # type: ignore[misc]
+            installed, message = cast(tuple[Path, str], value)
             self.show_notice(message)
             self.refresh()
             self.select(str(installed))
