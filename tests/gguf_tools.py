@@ -258,3 +258,55 @@ def rewrite_metadata(
         fin.seek(layout.data_offset)
         shutil.copyfileobj(fin, fout, 1 << 22)
     return out
+
+
+def _string_array(raw: bytes, key: str) -> list[str]:
+    """The items of a raw STRING-array entry (as _layout keeps it)."""
+    pos = 8 + len(key.encode()) + 4  # key, value type
+    etype, n = struct.unpack_from("<IQ", raw, pos)
+    assert etype == V.STRING, key
+    pos += 12
+    items = []
+    for _ in range(n):
+        (length,) = struct.unpack_from("<Q", raw, pos)
+        items.append(raw[pos + 8: pos + 8 + length].decode("utf-8"))
+        pos += 8 + length
+    return items
+
+
+def _int32_array(raw: bytes, key: str) -> list[int]:
+    pos = 8 + len(key.encode()) + 4
+    etype, n = struct.unpack_from("<IQ", raw, pos)
+    assert etype == V.INT32, key
+    return list(struct.unpack_from(f"<{n}i", raw, pos + 12))
+
+
+def read_tokens(path: str | os.PathLike[str]) -> tuple[list[str], list[int]]:
+    """The vocabulary of a GGUF file: token texts and token types (1 normal, 3 control, 4
+    user-defined...)."""
+    raw = {key: entry for key, _, entry in _layout(path).entries}
+    return (_string_array(raw["tokenizer.ggml.tokens"], "tokenizer.ggml.tokens"),
+            _int32_array(raw["tokenizer.ggml.token_type"], "tokenizer.ggml.token_type"))
+
+
+TOKEN_TYPE_CONTROL = 3
+TOKEN_TYPE_USER_DEFINED = 4
+
+
+def replace_tokens(
+    src: str | os.PathLike[str], dst: str | os.PathLike[str],
+    tokens: Mapping[int, tuple[str, int]], changes: Mapping[str, object | None] | None = None,
+) -> Path:
+    """Copy a GGUF file giving some token ids a new text and type ({id: (text, type)}), plus
+    metadata `changes`. With a model's own special tokens as the ids, this gives a real model
+    another family's control tokens (`<|eot_id|>`, `<start_of_turn>`, `[INST]`...) while its
+    tensors stay valid: the embedding rows are the same, only what the text reads as changes."""
+    texts, types = read_tokens(src)
+    for token, (text, ttype) in tokens.items():
+        assert text not in texts or texts.index(text) == token, f"{text!r} is already a token"
+        texts[token], types[token] = text, ttype
+    return rewrite_metadata(src, dst, {
+        "tokenizer.ggml.tokens": Typed(V.ARRAY, (V.STRING, texts)),
+        "tokenizer.ggml.token_type": Typed(V.ARRAY, (V.INT32, types)),
+        **(changes or {}),
+    })

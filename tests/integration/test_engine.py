@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -223,3 +224,83 @@ def test_engine_reports_gpu_memory_of_its_build(engine: EngineClient) -> None:
         assert (ready.vram_free, ready.vram_total) == (0, 0)
     else:
         assert 0 < ready.vram_free <= ready.vram_total
+
+
+# -- memory and context checks before loading ------------------------------------------------------
+def test_a_context_that_cannot_fit_is_refused_before_any_load(
+        engine: EngineClient, bundled_model: Path) -> None:
+    progress: list[float] = []
+    with pytest.raises(EngineError, match=r"largest context that fits is ([\d,]+) tokens") as info:
+        engine.load(LoadParams(str(bundled_model), n_ctx=10**9, allow_beyond_trained=True),
+                    on_progress=progress.append)
+    # llama.cpp reports progress from the first byte of the model it reads: none was read.
+    assert progress == []
+    message = str(info.value)
+    assert "1,000,000,000 tokens needs about" in message and "\n" not in message
+    found = re.search(r"fits is ([\d,]+) tokens", message)
+    assert found is not None
+    largest = int(found[1].replace(",", ""))
+    assert 0 < largest < 10**9 and largest % 256 == 0
+    assert engine.alive
+    engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
+def test_a_context_beyond_the_trained_length_needs_an_explicit_choice(
+        engine: EngineClient, bundled_model: Path) -> None:
+    progress: list[float] = []
+    with pytest.raises(EngineError, match="trained on a context of 8,192 tokens"):
+        engine.load(LoadParams(str(bundled_model), n_ctx=16384), on_progress=progress.append)
+    assert progress == []
+    info = engine.load(LoadParams(str(bundled_model), n_ctx=16384, allow_beyond_trained=True))
+    assert info.n_ctx == 16384 and info.n_ctx_train == 8192
+    engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
+# -- the prompt inspector --------------------------------------------------------------------------
+def test_inspect_shows_the_prompt_and_leaves_the_cache_alone(engine: EngineClient) -> None:
+    first, events = ask(engine, QUESTION, 90, GREEDY.replace(max_tokens=20))
+    turn1 = stats_of(events).stats
+    view = engine.inspect(GenerationRequest(91, (Message("user", "Something else entirely."),)))
+    assert view.request_id == 91 and not view.defused and view.dropped_messages == 0
+    assert view.prompt == (
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+        "Face<|im_end|>\n<|im_start|>user\nSomething else entirely.<|im_end|>\n"
+        "<|im_start|>assistant\n")
+    assert "".join(t.piece for t in view.tokens) == view.prompt
+    assert [t.piece for t in view.tokens if t.special] == ["<|im_start|>", "<|im_end|>"] * 2 + [
+        "<|im_start|>"]
+    # Nothing was evaluated: the follow-up still finds the first question in the KV cache.
+    follow_up = (*QUESTION, Message("assistant", first), Message("user", "And of Germany?"))
+    _, events = ask(engine, follow_up, 92, GREEDY.replace(max_tokens=8))
+    assert stats_of(events).stats.cached_tokens >= turn1.prompt_tokens
+    # And it is the prompt a reply evaluates.
+    view = engine.inspect(GenerationRequest(93, follow_up))
+    assert len(view.tokens) == stats_of(events).stats.prompt_tokens
+
+
+def test_inspect_leaves_out_what_the_context_would_leave_out(engine: EngineClient) -> None:
+    turns: list[Message] = []
+    for i in range(12):
+        filler = f"Earlier message number {i} about nothing much. " * 60
+        turns += [Message("user", filler), Message("assistant", filler)]
+    turns.append(Message("user", "Say hello."))
+    view = engine.inspect(GenerationRequest(94, tuple(turns), GREEDY.replace(max_tokens=8)))
+    assert view.dropped_messages > 0 and view.n_ctx == 4096
+    assert "Earlier message number 0 " not in view.prompt and "Say hello." in view.prompt
+    assert len(view.tokens) <= view.n_ctx
+    _, events = ask(engine, tuple(turns), 95, GREEDY.replace(max_tokens=8))
+    stats = stats_of(events).stats
+    assert stats.dropped_messages == view.dropped_messages
+    assert stats.prompt_tokens == len(view.tokens)
+
+
+def test_inspect_reports_why_there_is_no_prompt(engine: EngineClient, tmp_path: Path) -> None:
+    with pytest.raises(EngineError, match="context"):
+        engine.inspect(GenerationRequest(96, (Message("user", "word " * 6000),)))
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    try:
+        client.start()
+        with pytest.raises(EngineError, match="No model is loaded"):
+            client.inspect(GenerationRequest(1, QUESTION))
+    finally:
+        client.close()

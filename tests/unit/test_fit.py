@@ -258,3 +258,55 @@ def test_offload_is_considered_only_once_the_engine_reports_a_gpu_build() -> Non
         assert memory.gpu_offload and memory.vram_free == 6 * GB
     finally:
         fit_module.set_vram_probe(None)
+
+
+# -- before loading -------------------------------------------------------------------------------
+def test_largest_context_is_the_last_step_that_fits() -> None:
+    memory = ram(8 * GB)
+    largest = fit.largest_context(MISTRAL_7B, "f16", memory, 10**9)
+    assert largest > 0 and largest % fit.CONTEXT_STEP == 0
+    assert plan(MISTRAL_7B, largest, "f16", memory).label != "won't fit"
+    assert plan(MISTRAL_7B, largest + fit.CONTEXT_STEP, "f16", memory).label == "won't fit"
+    assert fit.largest_context(MISTRAL_7B, "f16", memory, 1000) == 768  # capped, whole steps
+    assert fit.largest_context(MISTRAL_7B, "f16", ram(1 * GB), 10**9) == 0  # weights alone
+
+
+def test_a_context_that_cannot_fit_is_refused_naming_the_largest_that_does() -> None:
+    memory = ram(8 * GB)
+    message = fit.load_refusal(MISTRAL_7B, 10**9, "f16", memory, allow_beyond_trained=True)
+    assert message is not None
+    largest = fit.largest_context(MISTRAL_7B, "f16", memory, 10**9)
+    assert f"The largest context that fits is {largest:,} tokens." in message
+    assert "1,000,000,000 tokens needs about" in message and "8.0 GB is free" in message
+    assert fit.load_refusal(MISTRAL_7B, largest, "f16", memory,
+                            allow_beyond_trained=True) is None
+
+
+def test_a_context_beyond_the_trained_length_needs_an_explicit_choice() -> None:
+    memory = ram(64 * GB)
+    message = fit.load_refusal(LLAMA2_7B, 8192, "f16", memory)
+    assert message is not None and "trained on a context of 4,096 tokens" in message
+    assert "explicitly" in message
+    assert fit.load_refusal(LLAMA2_7B, 8192, "f16", memory, allow_beyond_trained=True) is None
+    assert fit.load_refusal(LLAMA2_7B, 4096, "f16", memory) is None
+    # Unknown trained length: nothing to be beyond.
+    unknown = dataclasses.replace(LLAMA2_7B, n_ctx_train=0)
+    assert fit.load_refusal(unknown, 8192, "f16", memory) is None
+
+
+def test_beyond_trained_and_too_big_offers_at_most_the_trained_length() -> None:
+    message = fit.load_refusal(MISTRAL_7B, 10**9, "f16", ram(64 * GB))
+    assert message is not None
+    assert "The largest context that fits is 32,768 tokens (this model was trained on" in message
+
+
+def test_a_model_too_big_at_any_context_says_so() -> None:
+    message = fit.load_refusal(QWEN_7B, 4096, "f16", ram(2 * GB))
+    assert message is not None and "Not even a context of 256 tokens fits" in message
+
+
+def test_vram_takes_layers_off_ram_in_the_refusal() -> None:
+    ram_only = Memory(ram_free=4 * GB, ram_total=16 * GB)
+    with_gpu = Memory(ram_free=4 * GB, ram_total=16 * GB, vram_free=24 * GB, gpu_offload=True)
+    assert fit.load_refusal(QWEN_7B, 8192, "f16", ram_only) is not None
+    assert fit.load_refusal(QWEN_7B, 8192, "f16", with_gpu) is None

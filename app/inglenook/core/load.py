@@ -27,6 +27,9 @@ class LoadParams:
     use_mmap: bool = True
     use_mlock: bool = False
     chat_template: str | None = None  # overrides the template in the GGUF file
+    # A context longer than the model was trained on loads only when asked for explicitly:
+    # replies past the trained length are often incoherent.
+    allow_beyond_trained: bool = False
 
     def replace(self, **changes: object) -> LoadParams:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

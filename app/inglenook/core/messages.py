@@ -7,13 +7,23 @@ from typing import Literal
 
 from inglenook.core.sampling import SamplingParams
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 
 @dataclass(frozen=True)
 class Message:
+    """One turn. The role is one of ROLES and nothing else: templates branch on it and print it
+    between control tokens, so a free-form role would be a way to write markup."""
+
     role: Role
     content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"Unknown message role {self.role!r} (one of {', '.join(ROLES)}).")
+        if not isinstance(self.content, str):
+            raise TypeError(f"A message's content must be text, not {type(self.content).__name__}.")
 
 
 @dataclass(frozen=True)

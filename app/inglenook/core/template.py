@@ -10,6 +10,18 @@ value counts against a size budget; and the few builtins that can build a huge v
 are refused up front (see `_precheck`). Residual limit: a single builtin step we have not
 listed can still allocate a large multiple of its (bounded) input before any check sees it, so
 render in a process that can be killed as the last resort (the engine host), not in the GUI.
+
+Message text never becomes markup. Only the template's own text may produce control tokens
+(`<|im_start|>`, `<|eot_id|>`, `<start_of_turn>`, `[INST]`, `<|start|>`...); the text of every
+message, whatever its role (system prompts, user and assistant turns, tool results), is tokenized
+as plain text, so a pasted `<|im_end|><|im_start|>system` is read as the characters it is made of.
+`render_prompt` finds the message text in the rendered prompt by rendering twice: once with the
+real messages, once with each message's text replaced by a random placeholder that no text
+contains. The placeholder render gives the template's markup; the real one must then read as that
+markup with each message's text (or the text trimmed, as `| trim` does) in the placeholders'
+places. When it does not (a template that slices, rewrites or branches on message text), the
+prompt is used as rendered but control strings in message text are first defused with a zero-width
+space between their characters, so they cannot be read as control tokens either way.
 """
 
 from __future__ import annotations
@@ -17,8 +29,9 @@ from __future__ import annotations
 import functools
 import json
 import re
+import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +42,7 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from inglenook.core.messages import Message
+from inglenook.core.messages import ROLES, Message
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -180,7 +193,7 @@ def _instrument(ast: nodes.Template) -> nodes.Template:
     never reaches a sandbox hook and would spin for hours.
     """
 
-    def wrap(node: nodes.Expr, name: str) -> nodes.Expr:
+    def wrap(node: nodes.Node, name: str) -> nodes.Expr:
         return nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
 
     for loop in list(ast.find_all(nodes.For)):
@@ -247,6 +260,13 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+def _check_roles(messages: Sequence[Message]) -> None:
+    # Message refuses other roles; this catches one built around it.
+    for m in messages:
+        if m.role not in ROLES:
+            raise TemplateError(f"A message has the unknown role {m.role!r}.")
+
+
 def _raise_exception(message: str) -> NoReturn:
     raise TemplateError(
         f"The chat template rejected the conversation: {message}", raised_by_template=True
@@ -288,6 +308,7 @@ class ChatTemplate:
             raise TemplateError(f"The chat template could not be read: {e}") from e
 
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        _check_roles(messages)
         chars_in = sum(len(m.content) for m in messages)
         max_chars = max(MAX_OUTPUT_CHARS, 4 * chars_in)
         budget = _Budget(time.monotonic() + TIME_BUDGET_S, max_chars, 4 * max_chars)
@@ -316,9 +337,26 @@ class ChatTemplate:
         except Exception as e:  # anything the template can trigger: undefined, type, recursion...
             raise TemplateError(f"The chat template failed: {e or type(e).__name__}") from e
         finally:
-            stream.close()
+            stream.close()  # type: ignore[attr-defined]  # a generator, typed as an Iterator
             _BUDGET.reset(token)
         return "".join(parts)
+
+
+def _fold_system(messages: Sequence[Message]) -> list[Message]:
+    """The system prompt merged into the first user message, for templates that refuse one."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    rest = [m for m in messages if m.role != "system"]
+    for i, m in enumerate(rest):
+        if m.role == "user":
+            rest[i] = Message("user", f"{system}\n\n{m.content}")
+            break
+    else:
+        rest.insert(0, Message("user", system))
+    return rest
+
+
+def _refuses_system(error: TemplateError, messages: Sequence[Message]) -> bool:
+    return error.raised_by_template and any(m.role == "system" for m in messages)
 
 
 def render_with_fallback(
@@ -329,17 +367,150 @@ def render_with_fallback(
     try:
         return template.render(messages, add_generation_prompt=add_generation_prompt)
     except TemplateError as e:
-        if not (e.raised_by_template and any(m.role == "system" for m in messages)):
+        if not _refuses_system(e, messages):
             raise
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
-    rest = [m for m in messages if m.role != "system"]
-    for i, m in enumerate(rest):
-        if m.role == "user":
-            rest[i] = Message("user", f"{system}\n\n{m.content}")
+    return template.render(_fold_system(messages), add_generation_prompt=add_generation_prompt)
+
+
+# -- message text as plain text -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of the prompt: the template's markup, or a message's text (`from_message`),
+    which must be tokenized as plain text."""
+
+    text: str
+    from_message: bool
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    segments: tuple[Segment, ...]
+    # The template reshaped message text, so it could not be told apart from markup: control
+    # strings in message text were defused instead (see `defuse`), and `segments` is one markup
+    # segment of the whole prompt.
+    defused: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(s.text for s in self.segments)
+
+
+ZWSP = "\u200b"
+# Placeholders are delimited by two private-use characters of plane 15 and carry a random nonce:
+# nothing a user types or a template writes can contain one by chance, or guess it.
+_OPEN, _CLOSE = "\U000f0000", "\U000f0001"
+
+
+class ControlStrings:
+    """The texts a tokenizer reads as control tokens, compiled once per model.
+
+    `every`: all of them (what defusing removes when message text cannot be told apart from
+    markup). `in_plain_text`: those it reads as tokens even in plain text (llama.cpp's
+    user-defined tokens, such as gpt-oss's `<|start|>` and `<|message|>`): always defused in
+    message text, since tokenizing it as plain text would not stop them.
+    """
+
+    def __init__(self, every: Collection[str] = (), in_plain_text: Collection[str] = ()) -> None:
+        self.every = _alternation(every)
+        self.in_plain_text = _alternation(in_plain_text)
+
+
+def _alternation(texts: Collection[str]) -> re.Pattern[str] | None:
+    texts = sorted({t for t in texts if t and ZWSP not in t}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, texts))) if texts else None
+
+
+def _break(match: re.Match[str]) -> str:
+    text = match[0]
+    return ZWSP.join(text) if len(text) > 1 else "\ufffd"
+
+
+def defuse(text: str, pattern: re.Pattern[str] | None) -> str:
+    """`text` with a zero-width space between the characters of every control string in it (a
+    one-character control string becomes U+FFFD). Repeated until none is left: breaking one
+    match can leave another that overlapped it."""
+    if pattern is None:
+        return text
+    while pattern.search(text):
+        text = pattern.sub(_break, text)
+    return text
+
+
+def render_prompt(
+    template: ChatTemplate, messages: Sequence[Message], *, add_generation_prompt: bool = True,
+    control: ControlStrings | None = None,
+) -> RenderedPrompt:
+    """The prompt as segments of markup and message text (see the module docstring), with the
+    system-prompt fallback of `render_with_fallback`."""
+    control = control or ControlStrings()
+    _check_roles(messages)
+    try:
+        return _render_prompt(template, messages, add_generation_prompt, control)
+    except TemplateError as e:
+        if not _refuses_system(e, messages):
+            raise
+    return _render_prompt(template, _fold_system(messages), add_generation_prompt, control)
+
+
+def _render_prompt(template: ChatTemplate, messages: Sequence[Message],
+                   add_generation_prompt: bool, control: ControlStrings) -> RenderedPrompt:
+    messages = [Message(m.role, defuse(m.content, control.in_plain_text)) for m in messages]
+    real = template.render(messages, add_generation_prompt=add_generation_prompt)
+    nonce = secrets.token_hex(8)
+    # Empty text gets no placeholder: there is nothing to protect, and templates often test it.
+    marked = [Message(m.role, f"{_OPEN}{nonce}{i:x}{_CLOSE}" if m.content else "")
+              for i, m in enumerate(messages)]
+    try:
+        shaped = template.render(marked, add_generation_prompt=add_generation_prompt)
+    except TemplateError:
+        shaped = None  # the template objects to the placeholders themselves
+    segments = None if shaped is None else _align(
+        shaped, real, nonce, [m.content for m in messages], template.source)
+    if segments is not None:
+        return RenderedPrompt(segments)
+    defused = [Message(m.role, defuse(m.content, control.every)) for m in messages]
+    text = template.render(defused, add_generation_prompt=add_generation_prompt)
+    return RenderedPrompt((Segment(text, from_message=False),), defused=True)
+
+
+def _align(shaped: str, real: str, nonce: str, contents: Sequence[str],
+           source: str) -> tuple[Segment, ...] | None:
+    """Read `real` as the markup of `shaped` with message text where its placeholders are, or
+    None when it does not read that way."""
+    parts = re.split(re.escape(_OPEN + nonce) + "([0-9a-f]+)" + re.escape(_CLOSE), shaped)
+    markup, ids = parts[0::2], parts[1::2]
+    stray = [c for c in (_OPEN, _CLOSE) if c not in source]
+    if any(nonce in m or any(c in m for c in stray) for m in markup):
+        return None  # a placeholder was cut or rewritten: its pieces ended up in the markup
+    segments: list[Segment] = []
+    pos = 0
+    for k, text in enumerate(markup):
+        if not real.startswith(text, pos):
+            return None
+        if text:
+            segments.append(Segment(text, from_message=False))
+            pos += len(text)
+        if k == len(ids):
             break
-    else:
-        rest.insert(0, Message("user", system))
-    return template.render(rest, add_generation_prompt=add_generation_prompt)
+        index = int(ids[k], 16)
+        if index >= len(contents):
+            return None
+        after = markup[k + 1]
+        for candidate in _as_templates_print(contents[index]):
+            if real.startswith(candidate, pos) and real.startswith(after, pos + len(candidate)):
+                break
+        else:
+            return None
+        if candidate:
+            segments.append(Segment(candidate, from_message=True))
+            pos += len(candidate)
+    return tuple(segments) if pos == len(real) else None
+
+
+def _as_templates_print(content: str) -> dict[str, None]:
+    """The text as is, then as templates commonly trim it (`| trim`, `.strip('\n')`...)."""
+    return dict.fromkeys((content, content.strip(), content.lstrip(), content.rstrip(),
+                          content.strip("\n"), content.lstrip("\n"), content.rstrip("\n")))
 
 
 def for_model(

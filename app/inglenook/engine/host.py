@@ -4,10 +4,20 @@ Run as `python -m inglenook.engine.host`. Requests arrive on stdin, events leave
 original stdout; fd 1 is then pointed at stderr so that anything llama.cpp prints cannot corrupt
 the protocol. A reader thread takes Cancel requests as they arrive (the main thread is busy
 generating), so a stop lands within one token, and mid-prompt through llama.cpp's abort callback.
+
+Prompts are tokenized so that only the chat template's markup can produce control tokens (see
+core/template.py): markup is read with special tokens on, message text with them off, and the
+plain text between two control tokens is tokenized as one piece, exactly as llama.cpp reads a
+whole prompt, so an ordinary conversation gets the same tokens as before.
+
+A model is loaded only after the fit planner's estimate at the chosen context (weights, KV cache,
+compute buffers) was checked against free memory: llama.cpp would otherwise try, and a context of
+10^9 grows the process until the OOM killer ends it.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import ctypes
 import os
@@ -21,15 +31,25 @@ from pathlib import Path
 from typing import IO, Any
 
 import llama_cpp
+import psutil
 
 from inglenook.core.context import ContextOverflow, fit_messages, reply_reserve
 from inglenook.core.load import LoadParams, LoadParamsError, ModelInfo, choose_context
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import Finish, FinishReason, Stats
 from inglenook.core.streaming import StopMatcher, Utf8Stream
-from inglenook.core.template import ChatTemplate, TemplateError, for_model, render_with_fallback
+from inglenook.core.template import (
+    ChatTemplate,
+    ControlStrings,
+    RenderedPrompt,
+    TemplateError,
+    defuse,
+    for_model,
+    render_prompt,
+)
 from inglenook.engine import protocol as p
-from inglenook.models.gguf import GGUFError, read_header
+from inglenook.models import fit
+from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
 # Deltas are coalesced so the window's process wakes ~60 times a second, not once per token:
 # on a 2-core machine every wake-up competes with llama.cpp's threads.
@@ -72,6 +92,11 @@ def gpu_memory() -> tuple[int, int]:
 
 
 _GPU_DEVICE_TYPES = (1, 2)  # ggml_backend_dev_type: CPU=0, GPU=1, IGPU=2, ACCEL=3
+# Tokens that plain text must never produce: llama.cpp reads them only with special tokens on.
+_CONTROL = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN
+_USER_DEFINED = llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+_LSTRIP, _RSTRIP = llama_cpp.LLAMA_TOKEN_ATTR_LSTRIP, llama_cpp.LLAMA_TOKEN_ATTR_RSTRIP
+_C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip token
 
 
 class Session:
@@ -85,6 +110,36 @@ class Session:
         self._pieces: dict[int, bytes] = {}
         self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         self._bos = llm.token_bos()
+        self._markup, self.control = self._control_tokens()
+
+    def _control_tokens(self) -> tuple[dict[int, tuple[bytes, int]], ControlStrings]:
+        """The tokens only markup may produce ({id: (text, attributes)}) and their texts.
+
+        Control and unknown tokens, plus the user-defined tokens that the template writes:
+        llama.cpp reads user-defined tokens even in plain text, and some models mark markup
+        that way (gpt-oss's `<|start|>`, `<|message|>`, `<|channel|>`)."""
+        markup: dict[int, tuple[bytes, int]] = {}
+        every, in_plain_text = [], []
+        for token in range(llama_cpp.llama_vocab_n_tokens(self.vocab)):
+            attr = int(llama_cpp.llama_vocab_get_attr(self.vocab, token))
+            if not attr & (_CONTROL | _USER_DEFINED):
+                continue
+            raw = llama_cpp.llama_vocab_get_text(self.vocab, token) or b""
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # cannot occur in text, so nothing to find or defuse
+            if not text:
+                continue
+            if attr & _CONTROL:
+                every.append(text)
+            elif text in self.template.source:
+                every.append(text)
+                in_plain_text.append(text)
+            else:
+                continue
+            markup[token] = (raw, attr)
+        return markup, ControlStrings(every, in_plain_text)
 
     def piece(self, token: int, special: bool = False) -> bytes:
         cached = self._pieces.get(token) if not special else None
@@ -102,13 +157,73 @@ class Session:
             self._pieces[token] = data
         return data
 
+    def render(self, messages: Sequence[Message]) -> RenderedPrompt:
+        return render_prompt(self.template, messages, control=self.control)
+
     def tokenize(self, messages: Sequence[Message]) -> list[int]:
-        text = render_with_fallback(self.template, messages)
-        tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=self._add_bos, special=True)
+        return self.tokenize_prompt(self.render(messages))
+
+    def tokenize_prompt(self, prompt: RenderedPrompt) -> list[int]:
+        """Markup is read with special tokens on; each control token found there splits the
+        prompt, and the plain text between two of them (markup and message text together) is
+        tokenized with special tokens off, as one piece: llama.cpp tokenizes each stretch
+        between special tokens on its own, so this gives the tokens of the whole prompt read at
+        once, except that message text cannot produce control tokens."""
+        tokens = [self._bos] if self._add_bos else []
+        run: list[tuple[bytes, bool]] = []  # (text, from a message) since the last control token
+        before = 0  # attributes of that control token
+        for segment in prompt.segments:
+            data = segment.text.encode("utf-8", errors="replace")
+            if segment.from_message:
+                run.append((data, True))
+                continue
+            pos = 0
+            for token in self.llm.tokenize(data, add_bos=False, special=True):
+                found = self._markup.get(token)
+                at = data.find(found[0], pos) if found else -1
+                if found is None or at < 0:
+                    continue  # plain text; a control token not found as text: left to _plain
+                run.append((data[pos:at], False))
+                tokens += self._plain(run, before, found[1])
+                tokens.append(token)
+                run, before, pos = [], found[1], at + len(found[0])
+            run.append((data[pos:], False))
+        tokens += self._plain(run, before, 0)
         # Templates that write the BOS text themselves would otherwise give two BOS tokens.
         if len(tokens) > 1 and tokens[0] == tokens[1] == self._bos:
             tokens = tokens[1:]
         return tokens
+
+    def _plain(self, run: list[tuple[bytes, bool]], before: int, after: int,
+               again: bool = True) -> list[int]:
+        text = b"".join(data for data, _ in run)
+        if before & _RSTRIP:  # llama.cpp drops the whitespace these tokens say to
+            text = text.lstrip(_C_SPACE)
+        if after & _LSTRIP:
+            text = text.rstrip(_C_SPACE)
+        if not text:
+            return []
+        tokens = self.llm.tokenize(text, add_bos=False, special=False)
+        if again and any(from_message for _, from_message in run) and any(
+                t in self._markup for t in tokens):
+            # Plain text merged into a control token (a vocabulary whose merges can spell one):
+            # read it again with the control strings in message text defused.
+            run = [(defuse(d.decode("utf-8", errors="replace"), self.control.every).encode()
+                    if m else d, m) for d, m in run]
+            return self._plain(run, before, after, again=False)
+        return tokens
+
+    def view(self, request_id: int, prompt: RenderedPrompt, tokens: list[int],
+             dropped: int) -> p.PromptView:
+        """The prompt as the model sees it: its text and every token. A character whose bytes
+        span several tokens is shown with the token that completes it, so the pieces add up to
+        the text."""
+        utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        shown = tuple(p.PromptToken(t, utf8.decode(self.piece(t, special=True)),
+                                    t in self._markup) for t in tokens)
+        text = "".join(t.piece for t in shown) + utf8.decode(b"", final=True)
+        return p.PromptView(request_id, text, shown, n_ctx=self.llm.n_ctx(),
+                            dropped_messages=dropped, defused=prompt.defused)
 
     def close(self) -> None:
         self.llm.close()
@@ -153,6 +268,10 @@ class EngineHost:
         n_gpu_layers = params.n_gpu_layers if supported else 0
         n_threads = params.n_threads or physical_cores()
         n_ctx = choose_context(params.n_ctx, header.context_length)
+        refusal = _refusal(params, header, n_ctx, offload=supported and n_gpu_layers != 0)
+        if refusal:
+            self.send(p.LoadFailed(refusal))
+            return
         try:
             llm = self._construct(params, n_ctx, n_threads, n_gpu_layers)
         except (ValueError, RuntimeError, OSError) as exc:
@@ -162,7 +281,7 @@ class EngineHost:
         eos = _special_text(llm, llm.token_eos())
         try:
             template, source = for_model(header.chat_template, params.chat_template, bos, eos)
-            render_with_fallback(template, [Message("system", "s"), Message("user", "Hi")])
+            render_prompt(template, [Message("system", "s"), Message("user", "Hi")])
         except TemplateError as exc:
             llm.close()
             self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
@@ -228,15 +347,38 @@ class EngineHost:
     def _finish(self, rid: int, reason: FinishReason, message: str = "") -> None:
         self.send(p.Finished(rid, Finish(reason, message)))
 
+    @staticmethod
+    def _fit(s: Session, request: GenerationRequest) -> tuple[RenderedPrompt, list[int], int]:
+        """The prompt for a request, oldest history left out until it fits, its tokens and how
+        many messages were left out."""
+        n_ctx = s.llm.n_ctx()
+        messages, dropped = fit_messages(
+            request.messages, lambda m: len(s.tokenize(m)), n_ctx,
+            reply_reserve(n_ctx, request.sampling.max_tokens))
+        prompt = s.render(messages)
+        return prompt, s.tokenize_prompt(prompt), dropped
+
+    def inspect(self, request: GenerationRequest) -> None:
+        """Answer with the prompt a Generate of this request would evaluate; generates nothing
+        and leaves the KV cache as it is."""
+        rid = request.request_id
+        if self._session is None:
+            self.send(p.PromptView(rid, error="No model is loaded."))
+            return
+        try:
+            prompt, tokens, dropped = self._fit(self._session, request)
+            self.send(self._session.view(rid, prompt, tokens, dropped))
+        except (TemplateError, ContextOverflow) as exc:
+            self.send(p.PromptView(rid, error=str(exc)))
+        except Exception as exc:  # the host and the model stay up
+            self.send(p.PromptView(rid, error=f"The engine failed: {exc}"))
+
     def _generate(self, s: Session, request: GenerationRequest) -> None:
         rid, sp, llm = request.request_id, request.sampling, s.llm
         started = time.perf_counter()
         n_ctx = llm.n_ctx()
         try:
-            messages, dropped = fit_messages(
-                request.messages, lambda m: len(s.tokenize(m)), n_ctx,
-                reply_reserve(n_ctx, sp.max_tokens))
-            tokens = s.tokenize(messages)
+            _, tokens, dropped = self._fit(s, request)
         except (TemplateError, ContextOverflow) as exc:
             self._finish(rid, "error", str(exc))
             return
@@ -348,6 +490,20 @@ def _tail(utf8: Utf8Stream, stops: StopMatcher) -> str:
     return text + stops.flush()
 
 
+def _refusal(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool) -> str | None:
+    """Why this load should not be tried (see fit.load_refusal), or None."""
+    try:
+        shape = fit.shape_from_header(header)
+    except GGUFError:
+        return None  # no shape to estimate from: llama.cpp decides (it needs the same keys)
+    available = psutil.virtual_memory()
+    vram_free = gpu_memory()[0] if offload else 0
+    memory = fit.Memory(ram_free=int(available.available), ram_total=int(available.total),
+                        vram_free=vram_free, gpu_offload=offload)
+    return fit.load_refusal(shape, n_ctx, params.kv_cache_type, memory,
+                            allow_beyond_trained=params.allow_beyond_trained)
+
+
 def _special_text(llm: Any, token: int) -> str:
     if token < 0:
         return ""
@@ -424,6 +580,8 @@ def main() -> int:
             host.send(p.Unloaded())
         elif isinstance(message, p.Generate):
             host.generate(message.request)
+        elif isinstance(message, p.Inspect):
+            host.inspect(message.request)
 
 
 if __name__ == "__main__":

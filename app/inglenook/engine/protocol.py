@@ -48,6 +48,14 @@ class Cancel:
 
 
 @dataclass(frozen=True)
+class Inspect:
+    """The prompt a Generate of this request would evaluate, answered with a PromptView; nothing
+    is generated."""
+
+    request: GenerationRequest
+
+
+@dataclass(frozen=True)
 class Shutdown:
     pass
 
@@ -112,10 +120,32 @@ class Finished:
     finish: Finish
 
 
+@dataclass(frozen=True)
+class PromptToken:
+    id: int
+    piece: str  # its text; a character split over tokens comes with the one completing it
+    special: bool  # a control token: only the chat template's markup can produce one
+
+
+@dataclass(frozen=True)
+class PromptView:
+    """The prompt exactly as the model would see it, after context fitting. `error` is set (and
+    the rest empty) when there is none: no model, a template error, a message too long."""
+
+    request_id: int
+    prompt: str = ""  # the tokens read back as text, control tokens included
+    tokens: tuple[PromptToken, ...] = ()
+    n_ctx: int = 0
+    dropped_messages: int = 0  # oldest history left out to fit the context
+    defused: bool = False  # the template reshapes message text: control strings in it defused
+    error: str = ""
+
+
 _TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (Load, Unload, Generate, Cancel, Shutdown, Ready, LoadProgress, Loaded,
-                LoadFailed, Unloaded, Started, PromptProgress, Delta, ReplyStats, Finished)
+    for cls in (Load, Unload, Generate, Cancel, Inspect, Shutdown, Ready, LoadProgress, Loaded,
+                LoadFailed, Unloaded, Started, PromptProgress, Delta, ReplyStats, Finished,
+                PromptView)
 }
 
 

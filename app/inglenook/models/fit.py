@@ -232,6 +232,61 @@ def plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory) -> FitPlan
     return _plan(shape, n_ctx, kv_type, memory)[0]
 
 
+# -- before loading -------------------------------------------------------------------------------
+CONTEXT_STEP = 256  # llama.cpp pads the context to a multiple of 256
+
+
+def largest_context(shape: ModelShape, kv_type: str, memory: Memory, upper: int) -> int:
+    """The largest context, a multiple of CONTEXT_STEP and at most `upper`, whose plan does not
+    need more than the free memory ("won't fit"); 0 when not even CONTEXT_STEP does. The need
+    grows with the context, so this is a binary search: ~30 plans even for 10^9 tokens."""
+    def fits(steps: int) -> bool:
+        return _plan(shape, steps * CONTEXT_STEP, kv_type, memory)[1] <= 1.0
+
+    lo, hi = 0, max(0, upper) // CONTEXT_STEP  # invariant: lo steps fit (0 trivially)
+    if hi == 0 or not fits(1):
+        return 0
+    while lo < hi:
+        middle = (lo + hi + 1) // 2
+        if fits(middle):
+            lo = middle
+        else:
+            hi = middle - 1
+    return lo * CONTEXT_STEP
+
+
+def load_refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
+                 allow_beyond_trained: bool = False) -> str | None:
+    """Why loading this model at n_ctx should not be tried, for the user; None when it may be.
+
+    Refused: a plan that needs more than the free memory ("won't fit": llama.cpp would try to
+    allocate it and be killed, or fail after a long wait), naming the largest context that fits;
+    and a context beyond the model's trained length unless `allow_beyond_trained`."""
+    trained = shape.n_ctx_train
+    beyond = 0 < trained < n_ctx and not allow_beyond_trained
+    need, share = _plan(shape, n_ctx, kv_type, memory)
+    if share <= 1.0 and not beyond:
+        return None
+    where = "free RAM" if memory.gpu_offload else "free"
+    if share <= 1.0:
+        return (f"This model was trained on a context of {trained:,} tokens; {n_ctx:,} is beyond "
+                "that, where replies are often incoherent. Choose at most "
+                f"{trained:,} tokens, or allow a context beyond the trained length explicitly.")
+    largest = largest_context(shape, kv_type, memory,
+                              min(n_ctx, trained) if beyond else n_ctx)
+    in_ram = share * memory.ram_free if memory.ram_free > 0 else need.total_bytes
+    on_gpu = " beyond what fits on the GPU" if need.total_bytes - in_ram > 1e6 else ""
+    needs = (f"A context of {n_ctx:,} tokens needs about {_gb(in_ram)}{on_gpu} "
+             f"({_gb(need.weights_bytes)} of weights, {_gb(need.kv_bytes)} of KV cache, "
+             f"{_gb(need.overhead_bytes)} of buffers) but only {_gb(memory.ram_free)} is {where}.")
+    if largest == 0:
+        return (f"{needs} Not even a context of {CONTEXT_STEP} tokens fits: close other "
+                "programs or choose a smaller quantization of this model.")
+    trained_note = (f" (this model was trained on {trained:,} tokens; a longer context needs an "
+                    "explicit choice)") if beyond else ""
+    return f"{needs} The largest context that fits is {largest:,} tokens{trained_note}."
+
+
 # -- which quantization ---------------------------------------------------------------------------
 _FLOAT = re.compile(r"^(?:F16|BF16|F32|FP16|FP32)$")
 DEFAULT_QUANT = "Q4_K_M"
