@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Sequence
 
 from inglenook import __version__
-from inglenook.cli import chat, conversations, models
+from inglenook.cli import chat, conversations, models, prompt
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,7 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"chat": chat, "models": models, "conversations": conversations}
+COMMANDS = {"chat": chat, "models": models, "conversations": conversations,
+            "prompt": prompt}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
