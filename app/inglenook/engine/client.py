@@ -218,10 +218,13 @@ class EngineClient:
             while True:
                 event = self._next(timeout=0.1)
                 now = time.monotonic()
-                if event is None:
-                    if self._cancel_overdue(rid, max(CANCEL_GRACE_S, 3 * slowest)):
-                        self.kill()  # the host will be restarted on the next load
+                # A host that goes on (or goes silent) after a stop is killed: checked whether
+                # or not events still arrive.
+                if self._cancel_overdue(rid, max(CANCEL_GRACE_S, 3 * slowest)):
+                    self.kill()  # the host will be restarted on the next load
+                    while True:
                         self._next()  # raises EngineCrashed once the host is gone
+                if event is None:
                     continue
                 slowest, last_event = max(slowest, now - last_event), now
                 if getattr(event, "request_id", rid) != rid:
