@@ -92,9 +92,9 @@ def test_a_reply_that_ignores_stop_is_marked_stopped_and_the_model_comes_back(
     script.write([{"match": "stuck", "text": "tick " * 40, "token_ms": 30, "hang_ms": 60_000}])
     start_reply(qtbot, window, "Get stuck.")
     qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
-    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
-        with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
-            window.chats.stop()
+    with (qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS),
+          qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished):
+        window.chats.stop()
     assert finished.args[1].reason == "cancelled"
     wait_reply(qtbot, window)
     reply = window.chats.session.path[-1]
