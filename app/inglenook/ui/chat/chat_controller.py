@@ -296,6 +296,8 @@ class ChatController(QObject):
             self.queue_notice.hide()
         else:
             self.queue_notice.show_waiting(self._title_of(behind[0]), behind[1])
+            if self._reply_bubble is not None and not self._reply_bubble.text:
+                self._reply_bubble.set_notice("Waiting for its turn…", "waiting")
 
     def _title_of(self, owner: str) -> str:
         conv_id = conversation_of(owner)
@@ -318,6 +320,8 @@ class ChatController(QObject):
         if session is self.session:
             self.queue_notice.hide()
             self.status.setText("Thinking…")
+            if self._reply_bubble is not None and not self._reply_bubble.text:
+                self._reply_bubble.set_notice("Thinking…", "waiting")
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
         session = self.sessions.by_request(rid)
