@@ -13,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
 from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.history.search_dialog import SearchDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import start_reply, wait_reply
@@ -178,6 +179,12 @@ def test_details_show_how_a_reply_was_made(qtbot: QtBot, window: MainWindow) -> 
     details = json.loads(dialog.as_json())  # the record as stored, for bug reports
     assert details["status"] == "complete" and details["seed"] == 7
     assert details["stats"]["generated_tokens"] > 0
+    qtbot.mouseClick(dialog.prompt_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.findChild(PromptDialog) is not None, timeout=30_000)
+    prompt = window.findChild(PromptDialog)
+    assert "<|im_start|>" in prompt.view.prompt and "user\nHi" in prompt.view.prompt
+    assert "control tokens" in prompt.summary.text()
+    prompt.close()
     dialog.close()
 
 

@@ -70,6 +70,15 @@ class FakeHost:
             quantization=header.quantization)
         self.send(p.Loaded(self.model))
 
+    def inspect(self, request: Any) -> None:
+        rid = request.request_id
+        if self.model is None:
+            self.send(p.PromptView(rid, error="No model is loaded."))
+            return
+        tokens = _chatml_tokens(request.messages)
+        self.send(p.PromptView(rid, "".join(t.piece for t in tokens), tuple(tokens),
+                               self.model.n_ctx))
+
     def generate(self, request: Any) -> None:
         rid = request.request_id
         self.send(p.Started(rid))
@@ -115,6 +124,19 @@ class FakeHost:
             self.cancelled.discard(rid)
 
 
+def _chatml_tokens(messages: Any) -> list[p.PromptToken]:
+    """ChatML markup as control tokens, each word of a message as an ordinary token."""
+    tokens: list[p.PromptToken] = []
+    for m in messages:
+        tokens.append(p.PromptToken(1, "<|im_start|>", True))
+        tokens += [p.PromptToken(100 + n, w, False)
+                   for n, w in enumerate(re.findall(r"\S+\s*|\s+", f"{m.role}\n{m.content}"))]
+        tokens.append(p.PromptToken(2, "<|im_end|>", True))
+        tokens.append(p.PromptToken(198, "\n", False))
+    return tokens + [p.PromptToken(1, "<|im_start|>", True), p.PromptToken(101, "assistant\n",
+                                                                          False)]
+
+
 def _read(stream: IO[bytes], host: FakeHost, inbox: queue.Queue) -> None:
     while True:
         try:
@@ -150,6 +172,8 @@ def main() -> int:
             host.send(p.Unloaded())
         elif isinstance(message, p.Generate):
             host.generate(message.request)
+        elif isinstance(message, p.Inspect):
+            host.inspect(message.request)
 
 
 if __name__ == "__main__":

@@ -183,6 +183,20 @@ class ChatSession:
                 turns.append(Message(message.role, message.content))  # type: ignore[arg-type]
         return turns
 
+    def request_for(self, message_id: int, request_id: int) -> GenerationRequest | None:
+        """The request that made this reply (its system prompt and sampling as recorded, the
+        branch before it), for showing the exact prompt it was made from."""
+        index = next((i for i, m in enumerate(self.path) if m.id == message_id), None)
+        if index is None:
+            return None
+        reply = self.path[index]
+        before = ChatSession(self.store, self.settings)
+        before.path = self.path[:index]
+        prov = reply.provenance
+        system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
+        return GenerationRequest(request_id, build_messages(system, before.turns()),
+                                 prov.sampling or self.settings.sampling)
+
     def messages(self) -> tuple[Message, ...]:
         """The conversation as it would be sent now: system prompt, then the turns."""
         return build_messages(self.settings.system_prompt, self.turns())

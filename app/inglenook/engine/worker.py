@@ -40,6 +40,8 @@ class EngineWorker(QObject):
             also for one cancelled while it waited.
         engine_crashed(str): the host died; the model must be loaded again.
         queue_changed(object): scheduler.QueueState: which request runs, which wait.
+        prompt_inspected(int, object): request id and the protocol.PromptView (or a str: why
+            there is none) asked for with inspect().
     """
 
     engine_ready = Signal(object)
@@ -53,6 +55,7 @@ class EngineWorker(QObject):
     generation_finished = Signal(int, object)
     engine_crashed = Signal(str)
     queue_changed = Signal(object)
+    prompt_inspected = Signal(int, object)
 
     def __init__(self, client: EngineClient | None = None) -> None:
         super().__init__()
@@ -75,6 +78,10 @@ class EngineWorker(QObject):
         self.scheduler.submit(Job(
             lambda: self._generate(request), owner=owner, request_id=rid,
             dropped=lambda: self.generation_finished.emit(rid, Finish("cancelled"))))
+
+    def inspect(self, request: GenerationRequest, owner: str = "") -> None:
+        """Ask for the exact prompt a request would give, token by token (nothing generated)."""
+        self.scheduler.submit(Job(lambda: self._inspect(request), owner=owner))
 
     def cancel(self, request_id: int) -> None:
         """Stop a reply, waiting or running; takes effect within one token."""
@@ -162,6 +169,16 @@ class EngineWorker(QObject):
             self._load(self._last_load)
             return
         self.generation_finished.emit(rid, finish)
+
+    def _inspect(self, request: GenerationRequest) -> None:
+        try:
+            view: object = self.client.inspect(request)
+        except EngineCrashed as exc:
+            view = str(exc)
+            self._crashed(str(exc))
+        except EngineError as exc:
+            view = str(exc)
+        self.prompt_inspected.emit(request.request_id, view)
 
     def _host_exited(self) -> None:
         """From the client's reader thread: check on the engine thread once it is free."""

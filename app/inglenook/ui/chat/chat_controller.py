@@ -25,6 +25,7 @@ from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.details import DetailsDialog
 from inglenook.ui.chat.presenter import present
+from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.widgets.banner import Banner
 
@@ -68,6 +69,7 @@ class ChatController(QObject):
         self._reply_bubble: MessageBubble | None = None
         self._queue = QueueState(None, ())
         self._can_send = False
+        self._inspecting = 0  # the request id of the prompt asked for last
         self._flush_timer = QTimer(self, singleShot=True, interval=0)
         self._flush_timer.timeout.connect(self._flush)
         composer.send_requested.connect(self.send)
@@ -80,6 +82,7 @@ class ChatController(QObject):
         worker.generation_stats.connect(self._on_stats)
         worker.generation_finished.connect(self._on_finished)
         worker.queue_changed.connect(self._on_queue)
+        worker.prompt_inspected.connect(self._on_inspected)
 
     # ---- which chat -----------------------------------------------------------------------
     @property
@@ -243,7 +246,28 @@ class ChatController(QObject):
     def show_details(self, bubble: MessageBubble) -> None:
         message = next((m for m in self.session.path if m.id == bubble.message_id), None)
         if message is not None:
-            DetailsDialog(message, self._parent).open()
+            dialog = DetailsDialog(message, self._parent)
+            dialog.prompt_requested.connect(lambda: self.show_prompt(message.id))
+            dialog.open()
+
+    def show_prompt(self, message_id: int) -> None:
+        """The exact prompt a reply was made from, as the loaded model would see it now."""
+        if self._model()[0] is None:
+            self.banner.show_message("Load a model to see the prompt it is sent.", "info")
+            return
+        self._next_id += 1
+        request = self.session.request_for(message_id, self._next_id)
+        if request is not None:
+            self._inspecting = request.request_id
+            self.worker.inspect(request, self.session.owner)
+
+    def _on_inspected(self, rid: int, view: object) -> None:
+        if rid != self._inspecting:
+            return
+        if isinstance(view, str):
+            self.banner.show_message(f"Could not show the prompt: {view}")
+        else:
+            PromptDialog(view, self._parent).open()  # type: ignore[arg-type]
 
     def _write(self, action: Callable[[], object]) -> bool:
         try:

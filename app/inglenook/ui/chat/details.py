@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -27,7 +27,13 @@ def describe(message: StoredMessage) -> str:
 
 
 class DetailsDialog(QDialog):
-    """The provenance of one reply, as labelled rows; "Copy as JSON" gives the stored record."""
+    """The provenance of one reply, as labelled rows; "Copy as JSON" gives the stored record.
+
+    Signals:
+        prompt_requested(): "Show prompt": the exact prompt this reply was made from.
+    """
+
+    prompt_requested = Signal()
 
     def __init__(self, message: StoredMessage, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -67,6 +73,11 @@ class DetailsDialog(QDialog):
         self.copy_button.setToolTip("Copy the full record, as stored, to the clipboard")
         self.copy_button.clicked.connect(self._copy)
         buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.prompt_button = QPushButton("Show prompt", self)
+        self.prompt_button.setObjectName("detailsPromptButton")
+        self.prompt_button.setToolTip("The exact text and tokens the model was sent")
+        self.prompt_button.clicked.connect(self.prompt_requested)
+        buttons.addButton(self.prompt_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(scroll, 1)

@@ -1,0 +1,70 @@
+"""The exact prompt a reply was (or would be) made from, token by token: the chat template's
+control tokens marked, so the user can see what the model is sent and that their text stayed
+text (see core/template.py: message text never becomes control tokens)."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.engine.protocol import PromptView
+
+CONTROL_STYLE = "color:#b5521f;background:#fbeee5;font-weight:600"
+
+
+def prompt_html(view: PromptView) -> str:
+    """The prompt as HTML: control tokens highlighted, everything else escaped as text."""
+    parts = []
+    for token in view.tokens:
+        text = html.escape(token.piece).replace("\n", "↵<br>")
+        parts.append(f'<span style="{CONTROL_STYLE}">{text}</span>' if token.special else text)
+    return f'<pre style="white-space:pre-wrap">{"".join(parts)}</pre>'
+
+
+def summary(view: PromptView) -> str:
+    special = sum(t.special for t in view.tokens)
+    text = (f"{len(view.tokens):,} tokens of a {view.n_ctx:,}-token context; {special:,} are "
+            "control tokens from the chat template (highlighted).")
+    if view.dropped_messages:
+        text += f" {view.dropped_messages} oldest messages are left out to fit the context."
+    if view.defused:
+        text += (" This template reshapes message text, so control strings typed in a message "
+                 "were defused.")
+    return text
+
+
+class PromptDialog(QDialog):
+    def __init__(self, view: PromptView, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("promptDialog")
+        self.setWindowTitle("What the model is sent")
+        self.resize(720, 560)
+        self.view = view
+        self.summary = QLabel(summary(view), self)
+        self.summary.setObjectName("promptSummary")
+        self.summary.setWordWrap(True)
+        self.text = QTextBrowser(self)
+        self.text.setObjectName("promptText")
+        self.text.setOpenLinks(False)
+        self.text.setHtml(prompt_html(view))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        copy = QPushButton("Copy prompt", self)
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(view.prompt))
+        buttons.addButton(copy, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
