@@ -114,3 +114,31 @@ def test_an_imported_role_cannot_reach_the_prompt(
     qtbot.waitUntil(lambda: not window.history.importing, timeout=30_000)
     assert "role must be one of" in window.banner.text()
     assert window.store.conversations() == []
+
+
+def test_a_context_that_cannot_fit_is_refused_with_a_fix(
+        qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
+    window.panel.findChild(QSpinBox, "n_ctx_spin").setValue(1_000_000)
+    with qtbot.waitSignal(window.models.failed, timeout=LOAD_TIMEOUT_MS):
+        window.models.reload()
+    assert "largest context that fits is" in window.banner.text()
+    fix = window.banner.action_button.text()
+    assert fix.startswith("Use ") and fix.endswith(" tokens")
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
+        qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    assert ready.args[0].n_ctx == int(fix.split()[1].replace(",", ""))
+
+
+def test_a_context_beyond_the_trained_length_needs_a_choice(
+        qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
+    trained = window.models.model.n_ctx_train
+    window.panel.findChild(QSpinBox, "n_ctx_spin").setValue(trained * 2)
+    with qtbot.waitSignal(window.models.failed, timeout=LOAD_TIMEOUT_MS):
+        window.models.reload()
+    assert "trained" in window.banner.text() and window.banner.action_button.text() == "Allow it"
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
+        qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    assert ready.args[0].n_ctx == trained * 2
+    assert window.side.current_settings().allow_beyond_trained  # kept for the next start

@@ -68,6 +68,7 @@ class Settings:
     kv_cache_type: str = "f16"
     use_mmap: bool = True
     use_mlock: bool = False
+    allow_beyond_trained: bool = False  # a context longer than the model was trained on
     # Window state.
     last_model: str = ""
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
@@ -94,6 +95,7 @@ class Settings:
             kv_cache_type=self.kv_cache_type,
             use_mmap=self.use_mmap,
             use_mlock=self.use_mlock,
+            allow_beyond_trained=self.allow_beyond_trained,
         )
 
     def to_dict(self) -> dict:

@@ -81,7 +81,7 @@ class MainWindow(QMainWindow):
                                    self._gpu_supported, self)
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
-                                      self.downloads, self)
+                                      self.downloads, self.side.load_fix, self)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.chats = ChatController(

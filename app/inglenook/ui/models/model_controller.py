@@ -45,11 +45,13 @@ class ModelController(QObject):
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
                  model_label: QLabel, status: QLabel, progress: QProgressBar,
                  load_params: Callable[[str], LoadParams], downloads: DownloadBridge,
+                 load_fix: Callable[[str], tuple[str, Callable[[], None]] | None],
                  parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.picker, self.banner = worker, picker, banner
         self.model_label, self.status, self.progress = model_label, status, progress
         self._load_params = load_params
+        self._load_fix = load_fix
         self._downloads = downloads
         self._dialog: ModelsDialog | None = None
         downloads.completed.connect(lambda _status: self.refresh())
@@ -150,7 +152,10 @@ class ModelController(QObject):
         self.progress.hide()
         self.status.setText("")
         self.model_label.setText("No model")
-        self.banner.show_message(f"Could not load {Path(path).name}. {message}")
+        fix = self._load_fix(message)
+        action = (fix[0], lambda: (fix[1](), self.load(path))) if fix else None
+        self.banner.show_message(f"Could not load {Path(path).name}. {message}", "error",
+                                 action)
         self.failed.emit(path, message)
 
     def _on_crashed(self, message: str) -> None:

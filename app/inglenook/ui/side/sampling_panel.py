@@ -265,6 +265,10 @@ class SamplingPanel(QWidget):
         self.use_mlock_check = self._check(
             layout, "use_mlock", "Lock the model in memory",
             "Keep the model in RAM so the system never swaps it out. Needs enough free memory.")
+        self.beyond_trained_check = self._check(
+            layout, "allow_beyond_trained", "Allow a longer context than the model was trained on",
+            "Without this, a context length above the model's trained length is refused: "
+            "beyond it, replies are often incoherent.")
 
         self.reload_button = QPushButton("Reload model")
         self.reload_button.setObjectName("reload_button")
@@ -302,6 +306,7 @@ class SamplingPanel(QWidget):
             self.kv_cache_combo.setCurrentText(settings.kv_cache_type)
             self.use_mmap_check.setChecked(settings.use_mmap)
             self.use_mlock_check.setChecked(settings.use_mlock)
+            self.beyond_trained_check.setChecked(settings.allow_beyond_trained)
             if self._kv_quantized():  # stored by hand or an older version: keep it loadable
                 self.flash_attn_check.setChecked(True)
         finally:
@@ -332,10 +337,17 @@ class SamplingPanel(QWidget):
             kv_cache_type=self.kv_cache_combo.currentText(),
             use_mmap=self.use_mmap_check.isChecked(),
             use_mlock=self.use_mlock_check.isChecked(),
+            allow_beyond_trained=self.beyond_trained_check.isChecked(),
         )
 
     def load_params(self, model_path: str) -> LoadParams:
         return self.apply_to(Settings()).load_params(model_path)
+
+    def set_context(self, n_ctx: int, allow_beyond_trained: bool | None = None) -> None:
+        """Set the context length to load with (a fix offered when a load was refused)."""
+        self.n_ctx_spin.setValue(n_ctx)
+        if allow_beyond_trained is not None:
+            self.beyond_trained_check.setChecked(allow_beyond_trained)
 
     def set_gpu_offload_supported(self, supported: bool, reason: str = "") -> None:
         """Disable the GPU layers row, saying why, when the engine cannot offload."""

@@ -4,6 +4,7 @@ with that chat), and the app's load options and per-model defaults (saved in set
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -18,6 +19,7 @@ from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 
 SAVE_DELAY_MS = 500
+LARGEST = re.compile(r"largest context that fits is ([\d,]+) tokens")
 CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
             "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
 
@@ -150,6 +152,17 @@ class SideController(QObject):
     def load_params(self, path: str) -> LoadParams:
         """The panel's load options with this model's own defaults over them."""
         return self.settings.defaults_for(path).apply(self.panel.load_params(path))
+
+    def load_fix(self, message: str) -> tuple[str, Callable[[], None]] | None:
+        """For a load refused as too large or beyond the trained length: the change that
+        makes it load, as a banner action (it sets the panel's options, then reloads)."""
+        largest = LARGEST.search(message)
+        if largest:
+            n_ctx = int(largest.group(1).replace(",", ""))
+            return f"Use {n_ctx:,} tokens", lambda: self.panel.set_context(n_ctx)
+        if "beyond the trained length explicitly" in message:
+            return "Allow it", lambda: self.panel.set_context(self.panel.n_ctx_spin.value(), True)
+        return None
 
     def model_defaults(self, path: str) -> ModelDefaults:
         return self.settings.defaults_for(path)
