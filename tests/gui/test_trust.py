@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
 from pytestqt.qtbot import QtBot
 
 from inglenook import paths
-from inglenook.core.settings import load_settings
+from inglenook.core.settings import SettingsSaveError, load_settings
 from inglenook.engine import client as engine_client
 from inglenook.store import StoreError
 from inglenook.ui.main_window import MainWindow
@@ -142,3 +142,14 @@ def test_a_context_beyond_the_trained_length_needs_a_choice(
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert ready.args[0].n_ctx == trained * 2
     assert window.side.current_settings().allow_beyond_trained  # kept for the next start
+
+
+def test_settings_that_cannot_be_saved_say_so_in_the_window(
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(_settings: object) -> None:
+        raise SettingsSaveError("Could not save settings: the disk is full. The earlier "
+                                "settings are unchanged.")
+
+    monkeypatch.setattr(window.settings_file, "save", full)
+    window.panel.findChild(QDoubleSpinBox, "temperature_spin").setValue(0.9)
+    qtbot.waitUntil(lambda: "disk is full" in window.banner.text(), timeout=10_000)
