@@ -73,6 +73,7 @@ class Settings:
     last_model: str = ""
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
     side_panel_visible: bool = True
+    sidebar_visible: bool = True
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
 
     def defaults_for(self, model_path: str) -> ModelDefaults:

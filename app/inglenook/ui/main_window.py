@@ -8,16 +8,12 @@ conversation list). See ../shared/ARCHITECTURE.md.
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMenu,
     QProgressBar,
-    QPushButton,
     QSplitter,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -35,11 +31,14 @@ from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.model_controller import ModelController
-from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.widgets.banner import Banner
+from inglenook.ui.window import commands
+from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
+from inglenook.ui.window.menus import window_menus
+from inglenook.ui.window.top_bar import TopBar
 
 
 class MainWindow(QMainWindow):
@@ -106,33 +105,9 @@ class MainWindow(QMainWindow):
 
     # ---- layout --------------------------------------------------------------------------
     def _build(self) -> None:
-        top = QWidget(self)
-        top.setObjectName("topBar")
-        bar = QHBoxLayout(top)
-        bar.setContentsMargins(16, 10, 16, 10)
-        bar.setSpacing(10)
-        title = QLabel("Inglenook", top)
-        title.setObjectName("appTitle")
-        self.picker = ModelPicker(top)
-        self.models_button = QPushButton("Models", top)
-        self.models_button.setObjectName("modelsButton")
-        self.models_button.setToolTip("Installed models, the Hub, and downloads")
-        self.menu_button = QToolButton(top)
-        self.menu_button.setObjectName("menuButton")
-        self.menu_button.setText("⋯")
-        self.menu_button.setToolTip("Search, export and import conversations")
-        self.menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.menu_button.setMenu(QMenu(self.menu_button))
-        self.panel_button = QToolButton(top)
-        self.panel_button.setObjectName("panelButton")
-        self.panel_button.setText("Settings")
-        self.panel_button.setCheckable(True)
-        self.panel_button.setToolTip("Show or hide the sampling and model settings")
-        for widget in (title, self.picker):
-            bar.addWidget(widget)
-        bar.addStretch(1)
-        for widget in (self.models_button, self.menu_button, self.panel_button):
-            bar.addWidget(widget)
+        top = TopBar(self)
+        self.picker, self.models_button = top.picker, top.models_button
+        self.menu_button, self.panel_button = top.menu_button, top.panel_button
 
         self.banner = Banner(self)
         self.chat = ChatView(self)
@@ -172,15 +147,12 @@ class MainWindow(QMainWindow):
 
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history
-        menu = self.menu_button.menu()
-        menu.addAction("Search conversations…", history.search)
-        menu.addAction("Export this conversation…", history.export_conversation)
-        menu.addAction("Export all conversations…", history.export_all)
-        menu.addAction("Import conversations…", history.import_conversations)
-        menu.addSeparator()
-        menu.addAction("Models: library, discover, downloads…", models.show_dialog)
-        menu.addAction("Defaults for this model…",
-                       lambda: side.edit_model_defaults(models.path))
+        self.menus = window_menus(self)
+        self.actions = commands.build(self, self.menus)
+        for name in ("search", "exportChat", "exportAll", "importChats", None, "models",
+                     "modelDefaults"):
+            self.menu_button.menu().addAction(self.actions[name]) if name else \
+                self.menu_button.menu().addSeparator()
         self.models_button.clicked.connect(models.show_dialog)
         models.defaults_requested.connect(side.edit_model_defaults)
         visible = side.settings.side_panel_visible
@@ -208,18 +180,26 @@ class MainWindow(QMainWindow):
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
-        for text, keys, slot in (
-                ("New chat", [QKeySequence.StandardKey.New], chats.new_chat),
-                ("Open model…", [QKeySequence.StandardKey.Open], models.open_file),
-                ("Search", ["Ctrl+K", QKeySequence.StandardKey.Find], history.search),
-                ("Next conversation", ["Ctrl+PgDown", "Alt+Down"], lambda: history.step(1)),
-                ("Previous conversation", ["Ctrl+PgUp", "Alt+Up"], lambda: history.step(-1)),
-                ("Stop the reply", ["Esc"], chats.stop)):
-            action = QAction(text, self)
-            action.setShortcuts([QKeySequence(k) for k in keys])
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
-            self.addAction(action)
+        self.sidebar.setVisible(side.settings.sidebar_visible)
+
+    # ---- commands of the menus -----------------------------------------------------------
+    def toggle_sidebar(self) -> None:
+        self.sidebar.setVisible(self.sidebar.isHidden())
+        self._schedule_save()
+
+    def show_preferences(self) -> None:
+        self.panel_button.setChecked(True)
+        self.panel.setFocus()
+
+    def focus_composer(self) -> None:
+        self.composer.edit.setFocus()
+
+    def show_shortcuts(self) -> None:
+        ShortcutsDialog(commands.shortcut_rows(self.menus), self).open()
+
+    def show_about(self) -> None:
+        ready = self.worker.client.ready
+        AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
 
     # ---- reactions that span controllers -------------------------------------------------
     def _gpu_supported(self) -> bool:
@@ -261,6 +241,7 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         settings = self.side.current_settings()
         settings.side_panel_visible = self.panel_button.isChecked()
+        settings.sidebar_visible = not self.sidebar.isHidden()
         settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
         try:  # merged with what another window saved meanwhile
             self.side.settings = self.settings_file.save(settings)

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox, QProgressBar, QWidget
 
 from inglenook.core.load import ModelInfo
@@ -194,6 +195,12 @@ class ChatController(QObject):
         self._update_controls()
         self.worker.generate(request, session.owner)
         self.reply_started.emit(request.request_id)
+
+    def copy_last_reply(self) -> None:
+        reply = next((m for m in reversed(self.session.path) if m.role == "assistant"), None)
+        if reply is not None and reply.content:
+            QGuiApplication.clipboard().setText(reply.content)
+            self.status.setText("Copied the last reply.")
 
     def stop(self) -> None:
         """Stop the reply of the chat on screen (waiting or being written)."""

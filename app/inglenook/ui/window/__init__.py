@@ -1,0 +1,1 @@
+"""The window's frame: commands and menus, the Shortcuts sheet, About."""

@@ -1,0 +1,72 @@
+"""The window's menus: File, Edit, View, Chat, Models, Help."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication
+
+from inglenook.ui.window.commands import Command, Menu
+
+if TYPE_CHECKING:
+    from inglenook.ui.main_window import MainWindow
+
+Std = QKeySequence.StandardKey
+
+
+def window_menus(w: MainWindow) -> list[Menu]:
+    chats, models, history, side = w.chats, w.models, w.history, w.side
+    return [
+        Menu("&File", (
+            Command("newChat", "New chat", chats.new_chat, [Std.New]),
+            Command("openModel", "Open model file…", models.open_file, [Std.Open]),
+            None,
+            Command("importChats", "Import conversations…", history.import_conversations),
+            Command("exportChat", "Export this conversation…", history.export_conversation),
+            Command("exportAll", "Export all conversations…", history.export_all),
+            None,
+            Command("closeWindow", "Close window", w.close, ["Ctrl+W"]),
+            Command("quit", "Quit", QApplication.closeAllWindows, ["Ctrl+Q"],
+                    role=QAction.MenuRole.QuitRole),
+        )),
+        Menu("&Edit", (
+            Command("copyReply", "Copy last reply", chats.copy_last_reply, ["Ctrl+Shift+C"],
+                    "Copy the last reply as Markdown"),
+            Command("search", "Search conversations…", history.search, ["Ctrl+K", Std.Find]),
+            None,
+            Command("preferences", "Preferences…", w.show_preferences, ["Ctrl+,"],
+                    "Sampling, system prompt and model loading options",
+                    role=QAction.MenuRole.PreferencesRole),
+        )),
+        Menu("&View", (
+            Command("toggleSidebar", "Conversations sidebar", w.toggle_sidebar,
+                    ["Ctrl+Shift+B"], "Show or hide the list of conversations"),
+            Command("toggleSidePanel", "Settings panel", w.panel_button.toggle,
+                    ["Ctrl+Shift+P"], "Show or hide the sampling and model settings"),
+            Command("focusComposer", "Go to the message box", w.focus_composer, ["Ctrl+L"]),
+        )),
+        Menu("&Chat", (
+            Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
+            Command("stop", "Stop the reply", chats.stop, ["Esc"],
+                    "Stop the reply of this chat, wherever the focus is"),
+            None,
+            Command("nextChat", "Next conversation", lambda: history.step(1),
+                    ["Ctrl+PgDown", "Alt+Down"]),
+            Command("previousChat", "Previous conversation", lambda: history.step(-1),
+                    ["Ctrl+PgUp", "Alt+Up"]),
+        )),
+        Menu("&Models", (
+            Command("models", "Models: library, discover, downloads…", models.show_dialog,
+                    ["Ctrl+Shift+M"]),
+            Command("modelDefaults", "Defaults for this model…",
+                    lambda: side.edit_model_defaults(models.path)),
+            Command("reloadModel", "Reload model", models.reload, ["Ctrl+Shift+R"],
+                    "Load the model again with the options in Model loading"),
+        )),
+        Menu("&Help", (
+            Command("shortcuts", "Keyboard shortcuts", w.show_shortcuts, ["Ctrl+/", "F1"]),
+            Command("about", "About Inglenook", w.show_about,
+                    role=QAction.MenuRole.AboutRole),
+        )),
+    ]

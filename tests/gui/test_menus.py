@@ -1,0 +1,70 @@
+"""The menu bar and its keys: one table drives menus, shortcuts and the Shortcuts sheet."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QKeySequence
+from pytestqt.qtbot import QtBot
+
+from inglenook.core.settings import load_settings
+from inglenook.ui.main_window import MainWindow
+from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
+from tests.gui.conftest import REPLY_TIMEOUT_MS, chat
+
+
+def test_the_menu_bar_has_the_usual_menus(window: MainWindow) -> None:
+    titles = [a.text().replace("&", "") for a in window.menuBar().actions()]
+    assert titles == ["File", "Edit", "View", "Chat", "Models", "Help"]
+    assert window.actions["quit"].shortcut() == QKeySequence("Ctrl+Q")
+    assert window.actions["preferences"].shortcut() == QKeySequence("Ctrl+,")
+
+
+def test_no_two_commands_share_a_key(window: MainWindow) -> None:
+    keys = Counter(k.toString() for a in window.actions.values() for k in a.shortcuts())
+    assert [k for k, n in keys.items() if n > 1] == []
+
+
+def test_the_shortcuts_sheet_lists_every_key(qtbot: QtBot, window: MainWindow) -> None:
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_F1)
+    sheet = window.findChild(ShortcutsDialog)
+    assert sheet is not None and sheet.isVisible()
+    commands = [sheet.table.item(r, 1).text() for r in range(sheet.table.rowCount())]
+    assert "Search conversations" in commands and "Stop the reply" in commands
+    shown = sum(len(a.shortcuts()) > 0 for a in window.actions.values())
+    assert sheet.table.rowCount() == shown
+    sheet.close()
+
+
+def test_about_names_the_versions(qtbot: QtBot, window: MainWindow) -> None:
+    window.actions["about"].trigger()
+    about = window.findChild(AboutDialog)
+    rows = dict(about.rows)
+    assert rows["Inglenook"] and "PySide6" in rows["Qt"]
+    assert "llama-cpp-python" in rows["llama.cpp"] and "CPU only" in rows["llama.cpp"]
+    about.close()
+
+
+def test_copy_last_reply_and_regenerate_from_the_keyboard(
+        qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "Name a colour.")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_C,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert QGuiApplication.clipboard().text() == "Echo: Name a colour."
+    with qtbot.waitSignal(window.reply_started, timeout=REPLY_TIMEOUT_MS):
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.chats.session.reply is None, timeout=REPLY_TIMEOUT_MS)
+    assert window.chat.bubbles[-1].sibling_label.text() == "2/2"
+
+
+def test_the_sidebar_can_be_hidden_and_stays_hidden(qtbot: QtBot, window: MainWindow) -> None:
+    window.actions["toggleSidebar"].trigger()
+    assert window.sidebar.isHidden()
+    window.close()
+    assert load_settings().sidebar_visible is False
+
+
+def test_ctrl_w_closes_the_window(qtbot: QtBot, window: MainWindow) -> None:
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    assert not window.isVisible()
