@@ -4,7 +4,7 @@ changes only what is on screen (fake engine with scripted replies)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDoubleSpinBox, QPlainTextEdit
+from PySide6.QtWidgets import QDoubleSpinBox, QLineEdit, QPlainTextEdit
 from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
@@ -208,3 +208,23 @@ def test_escape_stops_the_reply_from_anywhere_in_the_window(
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as stopped:
         qtbot.keyClick(window.sidebar.list, Qt.Key.Key_Escape)
     assert stopped.args[1].reason == "cancelled"
+
+
+def test_a_conversation_is_renamed_in_place(qtbot: QtBot, window: MainWindow) -> None:
+    chat(qtbot, window, "Original title.")
+    conv = window.chats.conv_id
+    window.sidebar.ask_rename(conv)
+    editor = window.sidebar.list.findChild(QLineEdit)
+    assert editor is not None and editor.text() == "Original title."
+    editor.setText("Renamed in place")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.store.conversation(conv).title == "Renamed in place",
+                    timeout=REPLY_TIMEOUT_MS)
+    window.sidebar.ask_rename(conv)
+    editor = window.sidebar.list.findChild(QLineEdit)
+    editor.setText("Not kept")
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: window.sidebar._renaming is None, timeout=REPLY_TIMEOUT_MS)
+    items = [window.sidebar.list.item(r).text() for r in range(window.sidebar.list.count())]
+    assert "Renamed in place" in items and "Not kept" not in items
+    assert window.store.conversation(conv).title == "Renamed in place"

@@ -147,3 +147,10 @@ def test_sessions_keep_only_the_visible_and_the_replying(store: Store) -> None:
     sessions.release(b, visible=b)  # on screen: kept
     assert sessions.find(a.conv_id) is None and sessions.find(b.conv_id) is b
     assert sessions.by_request(1) is None and sessions.replying() == []
+
+
+def test_a_title_already_taken_gets_a_number(store: Store) -> None:
+    for _ in range(3):
+        ChatSession(store).add_user("Same question")
+    titles = sorted(c.title for c in store.conversations())
+    assert titles == ["Same question", "Same question (2)", "Same question (3)"]

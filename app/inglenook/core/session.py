@@ -39,6 +39,15 @@ def title_from(text: str) -> str:
     return cut.rstrip(" ,.;:") + "…"
 
 
+def unique_title(title: str, taken: set[str]) -> str:
+    """The title, or "title (2)", "(3)"… when another conversation already has it."""
+    n, candidate = 1, title
+    while candidate in taken:
+        n += 1
+        candidate = f"{title} ({n})"
+    return candidate
+
+
 @dataclass(frozen=True)
 class ChatSettings:
     """What one chat is answered with. `preset` names the preset the values came from; None
@@ -204,7 +213,8 @@ class ChatSession:
     # ---- writing --------------------------------------------------------------------------
     def add_user(self, text: str) -> StoredMessage:
         if self.conv_id is None:
-            self.title = title_from(text)
+            self.title = unique_title(title_from(text), {c.title for c in
+                                                         self.store.conversations()})
             self.conv_id = self.store.create_conversation(self.title, self.settings.preset)
             self.settings_dirty = True
             try:

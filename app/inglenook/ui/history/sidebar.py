@@ -5,10 +5,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from PySide6.QtCore import QPoint, QRectF, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPen, QPixmap
+from PySide6.QtCore import QPoint, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QIcon,
+    QKeySequence,
+    QPainter,
+    QPen,
+    QPixmap,
+    QShortcut,
+)
 from PySide6.QtWidgets import (
-    QInputDialog,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -94,6 +102,15 @@ class ConversationSidebar(QWidget):
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.itemActivated.connect(self._activated)
         self.list.itemClicked.connect(self._activated)
+        self.list.itemChanged.connect(self._edited)
+        # Editing starts only from Rename (or F2), never by clicking a title.
+        self.list.setEditTriggers(QListWidget.EditTrigger.NoEditTriggers)
+        self.list.itemDelegate().closeEditor.connect(
+            lambda *_: QTimer.singleShot(0, self._editor_closed))  # after a commit, if any
+        rename = QShortcut(QKeySequence("F2"), self.list)
+        rename.setContext(Qt.ShortcutContext.WidgetShortcut)
+        rename.activated.connect(self.ask_rename)
+        self._renaming: int | None = None
         self.hint = QLabel("Your conversations appear here.", self)
         self.hint.setObjectName("sidebarHint")
         self.hint.setWordWrap(True)
@@ -183,7 +200,7 @@ class ConversationSidebar(QWidget):
             return
         conv_id = int(item.data(ID_ROLE))
         menu = QMenu(self)
-        rename = QAction("Rename…", menu)
+        rename = QAction("Rename", menu)
         rename.triggered.connect(lambda: self.ask_rename(conv_id))
         pinned = self._pinned.get(conv_id, False)
         pin = QAction("Unpin" if pinned else "Pin", menu)
@@ -196,8 +213,49 @@ class ConversationSidebar(QWidget):
             menu.addAction(action)
         menu.exec(self.list.viewport().mapToGlobal(point))
 
-    def ask_rename(self, conv_id: int) -> None:
-        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:",
-                                         text=self._titles.get(conv_id, ""))
-        if ok and title.strip():
-            self.rename_requested.emit(conv_id, title.strip())
+    def ask_rename(self, conv_id: int | None = None) -> None:
+        """Rename in place: the title becomes editable in the list (Enter keeps, Esc undoes).
+        Without an id: the conversation selected (F2)."""
+        if conv_id is None:
+            current = self.list.currentItem()
+            conv_id = current.data(ID_ROLE) if current is not None else None
+        item = self._item(conv_id) if conv_id is not None else None
+        if item is None:
+            return
+        self.list.blockSignals(True)  # preparing the editor is not an edit
+        item.setText(self._titles.get(conv_id, ""))  # the title, without the pin marker
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+        self.list.blockSignals(False)
+        self._renaming = conv_id
+        self.list.setCurrentItem(item)
+        self.list.editItem(item)
+
+    def _edited(self, item: QListWidgetItem) -> None:
+        conv_id = item.data(ID_ROLE)
+        if conv_id is None or conv_id != self._renaming:
+            return
+        title = item.text().strip()
+        self._end_rename(item)
+        if title and title != self._titles.get(conv_id, ""):
+            self.rename_requested.emit(conv_id, title)
+
+    def _editor_closed(self) -> None:
+        """Esc: nothing was committed; show the title as it was."""
+        item = self._item(self._renaming) if self._renaming is not None else None
+        if item is not None:
+            self._end_rename(item)
+
+    def _end_rename(self, item: QListWidgetItem) -> None:
+        conv_id = int(item.data(ID_ROLE))
+        self._renaming = None
+        self.list.blockSignals(True)
+        item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+        item.setText(("📌 " if self._pinned.get(conv_id) else "") + self._titles.get(conv_id, ""))
+        self.list.blockSignals(False)
+
+    def _item(self, conv_id: int) -> QListWidgetItem | None:
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            if item.data(ID_ROLE) == conv_id:
+                return item
+        return None
