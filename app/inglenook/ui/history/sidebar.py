@@ -147,7 +147,7 @@ class ConversationSidebar(QWidget):
                 font.setPointSizeF(font.pointSizeF() * 0.85)
                 header.setFont(font)
                 self.list.addItem(header)
-            item = QListWidgetItem(("📌 " if conv.pinned else "") + conv.title)
+            item = QListWidgetItem(conv.title)  # pinned ones sit under their own heading
             item.setData(ID_ROLE, conv.id)
             item.setToolTip(conv.title)
             self.list.addItem(item)
@@ -223,7 +223,7 @@ class ConversationSidebar(QWidget):
         if item is None:
             return
         self.list.blockSignals(True)  # preparing the editor is not an edit
-        item.setText(self._titles.get(conv_id, ""))  # the title, without the pin marker
+        item.setText(self._titles.get(conv_id, ""))
         item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
         self.list.blockSignals(False)
         self._renaming = conv_id
@@ -250,7 +250,7 @@ class ConversationSidebar(QWidget):
         self._renaming = None
         self.list.blockSignals(True)
         item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-        item.setText(("📌 " if self._pinned.get(conv_id) else "") + self._titles.get(conv_id, ""))
+        item.setText(self._titles.get(conv_id, ""))
         self.list.blockSignals(False)
 
     def _item(self, conv_id: int) -> QListWidgetItem | None:
