@@ -137,6 +137,78 @@ def test_a_long_chatgpt_chat_imports_without_recursion(store: Store) -> None:
     assert len(path) == depth and path[-1].content == f"turn {depth - 1}"
 
 
+def thinking_chat(*nodes: tuple[str, dict], current: str) -> dict:
+    return {"title": "Thinking", "create_time": T0, "update_time": T0,
+            "mapping": dict(nodes), "current_node": current}
+
+
+def recap(key: str, parent: str, children: list[str], seconds: object) -> tuple[str, dict]:
+    key, found = node(key, parent, children, "assistant", when=T0 + 9,
+                      content_type="reasoning_recap", content="Thought for 12s")
+    found["message"]["metadata"]["finished_duration_sec"] = seconds
+    return key, found
+
+
+def test_chatgpt_thoughts_become_the_reasoning_of_the_reply(store: Store) -> None:
+    data = thinking_chat(
+        node("u", None, ["t1"], "user", "Plan a trip", when=T0 + 1),
+        node("t1", "u", ["t2"], "assistant", when=T0 + 2, content_type="thoughts", thoughts=[
+            {"summary": "Weighing options", "content": "Train or car?", "finished": True},
+            {"summary": "", "content": "The train is faster.", "chunks": []},
+            {"summary": "Just a summary"}, "not a thought", {"content": 7}]),
+        node("t2", "t1", ["r"], "assistant", when=T0 + 3, content_type="thoughts",
+             thoughts=[{"summary": "Checking", "content": "Checking the timetable."}]),
+        recap("r", "t2", ["a"], 12),
+        node("a", "r", [], "assistant", "Take the train.", when=T0 + 20),
+        current="a")
+    batch = transfer.parse_import([data])
+    assert batch.summary() == "Imported 1 conversation (2 messages) from a ChatGPT export."
+    (conv,) = store.import_batch(batch)
+    user, reply = store.active_path(conv)
+    assert (user.reasoning, reply.content) == ("", "Take the train.")
+    assert reply.reasoning == ("**Weighing options**\n\nTrain or car?\n\nThe train is faster."
+                               "\n\nJust a summary\n\nChecking the timetable.")
+    assert (reply.provenance.reasoning_started_at, reply.provenance.reasoning_ended_at) == (
+        T0 + 8, T0 + 20)
+    assert reply.provenance.model_name == "gpt-4o"
+
+
+@pytest.mark.parametrize("seconds", [None, "12", -1, math.inf, 1e9, True])
+def test_a_chatgpt_recap_without_a_usable_duration_gives_no_time(
+        store: Store, seconds: object) -> None:
+    data = thinking_chat(node("u", None, ["r"], "user", "Hi", when=T0 + 1),
+                         recap("r", "u", ["a"], seconds),
+                         node("a", "r", [], "assistant", "Hello.", when=T0 + 20), current="a")
+    (conv,) = store.import_batch(transfer.parse_import([data]))
+    reply = store.active_path(conv)[-1]
+    assert (reply.reasoning, reply.content, reply.provenance.thinking_s) == ("", "Hello.", None)
+
+
+def test_chatgpt_thoughts_without_a_reply_are_left_out_and_counted(store: Store) -> None:
+    data = thinking_chat(
+        node("u", None, ["t", "t2"], "user", "Hi", when=T0 + 1),
+        node("t", "u", ["u2"], "assistant", content_type="thoughts",
+             thoughts=[{"content": "stopped before answering"}]),
+        node("u2", "t", [], "user", "Hello?", when=T0 + 3),
+        node("t2", "u", [], "assistant", content_type="thoughts", thoughts=[{"content": "x"}]),
+        current="u2")
+    batch = transfer.parse_import([data])
+    assert batch.summary() == ("Imported 1 conversation (2 messages) from a ChatGPT export; "
+                               "left out 2 unanswered reasoning blocks.")
+    (conv,) = store.import_batch(batch)
+    assert [(m.content, m.reasoning) for m in store.active_path(conv)] == [
+        ("Hi", ""), ("Hello?", "")]
+
+
+def test_a_chatgpt_reply_that_opens_with_a_think_block_is_split(store: Store) -> None:
+    data = thinking_chat(node("u", None, ["a"], "user", "<think>typed</think> Hi", when=T0),
+                         node("a", "u", [], "assistant", "<think>hmm</think>\n\nHello.",
+                              when=T0 + 1), current="a")
+    (conv,) = store.import_batch(transfer.parse_import([data]))
+    assert [(m.reasoning, m.content) for m in store.active_path(conv)] == [
+        ("", "<think>typed</think> Hi"), ("hmm", "Hello.")]
+
+
 # -- hostile and broken files -----------------------------------------------------------------
 
 def inglenook_file(**message: object) -> dict:

@@ -14,6 +14,7 @@ import pytest
 
 from inglenook import paths
 from inglenook.store import LATEST_VERSION, Store, StoreError, schema
+from inglenook.store.db import open_database
 from inglenook.store.opening import open_store
 from tests.fixtures.store import make_fixtures
 from tests.helpers.tmpfs import fill, set_read_only, tmpfs
@@ -101,16 +102,19 @@ def test_the_latest_fixture_is_what_the_code_writes(tmp_path: Path) -> None:
 def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Path) -> None:
     make_fixtures.load(fixture.read_text(encoding="utf-8"), db)
     version = int(fixture.stem[1:])
+    reasoning = version >= 3  # the history gained replies with reasoning in v3
     with Store() as store:
         assert store.recovered_from is None
         sidebar = [(c.title, c.pinned, c.preset, c.message_count) for c in store.conversations()]
         assert sidebar == [("Trip to Zürich ☕", True, "Precise", 7),
+                           *([("Thinking it over", False, None, 3)] if reasoning else []),
                            ("Empty — новый чат", False, None, 0),
                            ('Code review: <script> & "quotes"', False, "Rust helper", 3)]
         everything = store.conversations(include_deleted=True)
-        assert len(everything) == 4
+        assert len(everything) == 4 + reasoning
         by_title = {c.title: c.id for c in everything}
-        for expected in make_fixtures.CONVERSATIONS:
+        for expected in make_fixtures.CONVERSATIONS + (
+                make_fixtures.V3_CONVERSATIONS if reasoning else []):
             if version >= 2 and expected["title"] == "Empty — новый чат":  # v2: own settings
                 expected = {**expected, "settings": make_fixtures.CUSTOM_SETTINGS}
             assert store.export_json(by_title[expected["title"]]) == expected
@@ -119,6 +123,17 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
         assert {h.conversation_id for h in store.search("zurich")} == {trip}
         assert [h.snippet for h in store.search("cafe")] == ["And then to the <b>café</b>?"]
         assert store.search("delete me") == []  # in the bin
+        if reasoning:
+            thinking = by_title["Thinking it over"]
+            reply = store.active_path(thinking)[-1]
+            assert (reply.content, reply.reasoning.splitlines()[0]) == (
+                "There are three.", "Spell it: s-t-r-a-w-b-e-r-r-y.")
+            assert reply.provenance.thinking_s == 12.5
+            assert [(h.message_id, h.in_reasoning, h.snippet) for h in store.search("spell")] == [
+                (reply.id, True,
+                 "<i>Reasoning:</i> <b>Spell</b> it: s-t-r-a-w-b-e-r-r-y.\nOne r after the…")]
+        assert all(not m.reasoning for c in everything for m in store.active_path(c.id)
+                   if c.title != "Thinking it over")
         presets = {p.name: p for p in store.presets()}
         assert presets["Rust helper"] == make_fixtures.USER_PRESET
         assert presets["Code"].system_prompt == make_fixtures.EDITED_CODE.system_prompt
@@ -132,6 +147,67 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
     assert db.with_name(f"inglenook.db.bak-v{version}").exists() == (version < LATEST_VERSION)
     fts_is_sound(db)
     assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+V2_REPLIES = [  # (role, content, status) as a v2 database held them
+    ("user", "<think>a prompt, not a reply</think> hi", "complete"),
+    ("assistant", "<think>\nThe user greets me; answer warmly.\n</think>\n\nHello there!",
+     "complete"),
+    ("assistant", "<think>\n\n</think>\n\nJust the answer.", "complete"),
+    ("assistant", "<think>cut short while thinking", "interrupted"),
+    ("assistant", "A plain answer that mentions <think> later.", "complete"),
+    ("assistant", "<think>left streaming</think>by a crash", "streaming"),
+]
+
+
+def v2_database(path: Path) -> list[int]:
+    """A database as v2 wrote it (only the first two migrations run), one chat of V2_REPLIES."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for step in schema.MIGRATIONS[:2]:
+            step(conn)
+        conn.execute("PRAGMA user_version = 2")
+        conn.execute("INSERT INTO conversations (id, title, created_at, updated_at) "
+                     "VALUES (1, 'old', 0, 0)")
+        return [conn.execute("INSERT INTO messages (conversation_id, parent_id, role, content, "
+                             "status, created_at) VALUES (1, ?, ?, ?, ?, 0)",
+                             (n or None, role, content, status)).lastrowid
+                for n, (role, content, status) in enumerate(V2_REPLIES)]
+    finally:
+        conn.close()
+
+
+def test_v3_splits_stored_replies_that_open_with_a_think_block(db: Path) -> None:
+    ids = v2_database(db)
+    conn, _, _ = open_database(db)  # migrated, before the Store's crash recovery
+    try:
+        assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
+                            ("streaming OR crash",)).fetchall() == []  # still streaming
+        assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?",
+                            ("warmly",)).fetchall() == [(ids[1],)]
+    finally:
+        conn.close()
+    with Store() as store:
+        stored = [(m.role, m.reasoning, m.content, m.status) for m in store.active_path(1)]
+        assert stored == [
+            ("user", "", "<think>a prompt, not a reply</think> hi", "complete"),
+            ("assistant", "The user greets me; answer warmly.", "Hello there!", "complete"),
+            ("assistant", "", "Just the answer.", "complete"),
+            ("assistant", "", "<think>cut short while thinking", "interrupted"),
+            ("assistant", "", "A plain answer that mentions <think> later.", "complete"),
+            ("assistant", "left streaming", "by a crash", "interrupted"),
+        ]
+        hits = [(h.message_id, h.in_reasoning) for h in store.search("warmly")]
+        assert hits == [(ids[1], True)]
+        assert [(h.message_id, h.in_reasoning) for h in store.search("hello")] == [
+            (ids[1], False)]
+        # Indexed once the crash recovery marked it interrupted.
+        assert [h.message_id for h in store.search("streaming")] == [ids[5]]
+        assert store.export_json(1)["messages"][1]["reasoning"] == (
+            "The user greets me; answer warmly.")
+    assert query(db.with_name("inglenook.db.bak-v2"), "SELECT content FROM messages "
+                 "WHERE id = ?", ids[1]) == [(V2_REPLIES[1][1],)]
+    fts_is_sound(db)
 
 
 def test_a_failing_migration_leaves_the_file_as_it_was(db: Path,
@@ -151,7 +227,7 @@ def test_a_failing_migration_leaves_the_file_as_it_was(db: Path,
     assert user_version(db.with_name(f"inglenook.db.bak-v{LATEST_VERSION}")) == LATEST_VERSION
     monkeypatch.setattr(schema, "MIGRATIONS", shipped)  # not undo(): that drops INGLENOOK_HOME
     with Store(db) as store:
-        assert len(store.conversations()) == 3
+        assert len(store.conversations()) == 3 + len(make_fixtures.V3_CONVERSATIONS)
 
 
 def test_a_database_from_a_newer_version_is_refused_untouched(db: Path) -> None:

@@ -6,6 +6,8 @@ Stored as JSON with these keys (unchanged since the first release, so old rows r
   sampling  SamplingParams.to_dict()      system_prompt  str
   stats     Stats as a dict               seed           int
   finish    stop | length | cancelled | error   error  str (why it failed or was stopped)
+  reasoning_started_at, reasoning_ended_at   float, seconds since 1970: when the model began
+            and stopped thinking ("Thought for N s"); only for replies that reasoned
 Keys this version does not know are kept in `extra` and written back unchanged.
 """
 
@@ -23,7 +25,8 @@ from inglenook.core.replies import Finish, FinishReason, Stats
 from inglenook.core.sampling import SamplingParams
 
 FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
-_KNOWN = ("model", "sampling", "system_prompt", "stats", "seed", "finish", "error")
+_KNOWN = ("model", "sampling", "system_prompt", "stats", "seed", "finish", "error",
+          "reasoning_started_at", "reasoning_ended_at")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Provenance:
     seed: int | None = None
     finish: FinishReason | None = None
     error: str = ""
+    reasoning_started_at: float | None = None
+    reasoning_ended_at: float | None = None
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -90,6 +95,13 @@ class Provenance:
     @property
     def model_name(self) -> str:
         return self.model.name if self.model else ""
+
+    @property
+    def thinking_s(self) -> float | None:
+        """How long the model reasoned, when both ends are known (never negative)."""
+        if self.reasoning_started_at is None or self.reasoning_ended_at is None:
+            return None
+        return max(0.0, self.reasoning_ended_at - self.reasoning_started_at)
 
     def replace(self, **changes: Any) -> Provenance:
         return dataclasses.replace(self, **changes)
@@ -111,6 +123,10 @@ class Provenance:
             data["finish"] = self.finish
         if self.error:
             data["error"] = self.error
+        if self.reasoning_started_at is not None:
+            data["reasoning_started_at"] = self.reasoning_started_at
+        if self.reasoning_ended_at is not None:
+            data["reasoning_ended_at"] = self.reasoning_ended_at
         return data
 
     @classmethod
@@ -129,6 +145,8 @@ class Provenance:
             seed=seed if type(seed) is int else None,
             finish=finish if finish in FINISH_REASONS else None,  # type: ignore[arg-type]
             error=_typed(data.get("error"), str),
+            reasoning_started_at=_moment(data.get("reasoning_started_at")),
+            reasoning_ended_at=_moment(data.get("reasoning_ended_at")),
             extra={k: v for k, v in data.items() if k not in _KNOWN})
 
     def describe(self, status: str = "") -> list[tuple[str, str]]:
@@ -158,6 +176,9 @@ class Provenance:
                                                "override": "your override",
                                                "chatml": "ChatML (the file has none)"}
                              .get(m.template, m.template)))
+        thinking = self.thinking_s
+        if thinking is not None:
+            rows.append(("Reasoning", f"thought for {format_seconds(thinking)}"))
         if self.seed is not None:
             rows.append(("Seed", str(self.seed)))
         if self.sampling is not None:
@@ -194,12 +215,30 @@ def _typed(value: object, kind: type) -> Any:
     return value if isinstance(value, str) else ""
 
 
+def format_seconds(seconds: float) -> str:
+    """A reasoning time as people say it: "0.4 s", "12 s", "2 min 5 s"."""
+    if seconds < 9.95:  # below what rounds to "10.0"
+        return f"{seconds:.1f} s"
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes:,} min {rest} s" if rest else f"{minutes:,} min"
+
+
+def _moment(value: object) -> float | None:
+    """A finite time in seconds, or None (missing, or not a number)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
 def _stats(value: object) -> Stats | None:
     if not isinstance(value, dict):
         return None
     values: dict[str, Any] = {}
     for f in dataclasses.fields(Stats):
-        kind = int if f.type in ("int", int) else float
+        name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        kind = {"int": int, "str": str, "bool": bool}.get(name, float)  # text fields too
         if f.name not in value and f.default is not dataclasses.MISSING:
             continue
         values[f.name] = _typed(value.get(f.name), kind)

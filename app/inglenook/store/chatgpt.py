@@ -6,28 +6,36 @@ is the leaf of the branch the user last saw. Inglenook's store keeps the same tr
 branch comes along and the one on screen stays on screen.
 
 Not everything in a ChatGPT tree is conversation: the root has no message, system messages and
-custom instructions are usually hidden, and images, audio, "thoughts" and other non-text content
-cannot be shown here. Those nodes are left out (their children move up to the nearest message
-that is kept) and counted for the summary. A user or assistant turn that was only an image
-becomes "[1 image not imported]", so that turns still alternate.
+custom instructions are usually hidden, and images, audio and other non-text content cannot be
+shown here. Those nodes are left out (their children move up to the nearest message that is
+kept) and counted for the summary. A user or assistant turn that was only an image becomes
+"[1 image not imported]", so that turns still alternate.
+
+A reasoning model's thinking comes as nodes of their own before its answer: "thoughts" (a list
+of {summary, content}) and a "reasoning_recap" ("Thought for 38s", with the seconds in its
+metadata's finished_duration_sec). Their text becomes the reasoning of the next assistant
+message below them, and the duration its reasoning time, ending when that message began.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from inglenook.store.checks import (
     InvalidImport,
     Repairs,
     clean,
     count,
+    is_number,
     one_line,
     role,
     shown,
     string,
 )
 from inglenook.store.imports import ImportBatch, ImportedConversation, ImportedMessage
+from inglenook.store.records import split_reply
 
 DEFAULT_TITLE = "Imported chat"
 # Content types whose text is in one field rather than in `parts`.
@@ -37,6 +45,23 @@ _ATTACHMENT = {"image_asset_pointer": "image", "audio_asset_pointer": "audio cli
                "real_time_user_audio_video_asset_pointer": "audio clip",
                "video_container_asset_pointer": "video"}
 _UNFINISHED = {"in_progress", "finished_partial_completion"}
+_REASONING = ("thoughts", "reasoning_recap")
+_MAX_THINKING_S = 86_400.0  # a day: a longer "thought for" is a broken value
+
+
+@dataclass(frozen=True)
+class _Thinking:
+    """Reasoning read from the nodes above a message, waiting for the reply it belongs to."""
+
+    text: str = ""
+    seconds: float | None = None  # from a reasoning_recap
+
+    def then(self, later: _Thinking) -> _Thinking:
+        text = "\n\n".join(t for t in (self.text, later.text) if t)
+        return _Thinking(text, self.seconds if later.seconds is None else later.seconds)
+
+    def __bool__(self) -> bool:
+        return bool(self.text) or self.seconds is not None
 
 
 def looks_like_chatgpt(data: object) -> bool:
@@ -76,18 +101,29 @@ def _conversation(conv: object, n: int, repairs: Repairs,
 
     # Depth first, parents before children, without recursion: a chat may be thousands deep.
     messages: list[ImportedMessage] = []
-    stack: list[tuple[str, int | None, float]] = [(k, None, created)
-                                                  for k in reversed(kids.get(None, []))]
+    none = _Thinking()
+    stack: list[tuple[str, int | None, float, _Thinking]] = [
+        (k, None, created, none) for k in reversed(kids.get(None, []))]
     reached = 0
     while stack:
-        key, parent, parent_time = stack.pop()
+        key, parent, parent_time, thinking = stack.pop()
         reached += 1
         message = _message(mapping[key].get("message"), f"{where}, message {shown(key)}",
                            parent_time, repairs, left)
-        if message is not None:
+        if isinstance(message, _Thinking):
+            thinking = thinking.then(message)
+        elif message is not None:
+            if message["role"] == "assistant" and thinking:
+                _add_thinking(message, thinking)
+            elif thinking:
+                left["unanswered reasoning block"] += 1
+            thinking = none
             messages.append(ImportedMessage(parent=parent, active=key in active, **message))
             parent, parent_time = len(messages) - 1, message["created_at"]
-        stack.extend((child, parent, parent_time) for child in reversed(kids.get(key, [])))
+        children = kids.get(key, [])
+        if thinking and not children:  # a reply stopped while it was thinking
+            left["unanswered reasoning block"] += 1
+        stack.extend((child, parent, parent_time, thinking) for child in reversed(children))
     if reached < len(mapping):  # nodes whose parents form a loop
         left["unreachable message"] += len(mapping) - reached
     return ImportedConversation(
@@ -120,22 +156,60 @@ def _children(mapping: dict, where: str) -> dict[str | None, list[str]]:
     return kids
 
 
+def _add_thinking(message: dict, thinking: _Thinking) -> None:
+    """Give a reply the reasoning of the nodes above it, and its reasoning time."""
+    message["reasoning"] = "\n\n".join(t for t in (thinking.text, message["reasoning"]) if t)
+    if thinking.seconds is not None:
+        # The recap's own create_time is unreliable (exports have it after the answer's).
+        ended = message["created_at"]
+        message["provenance"] = {**message["provenance"],
+                                 "reasoning_started_at": ended - thinking.seconds,
+                                 "reasoning_ended_at": ended}
+
+
+def _thinking(raw: dict, content: dict) -> _Thinking:
+    """A thoughts or reasoning_recap node. Lenient: what is not text is skipped, for a format
+    that changes without notice should not cost the user the whole file."""
+    if content["content_type"] == "reasoning_recap":
+        metadata = raw.get("metadata")
+        seconds = metadata.get("finished_duration_sec") if isinstance(metadata, dict) else None
+        if is_number(seconds) and 0 <= seconds <= _MAX_THINKING_S:  # type: ignore[operator]
+            return _Thinking("", float(seconds))  # type: ignore[arg-type]
+        return _Thinking()  # the recap's words ("Thought for 38s") say nothing more
+    texts = []
+    thoughts = content.get("thoughts")
+    for thought in thoughts if isinstance(thoughts, list) else []:
+        if not isinstance(thought, dict):
+            continue
+        summary, body = thought.get("summary"), thought.get("content")
+        summary = clean(summary).strip() if isinstance(summary, str) else ""
+        body = clean(body).strip() if isinstance(body, str) else ""
+        if summary and body and not body.startswith(summary):
+            texts.append(f"**{summary}**\n\n{body}")
+        elif body or summary:
+            texts.append(body or summary)
+    return _Thinking("\n\n".join(texts))
+
+
 def _message(raw: object, what: str, default_time: float, repairs: Repairs,
-             left: Counter[str]) -> dict | None:
-    """The fields of an ImportedMessage, or None for a node that is left out."""
+             left: Counter[str]) -> dict | _Thinking | None:
+    """The fields of an ImportedMessage, the reasoning a node holds for the reply below it,
+    or None for a node that is left out."""
     if raw is None:
         return None  # the tree's root, or a placeholder node
     if not isinstance(raw, dict):
         raise InvalidImport(f"{what} is not an object")
     author = raw.get("author")
     who = role(author.get("role") if isinstance(author, dict) else None, what)
-    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    metadata = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
     if metadata.get("is_visually_hidden_from_conversation") is True:
         left["hidden message"] += 1
         return None
     content = raw.get("content")
     if not isinstance(content, dict) or not isinstance(content.get("content_type"), str):
         raise InvalidImport(f"{what} has no content type")
+    if content["content_type"] in _REASONING:
+        return _thinking(raw, content)
     texts, attachments = _content(content, what)
     if texts is None:
         left["non-text message"] += 1
@@ -152,7 +226,8 @@ def _message(raw: object, what: str, default_time: float, repairs: Repairs,
     slug = metadata.get("model_slug")
     if who == "assistant" and isinstance(slug, str) and slug.strip():
         provenance = {"model": {"name": clean(slug[:200])}}
-    return {"role": who, "content": text,
+    reasoning, text = split_reply(who, text)
+    return {"role": who, "content": text, "reasoning": reasoning,
             "status": "interrupted" if raw.get("status") in _UNFINISHED else "complete",
             "created_at": repairs.timestamp(raw.get("create_time"), default_time),
             "provenance": provenance}

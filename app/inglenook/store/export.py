@@ -6,6 +6,7 @@ A conversation exports as:
      "preset": str | None, "created_at": float, "updated_at": float,
      "settings": {"system_prompt": str, "sampling": dict, …},  # only when the chat has its own
      "messages": [{"id": int, "parent": int | None, "role": str, "content": str,
+                   "reasoning": str,  # only when the reply has reasoning
                    "status": str, "created_at": float, "active": bool, "provenance": dict}]}
 
 Every branch is included. Message ids are local to the file (1, 2, … in creation order, parents
@@ -14,6 +15,7 @@ the identical dict: timestamps are kept as they were, nothing is renumbered diff
 export_all wraps conversations in {"format": "inglenook.archive", "version": 1, "exported_at":
 float, "conversations": [...], "presets": [...]}. "settings" came with schema v2 and is left out
 when a chat has none, so files of chats without them are as before and older versions read them.
+"reasoning" (schema v3: what a thinking model wrote before its answer) is left out the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from inglenook.core.provenance import format_seconds
 from inglenook.store import conversations, messages, presets
 from inglenook.store.records import Preset, load_dict, number, text
 
@@ -32,7 +35,7 @@ FORMAT_VERSION = 1
 
 _CONV_COLUMNS = "id, title, pinned, preset, created_at, updated_at, settings"
 _MSG_COLUMNS = ("conversation_id, id, parent_id, role, content, status, created_at, provenance, "
-                "active_seq")
+                "active_seq, reasoning")
 
 
 def _conversation_dict(conv: tuple, rows: Iterable[tuple]) -> dict:
@@ -52,13 +55,23 @@ def _conversation_dict(conv: tuple, rows: Iterable[tuple]) -> dict:
     }
     if settings is not None:
         data["settings"] = load_dict(settings, "conversation settings")
-    data["messages"] = [{
+    data["messages"] = [_message_dict(row, local, best) for row in rows]
+    return data
+
+
+def _message_dict(row: tuple, local: dict[int, int], best: dict[int | None, tuple]) -> dict:
+    _, msg_id, parent_id, role, content, status, created_at, provenance, _, reasoning = row
+    data: dict[str, object] = {
         "id": local[msg_id],
         "parent": local.get(parent_id),  # None for roots (and for a dangling parent)
-        "role": text(role), "content": text(content), "status": text(status),
-        "created_at": number(msg_created), "active": best[parent_id][1] == msg_id,
-        "provenance": load_dict(provenance),
-    } for _, msg_id, parent_id, role, content, status, msg_created, provenance, _ in rows]
+        "role": text(role), "content": text(content),
+    }
+    if text(reasoning):
+        data["reasoning"] = text(reasoning)
+    data.update({
+        "status": text(status), "created_at": number(created_at),
+        "active": best[parent_id][1] == msg_id, "provenance": load_dict(provenance),
+    })
     return data
 
 
@@ -116,11 +129,23 @@ def export_markdown(conn: sqlite3.Connection, conv_id: int) -> str:
         if message.role == "assistant" and model:
             heading += f" · {model}"
         parts.append(heading + "\n")
-        parts.append(message.content.rstrip() + "\n")
+        if message.reasoning.strip():
+            parts.append(_reasoning_quote(message.reasoning, message.provenance.thinking_s))
+        if message.content.strip() or not message.reasoning.strip():
+            parts.append(message.content.rstrip() + "\n")
         note = _status_note(message.status, message.provenance.finish)
         if message.role == "assistant" and note:
             parts.append(f"*({note})*\n")
     return "\n".join(parts)
+
+
+def _reasoning_quote(reasoning: str, thinking_s: float | None) -> str:
+    """The reasoning as a block quote above the answer, so it reads as apart from it."""
+    label = "> **Reasoning**"
+    if thinking_s is not None:
+        label += f" · thought for {format_seconds(thinking_s)}"
+    lines = [label, ">"] + [f"> {line}".rstrip() for line in reasoning.strip().splitlines()]
+    return "\n".join(lines) + "\n"
 
 
 def _status_note(status: str, finish: str | None) -> str:

@@ -22,6 +22,7 @@ class ImportedMessage:
     created_at: float
     active: bool  # on the branch shown when the chat opens
     provenance: dict
+    reasoning: str = ""  # what a thinking model wrote before its answer (`content`)
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,9 @@ def _write_conversation(conn: sqlite3.Connection, conv: ImportedConversation) ->
     ids: list[int] = []
     for m in conv.messages:
         cursor = conn.execute(
-            "INSERT INTO messages (conversation_id, parent_id, role, content, status, "
-            "created_at, provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (conv_id, None if m.parent is None else ids[m.parent], m.role, m.content, m.status,
-             m.created_at, dump_dict(m.provenance), int(m.active)))
+            "INSERT INTO messages (conversation_id, parent_id, role, content, reasoning, "
+            "status, created_at, provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (conv_id, None if m.parent is None else ids[m.parent], m.role, m.content,
+             m.reasoning, m.status, m.created_at, dump_dict(m.provenance), int(m.active)))
         ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
     return conv_id

@@ -17,7 +17,8 @@ from inglenook.store.records import STATUSES, StoredMessage, dump_dict, message_
 _MAX_DEPTH = 1_000_000  # a guard against loops in hand-edited data, far beyond any real chat
 
 _COLUMNS = """
-m.id, m.conversation_id, m.parent_id, m.role, m.content, m.status, m.created_at, m.provenance,
+m.id, m.conversation_id, m.parent_id, m.role, m.content, m.reasoning, m.status, m.created_at,
+m.provenance,
 (SELECT count(*) FROM messages s
  WHERE s.conversation_id = m.conversation_id AND s.parent_id IS m.parent_id AND s.id <= m.id),
 (SELECT count(*) FROM messages s
@@ -86,7 +87,7 @@ def _make_visible(conn: sqlite3.Connection, msg_id: int) -> None:
 
 
 def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_id: int | None,
-        status: str, provenance: dict | Provenance | None) -> int:
+        status: str, provenance: dict | Provenance | None, reasoning: str = "") -> int:
     _check_status(status)
     conversations.require(conn, conv_id)
     if parent_id is not None:
@@ -96,24 +97,25 @@ def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_
         _make_visible(conn, parent_id)
     seq = conn.execute(_NEXT_SEQ, (conv_id, parent_id)).fetchone()[0]
     cursor = conn.execute(
-        "INSERT INTO messages (conversation_id, parent_id, role, content, status, created_at, "
-        "provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (conv_id, parent_id, role, content, status, time.time(), dump_dict(provenance or {}),
-         seq))
+        "INSERT INTO messages (conversation_id, parent_id, role, content, reasoning, status, "
+        "created_at, provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (conv_id, parent_id, role, content, reasoning, status, time.time(),
+         dump_dict(provenance or {}), seq))
     conversations.touch(conn, conv_id)
     return int(cursor.lastrowid)  # type: ignore[arg-type]
 
 
 def update(conn: sqlite3.Connection, msg_id: int, content: str, status: str | None,
-           provenance: dict | Provenance | None) -> None:
-    """Replace the content; status and provenance only when given (provenance is replaced
-    as a whole, not merged)."""
+           provenance: dict | Provenance | None, reasoning: str | None = None) -> None:
+    """Replace the content; status, provenance and reasoning only when given (provenance is
+    replaced as a whole, not merged)."""
     if status is not None:
         _check_status(status)
     cursor = conn.execute(
-        "UPDATE messages SET content = ?, status = coalesce(?, status), "
-        "provenance = coalesce(?, provenance) WHERE id = ?",
-        (content, status, None if provenance is None else dump_dict(provenance), msg_id))
+        "UPDATE messages SET content = ?, reasoning = coalesce(?, reasoning), "
+        "status = coalesce(?, status), provenance = coalesce(?, provenance) WHERE id = ?",
+        (content, reasoning, status, None if provenance is None else dump_dict(provenance),
+         msg_id))
     if cursor.rowcount == 0:
         raise KeyError(f"no message {msg_id}")
 

@@ -16,7 +16,7 @@ from inglenook.store.checks import (
 )
 from inglenook.store.export import ARCHIVE_FORMAT, CONVERSATION_FORMAT, FORMAT_VERSION
 from inglenook.store.imports import ImportBatch, ImportedConversation, ImportedMessage
-from inglenook.store.records import STATUSES, Preset
+from inglenook.store.records import STATUSES, Preset, split_reply
 
 DEFAULT_TITLE = "Imported chat"
 
@@ -91,10 +91,17 @@ def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedCon
         status = item.get("status", "complete")
         if status not in STATUSES:
             raise InvalidImport(f"{what} has an unknown status {shown(status)}")
+        who = role(item["role"], what)
+        content = string(item["content"], f"{what}: its content")
+        if item.get("reasoning") is None:  # a file from before v3, or written by hand
+            reasoning, content = split_reply(who, content)
+        else:
+            reasoning = string(item["reasoning"], f"{what}: its reasoning")
         messages.append(ImportedMessage(
             parent=None if parent is None else index[parent],
-            role=role(item["role"], what),
-            content=string(item["content"], f"{what}: its content"),
+            role=who,
+            content=content,
+            reasoning=reasoning,
             # An imported reply cannot be streaming: nothing is writing it any more.
             status="interrupted" if status == "streaming" else status,
             created_at=repairs.timestamp(item.get("created_at"), stamp),

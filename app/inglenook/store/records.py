@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from inglenook.core.provenance import Provenance
+from inglenook.core.reasoning import split_reasoning
 from inglenook.core.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class StoredMessage:
     provenance: Provenance
     sibling_index: int  # 1-based position among the children of the same parent (creation order)
     sibling_count: int
+    reasoning: str = ""  # what a thinking model wrote before its answer (`content`)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class SearchHit:
     message_id: int  # 0 for a match in the title of a conversation that has no messages yet
     title: str  # plain text
     snippet: str  # HTML: matches in <b>…</b>, everything else escaped
+    in_reasoning: bool = False  # the match is in the reply's reasoning (the snippet says so too)
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,14 @@ def load_dict(raw: object, what: str = "provenance") -> dict:
     return value if isinstance(value, dict) else {"unreadable": value}
 
 
+def split_reply(role: str, content: str) -> tuple[str, str]:
+    """(reasoning, answer) of a reply stored or imported as one text, which may open with a
+    `<think>` block; anything but an assistant's message is all answer."""
+    if role != "assistant" or "<think>" not in content:
+        return "", content
+    return split_reasoning(content)
+
+
 def summary_from_row(row: tuple) -> ConversationSummary:
     id_, title, pinned, created_at, updated_at, preset, count = row
     return ConversationSummary(int(id_), text(title), bool(pinned), number(created_at),
@@ -123,7 +134,8 @@ def summary_from_row(row: tuple) -> ConversationSummary:
 
 
 def message_from_row(row: tuple) -> StoredMessage:
-    id_, conv_id, parent_id, role, content, status, created_at, provenance, index, count = row
+    (id_, conv_id, parent_id, role, content, reasoning, status, created_at, provenance, index,
+     count) = row
     status = text(status)
     return StoredMessage(
         id=int(id_),
@@ -131,6 +143,7 @@ def message_from_row(row: tuple) -> StoredMessage:
         parent_id=None if parent_id is None else int(parent_id),
         role=text(role),
         content=text(content),
+        reasoning=text(reasoning),
         status=status if status in STATUSES else "error",
         created_at=number(created_at),
         provenance=Provenance.from_dict(load_dict(provenance)),

@@ -16,6 +16,9 @@ Design notes for v1:
   indexed once it stops streaming: while it streams, each saved batch rewrites only its row.
 - The preset of a conversation is a name, not a foreign key: an imported conversation may name
   a preset this machine does not have, and the UI falls back to the default.
+
+v3: a reply's reasoning (what a thinking model wrote before its answer) has its own column, so
+the answer alone is copied and sent back to the model; search indexes both columns.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sqlite3
 from collections.abc import Callable
 
 from inglenook.store import presets
+from inglenook.store.records import split_reply
 
 V1_SQL = """
 CREATE TABLE conversations (
@@ -131,5 +135,53 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE conversations ADD COLUMN settings TEXT")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+# v1's message index, over the answer and the reasoning. A message is still indexed only once
+# it stops streaming.
+V3_MESSAGES_FTS = """
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    content, reasoning, content = 'messages', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+WHEN new.status != 'streaming' BEGIN
+    INSERT INTO messages_fts (rowid, content, reasoning)
+        VALUES (new.id, new.content, new.reasoning);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN old.status != 'streaming' BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
+        VALUES ('delete', old.id, old.content, old.reasoning);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, reasoning, status ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
+        SELECT 'delete', old.id, old.content, old.reasoning WHERE old.status != 'streaming';
+    INSERT INTO messages_fts (rowid, content, reasoning)
+        SELECT new.id, new.content, new.reasoning WHERE new.status != 'streaming';
+END;
+"""
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    """Reasoning apart from the answer: a column, replies that open with a `<think>` block
+    split into it (the only format a reply stored before v3 can be recognised by), and the
+    search index rebuilt over both columns."""
+    conn.execute("ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT ''")
+    for trigger in ("insert", "delete", "update"):
+        conn.execute(f"DROP TRIGGER messages_fts_{trigger}")
+    conn.execute("DROP TABLE messages_fts")
+    rows = conn.execute("SELECT id, role, content FROM messages "
+                        "WHERE role = 'assistant' AND instr(content, '<think>') > 0").fetchall()
+    for msg_id, role, content in rows:
+        reasoning, answer = split_reply(role, content)
+        if answer != content:
+            conn.execute("UPDATE messages SET content = ?, reasoning = ? WHERE id = ?",
+                         (answer, reasoning, msg_id))
+    for statement in statements(V3_MESSAGES_FTS):
+        conn.execute(statement)
+    # Not the 'rebuild' command: it would index rows still streaming too, against the rule.
+    conn.execute("INSERT INTO messages_fts (rowid, content, reasoning) "
+                 "SELECT id, content, reasoning FROM messages WHERE status != 'streaming'")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 LATEST_VERSION = len(MIGRATIONS)

@@ -11,6 +11,9 @@ then messages, newest first: chat search is mostly "where did we talk about X la
 walking the index backwards by rowid stops after `limit` hits, where ranking by BM25 must score
 every match (100k matches: ~3 ms against ~100 ms). Messages still streaming and conversations in
 the bin are not searched.
+
+A reply's reasoning is searched with its answer. The snippet comes from the answer when the
+answer matches, otherwise from the reasoning, marked "Reasoning:" (and SearchHit.in_reasoning).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from inglenook.store.records import SearchHit, text
 
 _START, _END = "\x02", "\x03"  # markers unlikely in chat text, turned into <b> after escaping
 SNIPPET_TOKENS = 16
+REASONING_MARK = "<i>Reasoning:</i> "
 
 _TITLE_HITS = f"""
 SELECT c.id,
@@ -37,7 +41,8 @@ LIMIT :limit
 
 _MESSAGE_HITS = f"""
 SELECT m.conversation_id, m.id, c.title,
-       snippet(messages_fts, 0, '{_START}', '{_END}', '…', {SNIPPET_TOKENS})
+       snippet(messages_fts, 0, '{_START}', '{_END}', '…', {SNIPPET_TOKENS}),
+       snippet(messages_fts, 1, '{_START}', '{_END}', '…', {SNIPPET_TOKENS})
 FROM messages_fts
 JOIN messages m ON m.id = messages_fts.rowid
 JOIN conversations c ON c.id = m.conversation_id
@@ -73,8 +78,12 @@ def search(conn: sqlite3.Connection, user_text: str, limit: int) -> list[SearchH
                               highlight_html(text(marked))))
     remaining = limit - len(hits)
     if remaining > 0:
-        for conv_id, msg_id, title, marked in conn.execute(
+        for conv_id, msg_id, title, in_answer, in_reasoning in conn.execute(
                 _MESSAGE_HITS, {"query": query, "limit": remaining}):
-            hits.append(SearchHit(int(conv_id), int(msg_id), text(title),
-                                  highlight_html(text(marked))))
+            # A column without a match still gives a snippet (its start), without markers.
+            marked, reasoning = text(in_answer), False
+            if _START not in marked and _START in text(in_reasoning):
+                marked, reasoning = text(in_reasoning), True
+            snippet = (REASONING_MARK if reasoning else "") + highlight_html(marked)
+            hits.append(SearchHit(int(conv_id), int(msg_id), text(title), snippet, reasoning))
     return hits

@@ -144,20 +144,24 @@ class Store:
 
     @_guarded
     def add_message(self, conv_id: int, role: str, content: str, parent_id: int | None, *,
-                    status: str = "complete", provenance: dict | Provenance | None = None) -> int:
+                    status: str = "complete", provenance: dict | Provenance | None = None,
+                    reasoning: str = "") -> int:
         """Append under parent_id (None: a root). The new message becomes the active child of
         its parent, and the parent's branch becomes the one on screen, so adding a sibling is
-        branching. Bumps the conversation's updated_at."""
+        branching. Bumps the conversation's updated_at. `content` is the answer alone; what a
+        thinking model wrote before it goes in `reasoning` (its times in the provenance)."""
         with self._write() as conn:
-            return messages.add(conn, conv_id, role, content, parent_id, status, provenance)
+            return messages.add(conn, conv_id, role, content, parent_id, status, provenance,
+                                reasoning)
 
     @_guarded
     def update_message(self, msg_id: int, content: str, *, status: str | None = None,
-                       provenance: dict | Provenance | None = None) -> None:
-        """Save a streaming reply's text so far (call per batch, not per token). status and
-        provenance change only when given; provenance replaces the stored dict."""
+                       provenance: dict | Provenance | None = None,
+                       reasoning: str | None = None) -> None:
+        """Save a streaming reply's text so far (call per batch, not per token). status,
+        provenance and reasoning change only when given; provenance replaces the stored dict."""
         with self._write() as conn:
-            messages.update(conn, msg_id, content, status, provenance)
+            messages.update(conn, msg_id, content, status, provenance, reasoning)
 
     @_guarded
     def active_path(self, conv_id: int) -> list[StoredMessage]:
@@ -189,6 +193,7 @@ class Store:
 
     @_guarded
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Titles, answers and reasoning; a hit in reasoning has in_reasoning set."""
         return search.search(self._conn, query, limit)
 
     @_guarded
