@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Sequence
 
 from inglenook import __version__
-from inglenook.cli import chat, conversations, models, prompt
+from inglenook.cli import chat, conversations, models, prompt, serve
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"chat": chat, "models": models, "conversations": conversations,
-            "prompt": prompt}
+            "prompt": prompt, "serve": serve}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

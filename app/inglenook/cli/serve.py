@@ -1,0 +1,110 @@
+"""`inglenook serve`: the OpenAI-compatible API for one model, without the window."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import threading
+
+from inglenook import paths
+from inglenook.cli.common import fail
+from inglenook.core.load import LoadParams
+from inglenook.server.config import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    TOKEN_ENV,
+    ConfigError,
+    ServerConfig,
+    token_from_env,
+)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve a model over an OpenAI-compatible API (loopback only by default)")
+    serve.add_argument("--model", help="a .gguf file (default: the bundled model)")
+    serve.add_argument("--host", default=DEFAULT_HOST,
+                       help=f"address to listen on (default {DEFAULT_HOST}; any other address "
+                       "needs --token)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
+                       help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--token", default=None,
+                       help=f"require 'Authorization: Bearer TOKEN' (or set {TOKEN_ENV})")
+    serve.add_argument("--ctx", type=int, default=0,
+                       help="context length (default: the model's, at most 8192)")
+    serve.add_argument("--threads", type=int, default=0,
+                       help="CPU threads (default: all physical cores)")
+    serve.add_argument("--cors-origin", action="append", default=[], metavar="URL",
+                       help="a web page origin allowed to call the API, e.g. "
+                       "http://localhost:3000 (repeat for more)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="another name clients reach this machine by (the Host header), "
+                       "besides its addresses and localhost (repeat for more)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from inglenook.engine.client import EngineClient, EngineError
+    from inglenook.engine.scheduler import Job, Scheduler
+    from inglenook.server import ApiServer
+
+    config = ServerConfig(host=args.host, port=args.port, token=token_from_env(args.token),
+                          cors_origins=tuple(args.cors_origin),
+                          extra_hosts=tuple(args.allow_host))
+    try:
+        config.check()  # refused before a model is loaded for nothing
+    except ConfigError as exc:
+        return fail(str(exc))
+    model = args.model or paths.bundled_model_path()
+    if model is None:
+        return fail("no model given and the bundled model is not installed (make setup).")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("uvicorn").setLevel(logging.WARNING)
+    load = LoadParams(str(model), n_ctx=args.ctx, n_threads=args.threads)
+    client = EngineClient()
+    print(f"Loading {model} …", file=sys.stderr, flush=True)
+    try:
+        info = client.load(load)
+    except EngineError as exc:
+        client.close()
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        client.close()
+        return 130
+    scheduler = Scheduler(client.cancel)
+
+    def reload() -> None:
+        try:
+            client.load(load)
+            logging.info("the model is loaded again")
+        except EngineError as exc:
+            logging.error("the model could not be loaded again: %s", exc)
+
+    def engine_lost(message: str) -> None:
+        logging.error("%s", message)
+        with contextlib.suppress(RuntimeError):  # the scheduler closed: we are stopping
+            scheduler.submit(Job(reload, owner="engine", exclusive=True))
+
+    done = threading.Event()
+    server = ApiServer(scheduler, client, config, on_engine_lost=engine_lost,
+                       on_status=lambda s: None if s.running else done.set())
+    try:
+        url = server.start()
+    except OSError as exc:
+        scheduler.close()
+        client.close()
+        return fail(f"cannot listen on {config.url}: {exc}")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    print(f"Serving {info.name} at {url}/v1 (n_ctx {info.n_ctx}); Ctrl+C stops.", flush=True)
+    if config.token:
+        print("Clients must send 'Authorization: Bearer <token>'.", flush=True)
+    try:
+        done.wait()
+    finally:
+        server.stop()
+        scheduler.close()
+        client.close()
+    return 0

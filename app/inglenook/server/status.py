@@ -1,0 +1,77 @@
+"""Live figures for whoever shows the server (the window's switch, the CLI's log)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from inglenook.core.replies import Stats
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool = False
+    url: str = ""
+    requests: int = 0  # requests answered since the server started (any outcome)
+    active: int = 0  # replies generating or waiting for the engine now
+    tokens: int = 0  # tokens generated for API clients in total
+    tokens_per_s: float = 0.0  # decode speed of the latest reply
+    errors: int = 0  # requests answered with an error (4xx/5xx), cancellations excluded
+    last_error: str = ""
+
+
+class StatusBoard:
+    """Thread-safe ServerStatus. `on_change(status)` is called on the thread that changed it
+    (the server's event loop); the window re-emits it as a queued signal."""
+
+    def __init__(self, on_change: Callable[[ServerStatus], None] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._status = ServerStatus()
+        self.on_change = on_change
+
+    def get(self) -> ServerStatus:
+        with self._lock:
+            return self._status
+
+    def update(self, **changes: object) -> None:
+        with self._lock:
+            self._status = replace(self._status, **changes)  # type: ignore[arg-type]
+            status = self._status
+        if self.on_change is not None:
+            self.on_change(status)
+
+    def reply_started(self) -> None:
+        with self._lock:
+            self._status = replace(self._status, active=self._status.active + 1)
+        self._changed()
+
+    def reply_ended(self, stats: Stats | None) -> None:
+        """The engine is done with a reply (finished, stopped or dropped while it waited)."""
+        with self._lock:
+            s = self._status
+            self._status = replace(
+                s, active=max(0, s.active - 1), requests=s.requests + 1,
+                tokens=s.tokens + (stats.generated_tokens if stats else 0),
+                tokens_per_s=stats.decode_tok_s if stats and stats.generated_tokens > 1
+                else s.tokens_per_s)
+        self._changed()
+
+    def failed(self, message: str) -> None:
+        """A client was told its reply failed."""
+        with self._lock:
+            s = self._status
+            self._status = replace(s, errors=s.errors + 1, last_error=message)
+        self._changed()
+
+    def refused(self, message: str) -> None:
+        """A request answered with an error before it reached the engine."""
+        with self._lock:
+            s = self._status
+            self._status = replace(s, requests=s.requests + 1, errors=s.errors + 1,
+                                   last_error=message)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self.get())

@@ -1,0 +1,147 @@
+"""Sending one reply: a JSON body, or server-sent events as the engine produces text.
+
+While a reply runs, the response also listens for the client going away (an ASGI
+`http.disconnect`) and then stops the reply in the engine, waiting or running: an abandoned
+stream must not keep the engine busy. Headers are sent with the first text, so an error found
+before any text (a prompt longer than the context, no model) still gets its proper status.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from inglenook.core.replies import Finish, Stats
+from inglenook.engine import protocol as p
+from inglenook.server.engine_link import ENGINE_LOST, EngineLink, Reply
+from inglenook.server.errors import ApiError
+from inglenook.server.responses import FINISH_REASONS, Format, sse
+from inglenook.server.schemas import ApiCall
+from inglenook.server.status import StatusBoard
+
+log = logging.getLogger(__name__)
+SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"),
+               (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+
+
+def finish_error(finish: Finish) -> ApiError:
+    """What a client is told about a reply that did not end with stop or length."""
+    message = finish.message
+    if finish.reason == "cancelled":
+        return ApiError(503, message or "The reply was stopped before it finished.",
+                        code="cancelled")
+    if message.startswith("No model is loaded"):
+        return ApiError(503, message, code="model_not_loaded")
+    if message == ENGINE_LOST or message.startswith("The engine stopped"):
+        return ApiError(503, message, code="engine_unavailable")
+    if message.startswith("The engine failed") or not message:
+        return ApiError(500, message or "The engine failed.", code="engine_error")
+    if "the context holds" in message:
+        return ApiError(400, message, param="messages", code="context_length_exceeded")
+    return ApiError(400, message)  # the chat template refused this conversation
+
+
+class ReplyResponse:
+    """The ASGI response for one started Reply."""
+
+    def __init__(self, link: EngineLink, reply: Reply, call: ApiCall, fmt: Format,
+                 board: StatusBoard) -> None:
+        self.link, self.reply, self.call, self.fmt, self.board = link, reply, call, fmt, board
+        self.stats: Stats | None = None
+        self.client_left = False
+        self.responded = False  # the whole response is sent
+        self.error: ApiError | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._watch, receive, tasks.cancel_scope)
+                try:
+                    if self.call.stream:
+                        await self._stream(scope, receive, send)
+                    else:
+                        await self._complete(scope, receive, send)
+                finally:
+                    self.link.cancel(self.reply)  # nothing when it ended
+                    tasks.cancel_scope.cancel()
+        finally:
+            self._record(scope.get("path", ""))
+
+    async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.client_left = not self.responded  # after the response it only means "done"
+        scope.cancel()
+
+    async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
+        text: list[str] = []
+        finish = Finish("error")
+        async for event in self.reply.events():
+            if isinstance(event, p.Delta):
+                text.append(event.text)
+            elif isinstance(event, p.ReplyStats):
+                self.stats = event.stats
+            elif isinstance(event, p.Finished):
+                finish = event.finish
+        if finish.reason in FINISH_REASONS:
+            body = self.fmt.complete("".join(text), FINISH_REASONS[finish.reason], self.stats)
+            response = JSONResponse(body)
+        else:
+            self.error = finish_error(finish)
+            response = self.error.response()
+        await response(scope, receive, send)
+        self.responded = True
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+        finish = Finish("error")
+
+        async def body(data: bytes, more: bool = True) -> None:
+            nonlocal started
+            if not started:
+                started = True
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": SSE_HEADERS})
+                opening = self.fmt.opening()
+                if opening is not None:
+                    await body(sse(opening))
+            await send({"type": "http.response.body", "body": data, "more_body": more})
+            self.responded = not more
+
+        async for event in self.reply.events():
+            if isinstance(event, p.Delta) and event.text:
+                await body(sse(self.fmt.chunk(event.text)))
+            elif isinstance(event, p.ReplyStats):
+                self.stats = event.stats
+            elif isinstance(event, p.Finished):
+                finish = event.finish
+        if finish.reason in FINISH_REASONS:
+            await body(sse(self.fmt.chunk(None, FINISH_REASONS[finish.reason])))
+            if self.call.include_usage:
+                await body(sse(self.fmt.usage_chunk(self.stats)))
+            await body(sse("[DONE]"), more=False)
+            return
+        self.error = finish_error(finish)
+        if not started:
+            await self.error.response()(scope, receive, send)
+            self.responded = True
+        else:  # the status is sent: an error event, which OpenAI's clients raise
+            await body(sse(self.error.body()))
+            await body(b"", more=False)
+
+    def _record(self, path: str) -> None:
+        if self.client_left:
+            outcome = "the client left; stopped"
+        elif self.error is not None:
+            outcome = f"{self.error.status} {self.error.message}"
+            self.board.failed(self.error.message)
+        else:
+            outcome = "200"
+        s = self.stats
+        figures = (f", {s.prompt_tokens} prompt ({s.cached_tokens} cached) + "
+                   f"{s.generated_tokens} tokens, {s.decode_tok_s:.1f} tok/s" if s else "")
+        log.info("%s %s%s: %s", self.reply.owner, path, figures, outcome)
+

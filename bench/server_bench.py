@@ -1,0 +1,269 @@
+"""API server figures: `inglenook serve` through the official openai client, against raw
+llama-cpp-python and, when it is installed, llama-cpp-python's own server (the peer).
+
+Same model (the bundled one), threads, context and greedy sampling everywhere; one thing runs at
+a time. Prints progress on stderr and one JSON object as the last line of stdout:
+  api_decode_tok_s, raw_decode_tok_s, peer_decode_tok_s   streamed decode speed (median)
+  api_decode_over_raw, api_decode_over_peer_server        their ratios
+  api_ttft_turn12_ms, peer_ttft_turn12_ms, api_ttft_turn12_over_peer
+                                         TTFT of turn 12 of a conversation resent every turn
+  api_concurrent4_aggregate_over_single  tokens/s of 4 clients at once ÷ of one client alone
+  api_concurrent4_p95_ttft_ms            p95 time to first text of those 4 clients
+`--quick` uses tiny counts (to check that it runs); its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from inglenook import paths
+from inglenook.engine.host import physical_cores
+
+N_CTX = 4096
+STORY = "Write a long, detailed story about a lighthouse keeper and a storm."
+# Greedy and no penalties, as the raw baseline samples.
+SAMPLING: dict[str, Any] = {"temperature": 0.0, "seed": 1, "top_p": 0.95}
+EXTRA: dict[str, Any] = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0}
+TOPICS = ["rivers", "mountains", "bread", "clocks", "owls", "glass", "maps", "bees", "tides",
+          "lanterns", "violins", "comets"]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def inglenook_serve(model: str, threads: int, home: Path) -> Iterator[str]:
+    env = dict(os.environ, INGLENOOK_HOME=str(home))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inglenook", "serve", "--model", model, "--port", "0",
+         "--ctx", str(N_CTX), "--threads", str(threads)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("Serving "):
+            raise SystemExit(f"inglenook serve did not start: {line!r}")
+        yield line.split(" at ")[1].split()[0]
+    finally:
+        stop(proc)
+
+
+@contextmanager
+def peer_server(model: str, threads: int) -> Iterator[str | None]:
+    """llama-cpp-python's server (the `server` extra), or None when it is not installed."""
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError:
+        log("llama_cpp.server is not installed: no peer comparison")
+        yield None
+        return
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", model, "--n_ctx", str(N_CTX),
+         "--n_threads", str(threads), "--n_threads_batch", str(threads), "--n_batch", "512",
+         "--n_ubatch", "512", "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=2) as probe:
+            for _ in range(300):  # up to a minute to load
+                try:
+                    probe.models.list()
+                    break
+                except openai.APIConnectionError:
+                    if proc.poll() is not None:
+                        raise SystemExit("llama_cpp.server exited at start-up") from None
+                    time.sleep(0.2)
+        yield url
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+
+
+def stream(api: openai.OpenAI, messages: list[dict[str, str]], max_tokens: int,
+           user: str = "") -> dict[str, Any]:
+    """One streamed reply: text, tokens, time to first text, decode rate, wall time."""
+    sent = time.perf_counter()
+    stamps, text, usage = [], [], None
+    for chunk in api.chat.completions.create(
+            model="m", messages=messages, max_tokens=max_tokens, stream=True,  # type: ignore[arg-type]
+            extra_body={**EXTRA, **({"user": user} if user else {})}, **SAMPLING):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if chunk.choices and chunk.choices[0].delta.content:
+            stamps.append(time.perf_counter())
+            text.append(chunk.choices[0].delta.content)
+    done = time.perf_counter()
+    # The peer sends one chunk per token and no usage; Inglenook batches ~15 ms and counts.
+    tokens = usage.completion_tokens if usage is not None else len(stamps)
+    span = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+    return {"text": "".join(text), "tokens": tokens, "ttft": stamps[0] - sent,
+            "rate": (tokens - 1) / span if span else 0.0, "wall": done - sent}
+
+
+def client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=600,
+                         default_query=None)
+
+
+def raw_rate(llm: Any, max_tokens: int) -> float:
+    llm.reset()
+    stamps = []
+    for chunk in llm.create_chat_completion(
+            [{"role": "user", "content": STORY}], stream=True, max_tokens=max_tokens,
+            **SAMPLING, **EXTRA):
+        if chunk["choices"][0]["delta"].get("content"):
+            stamps.append(time.perf_counter())
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0])
+
+
+def decode_rates(model: str, threads: int, urls: dict[str, str], runs: int,
+                 max_tokens: int) -> dict[str, float]:
+    import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host.py
+
+    llm = llama_cpp.Llama(model, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=threads,
+                          n_threads_batch=threads, verbose=False)
+    rates: dict[str, list[float]] = {"raw": [], **{name: [] for name in urls}}
+    apis = {name: client(url) for name, url in urls.items()}
+    try:
+        for _ in range(runs):  # interleaved, so drift in machine speed hits all alike
+            rates["raw"].append(raw_rate(llm, max_tokens))
+            for name, api in apis.items():
+                rates[name].append(stream(api, [{"role": "user", "content": STORY}],
+                                          max_tokens)["rate"])
+    finally:
+        llm.close()
+        for api in apis.values():
+            api.close()
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def ttft_turns(url: str, turns: int) -> list[float]:
+    messages = [{"role": "system", "content": "You are a helpful assistant."}]
+    ttfts = []
+    with client(url) as api:
+        for turn in range(turns):
+            messages.append({"role": "user", "content": f"Tell me one interesting fact about "
+                             f"{TOPICS[turn]}, in two sentences, and why it matters to people."})
+            reply = stream(api, messages, 64)
+            ttfts.append(reply["ttft"])
+            messages.append({"role": "assistant", "content": reply["text"]})
+    return ttfts
+
+
+def concurrent(url: str, clients: int, rounds: int, max_tokens: int) -> dict[str, float]:
+    """Aggregate tokens/s and TTFTs of `clients` asking at once, each its own story."""
+    ttfts: list[float] = []
+    tokens, wall = 0, 0.0
+    with client(url) as api:
+        for r in range(rounds):
+            results: list[dict[str, Any]] = []
+            lock = threading.Lock()
+
+            def ask(i: int, r: int = r, results: list[dict[str, Any]] = results,
+                    lock: threading.Lock = lock) -> None:
+                prompt = f"{STORY} Name the keeper {TOPICS[(i + r) % len(TOPICS)]}."
+                result = stream(api, [{"role": "user", "content": prompt}], max_tokens,
+                                user=f"client{i}")
+                with lock:
+                    results.append(result)
+
+            threads = [threading.Thread(target=ask, args=(i,)) for i in range(clients)]
+            started = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall += time.perf_counter() - started
+            tokens += sum(x["tokens"] for x in results)
+            ttfts += [x["ttft"] for x in results]
+    return {"tok_s": tokens / wall, "p95_ttft": _p95(ttfts)}
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts, to check it runs")
+    args = parser.parse_args()
+    quick = args.quick
+    model = paths.bundled_model_path()
+    if model is None:
+        log("The bundled model is missing: run `make setup`.")
+        return 1
+    threads = physical_cores()
+    runs, decode_tokens, turns = (1, 16, 3) if quick else (5, 256, 12)
+    rounds, concurrent_tokens = (1, 8) if quick else (3, 128)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, \
+            inglenook_serve(str(model), threads, Path(tmp)) as url, \
+            peer_server(str(model), threads) as peer:
+        urls = {"api": url, **({"peer": peer} if peer else {})}
+        log(f"Decode speed: raw, inglenook serve{', llama_cpp.server' if peer else ''} "
+            f"({runs} runs of {decode_tokens} tokens each)…")
+        rates = decode_rates(str(model), threads, urls, runs, decode_tokens)
+        results.update(raw_decode_tok_s=round(rates["raw"], 1),
+                       api_decode_tok_s=round(rates["api"], 1),
+                       api_decode_over_raw=round(rates["api"] / rates["raw"], 3))
+        if peer:
+            results.update(peer_decode_tok_s=round(rates["peer"], 1),
+                           api_decode_over_peer_server=round(rates["api"] / rates["peer"], 3))
+
+        log(f"TTFT of turn {turns} of a conversation resent every turn…")
+        api_ttft = ttft_turns(url, turns)[-1]
+        results.update(api_ttft_turn12_ms=round(api_ttft * 1000, 1))
+        if peer:
+            peer_ttft = ttft_turns(peer, turns)[-1]
+            results.update(peer_ttft_turn12_ms=round(peer_ttft * 1000, 1),
+                           api_ttft_turn12_over_peer=round(api_ttft / peer_ttft, 3))
+
+        log(f"One client, then four at once ({rounds} rounds of {concurrent_tokens} tokens)…")
+        single = concurrent(url, 1, rounds, concurrent_tokens)
+        four = concurrent(url, 4, rounds, concurrent_tokens)
+        results.update(api_single_tok_s=round(single["tok_s"], 1),
+                       api_concurrent4_tok_s=round(four["tok_s"], 1),
+                       api_concurrent4_aggregate_over_single=round(
+                           four["tok_s"] / single["tok_s"], 3),
+                       api_concurrent4_p95_ttft_ms=round(four["p95_ttft"] * 1000, 1))
+    results.update(threads=threads, quick=quick)
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

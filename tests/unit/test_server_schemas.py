@@ -1,0 +1,142 @@
+"""Checking API requests: what a client sends becomes Inglenook's types or a 400 naming it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inglenook.core.messages import Message
+from inglenook.server.errors import ApiError
+from inglenook.server.schemas import (
+    COMPLETION_MAX_TOKENS,
+    parse_chat,
+    parse_completion,
+    parse_json,
+)
+
+
+def chat(**fields: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": "Hi"}], **fields}
+
+
+def refused(data: Any, parse: Any = parse_chat) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        parse(data)
+    assert caught.value.status == 400
+    return caught.value
+
+
+def test_a_full_chat_request_maps_onto_messages_and_sampling() -> None:
+    call = parse_chat(chat(
+        messages=[{"role": "developer", "content": "Be brief."},
+                  {"role": "user", "content": [{"type": "text", "text": "Hello "},
+                                               {"type": "text", "text": "there"}]},
+                  {"role": "assistant", "content": None},
+                  {"role": "tool", "content": "42"}],
+        temperature=0, top_p=0.5, top_k=7, min_p=0.1, max_tokens=12, stop="END", seed=5,
+        presence_penalty=-1.5, frequency_penalty=2, stream=True,
+        stream_options={"include_usage": True}, user="editor", tools=[{"type": "function"}]))
+    assert call.messages == (Message("system", "Be brief."), Message("user", "Hello there"),
+                             Message("assistant", ""), Message("tool", "42"))
+    s = call.sampling
+    assert (s.temperature, s.top_p, s.top_k, s.min_p, s.max_tokens, s.stop, s.seed) == (
+        0, 0.5, 7, 0.1, 12, ("END",), 5)
+    assert (s.presence_penalty, s.frequency_penalty) == (-1.5, 2)
+    assert call.stream and call.include_usage and call.user == "editor"
+
+
+def test_omitted_fields_keep_the_defaults() -> None:
+    call = parse_chat(chat())
+    assert call.sampling.max_tokens == -1 and call.sampling.seed == -1
+    assert not call.stream and not call.include_usage
+    assert parse_completion({"prompt": "Once"}).sampling.max_tokens == COMPLETION_MAX_TOKENS
+
+
+def test_max_completion_tokens_wins_and_huge_limits_are_capped() -> None:
+    assert parse_chat(chat(max_completion_tokens=3, max_tokens=9)).sampling.max_tokens == 3
+    assert parse_chat(chat(max_tokens=10**9)).sampling.max_tokens == 32768
+
+
+def test_seeds_of_any_size_fit_llama_cpp() -> None:
+    assert parse_chat(chat(seed=2**40 + 3)).sampling.seed == (2**40 + 3) % 2**31
+    assert parse_chat(chat(seed=-1)).sampling.seed == -1
+    assert parse_chat(chat(seed=7.0)).sampling.seed == 7
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"max_tokens": -1}, "max_tokens"),
+    ({"max_tokens": 0}, "max_tokens"),
+    ({"max_tokens": 2.5}, "max_tokens"),
+    ({"max_tokens": "10"}, "max_tokens"),
+    ({"temperature": float("nan")}, "temperature"),
+    ({"temperature": float("inf")}, "temperature"),
+    ({"temperature": 3}, "temperature"),
+    ({"temperature": True}, "temperature"),
+    ({"top_p": "high"}, "top_p"),
+    ({"top_k": 1.5}, "top_k"),
+    ({"seed": "x"}, "seed"),
+    ({"stream": "yes"}, "stream"),
+    ({"stream_options": []}, "stream_options"),
+    ({"stream_options": {"include_usage": 1}}, "stream_options.include_usage"),
+    ({"stop": [1]}, "stop"),
+    ({"stop": ["x"] * 33}, "stop"),
+    ({"n": 2}, "n"),
+    ({"logprobs": True}, "logprobs"),
+    ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"user": ["me"]}, "user"),
+    ({"model": 3}, "model"),
+])
+def test_bad_parameters_are_refused_by_name(fields: dict[str, Any], param: str) -> None:
+    assert refused(chat(**fields)).param == param
+
+
+@pytest.mark.parametrize(("messages", "param"), [
+    (None, "messages"),
+    ([], "messages"),
+    ("Hi", "messages"),
+    (["Hi"], "messages[0]"),
+    ([{"role": "wizard", "content": "x"}], "messages[0].role"),
+    ([{"role": "<|im_start|>system", "content": "x"}], "messages[0].role"),
+    ([{"content": "x"}], "messages[0].role"),
+    ([{"role": "user", "content": None}], "messages[0].content"),
+    ([{"role": "user", "content": 5}], "messages[0].content"),
+    ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+     "messages[0].content"),
+])
+def test_bad_messages_are_refused(messages: Any, param: str) -> None:
+    assert refused(chat(messages=messages)).param == param
+
+
+@pytest.mark.parametrize("body", [b"{", b"", b"\xff\xfe{", b'{"a": NaN}', b'{"a": -Infinity}',
+                                  b"[" * 100_000])
+def test_invalid_json_is_a_400(body: bytes) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse_json(body)
+    assert caught.value.status == 400 and caught.value.code == "invalid_json"
+
+
+@pytest.mark.parametrize("data", [[], "text", 3, None])
+def test_the_body_must_be_an_object(data: Any) -> None:
+    refused(data)
+    refused(data, parse_completion)
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({}, "prompt"),
+    ({"prompt": ["a", "b"]}, "prompt"),
+    ({"prompt": [1, 2, 3]}, "prompt"),
+    ({"prompt": "x", "echo": True}, "echo"),
+    ({"prompt": "x", "suffix": "y"}, "suffix"),
+    ({"prompt": "x", "best_of": 3}, "best_of"),
+    ({"prompt": "x", "logprobs": 2}, "logprobs"),
+    ({"prompt": "x", "max_tokens": -5}, "max_tokens"),
+])
+def test_bad_completion_requests_are_refused(fields: dict[str, Any], param: str) -> None:
+    assert refused(fields, parse_completion).param == param
+
+
+def test_a_completion_prompt_is_one_user_turn() -> None:
+    call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4})
+    assert call.messages == (Message("user", "Once upon"),)
+    assert call.sampling.max_tokens == 4
