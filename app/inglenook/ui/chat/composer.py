@@ -1,12 +1,31 @@
-"""Where the user types: Enter sends, Shift+Enter is a newline, Esc stops."""
+"""Where the user types: Enter sends, Shift+Enter is a newline, Esc stops.
+
+A paste (or drop) that would make the prompt longer than MAX_PROMPT_CHARS is refused with a
+message, and the draft stays as it was: a 20 MB paste used to keep the window busy for a minute
+and a half, and no local model's context holds that much anyway. Text with a very long run of
+characters without a space (base64, minified code) switches the box to wrapping anywhere: Qt's
+usual line breaking takes time quadratic in such a run (48 s for a 1 MB line).
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSizePolicy, QWidget
+import re
+
+from PySide6.QtCore import QMimeData, QSize, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QTextOption
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 MAX_LINES = 8
+MAX_PROMPT_CHARS = 1_000_000
+_LONG_RUN = re.compile(r"\S{2000}")
 
 
 class PromptEdit(QPlainTextEdit):
@@ -15,10 +34,13 @@ class PromptEdit(QPlainTextEdit):
     Signals:
         submit(): Enter without Shift.
         escape(): Esc.
+        paste_refused(int): a paste or drop of this many characters was refused: with the
+            draft, the prompt would have been longer than MAX_PROMPT_CHARS.
     """
 
     submit = Signal()
     escape = Signal()
+    paste_refused = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -27,6 +49,21 @@ class PromptEdit(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.document().contentsChanged.connect(self.updateGeometry)
+        self.document().contentsChanged.connect(self._on_contents_changed)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        if source.hasText():
+            text = source.text()
+            if len(text) + self.document().characterCount() > MAX_PROMPT_CHARS:
+                self.paste_refused.emit(len(text))
+                return
+            if _LONG_RUN.search(text):
+                self.setWordWrapMode(QTextOption.WrapMode.WrapAnywhere)
+        super().insertFromMimeData(source)
+
+    def _on_contents_changed(self) -> None:
+        if self.document().isEmpty():  # sent or cleared: back to breaking lines between words
+            self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
@@ -54,7 +91,7 @@ class PromptEdit(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """The prompt box and its Send/Stop button.
+    """The prompt box, its Send/Stop button, and a line that says why a paste was refused.
 
     Signals:
         send_requested(str): the user sent this text (already stripped, never empty).
@@ -72,15 +109,25 @@ class Composer(QWidget):
         self.button.setObjectName("sendButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.setMinimumWidth(84)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 10, 12, 10)
+        self.notice = QLabel(self)
+        self.notice.setObjectName("composerNotice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        column = QVBoxLayout(self)
+        column.setContentsMargins(12, 10, 12, 10)
+        column.setSpacing(6)
+        column.addWidget(self.notice)
+        layout = QHBoxLayout()
         layout.setSpacing(10)
         layout.addWidget(self.edit, 1)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        column.addLayout(layout)
         self._generating = False
         self._can_send = True
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
+        self.edit.paste_refused.connect(self._paste_refused)
+        self.edit.textChanged.connect(self.notice.hide)
         self.button.clicked.connect(self._clicked)
 
     @property
@@ -109,6 +156,12 @@ class Composer(QWidget):
             self.stop_requested.emit()
         else:
             self._submit()
+
+    def _paste_refused(self, size: int) -> None:
+        self.notice.setText(
+            f"That paste was not added: {size:,} characters, and a prompt can have at most "
+            f"{MAX_PROMPT_CHARS:,}. Your draft is unchanged.")
+        self.notice.show()
 
     def _escape(self) -> None:
         if self._generating:

@@ -4,6 +4,12 @@ Everything a model writes is treated as hostile: raw HTML is shown as text, imag
 `<img>` (which would make Qt load a resource), and only http, https and mailto links become
 anchors. Code blocks get a "Copy" anchor `copy:N`; since no link the model writes can have that
 scheme, the view can trust it. No Qt here, so this is cheap to test and to fuzz.
+
+Hostile text must also stay cheap to lay out and never vanish: runs of 48+ characters without a
+space get zero-width break opportunities (Qt's fallback line breaking is quadratic in the run's
+length), code wraps instead of making one giant line, and a block nested deeper than Qt can show
+(or past markdown-it's nesting limit, where it silently drops content) is shown as its plain
+source. `display_cut` picks how much of a long message is shown at first.
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ from markdown_it.token import Token
 
 __all__ = [
     "DEFAULT_PALETTE",
+    "HEAD_CHARS",
+    "HEAD_LINES",
     "MarkdownPalette",
     "RenderedMarkdown",
     "code_blocks",
+    "display_cut",
     "render",
     "render_markdown",
 ]
@@ -30,6 +39,15 @@ __all__ = [
 # Scheme checks run on the normalized href markdown-it produced (percent-encoded, no whitespace).
 _SAFE_HREF = re.compile(r"(?:https?://|mailto:)", re.IGNORECASE)
 _CODE_TYPES = frozenset({"fence", "code_block"})
+_CONTAINERS = frozenset({"blockquote_open", "bullet_list_open", "ordered_list_open"})
+# Deeper than this, indentation leaves no room for text in a bubble; shown as plain source.
+MAX_DISPLAY_DEPTH = 8
+# What a long message shows before "Show all": a bounded amount of work for Qt's layout.
+HEAD_CHARS = 20_000
+HEAD_LINES = 250
+ZWSP = "\u200b"
+_LONG_RUN = re.compile(r"\S{48,}")
+_BREAK_EVERY = 24
 
 
 @dataclass(frozen=True)
@@ -53,6 +71,35 @@ class RenderedMarkdown:
 
     html: str
     code_blocks: tuple[str, ...]
+
+
+def breakable(text: str) -> str:
+    """`text` with a zero-width space every few characters of any very long unbroken run."""
+    if len(text) < 48:
+        return text
+    return _LONG_RUN.sub(
+        lambda m: ZWSP.join(m[0][i:i + _BREAK_EVERY] for i in range(0, len(m[0]), _BREAK_EVERY)),
+        text)
+
+
+def display_cut(text: str, max_chars: int = HEAD_CHARS, max_lines: int = HEAD_LINES) -> int:
+    """Where to cut `text` for the first display: its length if it is short enough, else the end
+    of a line (or a space) within both limits."""
+    limit = min(len(text), max_chars)
+    newline = -1
+    for _ in range(max_lines):
+        newline = text.find("\n", newline + 1, limit)
+        if newline < 0:
+            break
+    else:
+        return newline + 1  # max_lines complete lines fit
+    if limit == len(text):
+        return limit
+    for sep in ("\n", " "):
+        at = text.rfind(sep, limit // 2, limit)
+        if at >= 0:
+            return at + 1
+    return limit
 
 
 def _code_text(token: Token) -> str:
@@ -104,9 +151,18 @@ class _SafeRenderer(RendererHTML):
         alt = self.renderInlineAsText(children, options, env) if children else ""
         return escapeHtml(f"[image: {alt}]" if alt else "[image]")
 
+    def text(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return escapeHtml(breakable(tokens[idx].content))
+
     def code_inline(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
         bg = self._palette(env).code_background
-        return f'<code style="background-color:{bg}">{escapeHtml(tokens[idx].content)}</code>'
+        code = escapeHtml(breakable(tokens[idx].content))
+        return f'<code style="background-color:{bg}">{code}</code>'
+
+    def plain_block(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        # Source of a block nested too deeply to show as Markdown: its text, exactly as written.
+        text = escapeHtml(breakable(tokens[idx].content))
+        return f'<p style="white-space:pre-wrap">{text}</p>\n'
 
     def fence(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
@@ -120,19 +176,24 @@ class _SafeRenderer(RendererHTML):
         # A one-cell table is the only reliable way to give a block a background in Qt rich text.
         p = self._palette(env)
         index = token.meta.get("copy_index", 0)
-        return (
-            f'<table width="100%" border="1" cellspacing="0" cellpadding="0"'
-            f' style="border-collapse:collapse; border-color:{p.code_border};'
-            f' border-style:solid">'
-            # The header is a nested table so no cell border splits the language from Copy.
+        # The header is a nested table so no cell border splits the language from Copy; a block
+        # continued from the previous part of a long message has none.
+        header = "" if token.meta.get("continued") else (
             f'<tr><td bgcolor="{p.code_header}">'
             f'<table width="100%" border="0" cellspacing="0" cellpadding="4"><tr>'
             f'<td><span style="color:{p.muted}">{escapeHtml(lang)}</span></td>'
             f'<td align="right">'
             f'<a href="copy:{index}" style="color:{p.link}; text-decoration:none">Copy</a>'
             f"</td></tr></table></td></tr>"
+        )
+        # pre-wrap: a long line wraps rather than being laid out (and clipped) as one line.
+        code = escapeHtml(breakable(_code_text(token)))
+        return (
+            f'<table width="100%" border="1" cellspacing="0" cellpadding="0"'
+            f' style="border-collapse:collapse; border-color:{p.code_border};'
+            f' border-style:solid">{header}'
             f'<tr><td bgcolor="{p.code_background}" style="padding:6px">'
-            f"<pre>{escapeHtml(_code_text(token))}</pre></td></tr></table>\n"
+            f'<pre style="white-space:pre-wrap">{code}</pre></td></tr></table>\n'
         )
 
     def table_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
@@ -184,16 +245,65 @@ def _clean(text: str) -> str:
     return text
 
 
-def _parse(text: str, env: dict[str, Any]) -> list[Token]:
-    tokens = _MD.parse(_clean(text), env)
-    # Code tokens are flat at block level, even inside lists and quotes, so source order is
-    # the order the user sees them in.
-    index = 0
+def block_end(tokens: Sequence[Token], start: int) -> int:
+    """The index just past the block that starts at `start` (its closing token, if it opens)."""
+    if tokens[start].nesting != 1:
+        return start + 1
+    level = tokens[start].level
+    end = start + 1
+    while end < len(tokens) and not (tokens[end].nesting == -1 and tokens[end].level == level):
+        end += 1
+    return end + 1
+
+
+def _too_deep(tokens: Sequence[Token], max_nesting: int) -> bool:
+    depth = deepest = 0
     for token in tokens:
+        if token.level >= max_nesting - 2:
+            return True  # markdown-it stops at its limit and drops what is nested further
+        if token.type in _CONTAINERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.nesting == -1 and token.type.replace("_close", "_open") in _CONTAINERS:
+            depth -= 1
+    return deepest > MAX_DISPLAY_DEPTH
+
+
+def normalized(text: str) -> str:
+    """`text` as markdown-it sees it, so token line maps index its lines."""
+    return _clean(text).replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+
+
+def finish_blocks(tokens: list[Token], source: str, max_nesting: int, first_index: int = 0,
+                  ) -> list[Token]:
+    """Replace top-level blocks nested too deeply by their plain source, and number the code
+    blocks in source order from `first_index` (code tokens are flat at block level, even inside
+    lists and quotes)."""
+    out: list[Token] = []
+    lines: list[str] | None = None
+    start = 0
+    while start < len(tokens):
+        end = block_end(tokens, start)
+        first = tokens[start]
+        if first.nesting == 1 and first.map and _too_deep(tokens[start:end], max_nesting):
+            lines = lines if lines is not None else source.split("\n")
+            plain = Token("plain_block", "", 0, map=first.map, block=True)
+            plain.content = "\n".join(lines[first.map[0]:first.map[1]]).strip("\n")
+            out.append(plain)
+        else:
+            out.extend(tokens[start:end])
+        start = end
+    index = first_index
+    for token in out:
         if token.type in _CODE_TYPES:
             token.meta["copy_index"] = index
             index += 1
-    return tokens
+    return out
+
+
+def _parse(text: str, env: dict[str, Any]) -> list[Token]:
+    source = normalized(text)
+    return finish_blocks(_MD.parse(source, env), source, _MD.options["maxNesting"])
 
 
 def render(text: str, palette: MarkdownPalette = DEFAULT_PALETTE) -> RenderedMarkdown:

@@ -1,67 +1,92 @@
-"""A read-only, self-sizing rich-text view for one chat bubble.
+"""A read-only view of one chat message's Markdown.
 
 Model output is hostile, so the view never loads a resource (local file, qrc or network), never
 follows a link by itself, and opens web links only after the user confirms.
+
+It is a RichTextView (rich_text.py: one light widget painting its documents, instead of a
+QTextBrowser per message). Long output must never freeze the window, and Qt lays a document out
+in one piece on the GUI thread, so at first only a head of bounded size is shown
+(`markdown.display_cut`: 20,000 characters or 250 lines), followed by "Show all". Show all
+parses the whole text on a worker thread and shows it as a stack of bounded parts
+(`markdown_segments`), taking in and laying out parts for at most SLICE_S per turn of the event
+loop; the worker stays only a few parts ahead, so it seldom competes with the GUI thread for
+Python's GIL. Copy on a code block that the truncation cuts off copies the whole block: a worker
+finds its source first. Rendering a long reply as it streams is throttled to a fraction of the
+GUI thread's time.
 """
 
 from __future__ import annotations
 
 import logging
-import math
+import threading
+import time
+from collections import deque
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt, QUrl, Signal
-from PySide6.QtGui import (
-    QDesktopServices,
-    QGuiApplication,
-    QImage,
-    QPalette,
-    QResizeEvent,
-    QTextDocument,
-    QWheelEvent,
-)
-from PySide6.QtWidgets import QFrame, QMessageBox, QSizePolicy, QTextBrowser, QWidget
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
-from inglenook.ui.chat.markdown import DEFAULT_PALETTE, MarkdownPalette, render
+from inglenook.ui.chat.markdown import DEFAULT_PALETTE, MarkdownPalette, display_cut, render
+from inglenook.ui.chat.markdown_segments import WholeRender, all_code_blocks
+from inglenook.ui.chat.rich_text import RichTextView
 
 log = logging.getLogger(__name__)
 
 OPENABLE_SCHEMES = frozenset({"http", "https", "mailto"})
+SHOW_ALL_URL = "action:show-all"  # the renderer gives model text only http(s)/mailto links
+SLICE_S = 0.015  # GUI-thread work per turn of the event loop while parts arrive (and one more)
+THROTTLE = 3.0  # a costly render waits this many times its cost before the next one
+AHEAD = 4  # parts the worker may have rendered that the view has not taken in yet
 
 
-def _inert_resource(type: int) -> Any:
-    # When an image resource comes back empty, Qt's image handler loads the file by name itself,
-    # so images get a blank placeholder; other resource types have no such fallback.
-    if type == QTextDocument.ResourceType.ImageResource:
-        image = QImage(1, 1, QImage.Format.Format_ARGB32)
-        image.fill(Qt.GlobalColor.transparent)
-        return image
-    return None
+class _Job:
+    """What a worker needs from the view that started it, without a reference to the view:
+    a cancel flag (set when the view goes) and the parts it may still render ahead."""
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self.ahead = threading.Semaphore(AHEAD)
+
+    def stop(self) -> None:
+        self.cancel.set()
+        self.ahead.release(AHEAD)  # wake a worker waiting to report
 
 
-class _InertDocument(QTextDocument):
-    """A document that resolves no resources.
+def _render_all(report: Any, text: str, palette: MarkdownPalette, job: _Job,
+                ) -> tuple[int, tuple[str, ...]] | None:
+    """Worker thread: every part of `text`, reported one by one as (index, html, fraction
+    done); returns how many parts there are and the source of every code block."""
+    whole = WholeRender(text, palette)
+    count = 0
+    for html, done in whole.parts():
+        while not job.ahead.acquire(timeout=1.0):  # waits without holding the GIL
+            pass
+        if job.cancel.is_set():
+            return None
+        report((count, html, done))
+        count += 1
+    return count, tuple(whole.code_blocks)
 
-    The stock QTextDocument.loadResource reads local files (e.g. `<link type="text/css">`)
-    itself when its parent returns nothing, so overriding the browser's alone is not enough.
-    """
 
-    def loadResource(self, type: int, name: QUrl) -> Any:
-        return _inert_resource(type)
+def _find_code_blocks(text: str, job: _Job) -> tuple[str, ...] | None:
+    """Worker thread: the exact source of every code block of a truncated message."""
+    return None if job.cancel.is_set() else all_code_blocks(text)
 
 
-class MarkdownView(QTextBrowser):
-    """Shows one message's Markdown; grows to fit its content for the width it is given.
+class MarkdownView(RichTextView):
+    """Shows one message's Markdown; its height follows its width.
 
     Signals:
-        code_copied: the source of code block N was put on the clipboard.
-            arg: the block's index in this message.
-        link_opened: a link was handed to the desktop after the user confirmed it.
-            arg: the URL opened.
+        anchorClicked(QUrl): a link was clicked (the view decides what that does).
+        code_copied(int): the source of code block N was put on the clipboard.
+        link_opened(QUrl): a link was handed to the desktop after the user confirmed it.
+        fully_shown(): "Show all" finished: the whole message is shown.
     """
 
     code_copied = Signal(int)
     link_opened = Signal(QUrl)
+    fully_shown = Signal()
 
     def __init__(
         self, parent: QWidget | None = None, palette: MarkdownPalette = DEFAULT_PALETTE
@@ -69,38 +94,24 @@ class MarkdownView(QTextBrowser):
         super().__init__(parent)
         self._md_palette = palette
         self._markdown = ""
-        self._html = ""
         self._code_blocks: tuple[str, ...] = ()
-        self._hfw_cache: dict[int, int] = {}
-
-        doc = _InertDocument(self)
-        doc.setDocumentMargin(2)  # the bubble pads; just keep selection highlights unclipped
-        self.setDocument(doc)
-        doc.contentsChanged.connect(self._hfw_cache.clear)
-        doc.documentLayout().documentSizeChanged.connect(self._on_size_changed)
-
-        self.setOpenLinks(False)
-        self.setOpenExternalLinks(False)
-        self.setReadOnly(True)
-        self.setAcceptDrops(False)
-        self.setUndoRedoEnabled(False)
-        self.setTextInteractionFlags(
-            Qt.TextInteractionFlag.TextBrowserInteraction
-            | Qt.TextInteractionFlag.TextSelectableByKeyboard
-        )
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setContentsMargins(0, 0, 0, 0)
-        self.setViewportMargins(0, 0, 0, 0)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        pal = self.palette()
-        pal.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
-        self.setPalette(pal)
-        self.viewport().setAutoFillBackground(False)
-        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        policy.setHeightForWidth(True)
-        self.setSizePolicy(policy)
-
+        self._truncated = False
+        self._expanded = False  # Show all was asked for
+        self._head_stale = False  # a throttled render is due
+        self._render_cost = 0.0
+        self._last_render = 0.0
+        # Background work, one job at a time: Show all, or the code blocks of a truncated text.
+        self._tasks: Any = None  # a BackgroundTasks, made for the first long message
+        self._job = 0
+        self._job_kind = ""
+        self._job_text: str | None = None  # the text the running job works on
+        self._worker = _Job()
+        self._copy_when_found: int | None = None  # a Copy click waiting for the code blocks
+        self._blocks_exact = True  # code_blocks() has every block of the text in full
+        self._incoming: deque[tuple[Any, ...]] = deque()  # parts from the worker, not yet shown
+        self._expected_parts = 0
+        self._expand_done = False
+        self._timer: QTimer | None = None
         self.anchorClicked.connect(self._on_anchor_clicked)
 
     # --- content -------------------------------------------------------------------------
@@ -111,72 +122,164 @@ class MarkdownView(QTextBrowser):
     def code_blocks(self) -> tuple[str, ...]:
         return self._code_blocks
 
+    @property
+    def truncated(self) -> bool:
+        """Only the start of the message is shown (until Show all has finished)."""
+        return self._truncated
+
     def set_markdown(self, text: str) -> None:
         """Show `text`; call again with the longer text as a reply streams in."""
         if text == self._markdown:
             return
-        rendered = render(text, self._md_palette)
         self._markdown = text
-        self._code_blocks = rendered.code_blocks
-        if rendered.html == self._html:
-            return  # e.g. trailing whitespace streamed in: skip the re-layout
-        self._html = rendered.html
-        # setHtml resets the cursor; keep a selection the user is making while tokens arrive.
-        cursor = self.textCursor()
-        anchor, position = cursor.anchor(), cursor.position()
-        self.setHtml(rendered.html)
-        if anchor != position:
-            last = self.document().characterCount() - 1
-            cursor = self.textCursor()
-            cursor.setPosition(min(anchor, last))
-            cursor.setPosition(min(position, last), cursor.MoveMode.KeepAnchor)
-            self.setTextCursor(cursor)
-
-    def loadResource(self, type: int, name: QUrl) -> Any:
-        return _inert_resource(type)  # never read files, qrc or the network for model output
-
-    # --- sizing ----------------------------------------------------------------------------
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        margins = self.contentsMargins()
-        text_width = max(1, width - margins.left() - margins.right())
-        doc = self.document()
-        if math.isclose(doc.textWidth(), text_width):
-            height = doc.size().height()
+        if self._expanded:
+            self._ensure_job()
+            return
+        wait = self._last_render + THROTTLE * self._render_cost - time.perf_counter()
+        if self._render_cost > 0.008 and wait > 0:
+            self._head_stale = True
+            self._schedule(int(wait * 1000) + 1)
         else:
-            cached = self._hfw_cache.get(text_width)
-            if cached is not None:
-                return cached
-            # Lay out a copy: re-wrapping the live document would repaint it at the wrong width.
-            probe = doc.clone()
-            probe.setTextWidth(text_width)
-            height = probe.size().height()
-        result = math.ceil(height) + margins.top() + margins.bottom()
-        self._hfw_cache[text_width] = result
-        return result
+            self._show_head()
 
-    def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        width = self.width() if self.width() > 0 else hint.width()
-        return QSize(hint.width(), self.heightForWidth(width))
+    def flush(self) -> None:
+        """Show the latest text now rather than after the streaming throttle."""
+        if self._head_stale:
+            self._show_head()
 
-    def minimumSizeHint(self) -> QSize:
-        return QSize(super().minimumSizeHint().width(), 0)
+    def show_all(self) -> None:
+        """Replace the truncated head with the whole message, a few parts per event-loop turn."""
+        if self._truncated and not self._expanded:
+            self._expanded = True
+            self._head_stale = False
+            self._set_note(self._note_html("Loading the rest…"))
+            self._ensure_job()
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        if event.oldSize().width() != event.size().width():
-            self.updateGeometry()
+    def _note_html(self, html: str) -> str:
+        return f'<p style="color:{self._md_palette.muted}"><i>{html}</i></p>'
 
-    def _on_size_changed(self) -> None:
-        self._hfw_cache.clear()
-        self.updateGeometry()
+    def _show_head(self) -> None:
+        started = time.perf_counter()
+        self._head_stale = False
+        text = self._markdown
+        cut = display_cut(text)
+        rendered = render(text[:cut], self._md_palette)
+        self._truncated = cut < len(text)
+        self._code_blocks = rendered.code_blocks
+        self._blocks_exact = not self._truncated
+        self._set_parts([rendered.html])
+        if self._truncated:
+            link = f'<a href="{SHOW_ALL_URL}" style="color:{self._md_palette.link}">Show all</a>'
+            self._set_note(self._note_html(
+                f"Showing the first {cut:,} of {len(text):,} characters. {link}"))
+        else:
+            self._set_note(None)
+        self._last_render = time.perf_counter()
+        self._render_cost = self._last_render - started
 
-    def wheelEvent(self, event: QWheelEvent) -> None:
-        event.ignore()  # the view never scrolls itself; let the chat's scroll area have it
+    # --- background work -----------------------------------------------------------------
+
+    def _ensure_job(self) -> None:
+        """Start the worker the text needs unless it is already running: Show all, or the code
+        blocks for a Copy click. A job that finishes for text changed since starts again."""
+        kind = ("expand" if self._expanded else
+                "blocks" if self._truncated and self._copy_when_found is not None else "")
+        if not kind or (self._job_text is not None and self._job_kind == kind):
+            return
+        self._worker.stop()  # a job of the other kind: Show all while code blocks are found
+        self._worker = job = _Job()
+        self.destroyed.connect(job.stop)  # a job's thread outlives a deleted view
+        self._job += 1
+        self._job_kind, self._job_text = kind, self._markdown
+        self._expand_done = False
+        self._incoming.clear()
+        if self._tasks is None:
+            # The app's one background-task mechanism; imported here because it pulls in the
+            # download stack, which only long messages need loaded.
+            from inglenook.ui.models.bridge import BackgroundTasks
+
+            self._tasks = BackgroundTasks(self)
+            self._tasks.progress.connect(self._on_progress)
+            self._tasks.done.connect(self._on_done)
+            self._tasks.failed.connect(self._on_failed)
+        if kind == "expand":
+            self._tasks.start(self._job, _render_all, self._markdown, self._md_palette, job,
+                              reports=True)
+        else:
+            self._tasks.start(self._job, _find_code_blocks, self._markdown, job)
+
+    def _on_progress(self, job: object, item: object) -> None:
+        if job == self._job:
+            self._incoming.append(item)  # type: ignore[arg-type]
+            self._schedule(0)
+
+    def _on_done(self, job: object, result: object) -> None:
+        if job != self._job:
+            return
+        text, self._job_text = self._job_text, None
+        if self._job_kind == "expand":
+            self._expand_done = text == self._markdown and isinstance(result, tuple)
+            if self._expand_done:
+                self._expected_parts, self._code_blocks = result  # type: ignore[misc]
+                self._blocks_exact = True
+            self._schedule(0)  # finish once the parts are in, or start again for newer text
+        elif text == self._markdown and not self._expanded and isinstance(result, tuple):
+            self._code_blocks, self._blocks_exact = result, True
+            index, self._copy_when_found = self._copy_when_found, None
+            if index is not None:
+                self._copy_block(str(index))
+        else:
+            self._ensure_job()
+
+    def _on_failed(self, job: object, error: object) -> None:
+        if job != self._job:
+            return
+        log.warning("Could not render a long message: %r", error)
+        self._job_text = None
+        if self._expanded:
+            self._incoming.clear()
+            self._set_note(self._note_html("The rest of this message could not be shown."))
+
+    def _schedule(self, delay_ms: int) -> None:
+        if self._timer is None:
+            self._timer = QTimer(self)
+            self._timer.setSingleShot(True)
+            self._timer.timeout.connect(self._tick)
+        if not self._timer.isActive():
+            self._timer.start(delay_ms)
+
+    def _tick(self) -> None:
+        """One slice of deferred work: a throttled render, or parts that arrived."""
+        deadline = time.perf_counter() + SLICE_S
+        if self._head_stale:
+            self._show_head()
+        while self._incoming and time.perf_counter() < deadline:
+            self._take(self._incoming.popleft())
+            self._worker.ahead.release()
+        if self._incoming:
+            self._schedule(0)
+        elif self._expanded and self._job_text is None:
+            if self._expand_done:
+                self._finish_expand()
+            else:
+                self._ensure_job()  # the text changed while it was being rendered
+
+    def _take(self, item: tuple[Any, ...]) -> None:
+        index, html, done = item
+        self._set_part(index, html)
+        if self._sized:  # now, inside this slice, rather than all at once in the next layout
+            self._parts[index].lay_out(float(max(1, self.width())))
+            self._release_far()  # keeps the peak down: most of a long message is out of view
+        if self._truncated:
+            self._set_note(self._note_html(f"Loading the rest… {done:.0%}"))
+
+    def _finish_expand(self) -> None:
+        self._expand_done = False
+        self._drop_parts(max(1, self._expected_parts))
+        self._set_note(None)
+        if self._truncated:
+            self._truncated = False
+            self.fully_shown.emit()
 
     # --- links -----------------------------------------------------------------------------
 
@@ -195,6 +298,8 @@ class MarkdownView(QTextBrowser):
         scheme = url.scheme().lower()
         if scheme == "copy":
             self._copy_block(url.path())
+        elif url.toString() == SHOW_ALL_URL:
+            self.show_all()
         elif scheme in OPENABLE_SCHEMES and url.isValid():
             if self.confirm_open(url):
                 QDesktopServices.openUrl(url)
@@ -206,8 +311,18 @@ class MarkdownView(QTextBrowser):
         if not index_text.isdigit() or int(index_text) >= len(self._code_blocks):
             return
         index = int(index_text)
+        if not self._blocks_exact and index == len(self._code_blocks) - 1:
+            # The last block shown may be cut off: copy it once its whole source is known.
+            self._copy_when_found = index
+            self._ensure_job()
+            return
         QGuiApplication.clipboard().setText(self._code_blocks[index])
         self.code_copied.emit(index)
+
+    def _extend_menu(self, menu: QMenu, href: str) -> None:
+        if href and QUrl(href).scheme().lower() in OPENABLE_SCHEMES:
+            menu.addAction("Copy link address",
+                           lambda: QGuiApplication.clipboard().setText(_shown(QUrl(href))))
 
 
 def _shown(url: QUrl) -> str:

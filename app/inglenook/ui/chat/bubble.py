@@ -1,0 +1,271 @@
+"""One message of the conversation: its author, its Markdown and a footer of figures and actions.
+
+Memory: a chat shows dozens of messages and every widget costs 15-20 KB under the app's style
+sheet, so a bubble creates only what it shows. At rest that is its frame, the Markdown view, the
+author (replies) and the actions always on view (Edit or Details/Regenerate, Copy, Delete). The
+others — Stop, ‹ n/m ›, the figures, the notice — are made the first time they are needed or
+asked for; the attributes (`stop_button`, `notice`, …) create them on access, in the state the
+bubble is in, so callers never see the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar, cast
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.core.replies import Finish, Stats
+from inglenook.ui.chat.markdown_view import MarkdownView
+
+W = TypeVar("W", bound=QWidget)
+
+# The footer, left to right; "stretch" is the spacer between the figures and the actions.
+FOOTER = ("previous", "siblings", "next", "stats", "stretch",
+          "stop", "edit", "details", "regenerate", "copy", "delete")
+BUTTONS = {  # name: (label, tooltip)
+    "previous": ("‹", "Previous version"),
+    "next": ("›", "Next version"),
+    "stop": ("Stop", "Stop this reply (Esc)"),
+    "edit": ("Edit", "Ask this again differently (a new branch)"),
+    "details": ("Details", "Model, settings, seed and timings"),
+    "regenerate": ("Regenerate", "Write this reply again"),
+    "copy": ("Copy", "Copy this message as Markdown"),
+    "delete": ("Delete", "Delete this message and everything after it"),
+}
+AT_REST = {"user": ("edit", "copy", "delete"),
+           "assistant": ("details", "regenerate", "copy", "delete")}
+
+
+def format_stats(stats: Stats) -> str:
+    parts = [f"{stats.generated_tokens} tokens"]
+    if stats.decode_tok_s > 0:
+        parts.append(f"{stats.decode_tok_s:.1f} tok/s")
+    parts.append(f"TTFT {stats.ttft_s * 1000:.0f} ms")
+    if stats.cached_tokens:
+        parts.append(f"{stats.cached_tokens} of {stats.prompt_tokens} prompt tokens cached")
+    if stats.dropped_messages:
+        parts.append(f"{stats.dropped_messages} oldest messages left out to fit the context")
+    return "  ·  ".join(parts)
+
+
+class _Lazy(Generic[W]):
+    """A bubble widget made on first access."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, bubble: MessageBubble, owner: type | None = None) -> W:
+        return cast(W, bubble._widget(self.name))
+
+
+class MessageBubble(QFrame):
+    """One message. Assistant bubbles have a footer with figures and actions.
+
+    Signals:
+        copy_requested(): Copy was clicked (the text is copied here; the signal is for tests).
+        regenerate_requested(): Regenerate was clicked.
+        stop_requested(): Stop was clicked while this reply streams.
+        edit_requested(): Edit was clicked (user messages).
+        details_requested(): Details was clicked (how a reply was made).
+        delete_requested(): Delete was clicked (this message and all after it).
+        sibling_requested(int): ‹ or › was clicked: -1 or +1.
+    """
+
+    copy_requested = Signal()
+    regenerate_requested = Signal()
+    stop_requested = Signal()
+    edit_requested = Signal()
+    details_requested = Signal()
+    delete_requested = Signal()
+    sibling_requested = Signal(int)
+
+    copy_button: _Lazy[QToolButton] = _Lazy("copy")
+    regenerate_button: _Lazy[QToolButton] = _Lazy("regenerate")
+    stop_button: _Lazy[QToolButton] = _Lazy("stop")
+    edit_button: _Lazy[QToolButton] = _Lazy("edit")
+    details_button: _Lazy[QToolButton] = _Lazy("details")
+    delete_button: _Lazy[QToolButton] = _Lazy("delete")
+    previous_button: _Lazy[QToolButton] = _Lazy("previous")
+    next_button: _Lazy[QToolButton] = _Lazy("next")
+    sibling_label: _Lazy[QLabel] = _Lazy("siblings")
+    stats_label: _Lazy[QLabel] = _Lazy("stats")
+    notice: _Lazy[QLabel] = _Lazy("notice")
+
+    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.text = text
+        self.message_id: int | None = None
+        self._widgets: dict[str, QWidget] = {}
+        self._streaming = False
+        self._siblings = (1, 1)
+        self._notice_kind = ""
+        self.setObjectName("userBubble" if role == "user" else "assistantBubble")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self._column = QVBoxLayout(self)
+        self._column.setContentsMargins(14, 10, 14, 8)
+        self._column.setSpacing(4)
+        if role == "assistant":
+            self.author = QLabel("Assistant", self)
+            self.author.setObjectName("bubbleAuthor")
+            self._column.addWidget(self.author)
+        self.body = MarkdownView(self)
+        self.body.setObjectName("bubbleBody")
+        self._column.addWidget(self.body)
+        self._footer = QHBoxLayout()
+        self._footer.setContentsMargins(0, 2, 0, 0)
+        self._footer.setSpacing(6)
+        self._footer.addStretch(0)
+        self._column.addLayout(self._footer)
+        for name in AT_REST.get(role, ()):
+            self._widget(name)
+        self.set_text(text)
+
+    # --- widgets made on demand ------------------------------------------------------------
+
+    def _widget(self, name: str) -> QWidget:
+        widget = self._widgets.get(name)
+        if widget is None:
+            widget = self._widgets[name] = self._make(name)
+            self._sync(name)
+        return widget
+
+    def _make(self, name: str) -> QWidget:
+        if name == "notice":
+            notice = QLabel(self)
+            notice.setObjectName("bubbleNotice")
+            notice.setWordWrap(True)
+            notice.hide()
+            self._column.insertWidget(self._column.indexOf(self.body) + 1, notice)
+            return notice
+        widget: QWidget
+        if name in BUTTONS:
+            label, tip = BUTTONS[name]
+            widget = button = QToolButton(self)
+            button.setText(label)
+            button.setToolTip(tip)
+            button.setObjectName(f"bubble{name.capitalize()}Button")
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.setAutoRaise(True)
+            button.clicked.connect(self._action(name))
+        elif name == "siblings":
+            widget = QLabel(self)
+            widget.setObjectName("bubbleSiblings")
+        else:  # stats
+            widget = stats = QLabel(self)
+            stats.setObjectName("bubbleStats")
+            stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            # Figures wrap rather than widen the bubble past a narrow chat column.
+            stats.setWordWrap(True)
+            stats.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            stats.setMinimumWidth(60)
+            stats.hide()
+        slot = FOOTER.index(name)
+        index = sum(1 for other in FOOTER[:slot] if other == "stretch" or other in self._widgets)
+        cast(QBoxLayout, self._footer).insertWidget(index, widget, 1 if name == "stats" else 0)
+        return widget
+
+    def _action(self, name: str) -> Callable[[], None]:
+        return {
+            "previous": lambda: self.sibling_requested.emit(-1),
+            "next": lambda: self.sibling_requested.emit(1),
+            "stop": self.stop_requested.emit,
+            "edit": self.edit_requested.emit,
+            "details": self.details_requested.emit,
+            "regenerate": self.regenerate_requested.emit,
+            "copy": self._copy,
+            "delete": self.delete_requested.emit,
+        }[name]
+
+    def _sync(self, name: str) -> None:
+        """Bring one widget, if it exists, in line with the bubble's state."""
+        widget = self._widgets.get(name)
+        if widget is None:
+            return
+        index, count = self._siblings
+        if name in ("previous", "siblings", "next"):
+            widget.setVisible(count > 1)
+            widget.setEnabled(name == "siblings" or (index > 1 if name == "previous"
+                                                      else index < count))
+            if name == "siblings":
+                cast(QLabel, widget).setText(f"{index}/{count}")
+        elif name == "stop":
+            widget.setVisible(self._streaming)
+        elif name in ("copy", "delete", "regenerate"):
+            widget.setEnabled(not self._streaming)
+            if name == "regenerate":
+                widget.setVisible(self.role == "assistant")
+        elif name in ("edit", "details"):
+            widget.setVisible(self.role == ("user" if name == "edit" else "assistant"))
+
+    # --- state -----------------------------------------------------------------------------
+
+    def set_siblings(self, index: int, count: int) -> None:
+        """Show ‹ index/count › when this message has other versions."""
+        self._siblings = (index, count)
+        for name in ("previous", "siblings", "next"):
+            if count > 1:
+                self._widget(name)
+            self._sync(name)
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        self.body.set_markdown(text)
+        self.body.setVisible(bool(text))
+        if text and self._notice_kind == "waiting":
+            self.set_notice("")
+
+    def append_text(self, delta: str) -> None:
+        self.set_text(self.text + delta)
+
+    def set_streaming(self, streaming: bool) -> None:
+        if streaming and not self.text:
+            self.set_notice("Thinking…", "waiting")
+        self._streaming = streaming
+        if streaming:
+            self._widget("stop")
+        else:
+            self.body.flush()  # the last throttled update of a long reply
+        for name in ("stop", "copy", "delete", "regenerate"):
+            self._sync(name)
+
+    def set_stats(self, stats: Stats) -> None:
+        self.stats_label.setText(format_stats(stats))
+        self.stats_label.show()
+
+    def set_notice(self, text: str, kind: str = "info") -> None:
+        self._notice_kind = kind if text else ""
+        if not text and "notice" not in self._widgets:
+            return
+        notice = self.notice
+        notice.setText(text)
+        notice.setProperty("kind", kind)
+        notice.style().unpolish(notice)
+        notice.style().polish(notice)
+        notice.setVisible(bool(text))
+
+    def set_finish(self, finish: Finish) -> None:
+        if self._notice_kind == "waiting":
+            self.set_notice("")
+        if finish.reason == "cancelled":
+            self.set_notice(finish.message or "Stopped.", "info")
+        elif finish.reason == "length":
+            self.set_notice("The reply reached its length limit.", "info")
+        elif finish.reason == "error":
+            self.set_notice(finish.message, "error")
+
+    def _copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text)
+        self.copy_requested.emit()

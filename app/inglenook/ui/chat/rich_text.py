@@ -1,0 +1,548 @@
+"""A light widget that paints a stack of QTextDocuments and lets the user select and click.
+
+Why not QTextBrowser for each chat message: a QTextBrowser is a scroll area with a viewport, two
+scroll bars and a text control, ~110 KB per message under the app's style sheet, and its
+height-for-width needs the document laid out at every width a layout asks about. This is one
+plain widget that paints its documents and does what a message needs: select text (drag,
+double-click a word, Shift+click, Ctrl+A), copy it (Ctrl+C, context menu, X11 primary
+selection), and click links (`anchorClicked`; the subclass decides what a link does).
+
+Layout is the expensive part, so a document is only ever laid out at the widget's own width.
+Layouts also ask for heights at widths the widget never gets (while computing size hints);
+those get an estimate scaled from the real layout. When the widget is resized, it lays out at
+the new width and asks its layout for another pass with the exact height. A long message is a
+stack of parts: after a width change, the parts in view are laid out at once and the others
+keep an estimated height until later turns of the event loop (`SLICE_S` of work per turn).
+
+Documents here never load resources: the stock QTextDocument would read local files itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QContextMenuEvent,
+    QFontMetricsF,
+    QGuiApplication,
+    QImage,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QResizeEvent,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+)
+from PySide6.QtWidgets import QApplication, QMenu, QSizePolicy, QWidget
+
+from inglenook.ui.chat.markdown import ZWSP
+
+SLICE_S = 0.03  # GUI-thread layout work per turn of the event loop for a long message
+SYNC_PARTS = 3  # up to this many parts are always laid out at once
+KEEP_PARTS = 8  # a message with more parts releases the documents of those far out of view
+
+Position = tuple[int, int]  # (part, character position in that part's document)
+
+
+def inert_resource(type: int) -> Any:
+    # When an image resource comes back empty, Qt's image handler loads the file by name itself,
+    # so images get a blank placeholder; other resource types have no such fallback.
+    if type == QTextDocument.ResourceType.ImageResource:
+        image = QImage(1, 1, QImage.Format.Format_ARGB32)
+        image.fill(Qt.GlobalColor.transparent)
+        return image
+    return None
+
+
+class InertDocument(QTextDocument):
+    """A document that resolves no resources.
+
+    The stock QTextDocument.loadResource reads local files (e.g. `<link type="text/css">`)
+    itself when nothing else answers, so a view cannot simply decline to load them.
+    """
+
+    def loadResource(self, type: int, name: QUrl) -> Any:
+        return inert_resource(type)
+
+
+class TextPart:
+    """One document of the stack, where it sits and how tall it is. Its document can be
+    released (a long message's parts far out of view) and is made again from `html` when next
+    needed; `height` stays valid for `width` meanwhile."""
+
+    __slots__ = ("_doc", "_make", "chars", "height", "html", "top", "width")
+
+    def __init__(self, make: Callable[[], QTextDocument], html: str) -> None:
+        self._make = make
+        self._doc: QTextDocument | None = None
+        self.html = html
+        self.chars = 1  # the document's character count (with the final paragraph separator)
+        self.top = 0
+        self.width = 0.0  # laid out at this width; negative: `height` is an estimate for -width
+        self.height = 0.0
+
+    @property
+    def loaded(self) -> bool:
+        return self._doc is not None
+
+    @property
+    def doc(self) -> QTextDocument:
+        if self._doc is None:
+            self._doc = self._make()
+            if self.html:
+                self._doc.setHtml(self.html.rstrip())  # a trailing newline would become a space
+            if self.width > 0:
+                self._doc.setTextWidth(self.width)  # laid out when drawn, as it was
+            self.chars = self._doc.characterCount()
+        return self._doc
+
+    def set_html(self, html: str) -> None:
+        self.html = html
+        if self._doc is not None:
+            self._doc.setHtml(html.rstrip())
+            self.chars = self._doc.characterCount()
+        self.width = -abs(self.width)  # keep the old height as an estimate
+
+    def lay_out(self, width: float) -> None:
+        doc = self.doc
+        doc.setTextWidth(width)
+        self.height = doc.size().height()
+        self.width = width
+
+    def release(self) -> None:
+        if self._doc is not None:
+            self._doc.deleteLater()
+            self._doc = None
+
+    def plain_text(self, span: tuple[int, int] | None = None) -> str:
+        """The text of the part, or of `span` in it, without keeping a released document."""
+        doc = self._doc if self._doc is not None else self._make()
+        if self._doc is None:
+            doc.setHtml(self.html.rstrip())
+        if span is None:
+            text = doc.toPlainText()
+        else:
+            text = RichTextView._text_cursor(doc, span).selection().toPlainText()
+        if doc is not self._doc:
+            doc.deleteLater()
+        return text
+
+
+class RichTextView(QWidget):
+    """Paints its documents one under the other; its height follows its width.
+
+    Signals:
+        anchorClicked(QUrl): a link was clicked (pressed and released on the same link).
+    """
+
+    anchorClicked = Signal(QUrl)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._parts: list[TextPart] = [self._new_part("")]
+        self._note: TextPart | None = None  # a last document outside the text (not copied)
+        self._sized = False  # a layout has given the widget its width
+        self._exact: int | None = None  # the height at the widget's width, once known
+        self._relayout: QTimer | None = None
+        self._release: QTimer | None = None
+        self._anchor: Position | None = None  # the selection: where it started, and its end
+        self._cursor: Position = (0, 0)
+        self._press: tuple[QPoint, str] | None = None
+        self._dragging = False
+        self.setMouseTracking(True)  # pointing-hand cursor over links
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Ctrl+C after selecting
+        self.setCursor(Qt.CursorShape.IBeamCursor)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    # --- documents -----------------------------------------------------------------------
+
+    def document(self) -> QTextDocument:
+        """The first (usually the only) document."""
+        return self._parts[0].doc
+
+    def setHtml(self, html: str) -> None:
+        """Show `html` in one document."""
+        self._set_parts([html])
+
+    def toHtml(self) -> str:
+        return "".join(part.doc.toHtml() for part in self._parts)
+
+    def toPlainText(self) -> str:
+        return "\n".join(part.plain_text() for part in self._parts).replace(ZWSP, "")
+
+    def loadResource(self, type: int, name: QUrl) -> Any:
+        return inert_resource(type)
+
+    def _new_doc(self) -> QTextDocument:
+        doc = InertDocument(self)
+        doc.setUndoRedoEnabled(False)
+        doc.setDocumentMargin(2)  # the bubble pads; just keep selection highlights unclipped
+        doc.setDefaultFont(self.font())
+        return doc
+
+    def _new_part(self, html: str) -> TextPart:
+        part = TextPart(self._new_doc, html)
+        part.doc  # noqa: B018 - made now: a new part is shown next
+        return part
+
+    def _set_part(self, index: int, html: str) -> None:
+        """Put `html` in part `index` (a new part just past the end)."""
+        if index == len(self._parts):
+            self._parts.append(self._new_part(html))
+        elif self._parts[index].html != html:
+            self._parts[index].set_html(html)
+        else:
+            return
+        self._clamp_selection()
+        self._changed()
+
+    def _set_parts(self, htmls: list[str]) -> None:
+        """Show these documents; keeps a selection the user is making while text streams."""
+        for index, html in enumerate(htmls):
+            self._set_part(index, html)
+        self._drop_parts(max(1, len(htmls)))
+
+    def _drop_parts(self, keep: int) -> None:
+        if len(self._parts) > keep:
+            for part in self._parts[keep:]:
+                part.release()
+            del self._parts[keep:]
+            self._clamp_selection()
+            self._changed()
+
+    def _set_note(self, html: str | None) -> None:
+        if html is None:
+            if self._note is not None:
+                self._note.release()
+                self._note = None
+                self._changed()
+            return
+        if self._note is None:
+            self._note = self._new_part("")
+        self._note.set_html(html)
+        self._changed()
+
+    def _changed(self) -> None:
+        self._exact = None
+        self.updateGeometry()
+        self.update()
+
+    # --- layout --------------------------------------------------------------------------
+
+    def _stack(self) -> list[TextPart]:
+        return self._parts + ([self._note] if self._note is not None else [])
+
+    def _layout(self, width: int, deadline: float | None = None) -> int:
+        """Lay the parts out at `width` and stack them; returns the total height.
+
+        With many parts, past `deadline` only the parts in view are laid out; the others keep
+        an estimate and are laid out in later turns of the event loop."""
+        text_width = float(max(1, width))
+        parts = self._stack()
+        if deadline is None and len(parts) > SYNC_PARTS:
+            deadline = time.perf_counter() + SLICE_S
+        visible = self.visibleRegion().boundingRect()
+        top = 0.0
+        pending = False
+        for part in parts:
+            if part.width != text_width:
+                in_view = visible.intersects(
+                    QRect(0, int(top), int(text_width), int(max(part.height, 1))))
+                if in_view or deadline is None or (
+                        part.loaded and time.perf_counter() < deadline):
+                    part.lay_out(text_width)
+                else:  # a released part stays so until it is painted
+                    part.height = self._estimate(part, text_width)
+                    part.width = -text_width
+                    pending = pending or part.loaded
+            part.top = round(top)
+            top += part.height
+        if pending:
+            if self._relayout is None:
+                self._relayout = QTimer(self)
+                self._relayout.setSingleShot(True)
+                self._relayout.timeout.connect(self._continue_layout)
+            self._relayout.start(0)
+        return int(top + 0.999)
+
+    def _continue_layout(self) -> None:
+        if self._sized and any(p.width != self.width() for p in self._stack()):
+            self._layout(self.width(), time.perf_counter() + SLICE_S)
+            self._changed()
+
+    def _release_far(self) -> None:
+        """Release the documents of parts far out of view (their layout is most of a long
+        message's memory); painting or clicking makes them again."""
+        if len(self._parts) <= KEEP_PARTS:
+            return
+        visible = self.visibleRegion().boundingRect()
+        margin = 2 * max(visible.height(), 600)
+        top = 0
+        for part in self._parts:
+            part.top, top = top, top + round(part.height)  # parts may have arrived since
+            if part.loaded and (visible.isEmpty() or part.top > visible.bottom() + margin
+                                or part.top + part.height < visible.top() - margin):
+                part.release()
+
+    def _estimate(self, part: TextPart, width: float) -> float:
+        if part.width and part.height:  # scaled from its last layout: text re-wraps
+            return max(part.height * abs(part.width) / width, 1.0)
+        metrics = QFontMetricsF(self.font())
+        doc = part.doc
+        lines = doc.blockCount() + part.chars * metrics.averageCharWidth() / width
+        return lines * metrics.lineSpacing() + 2 * doc.documentMargin()
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        if self._sized and width == self.width():
+            if self._exact is None:
+                self._exact = self._layout(width)
+            return self._exact
+        # A width this widget does not have (yet): an estimate; resizeEvent makes it exact.
+        return int(sum(self._estimate(p, float(max(1, width))) if p.width != width else p.height
+                       for p in self._stack()) + 0.999)
+
+    def sizeHint(self) -> QSize:
+        width = self.width() if self._sized else 400
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(60, 0)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        if event.oldSize().width() != event.size().width() or not self._sized:
+            self._sized = True
+            self._exact = self._layout(event.size().width())
+            if self._exact != event.size().height():
+                self.updateGeometry()  # another layout pass, with the exact height
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.FontChange:
+            for part in self._stack():
+                if part.loaded:
+                    part.doc.setDefaultFont(self.font())
+                part.width = -abs(part.width)
+            self._changed()
+        super().changeEvent(event)
+
+    # --- painting ------------------------------------------------------------------------
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        width = float(max(1, self.width()))
+        exposed = event.rect()
+        painter = QPainter(self)
+        palette = QPalette(self.palette())
+        palette.setColor(QPalette.ColorRole.Text, self.palette().color(self.foregroundRole()))
+        highlight = QTextCharFormat()
+        highlight.setBackground(palette.color(QPalette.ColorRole.Highlight))
+        highlight.setForeground(palette.color(QPalette.ColorRole.HighlightedText))
+        restack = False
+        for index, part in enumerate(self._stack()):
+            if part.top > exposed.bottom() or part.top + part.height < exposed.top():
+                continue
+            if part.width != width:  # scrolled into view before its turn: lay it out now
+                part.lay_out(width)
+                restack = True
+            context = QAbstractTextDocumentLayout.PaintContext()
+            context.palette = palette
+            context.clip = QRectF(exposed.translated(0, -part.top))
+            span = self._selected_span(index)
+            if span is not None:
+                selection = QAbstractTextDocumentLayout.Selection()
+                selection.cursor = self._text_cursor(part.doc, span)
+                selection.format = highlight
+                context.selections = [selection]
+            painter.save()
+            painter.translate(0, part.top)
+            painter.setClipRect(context.clip)
+            part.doc.documentLayout().draw(painter, context)
+            painter.restore()
+        painter.end()
+        if restack:
+            self._exact = None
+            self.updateGeometry()
+        if len(self._parts) > KEEP_PARTS:
+            if self._release is None:
+                self._release = QTimer(self)
+                self._release.setSingleShot(True)
+                self._release.setInterval(500)
+                self._release.timeout.connect(self._release_far)
+            self._release.start()  # once scrolling has settled
+
+    # --- selection -----------------------------------------------------------------------
+
+    @staticmethod
+    def _text_cursor(doc: QTextDocument, span: tuple[int, int]) -> QTextCursor:
+        cursor = QTextCursor(doc)
+        cursor.setPosition(span[0])
+        cursor.setPosition(span[1], QTextCursor.MoveMode.KeepAnchor)
+        return cursor
+
+    def _selected_span(self, index: int) -> tuple[int, int] | None:
+        if self._anchor is None or self._anchor == self._cursor or index >= len(self._parts):
+            return None
+        start, end = sorted((self._anchor, self._cursor))
+        if not start[0] <= index <= end[0]:
+            return None
+        last = self._parts[index].chars - 1
+        begin = start[1] if index == start[0] else 0
+        stop = end[1] if index == end[0] else last
+        return (min(begin, last), min(stop, last)) if begin != stop else None
+
+    def has_selection(self) -> bool:
+        return self._anchor is not None and self._anchor != self._cursor
+
+    def selected_text(self) -> str:
+        """The selection as plain text, without the zero-width breaks the renderer adds."""
+        pieces = []
+        for index, part in enumerate(self._parts):
+            span = self._selected_span(index)
+            if span is not None:
+                pieces.append(part.plain_text(span))
+        return "\n".join(pieces).replace(ZWSP, "")
+
+    def select(self, anchor: int, position: int, part: int = 0) -> None:
+        """Select from `anchor` to `position` (character positions in one part)."""
+        self._anchor, self._cursor = (part, anchor), (part, position)
+        self._clamp_selection()
+        self.update()
+
+    def select_all(self) -> None:
+        last = len(self._parts) - 1
+        self._anchor = (0, 0)
+        self._cursor = (last, self._parts[last].chars - 1)
+        self.update()
+
+    def copy(self) -> None:
+        if self.has_selection():
+            QGuiApplication.clipboard().setText(self.selected_text())
+
+    def _clamp_selection(self) -> None:
+        def clamp(pos: Position) -> Position:
+            part = min(pos[0], len(self._parts) - 1)
+            return part, min(pos[1], self._parts[part].chars - 1)
+
+        if self._anchor is not None:
+            self._anchor = clamp(self._anchor)
+        self._cursor = clamp(self._cursor)
+
+    def _hit(self, point: QPoint) -> Position:
+        index = 0
+        for i, part in enumerate(self._parts):
+            if point.y() >= part.top:
+                index = i
+        part = self._parts[index]
+        local = QPointF(point.x(), point.y() - part.top)
+        return index, max(0, part.doc.documentLayout().hitTest(local, Qt.HitTestAccuracy.FuzzyHit))
+
+    def anchor_at(self, point: QPoint) -> str:
+        """The link under `point`, in widget coordinates ("" if none)."""
+        for part in self._stack():
+            if part.top <= point.y() < part.top + part.height:
+                local = QPointF(point.x(), point.y() - part.top)
+                return part.doc.documentLayout().anchorAt(local)
+        return ""
+
+    def anchor_rect(self, href: str) -> QRectF:
+        """Where the first link to `href` is drawn, in widget coordinates (empty if none)."""
+        for part in self._stack():
+            block = part.doc.begin()
+            while block.isValid():
+                it = block.begin()
+                while not it.atEnd():
+                    fragment = it.fragment()
+                    if fragment.charFormat().anchorHref() == href:
+                        offset = fragment.position() - block.position()
+                        line = block.layout().lineForTextPosition(offset)
+                        origin = part.doc.documentLayout().blockBoundingRect(block).topLeft()
+                        start = line.cursorToX(offset)[0]
+                        end = line.cursorToX(offset + fragment.length())[0]
+                        return QRectF(origin.x() + start, origin.y() + line.y() + part.top,
+                                      end - start, line.height())
+                    it += 1
+                block = block.next()
+        return QRectF()
+
+    # --- mouse and keyboard --------------------------------------------------------------
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            event.ignore()
+            return
+        point = event.position().toPoint()
+        hit = self._hit(point)
+        self._press = (point, self.anchor_at(point))
+        self._dragging = False
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier and self._anchor is not None:
+            self._cursor = hit
+        else:
+            self._anchor, self._cursor = hit, hit
+        self.update()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        point = event.position().toPoint()
+        if self._press is not None and event.buttons() & Qt.MouseButton.LeftButton:
+            distance = (point - self._press[0]).manhattanLength()
+            if self._dragging or distance >= QApplication.startDragDistance():
+                self._dragging = True
+                self._cursor = self._hit(point)
+                self.update()
+            return
+        self.setCursor(Qt.CursorShape.PointingHandCursor if self.anchor_at(point)
+                       else Qt.CursorShape.IBeamCursor)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() != Qt.MouseButton.LeftButton or self._press is None:
+            event.ignore()
+            return
+        pressed_on = self._press[1]
+        self._press = None
+        if self._dragging:
+            clipboard = QGuiApplication.clipboard()
+            if clipboard.supportsSelection() and self.has_selection():
+                clipboard.setText(self.selected_text(), clipboard.Mode.Selection)
+        elif pressed_on and self.anchor_at(event.position().toPoint()) == pressed_on:
+            self.anchorClicked.emit(QUrl(pressed_on))
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            event.ignore()
+            return
+        index, pos = self._hit(event.position().toPoint())
+        cursor = QTextCursor(self._parts[index].doc)
+        cursor.setPosition(pos)
+        cursor.select(QTextCursor.SelectionType.WordUnderCursor)
+        self._anchor, self._cursor = (index, cursor.anchor()), (index, cursor.position())
+        self._press = None
+        self.update()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.matches(QKeySequence.StandardKey.Copy):
+            self.copy()
+        elif event.matches(QKeySequence.StandardKey.SelectAll):
+            self.select_all()
+        else:
+            super().keyPressEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        menu = QMenu(self)
+        menu.addAction("Copy", self.copy).setEnabled(self.has_selection())
+        menu.addAction("Select all", self.select_all)
+        self._extend_menu(menu, self.anchor_at(event.pos()))
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+    def _extend_menu(self, menu: QMenu, href: str) -> None:
+        """Add actions for the link under the mouse (`href` may be empty)."""
