@@ -113,7 +113,8 @@ class MessageBubble(QFrame):
         self._siblings = (1, 1)
         self._notice_kind = ""
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        # Not Maximum: the hint is computed at a width the bubble may not get, and would cap it.
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self._column = QVBoxLayout(self)
         self._column.setContentsMargins(14, 10, 14, 8)
         self._column.setSpacing(4)

@@ -39,8 +39,8 @@ from inglenook.ui.chat.markdown import (
 
 # ~10-25 ms of layout each: a table part of 100 rows is the slowest.
 SEGMENT_CHARS = 8_000
-SEGMENT_LINES = 100
-SLICE_CHARS = 64_000
+SEGMENT_LINES = 60
+SLICE_CHARS = 32_000
 
 _BLOCKS_ONLY = _make_parser()
 _BLOCKS_ONLY.core.ruler.disable("inline")  # done per part, in render_part
@@ -257,7 +257,7 @@ def source_slices(text: str, size: int = SLICE_CHARS) -> Iterator[tuple[str, boo
             elif fence is None and table is None and "|" in previous and _TABLE_RULE.match(line):
                 table = previous + "\n" + line
             previous, line_start = line, line_end
-            if line_end - pos >= size and (cut - pos >= size // 4 or line_end - pos >= 2 * size):
+            if line_end - pos >= size:
                 break
         piece, was_continued = prefix + text[pos:line_start], continued
         prefix, continued = "", False
