@@ -7,7 +7,9 @@ a time. Prints progress on stderr and one JSON object as the last line of stdout
   api_decode_over_raw, api_decode_over_peer_server        their ratios
   api_ttft_turn12_ms, peer_ttft_turn12_ms, api_ttft_turn12_over_peer
                                          TTFT of turn 12 of a conversation resent every turn
+                                         (median of 3 conversations)
   api_concurrent4_aggregate_over_single  tokens/s of 4 clients at once ÷ of one client alone
+                                         (median over rounds that alternate the two)
   api_concurrent4_p95_ttft_ms            p95 time to first text of those 4 clients
 `--quick` uses tiny counts (to check that it runs); its figures mean nothing.
 """
@@ -119,6 +121,7 @@ def stream(api: openai.OpenAI, messages: list[dict[str, str]], max_tokens: int,
     stamps, text, usage = [], [], None
     for chunk in api.chat.completions.create(
             model="m", messages=messages, max_tokens=max_tokens, stream=True,  # type: ignore[arg-type]
+            stream_options={"include_usage": True},
             extra_body={**EXTRA, **({"user": user} if user else {})}, **SAMPLING):
         if chunk.usage is not None:
             usage = chunk.usage
@@ -126,7 +129,8 @@ def stream(api: openai.OpenAI, messages: list[dict[str, str]], max_tokens: int,
             stamps.append(time.perf_counter())
             text.append(chunk.choices[0].delta.content)
     done = time.perf_counter()
-    # The peer sends one chunk per token and no usage; Inglenook batches ~15 ms and counts.
+    # Inglenook batches ~15 ms of text per chunk and counts tokens in `usage`; the peer sends
+    # one chunk per token and no usage.
     tokens = usage.completion_tokens if usage is not None else len(stamps)
     span = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
     return {"text": "".join(text), "tokens": tokens, "ttft": stamps[0] - sent,
@@ -183,33 +187,43 @@ def ttft_turns(url: str, turns: int) -> list[float]:
     return ttfts
 
 
-def concurrent(url: str, clients: int, rounds: int, max_tokens: int) -> dict[str, float]:
-    """Aggregate tokens/s and TTFTs of `clients` asking at once, each its own story."""
-    ttfts: list[float] = []
-    tokens, wall = 0, 0.0
+def at_once(api: openai.OpenAI, clients: int, max_tokens: int, salt: int) -> dict[str, Any]:
+    """`clients` asking at once, each its own story: tokens/s over the wall time, and TTFTs."""
+    results: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def ask(i: int) -> None:
+        prompt = f"{STORY} Name the keeper {TOPICS[(i + salt) % len(TOPICS)]}."
+        result = stream(api, [{"role": "user", "content": prompt}], max_tokens,
+                        user=f"client{i}")
+        with lock:
+            results.append(result)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    return {"tok_s": sum(x["tokens"] for x in results) / wall,
+            "ttfts": [x["ttft"] for x in results]}
+
+
+def concurrency(url: str, rounds: int, max_tokens: int) -> dict[str, float]:
+    """One client alone, then four at once, alternating, so drift in machine speed hits both
+    alike: the median ratio of their throughputs and the p95 TTFT of the four."""
+    ratios, single, four, ttfts = [], [], [], []
     with client(url) as api:
         for r in range(rounds):
-            results: list[dict[str, Any]] = []
-            lock = threading.Lock()
-
-            def ask(i: int, r: int = r, results: list[dict[str, Any]] = results,
-                    lock: threading.Lock = lock) -> None:
-                prompt = f"{STORY} Name the keeper {TOPICS[(i + r) % len(TOPICS)]}."
-                result = stream(api, [{"role": "user", "content": prompt}], max_tokens,
-                                user=f"client{i}")
-                with lock:
-                    results.append(result)
-
-            threads = [threading.Thread(target=ask, args=(i,)) for i in range(clients)]
-            started = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            wall += time.perf_counter() - started
-            tokens += sum(x["tokens"] for x in results)
-            ttfts += [x["ttft"] for x in results]
-    return {"tok_s": tokens / wall, "p95_ttft": _p95(ttfts)}
+            one = at_once(api, 1, max_tokens, r)
+            many = at_once(api, 4, max_tokens, r + 1)
+            single.append(one["tok_s"])
+            four.append(many["tok_s"])
+            ratios.append(many["tok_s"] / one["tok_s"])
+            ttfts += many["ttfts"]
+    return {"single": statistics.median(single), "four": statistics.median(four),
+            "ratio": statistics.median(ratios), "p95_ttft": _p95(ttfts)}
 
 
 def _p95(values: list[float]) -> float:
@@ -227,13 +241,16 @@ def main() -> int:
         log("The bundled model is missing: run `make setup`.")
         return 1
     threads = physical_cores()
-    runs, decode_tokens, turns = (1, 16, 3) if quick else (5, 256, 12)
-    rounds, concurrent_tokens = (1, 8) if quick else (3, 128)
+    runs, decode_tokens, turns, reps = (1, 16, 3, 1) if quick else (5, 256, 12, 3)
+    rounds, concurrent_tokens = (1, 8) if quick else (5, 128)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, \
             inglenook_serve(str(model), threads, Path(tmp)) as url, \
             peer_server(str(model), threads) as peer:
         urls = {"api": url, **({"peer": peer} if peer else {})}
+        for address in urls.values():  # the first reply pages the mmapped weights in
+            with client(address) as api:
+                stream(api, [{"role": "user", "content": "Hello"}], 8)
         log(f"Decode speed: raw, inglenook serve{', llama_cpp.server' if peer else ''} "
             f"({runs} runs of {decode_tokens} tokens each)…")
         rates = decode_rates(str(model), threads, urls, runs, decode_tokens)
@@ -244,22 +261,25 @@ def main() -> int:
             results.update(peer_decode_tok_s=round(rates["peer"], 1),
                            api_decode_over_peer_server=round(rates["api"] / rates["peer"], 3))
 
-        log(f"TTFT of turn {turns} of a conversation resent every turn…")
-        api_ttft = ttft_turns(url, turns)[-1]
+        log(f"TTFT of turn {turns} of a conversation resent every turn ({reps} times)…")
+        api_ttfts, peer_ttfts = [], []
+        for _ in range(reps):  # interleaved, as above
+            api_ttfts.append(ttft_turns(url, turns)[-1])
+            if peer:
+                peer_ttfts.append(ttft_turns(peer, turns)[-1])
+        api_ttft = statistics.median(api_ttfts)
         results.update(api_ttft_turn12_ms=round(api_ttft * 1000, 1))
         if peer:
-            peer_ttft = ttft_turns(peer, turns)[-1]
+            peer_ttft = statistics.median(peer_ttfts)
             results.update(peer_ttft_turn12_ms=round(peer_ttft * 1000, 1),
                            api_ttft_turn12_over_peer=round(api_ttft / peer_ttft, 3))
 
         log(f"One client, then four at once ({rounds} rounds of {concurrent_tokens} tokens)…")
-        single = concurrent(url, 1, rounds, concurrent_tokens)
-        four = concurrent(url, 4, rounds, concurrent_tokens)
-        results.update(api_single_tok_s=round(single["tok_s"], 1),
-                       api_concurrent4_tok_s=round(four["tok_s"], 1),
-                       api_concurrent4_aggregate_over_single=round(
-                           four["tok_s"] / single["tok_s"], 3),
-                       api_concurrent4_p95_ttft_ms=round(four["p95_ttft"] * 1000, 1))
+        both = concurrency(url, rounds, concurrent_tokens)
+        results.update(api_single_tok_s=round(both["single"], 1),
+                       api_concurrent4_tok_s=round(both["four"], 1),
+                       api_concurrent4_aggregate_over_single=round(both["ratio"], 3),
+                       api_concurrent4_p95_ttft_ms=round(both["p95_ttft"] * 1000, 1))
     results.update(threads=threads, quick=quick)
     print(json.dumps(results))
     return 0

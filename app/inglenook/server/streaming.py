@@ -142,6 +142,7 @@ class ReplyResponse:
             outcome = "200"
         s = self.stats
         figures = (f", {s.prompt_tokens} prompt ({s.cached_tokens} cached) + "
-                   f"{s.generated_tokens} tokens, {s.decode_tok_s:.1f} tok/s" if s else "")
+                   f"{s.generated_tokens} tokens, TTFT {s.ttft_s * 1000:.0f} ms, "
+                   f"{s.decode_tok_s:.1f} tok/s" if s else "")
         log.info("%s %s%s: %s", self.reply.owner, path, figures, outcome)
 
