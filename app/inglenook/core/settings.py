@@ -48,6 +48,7 @@ LOAD_LIMITS: dict[str, Number] = {
     "n_gpu_layers": Number(int, -1, 999),
     "n_threads": Number(int, 0, 512),
     "n_batch": Number(int, 1, 8192),
+    "api_port": Number(int, 1, 65535),
 }
 MAX_PATH = 4096
 MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
@@ -74,6 +75,12 @@ class Settings:
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
     side_panel_visible: bool = True
     sidebar_visible: bool = True
+    # The local API server (inglenook serve, from the window).
+    api_enabled: bool = False  # serving when the window last closed: served again at start
+    api_host: str = "127.0.0.1"
+    api_port: int = 8080
+    api_token: str = ""
+    api_cors_origins: str = ""  # space-separated browser origins allowed to call it
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
 
     def defaults_for(self, model_path: str) -> ModelDefaults:

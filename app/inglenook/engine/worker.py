@@ -191,6 +191,10 @@ class EngineWorker(QObject):
         except EngineCrashed as exc:
             self._crashed(str(exc))
 
+    def report_crash(self, message: str) -> None:
+        """Another user of the client (the API server) saw the engine die: say so once."""
+        self._crashed(message)
+
     def _crashed(self, message: str) -> None:
         if not self._crash_reported:
             self._crash_reported = True

@@ -31,6 +31,7 @@ from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.model_controller import ModelController
+from inglenook.ui.server.server_controller import ServerController
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
@@ -88,6 +89,8 @@ class MainWindow(QMainWindow):
             self.status_text, self.progress, self.context_label,
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
+        self.server = ServerController(self.worker, lambda: self.side.settings,
+                                       self.server_label, self)
         self._wire()
         self.side.bind(self.chats.session)
         self.models.refresh(settings.last_model)
@@ -139,9 +142,12 @@ class MainWindow(QMainWindow):
         self.progress.setTextVisible(False)
         self.progress.hide()
         self.status_text = QLabel("", self)
+        self.server_label = QLabel("", self)
+        self.server_label.setObjectName("statusServer")
         status = self.statusBar()
         status.addWidget(self.model_label)
         status.addWidget(self.status_text, 1)
+        status.addPermanentWidget(self.server_label)
         status.addPermanentWidget(self.progress)
         status.addPermanentWidget(self.context_label)
 
@@ -162,6 +168,9 @@ class MainWindow(QMainWindow):
         self.panel_button.toggled.connect(self._schedule_save)
         self.panel.reload_requested.connect(models.reload)
         side.settings_changed.connect(self._schedule_save)
+        self.server.settings_changed.connect(self._schedule_save)
+        if side.settings.api_enabled:
+            self.server.start()
         side.store_failed.connect(self.banner.show_message)
         side.defaults_saved.connect(self._defaults_saved)
         models.loading.connect(lambda _path: (chats.stop_all(), chats.set_can_send(False)))
@@ -268,6 +277,7 @@ class MainWindow(QMainWindow):
         self.side.flush()
         self.save_settings()
         self.downloads.close()  # pauses running downloads; their partial files are kept
+        self.server.stop()  # its replies first, then the engine they share
         self.worker.close()
 
 

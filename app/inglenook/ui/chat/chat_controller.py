@@ -331,6 +331,8 @@ class ChatController(QObject):
                 self._reply_bubble.set_notice("Waiting for its turn…", "waiting")
 
     def _title_of(self, owner: str) -> str:
+        if owner.startswith("api:"):
+            return f"an API request from {owner[4:]}"
         conv_id = conversation_of(owner)
         session = self.sessions.find(conv_id) if conv_id is not None else None
         return session.title if session is not None else "another conversation"

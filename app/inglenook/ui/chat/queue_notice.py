@@ -39,6 +39,7 @@ class QueueNotice(QWidget):
 
     def show_waiting(self, title: str, ahead: int) -> None:
         more = f" and {ahead - 1} more" if ahead > 1 else ""
-        self.label.setText(f"Waiting for the reply in «{title}»{more} to finish…")
+        what = title if title.startswith("an API request") else f"the reply in «{title}»"
+        self.label.setText(f"Waiting for {what}{more} to finish…")
         self.label.setToolTip("The model writes one reply at a time; this one is next in line.")
         self.show()

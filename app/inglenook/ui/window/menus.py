@@ -63,6 +63,9 @@ def window_menus(w: MainWindow) -> list[Menu]:
                     lambda: side.edit_model_defaults(models.path)),
             Command("reloadModel", "Reload model", models.reload, ["Ctrl+Shift+R"],
                     "Load the model again with the options in Model loading"),
+            None,
+            Command("apiServer", "Local API server…", w.server.show_dialog,
+                    tip="Serve the loaded model to other programs (OpenAI-compatible)"),
         )),
         Menu("&Help", (
             Command("shortcuts", "Keyboard shortcuts", w.show_shortcuts, ["Ctrl+/", "F1"]),

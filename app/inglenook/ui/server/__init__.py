@@ -1,0 +1,1 @@
+"""The local API server, switched on and watched from the window."""

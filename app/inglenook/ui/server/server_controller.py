@@ -1,0 +1,98 @@
+"""The API server living in the window: on and off, its status in the status bar, and its
+requests sharing the engine (and the queue) with the chats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel, QWidget
+
+from inglenook.core.settings import Settings
+from inglenook.engine.worker import EngineWorker
+from inglenook.server.api_server import ApiServer
+from inglenook.server.config import ConfigError, ServerConfig
+from inglenook.server.status import ServerStatus
+from inglenook.ui.server.server_dialog import ServerDialog
+
+
+class ServerController(QObject):
+    """Signals:
+    status_changed(object): the latest ServerStatus (re-emitted on the GUI thread).
+    settings_changed(): the server's settings changed (save them).
+    """
+
+    status_changed = Signal(object)
+    settings_changed = Signal()
+
+    def __init__(self, worker: EngineWorker, settings: Callable[[], Settings],
+                 indicator: QLabel, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.worker, self.indicator = worker, indicator
+        self._settings = settings  # the window's current settings object
+        self._parent = parent
+        self.server: ApiServer | None = None
+        self.error = ""
+        self._dialog: ServerDialog | None = None
+        self.status_changed.connect(self._show)
+        indicator.hide()
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings()
+
+    @property
+    def running(self) -> bool:
+        return self.server is not None
+
+    def show_dialog(self) -> None:
+        if self._dialog is None:
+            self._dialog = ServerDialog(self.settings, self._parent)
+            self._dialog.switched.connect(self.switch)
+        self._dialog.load(self.settings)
+        self._show(self.server.status() if self.server else ServerStatus())
+        self._dialog.show()
+
+    def switch(self, on: bool) -> None:
+        if self._dialog is not None:
+            self._dialog.store(self.settings)
+        self.settings.api_enabled = on
+        self.settings_changed.emit()
+        self.start() if on else self.stop()
+
+    def start(self) -> None:
+        if self.server is not None:
+            return
+        config = self._dialog.config() if self._dialog else self._config()
+        try:
+            server = ApiServer(self.worker.scheduler, self.worker.client, config,
+                               on_engine_lost=self.worker.report_crash,
+                               on_status=self.status_changed.emit)
+            server.start()
+        except (ConfigError, OSError) as exc:
+            self.error = f"The server did not start: {exc}"
+            self.settings.api_enabled = False
+            self._show(ServerStatus())
+            return
+        self.server, self.error = server, ""
+        self._show(server.status())
+
+    def stop(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+        self._show(ServerStatus())
+
+    def _config(self) -> ServerConfig:
+        s = self.settings
+        return ServerConfig(host=s.api_host, port=s.api_port, token=s.api_token,
+                            cors_origins=tuple(s.api_cors_origins.split()))
+
+    def _show(self, status: ServerStatus) -> None:
+        if self._dialog is not None:
+            self._dialog.show_status(status, self.error)
+        self.indicator.setVisible(status.running)
+        self.indicator.setText(f"API on {status.url}  ·  {status.requests} requests"
+                               if status.running else "")
+        self.indicator.setToolTip(f"Serving the loaded model at {status.url}/v1"
+                                  if status.running else "")

@@ -1,0 +1,127 @@
+"""The API server's switch and settings: address, port, token, browser origins, live status."""
+
+from __future__ import annotations
+
+import secrets
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.core.settings import Settings
+from inglenook.server.config import ServerConfig
+from inglenook.server.status import ServerStatus
+
+LOCAL = "127.0.0.1"
+ANYWHERE = "0.0.0.0"
+
+
+class ServerDialog(QDialog):
+    """Signals:
+    switched(bool): the user turned the server on or off.
+    """
+
+    switched = Signal(bool)
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("serverDialog")
+        self.setWindowTitle("Local API server")
+        self.resize(520, 0)
+        intro = QLabel("Serve the loaded model to other programs on an OpenAI-compatible API "
+                       "(editors, scripts, agents). They share the engine with your chats, one "
+                       "reply at a time.", self)
+        intro.setWordWrap(True)
+        self.enabled = QCheckBox("Serve the loaded model", self)
+        self.enabled.setObjectName("serverSwitch")
+        self.host = QComboBox(self)
+        self.host.setObjectName("serverHost")
+        self.host.setEditable(True)
+        self.host.addItem("This computer only (127.0.0.1)", LOCAL)
+        self.host.addItem("Other computers too (0.0.0.0, needs a token)", ANYWHERE)
+        self.port = QSpinBox(self)
+        self.port.setObjectName("serverPort")
+        self.port.setRange(1, 65535)
+        self.token = QLineEdit(self)
+        self.token.setObjectName("serverToken")
+        self.token.setPlaceholderText("none (allowed on 127.0.0.1 only)")
+        self.token.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
+        generate = QPushButton("New token", self)
+        generate.clicked.connect(lambda: self.token.setText(secrets.token_urlsafe(24)))
+        token_row = QHBoxLayout()
+        token_row.addWidget(self.token, 1)
+        token_row.addWidget(generate)
+        self.origins = QLineEdit(self)
+        self.origins.setObjectName("serverOrigins")
+        self.origins.setPlaceholderText("e.g. http://localhost:3000 (none: no browser pages)")
+        form = QFormLayout()
+        form.addRow("Address", self.host)
+        form.addRow("Port", self.port)
+        form.addRow("Token", token_row)
+        form.addRow("Browser origins", self.origins)
+        self.status = QLabel(self)
+        self.status.setObjectName("serverStatus")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.enabled)
+        layout.addLayout(form)
+        layout.addWidget(self.status)
+        layout.addWidget(buttons)
+        self.load(settings)
+        self.enabled.toggled.connect(self.switched)
+
+    def load(self, settings: Settings) -> None:
+        index = self.host.findData(settings.api_host)
+        if index >= 0:
+            self.host.setCurrentIndex(index)
+        else:
+            self.host.setEditText(settings.api_host)
+        self.port.setValue(settings.api_port)
+        self.token.setText(settings.api_token)
+        self.origins.setText(settings.api_cors_origins)
+
+    def config(self) -> ServerConfig:
+        host = self.host.currentData() if self.host.currentText() == self.host.itemText(
+            self.host.currentIndex()) else self.host.currentText().strip()
+        return ServerConfig(host=host or LOCAL, port=self.port.value(),
+                            token=self.token.text().strip(),
+                            cors_origins=tuple(self.origins.text().split()))
+
+    def store(self, settings: Settings) -> None:
+        config = self.config()
+        settings.api_host, settings.api_port = config.host, config.port
+        settings.api_token, settings.api_cors_origins = config.token, " ".join(
+            config.cors_origins)
+
+    def show_status(self, status: ServerStatus, error: str = "") -> None:
+        for widget in (self.host, self.port, self.token, self.origins):
+            widget.setEnabled(not status.running)  # change them with the server off
+        if error:
+            self.status.setText(error)
+        elif status.running:
+            self.status.setText(
+                f"Serving at {status.url}/v1 — {status.requests} requests, "
+                f"{status.active} now, {status.tokens:,} tokens, last "
+                f"{status.tokens_per_s:.1f} tok/s"
+                + (f". Last error: {status.last_error}" if status.last_error else "."))
+        else:
+            self.status.setText("Off.")
+        self.enabled.blockSignals(True)
+        self.enabled.setChecked(status.running)
+        self.enabled.blockSignals(False)

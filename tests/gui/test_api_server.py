@@ -1,0 +1,93 @@
+"""The API server switched on from the window: an API client and a chat share the engine,
+take turns visibly, and both complete (fake engine)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from inglenook.core.settings import load_settings
+from inglenook.ui.main_window import MainWindow
+from inglenook.ui.server.server_dialog import ServerDialog
+from tests.gui.conftest import REPLY_TIMEOUT_MS, Script, start_reply, wait_reply
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ask_api(port: int, text: str, result: dict) -> None:
+    """A client on another thread: one non-streaming chat completion."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", "/v1/chat/completions", json.dumps(
+            {"model": "x", "messages": [{"role": "user", "content": text}]}),
+            {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        result["status"] = response.status
+        result["body"] = json.loads(response.read())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def serving(qtbot: QtBot, window: MainWindow) -> tuple[MainWindow, int]:
+    port = free_port()
+    window.actions["apiServer"].trigger()
+    dialog = window.findChild(ServerDialog)
+    dialog.port.setValue(port)
+    dialog.enabled.setChecked(True)
+    qtbot.waitUntil(lambda: window.server.running, timeout=REPLY_TIMEOUT_MS)
+    assert f":{port}" in dialog.status.text() and window.server_label.isVisible()
+    return window, port
+
+
+def test_an_api_client_and_a_chat_share_the_engine(
+        qtbot: QtBot, serving: tuple[MainWindow, int], script: Script) -> None:
+    window, port = serving
+    script.write([{"match": "API", "text": " ".join(f"a{i}" for i in range(30)),
+                   "token_ms": 30}])
+    result: dict = {}
+    client = threading.Thread(target=ask_api, args=(port, "From the API", result))
+    client.start()
+    qtbot.waitUntil(lambda: window.worker.queue().running is not None, timeout=REPLY_TIMEOUT_MS)
+    start_reply(qtbot, window, "From the window")
+    qtbot.waitUntil(window.queue_notice.isVisible, timeout=REPLY_TIMEOUT_MS)
+    assert "an API request" in window.queue_notice.label.text()
+    wait_reply(qtbot, window)
+    client.join(60)
+    assert result["status"] == 200
+    assert result["body"]["choices"][0]["message"]["content"].startswith("a0 a1")
+    assert window.chat.bubbles[-1].text == "Echo: From the window"
+    qtbot.waitUntil(lambda: "1 requests" in window.server_label.text(), timeout=10_000)
+
+
+def test_the_server_setting_is_kept_and_switched_off(
+        qtbot: QtBot, serving: tuple[MainWindow, int]) -> None:
+    window, port = serving
+    dialog = window.findChild(ServerDialog)
+    dialog.enabled.setChecked(False)
+    assert not window.server.running and not window.server_label.isVisible()
+    with pytest.raises(ConnectionRefusedError):
+        ask_api(port, "anyone?", {})
+    window.close()
+    stored = load_settings()
+    assert stored.api_port == port and stored.api_enabled is False
+
+
+def test_a_network_address_without_a_token_is_refused(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.actions["apiServer"].trigger()
+    dialog = window.findChild(ServerDialog)
+    dialog.host.setCurrentIndex(1)  # 0.0.0.0
+    dialog.token.clear()
+    dialog.enabled.setChecked(True)
+    assert not window.server.running and not dialog.enabled.isChecked()
+    assert "token" in dialog.status.text()
