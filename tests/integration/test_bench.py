@@ -15,7 +15,8 @@ README_KEYS = (
     "stop_latency_prefill_ms", "gui_max_stall_ms", "rss_window_mb", "rss_engine_mb",
     "store_startup_10k_s", "store_switch_ms", "store_search_ms", "store_bytes_per_token",
     "window_rss_80_messages_mb", "window_rss_growth_200_switches_mb", "window_shown_s",
-    "model_ready_s",
+    "model_ready_s", "api_decode_over_raw", "api_concurrent4_aggregate_over_single",
+    "api_concurrent4_p95_ttft_ms",
 )
 
 
