@@ -3,7 +3,8 @@
 Switching is what the window does: clear() and add the other chat's bubbles, with the event loop
 running in between (deferred deletes and layouts happen as they would for a user). 20 chats of
 80 realistic messages (paragraphs, lists, a table, a code block); one warm-up cycle through all
-of them, then 200 switches. Prints one JSON line. Offscreen unless QT_QPA_PLATFORM says otherwise.
+of them, then 200 switches; last, one chat of 200 messages. Prints one JSON line. Offscreen
+unless QT_QPA_PLATFORM says otherwise.
 
     .venv/bin/python bench/chat_view_memory.py [--switches N]
 """
@@ -146,6 +147,10 @@ def main() -> int:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         result["rss_after_malloc_trim_mb"] = rss_mb()
+    chats.append(chats[0] + chats[1] + chats[2][:40])  # one chat of 200 messages
+    open_chat(len(chats) - 1)
+    spin(200)
+    result["rss_200_messages_mb"] = rss_mb()
     print(json.dumps(result))
     return 0
 

@@ -14,13 +14,12 @@ the new width and asks its layout for another pass with the exact height. A long
 stack of parts: after a width change, the parts in view are laid out at once and the others
 keep an estimated height until later turns of the event loop (`SLICE_S` of work per turn).
 
-Documents here never load resources: the stock QTextDocument would read local files itself.
+Its documents (text_part.py) never load resources: the stock QTextDocument reads local files.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
@@ -29,7 +28,6 @@ from PySide6.QtGui import (
     QContextMenuEvent,
     QFontMetricsF,
     QGuiApplication,
-    QImage,
     QKeyEvent,
     QKeySequence,
     QMouseEvent,
@@ -44,96 +42,13 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication, QMenu, QSizePolicy, QWidget
 
 from inglenook.ui.chat.markdown import ZWSP
+from inglenook.ui.chat.text_part import InertDocument, TextPart, inert_resource, text_cursor
 
 SLICE_S = 0.03  # GUI-thread layout work per turn of the event loop for a long message
 SYNC_PARTS = 3  # up to this many parts are always laid out at once
 KEEP_PARTS = 8  # a message with more parts releases the documents of those far out of view
 
 Position = tuple[int, int]  # (part, character position in that part's document)
-
-
-def inert_resource(type: int) -> Any:
-    # When an image resource comes back empty, Qt's image handler loads the file by name itself,
-    # so images get a blank placeholder; other resource types have no such fallback.
-    if type == QTextDocument.ResourceType.ImageResource:
-        image = QImage(1, 1, QImage.Format.Format_ARGB32)
-        image.fill(Qt.GlobalColor.transparent)
-        return image
-    return None
-
-
-class InertDocument(QTextDocument):
-    """A document that resolves no resources.
-
-    The stock QTextDocument.loadResource reads local files (e.g. `<link type="text/css">`)
-    itself when nothing else answers, so a view cannot simply decline to load them.
-    """
-
-    def loadResource(self, type: int, name: QUrl) -> Any:
-        return inert_resource(type)
-
-
-class TextPart:
-    """One document of the stack, where it sits and how tall it is. Its document can be
-    released (a long message's parts far out of view) and is made again from `html` when next
-    needed; `height` stays valid for `width` meanwhile."""
-
-    __slots__ = ("_doc", "_make", "chars", "height", "html", "top", "width")
-
-    def __init__(self, make: Callable[[], QTextDocument], html: str) -> None:
-        self._make = make
-        self._doc: QTextDocument | None = None
-        self.html = html
-        self.chars = 1  # the document's character count (with the final paragraph separator)
-        self.top = 0
-        self.width = 0.0  # laid out at this width; negative: `height` is an estimate for -width
-        self.height = 0.0
-
-    @property
-    def loaded(self) -> bool:
-        return self._doc is not None
-
-    @property
-    def doc(self) -> QTextDocument:
-        if self._doc is None:
-            self._doc = self._make()
-            if self.html:
-                self._doc.setHtml(self.html.rstrip())  # a trailing newline would become a space
-            if self.width > 0:
-                self._doc.setTextWidth(self.width)  # laid out when drawn, as it was
-            self.chars = self._doc.characterCount()
-        return self._doc
-
-    def set_html(self, html: str) -> None:
-        self.html = html
-        if self._doc is not None:
-            self._doc.setHtml(html.rstrip())
-            self.chars = self._doc.characterCount()
-        self.width = -abs(self.width)  # keep the old height as an estimate
-
-    def lay_out(self, width: float) -> None:
-        doc = self.doc
-        doc.setTextWidth(width)
-        self.height = doc.size().height()
-        self.width = width
-
-    def release(self) -> None:
-        if self._doc is not None:
-            self._doc.deleteLater()
-            self._doc = None
-
-    def plain_text(self, span: tuple[int, int] | None = None) -> str:
-        """The text of the part, or of `span` in it, without keeping a released document."""
-        doc = self._doc if self._doc is not None else self._make()
-        if self._doc is None:
-            doc.setHtml(self.html.rstrip())
-        if span is None:
-            text = doc.toPlainText()
-        else:
-            text = RichTextView._text_cursor(doc, span).selection().toPlainText()
-        if doc is not self._doc:
-            doc.deleteLater()
-        return text
 
 
 class RichTextView(QWidget):
@@ -361,7 +276,7 @@ class RichTextView(QWidget):
             span = self._selected_span(index)
             if span is not None:
                 selection = QAbstractTextDocumentLayout.Selection()
-                selection.cursor = self._text_cursor(part.doc, span)
+                selection.cursor = text_cursor(part.doc, span)
                 selection.format = highlight
                 context.selections = [selection]
             painter.save()
@@ -382,13 +297,6 @@ class RichTextView(QWidget):
             self._release.start()  # once scrolling has settled
 
     # --- selection -----------------------------------------------------------------------
-
-    @staticmethod
-    def _text_cursor(doc: QTextDocument, span: tuple[int, int]) -> QTextCursor:
-        cursor = QTextCursor(doc)
-        cursor.setPosition(span[0])
-        cursor.setPosition(span[1], QTextCursor.MoveMode.KeepAnchor)
-        return cursor
 
     def _selected_span(self, index: int) -> tuple[int, int] | None:
         if self._anchor is None or self._anchor == self._cursor or index >= len(self._parts):
