@@ -1,9 +1,11 @@
 """The longest GUI-thread stall while the chat view opens hostile messages, measured by a QTimer
 probe that should fire every 5 ms: a 200 KB single line, a 10,000-row table and a 5 MB message.
 For each: opening it, then "Show all" until the whole message is shown, then a resize of the
-window with the whole message in it. Prints one JSON line (stalls in ms, times in s, RSS in MB).
+window with the whole message in it. Also "stream": a 60 KB reply streamed in 200-character
+deltas every 30 ms under 80 other messages. Prints one JSON line (stalls in ms, times in s, RSS
+in MB).
 
-    .venv/bin/python bench/chat_view_stall.py [--cases line,table,big] [--no-show-all]
+    .venv/bin/python bench/chat_view_stall.py [--cases line,table,big,stream] [--no-show-all]
 """
 
 from __future__ import annotations
@@ -73,24 +75,60 @@ class Probe:
         self.last, self.worst = 0.0, 0.0
         self.timer.start()
         loop = QEventLoop()
-        started = time.perf_counter()
-        finished = [0.0]
+        started, finished = [0.0], [0.0]
+
+        def run() -> None:
+            started[0] = time.perf_counter()
+            action()
+            QTimer.singleShot(0, poll)
 
         def poll() -> None:
             if not finished[0] and done():
                 finished[0] = time.perf_counter()
             now = time.perf_counter()
-            if (finished[0] and now - finished[0] > settle_s) or now - started > TIMEOUT_S:
+            if (finished[0] and now - finished[0] > settle_s) or now - started[0] > TIMEOUT_S:
                 loop.quit()
             else:
                 QTimer.singleShot(20, poll)
 
-        QTimer.singleShot(0, action)
-        QTimer.singleShot(20, poll)
+        QTimer.singleShot(50, run)  # after the probe has ticked, so its gaps cover the action
         loop.exec()
         self.timer.stop()
-        elapsed = (finished[0] or time.perf_counter()) - started
+        elapsed = (finished[0] or time.perf_counter()) - started[0]
         return round(max(0.0, self.worst * 1000 - PROBE_MS), 1), round(elapsed, 2)
+
+
+def stream(probe: Probe) -> dict[str, object]:
+    """A long reply arriving as a model would send it, below a chat of 80 messages."""
+    rng = random.Random(9)
+    reply = ""
+    while len(reply) < 60_000:
+        reply += assistant_reply(rng, len(reply) % 12) + "\n\n"
+    view = ChatView()
+    view.resize(900, 760)
+    view.show()
+    for role, message in chat(1):
+        view.add_bubble(role, message)
+    probe.measure(lambda: None, lambda: True, settle_s=0.5)
+    bubble = view.add_bubble("assistant", "")
+    bubble.set_streaming(True)
+    sent = [0]
+    timer = QTimer()
+    timer.setInterval(30)
+
+    def deliver() -> None:
+        bubble.append_text(reply[sent[0]:sent[0] + 200])
+        sent[0] += 200
+        if sent[0] >= len(reply):
+            timer.stop()
+            bubble.set_streaming(False)
+
+    timer.timeout.connect(deliver)
+    stall, took = probe.measure(timer.start, lambda: sent[0] >= len(reply))
+    view.close()
+    view.deleteLater()
+    return {"chars": len(reply), "deltas": len(reply) // 200, "stream_stall_ms": stall,
+            "stream_s": took, "truncated_at_end": getattr(bubble.body, "truncated", False)}
 
 
 def rss_mb() -> float:
@@ -99,7 +137,7 @@ def rss_mb() -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", default="line,table,big")
+    parser.add_argument("--cases", default="line,table,big,stream")
     parser.add_argument("--no-show-all", action="store_true")
     args = parser.parse_args()
     app = QApplication(sys.argv)
@@ -107,6 +145,9 @@ def main() -> int:
     probe = Probe()
     result: dict[str, object] = {"platform": app.platformName()}
     for case in args.cases.split(","):
+        if case == "stream":
+            result[case] = stream(probe)
+            continue
         text = hostile(case)
         view = ChatView()
         view.resize(900, 760)

@@ -177,3 +177,15 @@ def test_user_bubble_actions(qtbot: QtBot) -> None:
     with qtbot.waitSignal(bubble.copy_requested):
         qtbot.mouseClick(bubble.copy_button, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == "Question"
+
+
+def test_another_text_after_show_all_starts_from_its_head(qtbot: QtBot) -> None:
+    view = shown_chat(qtbot, ("assistant", TABLE))
+    bubble = view.bubbles[0]
+    with qtbot.waitSignal(bubble.body.fully_shown, timeout=LOAD_MS):
+        bubble.body.show_all()
+    bubble.set_text("A short answer instead.")
+    assert not bubble.body.truncated
+    assert bubble.body.toPlainText() == "A short answer instead."
+    bubble.set_text(TABLE.replace("row", "line"))  # a long one again: cut, not all shown
+    assert bubble.body.truncated and "line 0" in bubble.body.toPlainText()

@@ -9,6 +9,7 @@ import pytest
 from inglenook.ui.chat.markdown import (
     HEAD_CHARS,
     HEAD_LINES,
+    HEAD_ROWS,
     ZWSP,
     MarkdownPalette,
     breakable,
@@ -240,7 +241,10 @@ def test_display_cut() -> None:
     assert display_cut("short") == 5
     table = "| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 10_000
     cut = display_cut(table)
-    assert table[cut - 1] == "\n" and table[:cut].count("\n") == HEAD_LINES
+    assert table[cut - 1] == "\n" and table[:cut].count("\n") == HEAD_ROWS
+    code = "```\n" + "x = 1\n" * 10_000 + "```\n"
+    cut = display_cut(code)
+    assert code[cut - 1] == "\n" and code[:cut].count("\n") == HEAD_LINES
     prose = "word " * 100_000
     cut = display_cut(prose)
     assert cut <= HEAD_CHARS and prose[cut - 1] == " "

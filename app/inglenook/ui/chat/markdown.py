@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_PALETTE",
     "HEAD_CHARS",
     "HEAD_LINES",
+    "HEAD_ROWS",
     "MarkdownPalette",
     "RenderedMarkdown",
     "code_blocks",
@@ -43,8 +44,9 @@ _CONTAINERS = frozenset({"blockquote_open", "bullet_list_open", "ordered_list_op
 # Deeper than this, indentation leaves no room for text in a bubble; shown as plain source.
 MAX_DISPLAY_DEPTH = 8
 # What a long message shows before "Show all": a bounded amount of work for Qt's layout.
-HEAD_CHARS = 20_000
-HEAD_LINES = 250
+HEAD_CHARS = 40_000
+HEAD_LINES = 1_000
+HEAD_ROWS = 250
 ZWSP = "\u200b"
 _LONG_RUN = re.compile(r"\S{48,}")
 _BREAK_EVERY = 24
@@ -82,17 +84,19 @@ def breakable(text: str) -> str:
         text)
 
 
-def display_cut(text: str, max_chars: int = HEAD_CHARS, max_lines: int = HEAD_LINES) -> int:
+def display_cut(text: str, max_chars: int = HEAD_CHARS, max_lines: int = HEAD_LINES,
+                max_rows: int = HEAD_ROWS) -> int:
     """Where to cut `text` for the first display: its length if it is short enough, else the end
-    of a line (or a space) within both limits."""
+    of a line (or a space) within all limits. Table rows are counted apart: laying one out costs
+    Qt far more than a line of text or code."""
     limit = min(len(text), max_chars)
-    newline = -1
-    for _ in range(max_lines):
-        newline = text.find("\n", newline + 1, limit)
-        if newline < 0:
-            break
-    else:
-        return newline + 1  # max_lines complete lines fit
+    start = lines = rows = 0
+    while (newline := text.find("\n", start, limit)) >= 0:
+        lines += 1
+        rows += text[start:newline].lstrip().startswith("|")
+        start = newline + 1
+        if lines >= max_lines or rows >= max_rows:
+            return start
     if limit == len(text):
         return limit
     for sep in ("\n", " "):

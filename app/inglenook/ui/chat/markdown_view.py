@@ -6,8 +6,8 @@ follows a link by itself, and opens web links only after the user confirms.
 It is a RichTextView (rich_text.py: one light widget painting its documents, instead of a
 QTextBrowser per message). Long output must never freeze the window, and Qt lays a document out
 in one piece on the GUI thread, so at first only a head of bounded size is shown
-(`markdown.display_cut`: 20,000 characters or 250 lines), followed by "Show all". Show all
-parses the whole text on a worker thread and shows it as a stack of bounded parts
+(`markdown.display_cut`: 40,000 characters, 1,000 lines or 250 table rows), with "Show all".
+Show all parses the whole text on a worker thread and shows it as a stack of bounded parts
 (`markdown_segments`), taking in and laying out parts for at most SLICE_S per turn of the event
 loop; the worker stays only a few parts ahead, so it seldom competes with the GUI thread for
 Python's GIL. Copy on a code block that the truncation cuts off copies the whole block: a worker
@@ -131,6 +131,13 @@ class MarkdownView(RichTextView):
         """Show `text`; call again with the longer text as a reply streams in."""
         if text == self._markdown:
             return
+        if self._expanded and not text.startswith(self._markdown):
+            # Another text (a sibling, an edit), not more of this one: start from its head.
+            self._expanded = False
+            self._worker.stop()
+            self._job += 1  # what the old job still delivers is dropped
+            self._job_text = None
+            self._incoming.clear()
         self._markdown = text
         if self._expanded:
             self._ensure_job()
