@@ -105,9 +105,12 @@ class ChatView(QScrollArea):
         for bubble, row in zip(self.bubbles, self._rows, strict=True):
             if bubble.message_id == message_id:
                 self._follow = False
-                QTimer.singleShot(0, lambda r=row: shiboken6.isValid(r)
-                                  and self.ensureWidgetVisible(r, 0, 40))
+                QTimer.singleShot(0, lambda r=row: self._show_row(r))
                 return
+
+    def _show_row(self, row: QWidget) -> None:
+        if shiboken6.isValid(row):  # the chat may have been cleared since
+            self.ensureWidgetVisible(row, 0, 40)
 
     @property
     def following(self) -> bool:

@@ -20,7 +20,7 @@ Its documents (text_part.py) never load resources: the stock QTextDocument reads
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -49,6 +49,11 @@ SYNC_PARTS = 3  # up to this many parts are always laid out at once
 KEEP_PARTS = 8  # a message with more parts releases the documents of those far out of view
 
 Position = tuple[int, int]  # (part, character position in that part's document)
+
+
+def _x(cursor_to_x: object) -> float:
+    # QTextLine.cursorToX returns (x, position) in PySide6; its stubs say object.
+    return cast(tuple[float, int], cursor_to_x)[0]
 
 
 class RichTextView(QWidget):
@@ -375,8 +380,8 @@ class RichTextView(QWidget):
                         offset = fragment.position() - block.position()
                         line = block.layout().lineForTextPosition(offset)
                         origin = part.doc.documentLayout().blockBoundingRect(block).topLeft()
-                        start = line.cursorToX(offset)[0]
-                        end = line.cursorToX(offset + fragment.length())[0]
+                        start = _x(line.cursorToX(offset))
+                        end = _x(line.cursorToX(offset + fragment.length()))
                         return QRectF(origin.x() + start, origin.y() + line.y() + part.top,
                                       end - start, line.height())
                     it += 1

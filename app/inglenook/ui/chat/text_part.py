@@ -37,7 +37,7 @@ class InertDocument(QTextDocument):
     itself when nothing else answers, so a view cannot simply decline to load them.
     """
 
-    def loadResource(self, type: int, name: QUrl) -> Any:
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
         return inert_resource(type)
 
 
