@@ -153,3 +153,20 @@ def test_settings_that_cannot_be_saved_say_so_in_the_window(
     monkeypatch.setattr(window.settings_file, "save", full)
     window.panel.findChild(QDoubleSpinBox, "temperature_spin").setValue(0.9)
     qtbot.waitUntil(lambda: "disk is full" in window.banner.text(), timeout=10_000)
+
+
+def test_a_message_typed_while_the_model_loads_is_sent_once_it_is_ready(
+        qtbot: QtBot, window: MainWindow, script: Script, bundled_model: Path) -> None:
+    script.write(load_ms=1500)
+    window.models.load(str(bundled_model))
+    qtbot.waitUntil(lambda: window.models.is_loading, timeout=LOAD_TIMEOUT_MS)
+    window.composer.edit.setPlainText("Typed while it loads.")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert window.composer.pending and "as soon as the model is ready" in \
+        window.composer.notice.text()
+    with qtbot.waitSignal(window.reply_started, timeout=LOAD_TIMEOUT_MS):
+        pass  # sent by itself when the model is ready
+    wait_reply(qtbot, window)
+    assert [b.text for b in window.chat.bubbles] == ["Typed while it loads.",
+                                                   "Echo: Typed while it loads."]
+    assert window.composer.edit.toPlainText() == "" and not window.composer.pending

@@ -173,7 +173,8 @@ class MainWindow(QMainWindow):
             self.server.start()
         side.store_failed.connect(self.banner.show_message)
         side.defaults_saved.connect(self._defaults_saved)
-        models.loading.connect(lambda _path: (chats.stop_all(), chats.set_can_send(False)))
+        models.loading.connect(lambda _path: (chats.stop_all(), chats.set_can_send(False),
+                                              self.composer.set_loading(True)))
         models.ready.connect(self._model_ready)
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
@@ -222,7 +223,8 @@ class MainWindow(QMainWindow):
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)
         self.chat.set_empty_text(f"{info.name} is ready. Ask it anything.")
-        self.chats.set_can_send(True)
+        self.chats.set_can_send(True)  # sends a message typed while it loaded
+        self.composer.set_loading(False)
         self.chats.show_context()
         self.composer.edit.setFocus()
         self.model_ready.emit(info)
@@ -230,12 +232,14 @@ class MainWindow(QMainWindow):
     def _model_failed(self, path: str, _message: str) -> None:
         self.chat.set_empty_text("Choose a model above to start.")
         self.chats.set_can_send(False)
+        self.composer.set_loading(False)
         if self.side.settings.last_model == path:
             self.side.settings.last_model = ""  # never retry a failing model on the next start
             self._schedule_save()
 
     def _engine_lost(self, message: str) -> None:
         self.chats.set_can_send(False)
+        self.composer.set_loading(False)
         self.engine_lost.emit(message)
 
     def _defaults_saved(self, path: str) -> None:

@@ -124,6 +124,8 @@ class Composer(QWidget):
         column.addLayout(layout)
         self._generating = False
         self._can_send = True
+        self._loading = False  # a model is loading: Enter keeps the message for when it is ready
+        self.pending = False  # a message waits for the model
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
         self.edit.paste_refused.connect(self._paste_refused)
@@ -144,12 +146,33 @@ class Composer(QWidget):
         self._update_enabled()
 
     def set_can_send(self, can_send: bool) -> None:
-        """False while no model is loaded: typing is fine, sending is not."""
+        """False while no model is loaded: typing is fine, sending is not. A message kept
+        while a model loaded is sent as soon as sending is possible."""
         self._can_send = can_send
         self._update_enabled()
+        if can_send and self.pending:
+            self._hold(False)
+            self._submit()
+
+    def set_loading(self, loading: bool) -> None:
+        """While a model loads, Enter keeps the message and sends it once the model is ready;
+        if the load fails, the message stays here, unsent."""
+        self._loading = loading
+        if not loading and self.pending and not self._can_send:
+            self._hold(False)
+            self.notice.setText("The model did not load, so your message was not sent.")
+            self.notice.show()
+        self._update_enabled()
+
+    def _hold(self, pending: bool) -> None:
+        self.pending = pending
+        self.edit.setReadOnly(pending)
+        self.notice.setText("Your message will be sent as soon as the model is ready "
+                            "(Esc to edit it)." if pending else "")
+        self.notice.setVisible(pending)
 
     def _update_enabled(self) -> None:
-        self.button.setEnabled(self._generating or self._can_send)
+        self.button.setEnabled(self._generating or self._can_send or self._loading)
 
     def _clicked(self) -> None:
         if self._generating:
@@ -164,12 +187,23 @@ class Composer(QWidget):
         self.notice.show()
 
     def _escape(self) -> None:
-        if self._generating:
+        if not self.cancel_pending() and self._generating:
             self.stop_requested.emit()
+
+    def cancel_pending(self) -> bool:
+        """Esc on a message waiting for the model: it becomes editable again, unsent."""
+        if not self.pending:
+            return False
+        self._hold(False)
+        return True
 
     def _submit(self) -> None:
         text = self.edit.toPlainText().strip()
-        if self._generating or not self._can_send or not text:
+        if self._generating or not text or self.pending:
+            return
+        if not self._can_send:
+            if self._loading:
+                self._hold(True)
             return
         self.edit.clear()
         self.send_requested.emit(text)

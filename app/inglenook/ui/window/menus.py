@@ -48,7 +48,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
         )),
         Menu("&Chat", (
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
-            Command("stop", "Stop the reply", chats.stop, ["Esc"],
+            Command("stop", "Stop the reply", lambda: w.composer.cancel_pending() or chats.stop(),
+                    ["Esc"],
                     "Stop the reply of this chat, wherever the focus is"),
             None,
             Command("nextChat", "Next conversation", lambda: history.step(1),
