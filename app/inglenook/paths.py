@@ -41,6 +41,18 @@ def log_dir() -> Path:
     return _dir("logs", platformdirs.user_log_dir(APP_NAME, appauthor=False))
 
 
+def cache_dir() -> Path:
+    return _dir("cache", platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def kv_state_dir() -> Path:
+    """Where the engine spills the KV-cache states of conversations it keeps (see
+    engine/kv_states.py): derived data, safe to delete, one folder per engine process."""
+    path = cache_dir() / "kv-states"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def models_dir() -> Path:
     """Where downloaded and imported GGUF files go."""
     path = data_dir() / "models"

@@ -133,8 +133,8 @@ def _chatml_tokens(messages: Any) -> list[p.PromptToken]:
                    for n, w in enumerate(re.findall(r"\S+\s*|\s+", f"{m.role}\n{m.content}"))]
         tokens.append(p.PromptToken(2, "<|im_end|>", True))
         tokens.append(p.PromptToken(198, "\n", False))
-    return tokens + [p.PromptToken(1, "<|im_start|>", True), p.PromptToken(101, "assistant\n",
-                                                                          False)]
+    return [*tokens, p.PromptToken(1, "<|im_start|>", True),
+            p.PromptToken(101, "assistant\n", False)]
 
 
 def _read(stream: IO[bytes], host: FakeHost, inbox: queue.Queue) -> None:
@@ -174,6 +174,9 @@ def main() -> int:
             host.generate(message.request)
         elif isinstance(message, p.Inspect):
             host.inspect(message.request)
+        elif isinstance(message, p.StateUsage):
+            host.send(p.StateReport())  # keeps no conversation states
+        # DropState: nothing is kept, so nothing to forget.
 
 
 if __name__ == "__main__":

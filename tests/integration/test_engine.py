@@ -278,20 +278,32 @@ def test_inspect_shows_the_prompt_and_leaves_the_cache_alone(engine: EngineClien
     assert len(view.tokens) == stats_of(events).stats.prompt_tokens
 
 
-def test_inspect_leaves_out_what_the_context_would_leave_out(engine: EngineClient) -> None:
+@pytest.mark.parametrize(("overflow", "first_kept"), [("middle", 2), ("rolling", 0)])
+def test_inspect_leaves_out_what_the_context_would_leave_out(
+        engine: EngineClient, overflow: str, first_kept: int) -> None:
     turns: list[Message] = []
     for i in range(12):
         filler = f"Earlier message number {i} about nothing much. " * 60
         turns += [Message("user", filler), Message("assistant", filler)]
     turns.append(Message("user", "Say hello."))
-    view = engine.inspect(GenerationRequest(94, tuple(turns), GREEDY.replace(max_tokens=8)))
+    request = GenerationRequest(94, tuple(turns), GREEDY.replace(max_tokens=8),
+                                overflow=overflow)  # type: ignore[arg-type]
+    view = engine.inspect(request)
     assert view.dropped_messages > 0 and view.n_ctx == 4096
-    assert "Earlier message number 0 " not in view.prompt and "Say hello." in view.prompt
+    # "middle" keeps the first exchange (messages 0 and 1), "rolling" does not.
+    assert view.dropped_start == first_kept
+    assert ("Earlier message number 0 " in view.prompt) == (overflow == "middle")
+    left_out = turns[view.dropped_start: view.dropped_start + view.dropped_messages]
+    assert all(m.content not in view.prompt for m in left_out)
+    after = view.dropped_start + view.dropped_messages
+    assert all(m.content in view.prompt for m in turns[after:]) and "Say hello." in view.prompt
     assert len(view.tokens) <= view.n_ctx
     _, events = ask(engine, tuple(turns), 95, GREEDY.replace(max_tokens=8))
     stats = stats_of(events).stats
-    assert stats.dropped_messages == view.dropped_messages
-    assert stats.prompt_tokens == len(view.tokens)
+    if overflow == "middle":  # the default
+        assert stats.dropped_messages == view.dropped_messages
+        assert stats.dropped_start == view.dropped_start
+        assert stats.prompt_tokens == len(view.tokens)
 
 
 def test_inspect_reports_why_there_is_no_prompt(engine: EngineClient, tmp_path: Path) -> None:

@@ -170,6 +170,46 @@ def test_ordinary_large_numbers_and_long_conversations_still_render() -> None:
     assert len(ChatTemplate(CHATML_TEMPLATE).render(long)) > 2_000_000
 
 
+# Builds the prompt as one growing string, as some real models' templates do.
+GROWING_TEMPLATE = (
+    "{% set ns = namespace(out=bos_token) %}{% for m in messages %}"
+    "{% set ns.out = ns.out ~ '<|im_start|>' ~ m.role ~ '\n' ~ m.content ~ '<|im_end|>\n' %}"
+    "{% endfor %}{% if add_generation_prompt %}"
+    "{% set ns.out = ns.out ~ '<|im_start|>assistant\n' %}{% endif %}{{ ns.out }}"
+)
+
+
+def test_a_template_appending_to_one_growing_string_renders_long_chats() -> None:
+    # 800 messages, 880 KB: each append used to be charged for the whole string (quadratic).
+    turns = [Message("user" if i % 2 == 0 else "assistant", f"turn {i} " + "word " * 220)
+             for i in range(800)]
+    start = time.monotonic()
+    text = ChatTemplate(GROWING_TEMPLATE).render(turns)
+    assert time.monotonic() - start < 1.0
+    assert text == ChatTemplate(CHATML_TEMPLATE).render(turns)
+    prompt = render_prompt(ChatTemplate(GROWING_TEMPLATE), turns, control=CHATML_CONTROL)
+    assert not prompt.defused and message_text(prompt) == [m.content for m in turns]
+
+
+@pytest.mark.parametrize("bomb", [
+    # Appending to a growing string far more than any chat: stopped by the result's size.
+    "{% set ns = namespace(out='') %}{% for i in range(100000) %}"
+    "{% set ns.out = ns.out ~ ('y' * 100) %}{% endfor %}{{ ns.out|length }}",
+    # Big joins thrown away at once: what they add counts as work.
+    "{% set s = 'x' * 500000 %}{% for i in range(100000) %}{% set y = s ~ s %}{% endfor %}",
+    # Appending a string to itself: stopped by the size of the result, not the work.
+    "{% set ns = namespace(out='ab') %}{% for i in range(64) %}{% set ns.out = ns.out ~ ns.out"
+    " ~ 'c' %}{% endfor %}",
+    # Many operands in one join.
+    "{% set s = 'x' * 900000 %}{{ s ~ s ~ s ~ s }}",
+])
+def test_growing_strings_are_still_bounded(bomb: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(TemplateError, match="unreasonably large"):
+        ChatTemplate(bomb).render(CHAT)
+    assert time.monotonic() - start < 1.0
+
+
 def test_gemma_style_template_gets_system_prompt_merged_into_first_user_message() -> None:
     template = ChatTemplate(GEMMA_TEMPLATE, bos_token="<bos>")
     messages = [Message("system", "Be brief."), *CHAT]

@@ -1,12 +1,30 @@
-"""Context budgeting: which messages of a conversation fit in the model's context window."""
+"""Context budgeting: which messages of a conversation fit in the model's context window.
+
+What is left out when a conversation outgrows the context is the overflow policy's choice:
+"stop" leaves nothing out (the reply fails with a message), "middle" keeps the system prompt and
+the first exchange (unless that takes over half the room) and leaves out the oldest turns after
+it, "rolling" keeps the system prompt and leaves out the oldest turns. The system prompt and the
+newest user message are never left out.
+
+History is left out in chunks (about an eighth of the budget at a time, measured on the
+messages' own sizes, which do not change as the chat grows), so the prompt stays the same for
+many turns after an overflow and the engine can keep its KV cache. Prompts are counted from the
+newest turns backwards in growing windows: a 400-turn chat that keeps 12 renders a few windows
+of about that size, never all 400 turns.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from inglenook.core.messages import Message
+from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES, Message, OverflowPolicy
 
 TokenCounter = Callable[[Sequence[Message]], int]
+__all__ = ["DEFAULT_OVERFLOW", "OVERFLOW_POLICIES", "ContextFull", "ContextOverflow", "Fit",
+           "OverflowPolicy", "fit_messages", "policy_of", "reply_reserve"]
+
+CHUNKS_PER_BUDGET = 8  # history is left out an eighth of the budget at a time
 
 
 class ContextOverflow(Exception):
@@ -15,16 +33,38 @@ class ContextOverflow(Exception):
     def __init__(self, tokens: int, n_ctx: int, reserve: int, with_system: bool = False) -> None:
         self.tokens, self.n_ctx, self.reserve = tokens, n_ctx, reserve
         self.with_system = with_system
-        what = "Your system prompt and message are" if with_system else "Your message is"
-        kept = f" (with {reserve:,} kept for the reply)" if reserve else ""
-        super().__init__(
-            f"{what} {tokens:,} tokens but the context holds {n_ctx:,}{kept}. "
-            "Shorten it or load the model with a longer context."
-        )
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        what = "Your system prompt and message are" if self.with_system else "Your message is"
+        return (f"{what} {self.tokens:,} tokens but the context holds {self.n_ctx:,}"
+                f"{self._kept()}. Shorten it or load the model with a longer context.")
+
+    def _kept(self) -> str:
+        return f" (with {self.reserve:,} kept for the reply)" if self.reserve else ""
 
     def __reduce__(self) -> tuple[type[ContextOverflow], tuple[int, int, int, bool]]:
         # Survives pickling across the engine pipe (the default would call __init__(message)).
         return type(self), (self.tokens, self.n_ctx, self.reserve, self.with_system)
+
+
+class ContextFull(ContextOverflow):
+    """The conversation no longer fits and its overflow policy is "stop"."""
+
+    def _message(self) -> str:
+        return (f"This conversation is {self.tokens:,} tokens and the context holds "
+                f"{self.n_ctx:,}{self._kept()}. Start a new chat, let older messages be left "
+                "out (the chat's overflow setting), or load the model with a longer context.")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The messages to send. Those left out are one run: `dropped` messages starting at index
+    `dropped_start` of the conversation as given (0 when none are)."""
+
+    messages: tuple[Message, ...]
+    dropped: int = 0
+    dropped_start: int = 0
 
 
 def reply_reserve(n_ctx: int, max_tokens: int) -> int:
@@ -32,6 +72,11 @@ def reply_reserve(n_ctx: int, max_tokens: int) -> int:
     if max_tokens > 0:
         return min(max_tokens, n_ctx // 2)
     return min(512, n_ctx // 4)
+
+
+def policy_of(value: object) -> OverflowPolicy:
+    """A policy from a request; anything unknown is the default (a request never fails on it)."""
+    return value if value in OVERFLOW_POLICIES else DEFAULT_OVERFLOW
 
 
 def _turns(messages: Sequence[Message]) -> list[tuple[Message, ...]]:
@@ -49,39 +94,97 @@ def _turns(messages: Sequence[Message]) -> list[tuple[Message, ...]]:
     return [tuple(u) for u in units]
 
 
-def fit_messages(
-    messages: Sequence[Message], count_tokens: TokenCounter, n_ctx: int, reserve: int
-) -> tuple[tuple[Message, ...], int]:
-    """The messages to send, oldest history dropped first, and how many messages were dropped.
+def _estimate(messages: Sequence[Message]) -> int:
+    """A rough token count without the tokenizer: ~4 bytes of UTF-8 a token across scripts,
+    plus the template's markup. Only sizes chunks and decides what is worth counting."""
+    return sum(len(m.content.encode("utf-8", errors="replace")) // 4 + 4 for m in messages)
 
-    Always kept: a leading system message, and the latest user message with anything after it.
-    `count_tokens` renders and tokenizes a whole prompt (~ms each), so this calls it O(log n)
-    times: once when everything fits, otherwise a binary search over how many turns to drop
-    (fewer messages never means more tokens).
+
+def _remembered(count_tokens: TokenCounter) -> TokenCounter:
+    """`count_tokens` asked once per prompt (the search may come back to one it counted)."""
+    counts: dict[tuple[Message, ...], int] = {}
+
+    def count(messages: Sequence[Message]) -> int:
+        key = tuple(messages)
+        if key not in counts:
+            counts[key] = count_tokens(key)
+        return counts[key]
+
+    return count
+
+
+def fit_messages(
+    messages: Sequence[Message], count_tokens: TokenCounter, n_ctx: int, reserve: int,
+    policy: OverflowPolicy = DEFAULT_OVERFLOW,
+) -> Fit:
+    """The messages to send under `policy` (see the module docstring).
+
+    `count_tokens` renders and tokenizes a whole prompt (~ms each), so this calls it once when
+    everything fits and O(log n) times on prompts of at most about twice the budget otherwise.
+    Raises ContextFull ("stop") or ContextOverflow (not even the newest message fits).
     """
     budget = n_ctx - reserve
+    count_tokens = _remembered(count_tokens)
     head = tuple(messages[:1]) if messages and messages[0].role == "system" else ()
     body = list(messages[len(head):])
     last_user = max((i for i, m in enumerate(body) if m.role == "user"), default=len(body) - 1)
     tail = tuple(body[max(last_user, 0):])
     units = _turns(body[:max(last_user, 0)])
+    if policy == "stop" or _estimate(messages) <= 2 * budget:
+        total = count_tokens(tuple(messages))
+        if total <= budget:
+            return Fit(tuple(messages))
+        if policy == "stop":
+            raise ContextFull(total, n_ctx, reserve)
+    # The first exchange is kept while it leaves at least half the room to recent turns.
+    pinned = tuple(m for u in units[:1] for m in u) if policy == "middle" else ()
+    if _estimate(pinned) > budget // 2:
+        pinned = ()
+    fit = _fit_window(head + pinned, units[1 if pinned else 0:], tail, count_tokens, budget)
+    if fit is None and pinned:  # the first exchange is too long to keep: it goes too
+        fit = _fit_window(head, units, tail, count_tokens, budget)
+    if fit is None:
+        raise ContextOverflow(count_tokens(head + tail), n_ctx, reserve, with_system=bool(head))
+    return fit
+
+
+def _fit_window(prefix: tuple[Message, ...], units: Sequence[tuple[Message, ...]],
+                tail: tuple[Message, ...], count_tokens: TokenCounter, budget: int) -> Fit | None:
+    """`prefix`, the newest units that fit and `tail`, leaving out the oldest units in chunks;
+    None when even `prefix` + `tail` do not fit."""
 
     def keep(dropped: int) -> tuple[Message, ...]:
-        return head + tuple(m for unit in units[dropped:] for m in unit) + tail
+        return prefix + tuple(m for unit in units[dropped:] for m in unit) + tail
 
-    everything = count_tokens(keep(0))
-    if everything <= budget:
-        return keep(0), 0
-    smallest = count_tokens(keep(len(units))) if units else everything
-    if smallest > budget:
-        raise ContextOverflow(smallest, n_ctx, reserve, with_system=bool(head))
-    # Invariant: dropping `fits` units fits, dropping `fails` units does not.
-    fails, fits = 0, len(units)
-    while fits - fails > 1:
-        middle = (fails + fits) // 2
-        if count_tokens(keep(middle)) <= budget:
-            fits = middle
+    def fits(dropped: int) -> bool:
+        return count_tokens(keep(dropped)) <= budget
+
+    # Where to cut: where the oldest units' running size passes a multiple of a chunk. The
+    # sizes are the units' own, so a later turn cuts at the same places until it needs more.
+    chunk = max(budget // CHUNKS_PER_BUDGET, 1)
+    cuts, size = [0], 0
+    for i, unit in enumerate(units, start=1):
+        before, size = size, size + _estimate(unit)
+        if size // chunk > before // chunk or i == len(units):
+            cuts.append(i)
+    if not fits(cuts[-1]):
+        return None
+    # The fewest cuts that fit: probed from the newest end in doubling steps, then halved, so
+    # only windows of up to about twice what fits are rendered.
+    fit_at, fail_at, step = len(cuts) - 1, -1, 1
+    while fail_at < 0 and fit_at > 0:
+        probe = max(fit_at - step, 0)
+        if fits(cuts[probe]):
+            fit_at, step = probe, step * 2
         else:
-            fails = middle
-    kept = keep(fits)
-    return kept, len(messages) - len(kept)
+            fail_at = probe
+    while fit_at - fail_at > 1:
+        middle = (fit_at + fail_at) // 2
+        if fits(cuts[middle]):
+            fit_at = middle
+        else:
+            fail_at = middle
+    dropped_units = cuts[fit_at]
+    kept = keep(dropped_units)
+    dropped = sum(len(u) for u in units[:dropped_units])
+    return Fit(kept, dropped, len(prefix) if dropped else 0)

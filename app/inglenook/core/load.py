@@ -30,6 +30,10 @@ class LoadParams:
     # A context longer than the model was trained on loads only when asked for explicitly:
     # replies past the trained length are often incoherent.
     allow_beyond_trained: bool = False
+    # KV-cache states of conversations the engine keeps (engine/kv_states.py): RAM and disk
+    # budgets in MiB; -1: derived from free memory / free disk (see ModelInfo for the result).
+    kv_state_ram_mb: int = -1
+    kv_state_disk_mb: int = -1
 
     def replace(self, **changes: object) -> LoadParams:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -44,6 +48,8 @@ class LoadParams:
             )
         if self.n_ctx < 0 or self.n_batch < 1 or self.n_threads < 0:
             raise LoadParamsError("Context length, batch size and threads must be positive.")
+        if self.kv_state_ram_mb < -1 or self.kv_state_disk_mb < -1:
+            raise LoadParamsError("Memory for chat states must be 0 or more (-1: automatic).")
 
 
 @dataclass(frozen=True)
@@ -109,3 +115,6 @@ class ModelInfo:
     template_source: Literal["gguf", "override", "chatml"]
     load_seconds: float = 0.0
     quantization: str = ""
+    # What the engine may hold for the KV-cache states of conversations it keeps, in bytes.
+    kv_state_ram_budget: int = 0
+    kv_state_disk_budget: int = 0

@@ -9,6 +9,10 @@ from inglenook.core.sampling import SamplingParams
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+# What to leave out when a conversation outgrows the context (see core/context.py).
+OverflowPolicy = Literal["stop", "middle", "rolling"]
+OVERFLOW_POLICIES: tuple[OverflowPolicy, ...] = ("stop", "middle", "rolling")
+DEFAULT_OVERFLOW: OverflowPolicy = "middle"
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,20 @@ class Message:
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One reply to generate. `messages` is the whole conversation the model should see."""
+    """One reply to generate. `messages` is the whole conversation the model should see.
+
+    `conversation` names the conversation (the window: its scheduler owner, "chat:12"), so the
+    engine keeps its KV-cache state when another conversation runs and restores it when this
+    one continues; "" keeps none. `overflow` is what to leave out when it outgrows the context:
+    "stop" (nothing: the reply fails with a message), "middle" (the oldest turns after the
+    system prompt and the first exchange, unless that takes over half the room) or "rolling"
+    (the oldest turns after the system prompt); anything else is read as the default."""
 
     request_id: int
     messages: tuple[Message, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    conversation: str = ""
+    overflow: OverflowPolicy = DEFAULT_OVERFLOW
 
 
 def build_messages(system_prompt: str, turns: list[Message]) -> tuple[Message, ...]:

@@ -18,11 +18,23 @@ class Stats:
     prompt_tok_s: float  # evaluation speed of the new prompt tokens
     context_used: int  # tokens in the KV cache after the reply
     n_ctx: int
-    dropped_messages: int = 0  # oldest messages left out so the conversation fits
+    # Messages left out so the conversation fits: one run of `dropped_messages` starting at
+    # index `dropped_start` of the request's messages (after the system prompt, and after the
+    # first exchange under the "middle" policy). The system prompt is never left out.
+    dropped_messages: int = 0
     seed: int = -1  # the seed actually used (a random one when the request asked for random)
+    dropped_start: int = 0
+    # Where the cached tokens came from: "live" (the KV cache as the last reply left it),
+    # "ram" or "disk" (this conversation's, or a shared system prompt's, saved state), "".
+    cache_source: str = ""
+    state_restore_s: float = 0.0  # reading and loading that saved state
+    shifted_tokens: int = 0  # left-out tokens removed from the KV cache instead of evaluating
 
 
 @dataclass(frozen=True)
 class Finish:
     reason: FinishReason
     message: str = ""  # for "error": what went wrong, in words for the user
+    # For "error": the conversation does not fit the context (its overflow policy is "stop",
+    # or even its newest message is too long), so the window can offer what to do.
+    context_full: bool = False

@@ -5,11 +5,13 @@ whoever made the file. They run in Jinja's immutable sandbox (no Python internal
 under a budget of time and size, so a hostile template can neither escape nor hang the engine.
 
 How the budget is enforced: every sandbox call, attribute/item lookup, guarded operator and (by
-rewriting the parsed template) every loop iteration checks the clock; every printed or `~`-joined
-value counts against a size budget; and the few builtins that can build a huge value in one step
-are refused up front (see `_precheck`). Residual limit: a single builtin step we have not
-listed can still allocate a large multiple of its (bounded) input before any check sees it, so
-render in a process that can be killed as the last resort (the engine host), not in the GUI.
+rewriting the parsed template) every loop iteration checks the clock; every printed value counts
+against a size budget; every `~` join checks the size of its result and counts what it adds
+(linear in the output, so a template appending to one growing string renders long chats); and
+the few builtins that can build a huge value in one step are refused up front (see `_precheck`).
+Residual limit: a single builtin step we have not listed can still allocate a large multiple of
+its (bounded) input before any check sees it, so render in a process that can be killed as the
+last resort (the engine host), not in the GUI.
 
 Message text never becomes markup. Only the template's own text may produce control tokens
 (`<|im_start|>`, `<|eot_id|>`, `<start_of_turn>`, `[INST]`, `<|start|>`...); the text of every
@@ -185,9 +187,29 @@ def _counted(_context: Any, value: Any) -> Any:
     return value
 
 
+@pass_context
+def _joined(_context: Any, values: tuple[Any, ...]) -> str:
+    """`a ~ b ~ c`, with the result's size checked before it is built. Only what the join adds
+    to its largest part counts as work: a template that appends to one growing string
+    (`ns.out = ns.out ~ turn`) is charged for each turn once, not for the whole string on every
+    append, which made long chats quadratic and refused. A value that doubles itself is still
+    stopped, by the size of its result."""
+    budget = _BUDGET.get()
+    limit = _limit()
+    sizes = [_size(v, limit) for v in values]
+    if sum(sizes) > limit:
+        raise TemplateError(_TOO_BIG)
+    if budget is not None and sizes:
+        budget.work_left -= sum(sizes) - max(sizes)
+        if budget.work_left < 0:
+            raise TemplateError(_TOO_BIG)
+    return "".join(map(str, values))
+
+
 def _instrument(ast: nodes.Template) -> nodes.Template:
-    """Make every loop iteration check the clock, and every printed or `~`-joined value count
-    against the work budget (so `{% set x = x ~ x %}` repeated can't double its way to gigabytes).
+    """Make every loop iteration check the clock, every printed value count against the work
+    budget, and every `~` join check its result's size and count what it adds (so
+    `{% set x = x ~ x %}` repeated can't double its way to gigabytes).
 
     Without this, `{% for i in range(10**5) %}{% for j in range(10**5) %}{% endfor %}{% endfor %}`
     never reaches a sandbox hook and would spin for hours.
@@ -201,7 +223,8 @@ def _instrument(ast: nodes.Template) -> nodes.Template:
     for output in list(ast.find_all(nodes.Output)):
         output.nodes = [wrap(n, "_inglenook_counted") for n in output.nodes]
     for concat in list(ast.find_all(nodes.Concat)):
-        concat.nodes = [wrap(n, "_inglenook_counted") for n in concat.nodes]
+        operands = nodes.Tuple(concat.nodes, "load", lineno=concat.lineno)
+        concat.nodes = [wrap(operands, "_inglenook_joined")]  # a join of one string: itself
     return ast
 
 
@@ -296,6 +319,7 @@ class ChatTemplate:
         env.filters = {name: _guard_filter(name, f) for name, f in env.filters.items()}
         env.filters["_inglenook_ticking"] = _ticking
         env.filters["_inglenook_counted"] = _counted
+        env.filters["_inglenook_joined"] = _joined
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         try:

@@ -253,6 +253,21 @@ class EngineClient:
                     raise EngineError(event.error)
                 return event
 
+    def drop_state(self, conversation: str) -> None:
+        """Have the engine forget the KV-cache state it keeps for a conversation (deleted).
+        Nothing comes back; a dead engine has nothing to forget."""
+        if self.alive:
+            with contextlib.suppress(EngineCrashed):
+                self._send(p.DropState(conversation))
+
+    def state_report(self) -> p.StateReport:
+        """The KV-cache states the engine keeps for conversations, and its budgets."""
+        self._send(p.StateUsage())
+        while True:
+            event = self._next()
+            if isinstance(event, p.StateReport):
+                return event
+
     def _cancel_overdue(self, rid: int, grace: float) -> bool:
         at = self._cancel_at.get(rid)
         return at is not None and time.monotonic() - at > grace

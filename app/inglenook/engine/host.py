@@ -10,6 +10,10 @@ core/template.py): markup is read with special tokens on, message text with them
 plain text between two control tokens is tokenized as one piece, exactly as llama.cpp reads a
 whole prompt, so an ordinary conversation gets the same tokens as before.
 
+The KV cache is kept per conversation (engine/kv_reuse.py, engine/kv_states.py): this module
+hands them the llama.cpp calls as a `_LlamaMemory`, so that it stays the only importer of
+llama_cpp.
+
 A model is loaded only after the fit planner's estimate at the chosen context (weights, KV cache,
 compute buffers) was checked against free memory: llama.cpp would otherwise try, and a context of
 10^9 grows the process until the OOM killer ends it.
@@ -20,9 +24,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
+import dataclasses
 import os
 import queue
 import random
+import shutil
 import sys
 import threading
 import time
@@ -33,7 +39,8 @@ from typing import IO, Any
 import llama_cpp
 import psutil
 
-from inglenook.core.context import ContextOverflow, fit_messages, reply_reserve
+from inglenook import paths
+from inglenook.core.context import ContextOverflow, Fit, fit_messages, policy_of, reply_reserve
 from inglenook.core.load import LoadParams, LoadParamsError, ModelInfo, choose_context
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import Finish, FinishReason, Stats
@@ -48,6 +55,8 @@ from inglenook.core.template import (
     render_prompt,
 )
 from inglenook.engine import protocol as p
+from inglenook.engine.kv_reuse import ConversationStates
+from inglenook.engine.kv_states import StateCache, common_prefix, count, pack
 from inglenook.models import fit
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
@@ -56,6 +65,9 @@ from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 DELTA_BATCH_S = 0.015
 KV_TYPES = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0,
             "q4_0": llama_cpp.GGML_TYPE_Q4_0}
+MIB = 1024 * 1024
+MAX_STATE_BUDGET = 8 * 1024 * MIB  # the automatic budgets: a quarter of what is free, this at most
+PREFIX_MIN_CHARS = 600  # a system prompt shorter than this cannot be MIN_PREFIX_TOKENS long
 
 
 def physical_cores() -> int:
@@ -100,14 +112,17 @@ _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip 
 
 
 class Session:
-    """A loaded model and its KV cache; generates one reply at a time."""
+    """A loaded model, its KV cache and the states of conversations it keeps."""
 
-    def __init__(self, llm: Any, template: ChatTemplate, info: ModelInfo) -> None:
+    def __init__(self, llm: Any, template: ChatTemplate, info: ModelInfo,
+                 cache: StateCache) -> None:
         self.llm = llm
         self.template = template
         self.info = info
+        self.states = ConversationStates(_LlamaMemory(llm), cache)
         self.vocab = llm._model.vocab
         self._pieces: dict[int, bytes] = {}
+        self._system_probes: dict[str, bytes] = {}
         self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         self._bos = llm.token_bos()
         self._markup, self.control = self._control_tokens()
@@ -213,8 +228,25 @@ class Session:
             return self._plain(run, before, after, again=False)
         return tokens
 
+    def system_prefix(self, messages: Sequence[Message], tokens: list[int]) -> int:
+        """How many leading tokens of a prompt are its system prompt's (and the markup after
+        it that any conversation would share); 0 for a short one, or when it cannot be told."""
+        if not messages or messages[0].role != "system" or len(
+                messages[0].content) < PREFIX_MIN_CHARS:
+            return 0
+        probe = self._system_probes.get(messages[0].content)
+        if probe is None:
+            try:  # a stand-in first message: some templates refuse a system prompt alone
+                probe = pack(self.tokenize([messages[0], Message("user", "\u2026")]))
+            except TemplateError:
+                probe = b""
+            if len(self._system_probes) > 32:
+                self._system_probes.clear()
+            self._system_probes[messages[0].content] = probe
+        return common_prefix(probe, pack(tokens))
+
     def view(self, request_id: int, prompt: RenderedPrompt, tokens: list[int],
-             dropped: int) -> p.PromptView:
+             fit: Fit) -> p.PromptView:
         """The prompt as the model sees it: its text and every token. A character whose bytes
         span several tokens is shown with the token that completes it, so the pieces add up to
         the text."""
@@ -223,10 +255,71 @@ class Session:
                                     t in self._markup) for t in tokens)
         text = "".join(t.piece for t in shown) + utf8.decode(b"", final=True)
         return p.PromptView(request_id, text, shown, n_ctx=self.llm.n_ctx(),
-                            dropped_messages=dropped, defused=prompt.defused)
+                            dropped_messages=fit.dropped, defused=prompt.defused,
+                            dropped_start=fit.dropped_start)
 
     def close(self) -> None:
+        self.states.reset()
         self.llm.close()
+
+
+class _LlamaMemory:
+    """llama-cpp-python's KV cache (its one sequence, id 0) as kv_reuse.KvMemory. States are
+    llama.cpp's sequence states (llama_state_seq_*): the KV cells only, ~6x faster to save and
+    smaller than Llama.save_state, which also copies every logit row."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+
+    def _memory(self) -> Any:
+        return llama_cpp.llama_get_memory(self.llm._ctx.ctx)
+
+    def tokens(self) -> bytes:
+        return self.llm.input_ids[: self.llm.n_tokens].tobytes()
+
+    def keep(self, n: int) -> bool:
+        ok = bool(self.llm._ctx.kv_cache_seq_rm(-1, n, -1))
+        if ok:
+            self.llm.n_tokens = min(self.llm.n_tokens, n)
+        return ok
+
+    def cut(self, start: int, end: int) -> bool:
+        memory, llm = self._memory(), self.llm
+        if not llama_cpp.llama_memory_can_shift(memory) or not llama_cpp.llama_memory_seq_rm(
+                memory, 0, start, end):
+            return False
+        llama_cpp.llama_memory_seq_add(memory, 0, end, -1, start - end)
+        n = llm.n_tokens
+        llm.input_ids[start: n - (end - start)] = llm.input_ids[end:n].copy()
+        llm.n_tokens = n - (end - start)
+        return True
+
+    def save(self) -> bytearray:
+        self.keep(self.llm.n_tokens)  # cells past n_tokens (a stopped prompt) are not saved
+        ctx = self.llm._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        data = bytearray(size)
+        written = llama_cpp.llama_state_seq_get_data(
+            ctx, (ctypes.c_uint8 * size).from_buffer(data), size, 0)
+        del data[written:]
+        return data
+
+    def restore(self, data: bytearray, tokens: bytes) -> bool:
+        memory, llm, n = self._memory(), self.llm, count(tokens)
+        llama_cpp.llama_memory_clear(memory, True)
+        read = llama_cpp.llama_state_seq_set_data(
+            llm._ctx.ctx, (ctypes.c_uint8 * len(data)).from_buffer(data), len(data), 0)
+        if read != len(data) or llama_cpp.llama_memory_seq_pos_max(memory, 0) != n - 1:
+            self.clear()
+            return False
+        llm.input_ids[:n] = memoryview(tokens).cast("i")
+        llm.n_tokens = n
+        llm._requires_eval = True
+        return True
+
+    def clear(self) -> None:
+        llama_cpp.llama_memory_clear(self._memory(), True)
+        self.llm.n_tokens = 0
 
 
 class EngineHost:
@@ -295,7 +388,9 @@ class EngineHost:
             template_source=source,  # type: ignore[arg-type]
             load_seconds=time.perf_counter() - started, quantization=header.quantization,
         )
-        self._session = Session(llm, template, info)
+        ram, disk = _state_budgets(params)
+        info = dataclasses.replace(info, kv_state_ram_budget=ram, kv_state_disk_budget=disk)
+        self._session = Session(llm, template, info, StateCache(ram, disk, paths.kv_state_dir))
         self.send(p.Loaded(info))
 
     def _construct(self, params: LoadParams, n_ctx: int, n_threads: int, n_gpu_layers: int) -> Any:
@@ -318,9 +413,22 @@ class EngineHost:
             )
 
     def unload(self) -> None:
+        """Also forgets every kept conversation state: it belongs to this model and settings."""
         if self._session is not None:
             self._session.close()
             self._session = None
+
+    def drop_state(self, conversation: str) -> None:
+        if self._session is not None:
+            self._session.states.forget(conversation)
+
+    def state_report(self) -> p.StateReport:
+        if self._session is None:
+            return p.StateReport()
+        cache = self._session.states.cache
+        use = cache.usage()
+        return p.StateReport(use.ram_bytes, use.disk_bytes, use.in_ram, use.on_disk,
+                             cache.ram_budget, cache.disk_budget)
 
     # ---- generating ----------------------------------------------------------------------
     def generate(self, request: GenerationRequest) -> None:
@@ -348,15 +456,22 @@ class EngineHost:
         self.send(p.Finished(rid, Finish(reason, message)))
 
     @staticmethod
-    def _fit(s: Session, request: GenerationRequest) -> tuple[RenderedPrompt, list[int], int]:
-        """The prompt for a request, oldest history left out until it fits, its tokens and how
-        many messages were left out."""
+    def _fit(s: Session, request: GenerationRequest) -> tuple[RenderedPrompt, list[int], Fit]:
+        """The prompt for a request, history left out under its overflow policy until it fits,
+        its tokens, and what was left out."""
         n_ctx = s.llm.n_ctx()
-        messages, dropped = fit_messages(
-            request.messages, lambda m: len(s.tokenize(m)), n_ctx,
-            reply_reserve(n_ctx, request.sampling.max_tokens))
-        prompt = s.render(messages)
-        return prompt, s.tokenize_prompt(prompt), dropped
+        rendered: dict[tuple[Message, ...], tuple[RenderedPrompt, list[int]]] = {}
+
+        def count_tokens(messages: Sequence[Message]) -> int:
+            prompt = s.render(messages)
+            rendered[tuple(messages)] = prompt, s.tokenize_prompt(prompt)
+            return len(rendered[tuple(messages)][1])
+
+        fit = fit_messages(request.messages, count_tokens, n_ctx,
+                           reply_reserve(n_ctx, request.sampling.max_tokens),
+                           policy_of(request.overflow))
+        prompt, tokens = rendered.get(fit.messages) or (s.render(fit.messages), [])
+        return prompt, tokens or s.tokenize_prompt(prompt), fit
 
     def inspect(self, request: GenerationRequest) -> None:
         """Answer with the prompt a Generate of this request would evaluate; generates nothing
@@ -366,8 +481,8 @@ class EngineHost:
             self.send(p.PromptView(rid, error="No model is loaded."))
             return
         try:
-            prompt, tokens, dropped = self._fit(self._session, request)
-            self.send(self._session.view(rid, prompt, tokens, dropped))
+            prompt, tokens, fit = self._fit(self._session, request)
+            self.send(self._session.view(rid, prompt, tokens, fit))
         except (TemplateError, ContextOverflow) as exc:
             self.send(p.PromptView(rid, error=str(exc)))
         except Exception as exc:  # the host and the model stay up
@@ -378,19 +493,23 @@ class EngineHost:
         started = time.perf_counter()
         n_ctx = llm.n_ctx()
         try:
-            _, tokens, dropped = self._fit(s, request)
-        except (TemplateError, ContextOverflow) as exc:
+            _, tokens, fit = self._fit(s, request)
+        except ContextOverflow as exc:
+            self.send(p.Finished(rid, Finish("error", str(exc), context_full=True)))
+            return
+        except TemplateError as exc:
             self._finish(rid, "error", str(exc))
             return
         if not tokens:
             self._finish(rid, "error", "The chat template produced an empty prompt.")
             return
-        # The prompt's last token is always evaluated again: generation needs fresh logits.
-        cached = min(_common_prefix(llm._input_ids[: llm.n_tokens], tokens), len(tokens) - 1)
-        if cached and not llm._ctx.kv_cache_seq_rm(-1, cached, -1):
-            cached = 0  # recurrent memory cannot be trimmed to a prefix: start over
-            llm.reset()
-        if not self._prefill(s, rid, tokens, cached):
+        # The KV cache is made to hold as much of the prompt as it can (the live cache, a saved
+        # state, a shift past left-out history); the last token is always evaluated again.
+        reuse = s.states.prepare(request.conversation, tokens, may_shift=fit.dropped > 0)
+        cached = reuse.cached
+        boundary = s.system_prefix(request.messages, tokens) if request.conversation else 0
+        keep_at = boundary if s.states.wants_prefix(tokens, boundary, cached) else 0
+        if not self._prefill(s, rid, tokens, cached, keep_at):
             self._finish(rid, "cancelled")
             return
         prefilled = time.perf_counter()
@@ -448,29 +567,39 @@ class EngineHost:
             ttft_s=(first_at or done) - started,
             decode_tok_s=(n_gen - 1) / (done - first_at) if n_gen > 1 and done > first_at else 0.0,
             prompt_tok_s=new_prompt / (prefilled - started) if prefilled > started else 0.0,
-            context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=dropped, seed=seed)
+            context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=fit.dropped, seed=seed,
+            dropped_start=fit.dropped_start, cache_source=reuse.source,
+            state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted)
         self.send(p.ReplyStats(rid, stats))
         self._finish(rid, reason)  # type: ignore[arg-type]
 
-    def _prefill(self, s: Session, rid: int, tokens: list[int], cached: int) -> bool:
+    def _prefill(self, s: Session, rid: int, tokens: list[int], cached: int,
+                 keep_at: int = 0) -> bool:
         """Evaluate the prompt (all but its last token, which generate() evaluates) in batches,
-        reporting progress. False when cancelled."""
+        reporting progress; when `keep_at` is set, the state of that many tokens (a long system
+        prompt) is kept on the way. False when cancelled."""
         llm = s.llm
         llm.n_tokens = cached
-        todo = tokens[llm.n_tokens: len(tokens) - 1]
-        total = len(todo)
+        end = len(tokens) - 1
+        total = end - cached
         step = llm.n_batch
+        stops = [keep_at, end] if cached < keep_at < end else [end]
         # The abort callback lets a stop interrupt a batch mid-way. It is only installed for
         # the prompt: ggml calls it for every graph node, which costs ~6% of decode speed, and
         # while decoding the per-token check in _generate already stops within one token.
         llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_cb, None)
         try:
-            for i in range(0, total, step):
-                if self._abort.is_set():
-                    return False
-                llm.eval(todo[i: i + step])
-                if total > step:
-                    self.send(p.PromptProgress(rid, min(i + step, total), total))
+            start = cached
+            for stop in stops:
+                for i in range(start, stop, step):
+                    if self._abort.is_set():
+                        return False
+                    llm.eval(tokens[i: min(i + step, stop)])
+                    if total > step:
+                        self.send(p.PromptProgress(rid, min(i + step, stop) - cached, total))
+                if stop == keep_at:
+                    s.states.keep_prefix()
+                start = stop
         except RuntimeError:
             if self._abort.is_set():
                 return False  # llama.cpp dropped the unfinished batch; eval() trims the rest
@@ -510,13 +639,18 @@ def _special_text(llm: Any, token: int) -> str:
     return llm.detokenize([token], special=True).decode("utf-8", errors="replace")
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+def _state_budgets(params: LoadParams) -> tuple[int, int]:
+    """RAM and disk for the states of conversations: as asked, else a quarter of what is free
+    now (the model is loaded), at most MAX_STATE_BUDGET each."""
+    ram = params.kv_state_ram_mb * MIB if params.kv_state_ram_mb >= 0 else min(
+        psutil.virtual_memory().available // 4, MAX_STATE_BUDGET)
+    if params.kv_state_disk_mb >= 0:
+        return ram, params.kv_state_disk_mb * MIB
+    try:
+        free = shutil.disk_usage(paths.cache_dir()).free
+    except OSError:
+        free = 0
+    return ram, min(free // 4, MAX_STATE_BUDGET)
 
 
 @contextlib.contextmanager
@@ -582,6 +716,10 @@ def main() -> int:
             host.generate(message.request)
         elif isinstance(message, p.Inspect):
             host.inspect(message.request)
+        elif isinstance(message, p.DropState):
+            host.drop_state(message.conversation)
+        elif isinstance(message, p.StateUsage):
+            host.send(host.state_report())
 
 
 if __name__ == "__main__":

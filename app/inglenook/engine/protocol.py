@@ -56,6 +56,18 @@ class Inspect:
 
 
 @dataclass(frozen=True)
+class DropState:
+    """Forget the KV-cache state kept for a conversation (it was deleted); no answer."""
+
+    conversation: str
+
+
+@dataclass(frozen=True)
+class StateUsage:
+    """Answered with a StateReport."""
+
+
+@dataclass(frozen=True)
 class Shutdown:
     pass
 
@@ -136,16 +148,29 @@ class PromptView:
     prompt: str = ""  # the tokens read back as text, control tokens included
     tokens: tuple[PromptToken, ...] = ()
     n_ctx: int = 0
-    dropped_messages: int = 0  # oldest history left out to fit the context
+    dropped_messages: int = 0  # history left out to fit the context (see Stats)
     defused: bool = False  # the template reshapes message text: control strings in it defused
     error: str = ""
+    dropped_start: int = 0  # index of the first message left out (see Stats)
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """The KV-cache states the engine keeps for conversations (bytes, counts) and its budgets."""
+
+    ram_bytes: int = 0
+    disk_bytes: int = 0
+    in_ram: int = 0
+    on_disk: int = 0
+    ram_budget: int = 0
+    disk_budget: int = 0
 
 
 _TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (Load, Unload, Generate, Cancel, Inspect, Shutdown, Ready, LoadProgress, Loaded,
-                LoadFailed, Unloaded, Started, PromptProgress, Delta, ReplyStats, Finished,
-                PromptView)
+    for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Shutdown, Ready,
+                LoadProgress, Loaded, LoadFailed, Unloaded, Started, PromptProgress, Delta,
+                ReplyStats, Finished, PromptView, StateReport)
 }
 
 

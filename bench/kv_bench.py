@@ -1,0 +1,145 @@
+"""KV-cache states per conversation and context overflow (issue 9), printed as one JSON line.
+
+  ttft_switch_back_over_cold     TTFT continuing a 3,000-token chat after another 3,000-token
+                                 chat ran ÷ TTFT of that chat's prompt evaluated cold
+  ttft_after_overflow_over_turn1 median TTFT of the turns after the context (n_ctx 512) first
+                                 overflowed ÷ TTFT of turn 1 (…_max_… the slowest of them)
+  kv_state_ram_mb                RAM held by the saved states of the two 3,000-token chats
+  kv_state_restore_ms            reading and loading the state of the chat switched back to
+
+TTFTs are timed at the client (request sent → first text), greedy, the bundled model, all
+physical cores. `--quick` uses tiny chats; its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from inglenook import paths
+from inglenook.core.load import LoadParams
+from inglenook.core.messages import GenerationRequest, Message, OverflowPolicy
+from inglenook.core.replies import Stats
+from inglenook.core.sampling import SamplingParams
+from inglenook.engine import protocol as p
+from inglenook.engine.client import EngineClient
+from inglenook.engine.host import physical_cores
+
+GREEDY = SamplingParams(temperature=0.0, seed=1, repeat_penalty=1.0, max_tokens=16)
+MIB = 1024 * 1024
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Timer:
+    def __init__(self, client: EngineClient) -> None:
+        self.client = client
+        self.rid = 0
+
+    def ask(self, conversation: str, messages: tuple[Message, ...], sampling: SamplingParams,
+            overflow: OverflowPolicy = "middle") -> tuple[str, float, Stats]:
+        """The reply, its TTFT at the client and the engine's figures."""
+        self.rid += 1
+        request = GenerationRequest(self.rid, messages, sampling, conversation, overflow)
+        sent, first, text, stats = time.perf_counter(), 0.0, "", None
+        for event in self.client.generate(request):
+            if isinstance(event, p.Delta):
+                first = first or time.perf_counter()
+                text += event.text
+            elif isinstance(event, p.ReplyStats):
+                stats = event.stats
+            elif isinstance(event, p.Finished) and event.finish.reason == "error":
+                raise RuntimeError(event.finish.message)
+        assert stats is not None
+        return text, (first or time.perf_counter()) - sent, stats
+
+
+def long_chat(topic: str, tokens: int) -> tuple[Message, ...]:
+    """A conversation of about `tokens` tokens (~16 a sentence with markup) ending in a question."""
+    sentences = [f"The {topic} number {i} was seen near the old harbour at dawn." for i in
+                 range(tokens // 16)]
+    turns: list[Message] = [Message("system", "You are a helpful assistant.")]
+    for start in range(0, len(sentences), 20):
+        turns += [Message("user", "Remember these notes: " + " ".join(sentences[start:start + 10])),
+                  Message("assistant", " ".join(sentences[start + 10:start + 20]) or "Noted.")]
+    return (*turns, Message("user", f"Which {topic} was seen first?"))
+
+
+def switch_back(client: EngineClient, model: str, threads: int,
+                tokens: int) -> dict[str, float]:
+    client.load(LoadParams(model, n_ctx=4096, n_threads=threads))
+    timer = Timer(client)
+    chat_a, chat_b = long_chat("ship", tokens), long_chat("lantern", tokens)
+    reply, cold, stats = timer.ask("chat:a", chat_a, GREEDY)
+    log(f"  chat A cold: {stats.prompt_tokens} tokens, TTFT {cold * 1000:.0f} ms")
+    _, _, b = timer.ask("chat:b", chat_b, GREEDY)
+    log(f"  chat B: {b.prompt_tokens} tokens ({b.cached_tokens} cached)")
+    again = (*chat_a, Message("assistant", reply), Message("user", "And which one was last?"))
+    _, warm, stats = timer.ask("chat:a", again, GREEDY)
+    log(f"  chat A again: TTFT {warm * 1000:.0f} ms, {stats.cached_tokens} of "
+        f"{stats.prompt_tokens} tokens from {stats.cache_source}, restored in "
+        f"{stats.state_restore_s * 1000:.1f} ms")
+    report = client.state_report()
+    return {"ttft_switch_back_ms": round(warm * 1000, 1), "ttft_cold_3k_ms": round(cold * 1000, 1),
+            "ttft_switch_back_over_cold": round(warm / cold, 4),
+            "kv_state_ram_mb": round(report.ram_bytes / MIB, 1),
+            "kv_state_restore_ms": round(stats.state_restore_s * 1000, 2)}
+
+
+def after_overflow(client: EngineClient, model: str, threads: int,
+                   turns_after: int) -> dict[str, float]:
+    client.load(LoadParams(model, n_ctx=512, n_threads=threads))
+    timer = Timer(client)
+    sampling = GREEDY.replace(max_tokens=48)
+    messages: tuple[Message, ...] = (Message("system", "You are a helpful assistant."),)
+    ttfts: list[float] = []
+    overflowed: list[float] = []
+    turn = 0
+    while len(overflowed) < turns_after:
+        messages = (*messages, Message("user", f"Tell me one fact about the number {turn * 7}, "
+                                               "in two sentences, and why it matters."))
+        reply, ttft, stats = timer.ask("chat:o", messages, sampling)
+        ttfts.append(ttft)
+        if stats.dropped_messages:
+            overflowed.append(ttft)
+        messages = (*messages, Message("assistant", reply))
+        turn += 1
+    log(f"  turn 1 {ttfts[0] * 1000:.0f} ms; after overflow (from turn {turn - turns_after + 1})"
+        f": {', '.join(f'{t * 1000:.0f}' for t in overflowed)} ms")
+    return {"ttft_overflow_turn1_ms": round(ttfts[0] * 1000, 1),
+            "ttft_after_overflow_ms": round(statistics.median(overflowed) * 1000, 1),
+            "ttft_after_overflow_over_turn1": round(statistics.median(overflowed) / ttfts[0], 3),
+            "ttft_after_overflow_max_over_turn1": round(max(overflowed) / ttfts[0], 3)}
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv
+    model = paths.bundled_model_path()
+    if model is None:
+        log("The bundled model is missing: run `make setup`.")
+        return 1
+    threads = physical_cores()
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["INGLENOOK_HOME"] = tmp
+        client = EngineClient(log_path=Path(tmp) / "engine.log")
+        try:
+            log("Switching back to a long chat after another one ran…")
+            results.update(switch_back(client, str(model), threads, 300 if quick else 3000))
+            log("Turns after the context overflowed (n_ctx 512)…")
+            results.update(after_overflow(client, str(model), threads, 2 if quick else 8))
+        finally:
+            client.close()
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
