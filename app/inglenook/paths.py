@@ -64,6 +64,12 @@ def settings_file() -> Path:
     return config_dir() / "settings.json"
 
 
+def providers_file() -> Path:
+    """Remote engines (OpenAI-compatible endpoints): names and addresses; their API keys are in
+    the system keyring (see engine/providers.py)."""
+    return config_dir() / "providers.json"
+
+
 def database_file() -> Path:
     """Conversations, messages and presets: one SQLite database (see store/)."""
     return data_dir() / "inglenook.db"

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inglenook import paths
 from inglenook.cli.common import fail
@@ -18,7 +21,11 @@ from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.sampling import SPECS, SamplingParams
 
+if TYPE_CHECKING:
+    from inglenook.engine.remote import RemoteClient
+
 MAX_PROMPT_BYTES = 64 * 2**20  # what one engine frame carries, less room for the rest
+REMOTE_KEY_ENV = "INGLENOOK_REMOTE_API_KEY"
 
 
 class UsageError(Exception):
@@ -56,6 +63,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                       help="CPU threads (default: all physical cores)")
     chat.add_argument("--system", default="", help="system prompt")
     chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
+    chat.add_argument("--endpoint", metavar="URL",
+                      help="use a model on an OpenAI-compatible server (vLLM, llama-server, "
+                      "Ollama, LM Studio, inglenook serve) instead of a local file: its base URL, "
+                      "e.g. http://gpu-box:8000/v1, or the name of an endpoint added in the "
+                      "window; --model then names one of its models (default: the first listed)")
+    chat.add_argument("--api-key", metavar="KEY",
+                      help=f"the endpoint's API key (or set {REMOTE_KEY_ENV}, which keeps it out "
+                      "of process listings)")
 
 
 def number(option: str, raw: str, kind: type[int] | type[float], minimum: float,
@@ -115,12 +130,40 @@ def load_params(args: argparse.Namespace, threads: int = 0) -> LoadParams:
                       allow_beyond_trained=args.allow_beyond_trained)
 
 
+def remote_client(args: argparse.Namespace) -> RemoteClient:
+    """The RemoteClient for --endpoint: a saved endpoint (by name, with its stored key) or a URL."""
+    from inglenook.engine.providers import ProviderStore
+    from inglenook.engine.remote import RemoteClient
+    from inglenook.engine.remote_api import Endpoint, normalize_base_url
+    from inglenook.engine.remote_keys import KeyStoreError
+
+    key = args.api_key if args.api_key is not None else os.environ.get(REMOTE_KEY_ENV, "")
+    store = ProviderStore()
+    saved = store.find(args.endpoint) if "://" not in args.endpoint else None
+    if saved is not None:
+        try:
+            endpoint = store.endpoint(saved)
+        except KeyStoreError as exc:
+            raise UsageError(str(exc)) from None
+        return RemoteClient(replace(endpoint, api_key=key or endpoint.api_key))
+    try:
+        url = normalize_base_url(args.endpoint)
+    except ValueError as exc:
+        raise UsageError(f"--endpoint: {exc}") from None
+    return RemoteClient(Endpoint(url, key))
+
+
 def run(args: argparse.Namespace) -> int:
     from inglenook.engine import protocol as p
     from inglenook.engine.client import EngineClient, EngineError
 
     try:
-        load = load_params(args, int(number("--threads", args.threads, int, 0)))
+        if args.endpoint:
+            client: EngineClient | RemoteClient = remote_client(args)
+            load = LoadParams(args.model or "")
+        else:
+            client = EngineClient()
+            load = load_params(args, int(number("--threads", args.threads, int, 0)))
         sampling = SamplingParams(
             temperature=float(spec_number("--temperature", args.temperature, "temperature",
                                           float)),
@@ -133,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     assert prompt is not None
     messages = ((Message("system", args.system),) if args.system else ()) + (
         Message("user", prompt),)
-    client = EngineClient()
     try:
         client.load(load)
         finish = None

@@ -1,35 +1,69 @@
-"""The model chooser in the top bar: installed models plus "Open a GGUF file…"."""
+"""The model chooser in the top bar: installed models, remote engines' models, "Open a GGUF
+file…" and "Remote engines…".
+
+Remote models are listed off the GUI thread (engine/remote_catalog.py) and shown under the
+local files; an engine that cannot be reached shows as a greyed line saying why. A remote model's
+item data is its reference (`remote://…`), which the engine router loads like a path.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QWidget
 
+from inglenook.engine.providers import ProviderStore, parse_model_ref
+from inglenook.engine.remote_catalog import ProviderListing, list_all
+from inglenook.engine.remote_dialects import dialect
 from inglenook.models.library import describe_size, installed_models
+from inglenook.ui.models.bridge import BackgroundTasks
 
 OPEN_ITEM = "open"
+REMOTE_ITEM = "remote-engines"
+REMOTE_STALE_S = 60.0  # opening the picker lists remote models again after this long
+_ACTIONS = (OPEN_ITEM, REMOTE_ITEM)
 
 
 class ModelPicker(QComboBox):
-    """Lists the installed models, fresh each time it opens (files may have been added).
+    """Lists the installed models, fresh each time it opens (files may have been added), and
+    the models of the remote engines (listed again when older than a minute).
 
     Signals:
-        model_chosen(str): the user picked a model other than the current one; its path.
+        model_chosen(str): the user picked a model other than the current one; its path or
+            remote reference.
         open_requested(): the user picked "Open a GGUF file…".
+        providers_requested(): the user picked "Remote engines…" (open ProvidersDialog).
+        remote_listed(): remote models were listed again (the items are up to date).
     """
 
     model_chosen = Signal(str)
     open_requested = Signal()
+    providers_requested = Signal()
+    remote_listed = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None,
+                 providers: ProviderStore | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelPicker")
         self.setMinimumWidth(340)
         self.setToolTip("The model to chat with")
         self._current = ""
+        self._providers = providers
+        self._remote: list[ProviderListing] = []
+        self._remote_at = -REMOTE_STALE_S  # never listed
+        self._remote_serial = 0
+        self._tasks = BackgroundTasks(self)
+        self._tasks.done.connect(self._on_remote_listed)
         self.activated.connect(self._on_activated)
+
+    @property
+    def providers(self) -> ProviderStore:
+        if self._providers is None:
+            self._providers = ProviderStore()  # paths are read when first needed
+        return self._providers
 
     def refresh(self, select: str = "") -> None:
         self.blockSignals(True)
@@ -40,31 +74,77 @@ class ModelPicker(QComboBox):
                 label += "  ·  bundled"
             self.addItem(label, entry.path)
             self.setItemData(self.count() - 1, entry.path, Qt.ItemDataRole.ToolTipRole)
+        self._add_remote_items()
         self.addItem("Open a GGUF file…", OPEN_ITEM)
+        self.addItem("Remote engines…", REMOTE_ITEM)
         self.blockSignals(False)
         self.select(select or self._current)
 
+    def _add_remote_items(self) -> None:
+        if not self._remote:
+            return
+        self.insertSeparator(self.count())
+        for entry in self._remote:
+            name = entry.provider.name
+            if entry.listing is None:
+                self.addItem(f"{name}: not reachable", None)
+                self.setItemData(self.count() - 1, entry.error, Qt.ItemDataRole.ToolTipRole)
+                self._disable(self.count() - 1)
+                continue
+            tip = f"{entry.provider.base_url} ({dialect(entry.listing.server).label})"
+            for ref, model in entry.refs:
+                self.addItem(f"{model}  ·  {name}", ref)
+                self.setItemData(self.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.insertSeparator(self.count())
+
+    def _disable(self, index: int) -> None:
+        model = self.model()
+        if isinstance(model, QStandardItemModel):
+            model.item(index).setEnabled(False)
+
     def select(self, path: str) -> None:
-        """Show `path` as the current model, adding it if it lives outside the models folder."""
+        """Show `path` as the current model, adding it if it is not listed (a file outside the
+        models folder, a remote model not listed yet)."""
         self._current = path
         index = self.findData(path) if path else 0
         if index < 0:
-            self.insertItem(self.count() - 1, Path(path).stem, path)
+            ref = parse_model_ref(path)
+            label = f"{ref[1]}  ·  remote" if ref else Path(path).stem
+            self.insertItem(self.count() - len(_ACTIONS), label, path)
             index = self.findData(path)
         self.setCurrentIndex(max(index, 0))
 
     def path(self) -> str:
         data = self.currentData()
-        return data if isinstance(data, str) and data != OPEN_ITEM else ""
+        return data if isinstance(data, str) and data not in _ACTIONS else ""
+
+    # ---- remote models ----------------------------------------------------------------------
+    def refresh_remote(self) -> None:
+        """List the remote engines' models in the background; the items follow when they
+        arrive (remote_listed). Call after the providers changed, and at start."""
+        self._remote_serial += 1
+        self._remote_at = time.monotonic()
+        self._tasks.start(self._remote_serial, list_all, self.providers)
+
+    def set_remote(self, listings: list[ProviderListing]) -> None:
+        self._remote = list(listings)
+        self.refresh()
+
+    def _on_remote_listed(self, serial: object, listings: object) -> None:
+        if serial == self._remote_serial and isinstance(listings, list):
+            self.set_remote(listings)
+            self.remote_listed.emit()
 
     def showPopup(self) -> None:
         self.refresh()
+        if time.monotonic() - self._remote_at > REMOTE_STALE_S and self.providers.providers():
+            self.refresh_remote()
         super().showPopup()
 
     def _on_activated(self, index: int) -> None:
         data = self.itemData(index)
-        if data == OPEN_ITEM:
-            self.select(self._current)  # until a file is actually chosen
-            self.open_requested.emit()
+        if data in _ACTIONS:
+            self.select(self._current)  # until a file or a model is actually chosen
+            (self.open_requested if data == OPEN_ITEM else self.providers_requested).emit()
         elif data and data != self._current:
             self.model_chosen.emit(data)
