@@ -18,7 +18,7 @@ ifneq ($(strip $(INGLENOOK_GPU)$(CMAKE_ARGS)),)
 ENGINE_PIP_FLAGS := --no-cache-dir --force-reinstall --no-deps
 endif
 
-.PHONY: setup run test test-fast bench lint engine clean
+.PHONY: setup run test test-fast bench lint engine clean package
 
 setup: $(STAMP)
 
@@ -57,6 +57,19 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check app tests bench
 	$(PY) -m mypy
+
+# The one-folder app in build/dist/inglenook (PyInstaller, packaging/inglenook.spec), checked with
+# desktop-file-validate and appstreamcli, then started with --self-test. PyInstaller comes from
+# the `package` extra; the validators are installed with apt when possible (packaging-deps.sh).
+PACKAGE_STAMP := $(VENV)/.inglenook-package-tools
+
+$(PACKAGE_STAMP): $(STAMP)
+	$(PIP) install --quiet -e '.[test,package]'
+	touch $(PACKAGE_STAMP)
+
+package: $(PACKAGE_STAMP)
+	sh packaging/packaging-deps.sh || true
+	$(PY) packaging/build.py --dist build/dist
 
 clean:
 	rm -rf $(VENV) build app/*.egg-info .pytest_cache

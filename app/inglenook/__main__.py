@@ -1,3 +1,10 @@
-from inglenook.cli import main
+import sys
+
+# The engine host is dispatched before the CLI is imported: a frozen bundle starts its own
+# executable with this flag for every engine, and the CLI's imports would only slow that down.
+if sys.argv[1:2] == ["--engine-host"]:
+    from inglenook.engine.host import main
+else:
+    from inglenook.cli import main
 
 raise SystemExit(main())

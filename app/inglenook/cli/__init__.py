@@ -1,21 +1,32 @@
 """Entry points. `inglenook` opens the window; `inglenook chat|models|…` is Qt-free.
 
 Each command lives in its own module, which adds its parser (`add_parser`) and runs it (`run`).
+Two flags come before the commands: `--engine-host` runs the engine process (a frozen bundle
+has no `python -m`, so the client starts the bundle's own executable with this flag;
+`inglenook/__main__.py` dispatches it before even this module is imported) and `--self-test`
+checks an installation (cli/self_test.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from inglenook import __version__
 from inglenook.cli import chat, conversations, models, prompt, serve
+
+ENGINE_HOST_FLAG = "--engine-host"
+SELF_TEST_FLAG = "--self-test"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inglenook", description="Chat with language models on your own machine.")
     parser.add_argument("--version", action="version", version=f"inglenook {__version__}")
+    parser.add_argument(SELF_TEST_FLAG, action="store_true",
+                        help="load the bundled model offscreen, write a few tokens, exit 0 if "
+                             "all went well (checks an installation)")
     commands = parser.add_subparsers(dest="command")
     for module in COMMANDS.values():
         module.add_parser(commands)
@@ -27,7 +38,16 @@ COMMANDS = {"chat": chat, "models": models, "conversations": conversations,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [ENGINE_HOST_FLAG]:  # the engine speaks on stdin/stdout: nothing else runs
+        from inglenook.engine.host import main as host_main
+
+        return host_main()
     args = _parser().parse_args(argv)
+    if args.self_test:
+        from inglenook.cli import self_test
+
+        return self_test.run()
     if args.command in COMMANDS:
         return COMMANDS[args.command].run(args)
     from inglenook.ui.app import run_app

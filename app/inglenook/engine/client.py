@@ -45,6 +45,14 @@ class _Ended:
     """Put on the inbox when the host's output closes."""
 
 
+def default_host_command() -> list[str]:
+    """This Python running the host module; in a frozen bundle (PyInstaller) sys.executable is
+    the app itself, which runs the host when given --engine-host (see inglenook/__main__.py)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--engine-host"]
+    return [sys.executable, "-m", "inglenook.engine.host"]
+
+
 class EngineClient:
     """`command` runs the host (default: this Python running inglenook.engine.host); tests give
     a fake host that speaks the same protocol (tests/helpers/fake_host.py)."""
@@ -52,7 +60,7 @@ class EngineClient:
     def __init__(self, log_path: Path | None = None,
                  command: Sequence[str] | None = None) -> None:
         self._log_path = log_path or paths.engine_log_file()
-        self._command = list(command or [sys.executable, "-m", "inglenook.engine.host"])
+        self._command = list(command or default_host_command())
         self._proc: subprocess.Popen[bytes] | None = None
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._write_lock = threading.Lock()

@@ -3,13 +3,17 @@ files grouped by quantization with a memory-fit label each, and queue downloads.
 catalog is shown while the search box is empty, and works offline.
 
 Every Hub request runs on a background thread; each carries a request number, and answers to a
-request that is no longer the latest are dropped. Offline, nothing is started at all.
+request that is no longer the latest are dropped. In offline mode (HF_HUB_OFFLINE) nothing is
+started at all; when the Hub cannot be reached, the page says so in plain words, keeps (or
+brings back) the catalog, and offers Retry.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import cast
+from urllib.parse import urlsplit
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -52,6 +56,23 @@ FILE_COLUMNS = ("File", "Size", "Fit", "")
 QUANT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
+def is_unreachable(exc: object) -> bool:
+    """A network failure (no connection, no DNS, no answer) rather than an answer from the Hub:
+    models/hub.py reports those as retryable HubErrors without an HTTP status."""
+    if isinstance(exc, HubOffline):
+        return False
+    if isinstance(exc, hub.HubError):
+        return exc.status is None and exc.retryable
+    return isinstance(exc, OSError)
+
+
+def unreachable_message() -> str:
+    """What a network failure means for the user; the errno text stays out of it."""
+    host = urlsplit(hub.endpoint()).netloc or hub.endpoint()
+    return (f"Can't reach {host} — you may be offline. The curated catalog below still works; "
+            "Retry once you're connected.")
+
+
 def chip(text: str, kind: str, parent: QWidget | None = None, name: str = "fitChip") -> QWidget:
     """A small coloured label (styled by its `kind` property), left-aligned in a table cell."""
     holder = QWidget(parent)
@@ -86,6 +107,7 @@ class DiscoverPage(QWidget):
         self.listing: RepoListing | None = None
         self.report: FitReport | None = None
         self.fit_error = ""
+        self._opened: tuple[str, str, CatalogEntry | None] = ("", "", None)
         self._shapes: dict[str, fit.ModelShape] = {}  # headers are fetched once per repository
         self._catalog_entry: CatalogEntry | None = None
         try:
@@ -118,6 +140,14 @@ class DiscoverPage(QWidget):
         bar.addWidget(self.search_button)
 
         self.notice = notice_label(self)
+        self.retry_button = QPushButton("Retry", self)
+        self.retry_button.setObjectName("discoverRetry")
+        self.retry_button.hide()
+        self.retry_button.clicked.connect(self.retry)
+        self._retry: Callable[[], None] | None = None
+        notice_row = QHBoxLayout()
+        notice_row.addWidget(self.notice, 1)
+        notice_row.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignVCenter)
 
         self.results = QListWidget(self)
         self.results.setObjectName("discoverResults")
@@ -125,7 +155,10 @@ class DiscoverPage(QWidget):
         self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.results.setFixedWidth(290)
         self.results.viewport().installEventFilter(self)
-        self.results.currentItemChanged.connect(self._on_result_chosen)
+        # Opened when selected (a click, the arrow keys), not merely made current: the list
+        # makes its first row current when it gets focus (as when a search disables its
+        # button), which must not open that model on the Hub unasked.
+        self.results.itemSelectionChanged.connect(self._on_selection)
 
         panel = QFrame(self)
         panel.setObjectName("repoPanel")
@@ -172,7 +205,7 @@ class DiscoverPage(QWidget):
         layout.addLayout(head)
         layout.addSpacing(4)
         layout.addLayout(bar)
-        layout.addWidget(self.notice)
+        layout.addLayout(notice_row)
         layout.addLayout(body, 1)
         self._clear_panel("Choose a model on the left to see its files.")
 
@@ -265,8 +298,9 @@ class DiscoverPage(QWidget):
                 ids.append(data[1].id if data[0] == "repo" else data[1].repo)
         return ids
 
-    def _on_result_chosen(self, item: QListWidgetItem | None, _previous: object) -> None:
-        data = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+    def _on_selection(self) -> None:
+        selected = self.results.selectedItems()
+        data = selected[0].data(Qt.ItemDataRole.UserRole) if selected else None
         if not data:
             return
         if data[0] == "catalog":
@@ -284,6 +318,10 @@ class DiscoverPage(QWidget):
             self.open_repo(entry.repo, meta, entry)
             return
         self._open_request += 1
+        self._show_recommended(entry, meta)
+
+    def _show_recommended(self, entry: CatalogEntry, meta: str) -> None:
+        """A catalog entry without the Hub: the files the catalog recommends, none offered."""
         self._clear_panel("You're offline. These are the recommended files; connect to the "
                           "internet to see all of them, check the fit and download.",
                           entry.name, meta)
@@ -300,6 +338,7 @@ class DiscoverPage(QWidget):
             self.show_notice(OFFLINE_MESSAGE)
             return
         self._open_request += 1
+        self._opened = (repo, meta, entry)  # what Retry opens again
         self.repo, self._catalog_entry = repo, entry
         self.listing, self.report, self.fit_error = None, None, ""
         self._clear_panel("Listing the repository's files…", entry.name if entry else repo, meta)
@@ -449,6 +488,8 @@ class DiscoverPage(QWidget):
     # -- background answers -----------------------------------------------------------------------
     def _on_done(self, key: object, value: object) -> None:
         kind, number = cast(tuple[str, int], key)
+        if kind in ("search", "files") and self._retry is not None:
+            self.show_notice("")  # the Hub answered: the failure shown is over
         if kind == "search" and number == self._request:
             self._set_busy(False)
             self._show_results(self.query.text().strip(), value)  # type: ignore[arg-type]
@@ -462,23 +503,58 @@ class DiscoverPage(QWidget):
 
     def _on_failed(self, key: object, exc: object) -> None:
         kind, number = cast(tuple[str, int], key)
-        message = str(exc) if isinstance(exc, hub.HubError) else (
-            f"Something went wrong: {type(exc).__name__}: {exc}")
+        unreachable = is_unreachable(exc)
+        if isinstance(exc, HubOffline):
+            message = OFFLINE_MESSAGE
+        elif unreachable:
+            message = unreachable_message()
+        elif isinstance(exc, hub.HubError):
+            message = str(exc)
+        else:
+            message = f"Something went wrong: {type(exc).__name__}: {exc}"
+        retryable = (isinstance(exc, hub.HubError) and exc.retryable) or unreachable
         if kind == "search" and number == self._request:
             self._set_busy(False)
-            if isinstance(exc, HubOffline):
-                self.show_notice(OFFLINE_MESSAGE)
-                self.show_catalog()
+            # Whatever went wrong, the catalog comes back under the message.
+            self.show_catalog()
+            if isinstance(exc, HubOffline) or unreachable:
+                self.show_notice(message, retry=self.search if unreachable else None)
             else:
-                self.show_notice(f"Search failed. {message}", error=True)
-                self.results.clear()
+                self.show_notice(f"Search failed. {message}", error=True,
+                                 retry=self.search if retryable else None)
         elif kind == "files" and number == self._open_request:
-            self.repo_status.setText(OFFLINE_MESSAGE if isinstance(exc, HubOffline) else
-                                     f"Could not list the files: {message}")
+            reopen = self._reopen if retryable else None
+            if unreachable and self._catalog_entry is not None:
+                self._show_recommended(self._catalog_entry, self._opened[1])
+                self.show_notice(message, retry=reopen)
+            elif unreachable:
+                self.repo_status.setText("The files cannot be listed while the Hub is out of "
+                                         "reach.")
+                self.show_notice(message, retry=reopen)
+            else:
+                self.repo_status.setText(message if isinstance(exc, HubOffline) else
+                                         f"Could not list the files: {message}")
+                if reopen is not None:
+                    self.show_notice(f"Could not list the files: {message}", error=True,
+                                     retry=reopen)
         elif kind == "fit" and number == self._open_request:
-            self.fit_error = f"Could not estimate the memory needs: {exc}"
+            self.fit_error = ("The memory needs cannot be estimated while the Hub is out of "
+                              "reach." if unreachable else
+                              f"Could not estimate the memory needs: {exc}")
             self.repo_status.setText(self.fit_error)
             self._render_files()
+            if unreachable:
+                self.show_notice(message, retry=self._reopen)
+
+    def _reopen(self) -> None:
+        self.open_repo(*self._opened)
+
+    def retry(self) -> None:
+        """Run again what failed (the notice's Retry button)."""
+        again = self._retry
+        self.show_notice("")
+        if again is not None:
+            again()
 
     # -- small things -----------------------------------------------------------------------------
     def _clear_panel(self, status: str, title: str = "", meta: str = "") -> None:
@@ -494,7 +570,11 @@ class DiscoverPage(QWidget):
         self.busy = busy
         self.search_button.setEnabled(not busy)
 
-    def show_notice(self, text: str, error: bool = False) -> None:
+    def show_notice(self, text: str, error: bool = False,
+                    retry: Callable[[], None] | None = None) -> None:
+        """A message above the lists (none when text is empty), with Retry when given one."""
+        self._retry = retry if text else None
+        self.retry_button.setVisible(self._retry is not None)
         self.notice.setText(text)
         self.notice.setProperty("kind", "error" if error else "info")
         self.notice.style().unpolish(self.notice)
