@@ -17,8 +17,8 @@ from inglenook.engine.client import EngineClient
 from tests.integration.conftest import GREEDY, finish_of, stats_of
 
 REPLY = GREEDY.replace(max_tokens=24)
-RIVERS = " ".join(f"Fact {i}: river number {i} flows north." for i in range(60))
-PEAKS = " ".join(f"Note {i}: mountain number {i} is tall." for i in range(60))
+RIVERS = " ".join(f"Fact {i}: river number {i} flows north." for i in range(30))
+PEAKS = " ".join(f"Note {i}: mountain number {i} is tall." for i in range(30))
 A1 = (Message("user", RIVERS + " Which way does river 3 flow?"),)
 B1 = (Message("user", PEAKS + " How tall is mountain 2?"),)
 
