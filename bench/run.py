@@ -8,6 +8,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   window_shown_s          launch of `python -m inglenook` → main window shown
   store_*                 bench/store_bench.py: 10,000 conversations, switching, search, writes
   window_*                bench/window_memory.py: RSS with 80 messages, growth over 200 switches
+  ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow
   api_*                   bench/server_bench.py: inglenook serve vs raw and llama_cpp.server
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -237,6 +238,9 @@ def main() -> int:
 
         log("Window memory: an 80-message chat, 200 switches among 20 chats…")
         results.update(run_script("window_memory.py", quick))
+
+        log("KV state per conversation: switching back, overflow, restore…")
+        results.update(run_script("kv_bench.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))

@@ -16,7 +16,8 @@ README_KEYS = (
     "store_startup_10k_s", "store_switch_ms", "store_search_ms", "store_bytes_per_token",
     "window_rss_80_messages_mb", "window_rss_growth_200_switches_mb", "window_shown_s",
     "model_ready_s", "api_decode_over_raw", "api_concurrent4_aggregate_over_single",
-    "api_concurrent4_p95_ttft_ms",
+    "api_concurrent4_p95_ttft_ms", "ttft_switch_back_over_cold",
+    "ttft_after_overflow_over_turn1", "kv_state_ram_mb", "kv_state_restore_ms",
 )
 
 

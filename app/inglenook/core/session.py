@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from inglenook.core.load import ModelInfo
-from inglenook.core.messages import GenerationRequest, Message, build_messages
+from inglenook.core.messages import (
+    DEFAULT_OVERFLOW,
+    OVERFLOW_POLICIES,
+    GenerationRequest,
+    Message,
+    OverflowPolicy,
+    build_messages,
+)
 from inglenook.core.provenance import Provenance
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams
@@ -39,6 +46,12 @@ def title_from(text: str) -> str:
     return cut.rstrip(" ,.;:") + "…"
 
 
+def estimate_tokens(text: str) -> int:
+    """About four characters a token in English prose: for the context meter until the
+    engine has counted."""
+    return (len(text) + 3) // 4 if text.strip() else 0
+
+
 def unique_title(title: str, taken: set[str]) -> str:
     """The title, or "title (2)", "(3)"… when another conversation already has it."""
     n, candidate = 1, title
@@ -56,16 +69,18 @@ class ChatSettings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     sampling: SamplingParams = field(default_factory=SamplingParams)
     preset: str | None = None
+    overflow: OverflowPolicy = DEFAULT_OVERFLOW  # what to leave out when the context is full
 
     def replace(self, **changes: object) -> ChatSettings:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def to_dict(self) -> dict:
-        return {"system_prompt": self.system_prompt, "sampling": self.sampling.to_dict()}
+        return {"system_prompt": self.system_prompt, "sampling": self.sampling.to_dict(),
+                "overflow": self.overflow}
 
     @classmethod
     def of_preset(cls, preset: Preset) -> ChatSettings:
-        return cls(preset.system_prompt, preset.sampling, preset.name)
+        return cls(preset.system_prompt, preset.sampling, preset.name)  # overflow: default
 
     @classmethod
     def stored(cls, preset: str | None, values: dict | None, presets: Sequence[Preset],
@@ -75,12 +90,16 @@ class ChatSettings:
         if isinstance(values, dict):
             prompt = values.get("system_prompt")
             sampling = values.get("sampling")
+            overflow = values.get("overflow")
             return cls(prompt if isinstance(prompt, str) else fallback.system_prompt,
                        SamplingParams.from_dict(sampling) if isinstance(sampling, dict)
-                       else fallback.sampling, preset)
+                       else fallback.sampling, preset,
+                       overflow if overflow in OVERFLOW_POLICIES else fallback.overflow)
         named = next((p for p in presets if preset and p.name.casefold() == preset.casefold()),
                      None)
-        return cls.of_preset(named) if named is not None else fallback
+        if named is None:
+            return fallback
+        return cls.of_preset(named).replace(overflow=fallback.overflow)
 
     def matching_preset(self, presets: Sequence[Preset]) -> str | None:
         """The preset whose values these are, if any (values typed back by hand count)."""
@@ -162,8 +181,8 @@ class ChatSession:
         last = self.path[-1] if self.path else None
         if last is not None and last.provenance.stats is not None:
             return last.provenance.stats.context_used, True
-        chars = sum(len(m.content) for m in self.messages())
-        return (chars + 3) // 4, not chars  # ~4 characters a token in English prose
+        text = "".join(m.content for m in self.messages())
+        return estimate_tokens(text), not text
 
     # ---- settings -------------------------------------------------------------------------
     def set_settings(self, settings: ChatSettings) -> None:
@@ -182,15 +201,38 @@ class ChatSession:
     def turns(self) -> list[Message]:
         """The branch on screen as chat turns. A reply that failed without writing anything is
         left out together with its question, so roles keep alternating."""
-        turns: list[Message] = []
-        for message in self.path:
+        return [Message(m.role, m.content) for m in self._turn_messages(self.path)]  # type: ignore[arg-type]
+
+    @staticmethod
+    def _turn_messages(path: Sequence[StoredMessage]) -> list[StoredMessage]:
+        kept: list[StoredMessage] = []
+        for message in path:
             if message.role == "assistant" and not message.content:
-                if turns and turns[-1].role == "user":
-                    turns.pop()
+                if kept and kept[-1].role == "user":
+                    kept.pop()
                 continue
-            if message.role in ("user", "assistant", "system"):
-                turns.append(Message(message.role, message.content))  # type: ignore[arg-type]
-        return turns
+            if message.role in ("user", "assistant", "system", "tool"):
+                kept.append(message)
+        return kept
+
+    def left_out(self, reply_id: int) -> list[int]:
+        """Ids of the messages the model did not see when it wrote this reply: the run its
+        figures name (Stats.dropped_start/dropped_messages index the request's messages, the
+        system prompt first when there is one)."""
+        index = next((i for i, m in enumerate(self.path) if m.id == reply_id), None)
+        if index is None:
+            return []
+        reply = self.path[index]
+        stats = (self.reply.stats if self.reply is not None and self.reply.message_id == reply_id
+                 else reply.provenance.stats)
+        if stats is None or not stats.dropped_messages:
+            return []
+        system = reply.provenance.system_prompt if reply.provenance.sampling is not None \
+            else self.settings.system_prompt
+        offset = 1 if system.strip() else 0  # the request's messages start with it
+        turns = self._turn_messages(self.path[:index])
+        start = stats.dropped_start - offset
+        return [m.id for m in turns[max(start, 0):start + stats.dropped_messages]]
 
     def request_for(self, message_id: int, request_id: int) -> GenerationRequest | None:
         """The request that made this reply (its system prompt and sampling as recorded, the
@@ -204,7 +246,8 @@ class ChatSession:
         prov = reply.provenance
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
         return GenerationRequest(request_id, build_messages(system, before.turns()),
-                                 prov.sampling or self.settings.sampling)
+                                 prov.sampling or self.settings.sampling,
+                                 overflow=self.settings.overflow)
 
     def messages(self) -> tuple[Message, ...]:
         """The conversation as it would be sent now: system prompt, then the turns."""
@@ -262,7 +305,8 @@ class ChatSession:
         if not turns or turns[-1].role != "user":
             return None
         request = GenerationRequest(request_id, build_messages(self.settings.system_prompt, turns),
-                                    self.settings.sampling)
+                                    self.settings.sampling, conversation=self.owner,
+                                    overflow=self.settings.overflow)
         last = self.path[-1]
         parent = last.id if last.role == "user" else last.parent_id
         message_id = self.store.add_message(self.conv_id, "assistant", "", parent,

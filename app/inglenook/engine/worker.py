@@ -83,6 +83,12 @@ class EngineWorker(QObject):
         """Ask for the exact prompt a request would give, token by token (nothing generated)."""
         self.scheduler.submit(Job(lambda: self._inspect(request), owner=owner))
 
+    def forget(self, conversation: str) -> None:
+        """The engine may drop the KV-cache state it keeps for a conversation (deleted)."""
+        drop = getattr(self.client, "drop_state", None)  # a remote engine keeps none
+        if drop is not None:
+            self.scheduler.submit(Job(lambda: drop(conversation), owner="engine"))
+
     def cancel(self, request_id: int) -> None:
         """Stop a reply, waiting or running; takes effect within one token."""
         self.scheduler.cancel(request_id)

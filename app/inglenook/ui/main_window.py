@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.load import ModelInfo
+from inglenook.core.session import OWNER_PREFIX
 from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
@@ -182,6 +183,7 @@ class MainWindow(QMainWindow):
         history.open_requested.connect(chats.open)
         history.new_requested.connect(chats.new_chat)
         history.deleting.connect(chats.stop_conversation)
+        history.deleted.connect(lambda conv_id: self.worker.forget(f"{OWNER_PREFIX}{conv_id}"))
         history.deleted.connect(lambda conv_id: chats.conv_id == conv_id and chats.new_chat())
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)

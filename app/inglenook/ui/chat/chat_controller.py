@@ -18,12 +18,18 @@ from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox, QProgressBar, Q
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
-from inglenook.core.session import ChatSession, ChatSettings, Sessions, conversation_of
+from inglenook.core.session import (
+    ChatSession,
+    ChatSettings,
+    Sessions,
+    conversation_of,
+)
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.context_meter import ContextMeter, mark_left_out, will_not_fit
 from inglenook.ui.chat.details import DetailsDialog
 from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.prompt_dialog import PromptDialog
@@ -68,11 +74,16 @@ class ChatController(QObject):
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
         self._reply_bubble: MessageBubble | None = None
+        self._marked: MessageBubble | None = None  # the bubble with the left-out marker
         self._queue = QueueState(None, ())
         self._can_send = False
         self._inspecting = 0  # the request id of the prompt asked for last
         self._flush_timer = QTimer(self, singleShot=True, interval=0)
         self._flush_timer.timeout.connect(self._flush)
+        self.context = ContextMeter(meter)
+        self._meter_timer = QTimer(self, singleShot=True, interval=150)
+        self._meter_timer.timeout.connect(self.show_context)
+        composer.edit.textChanged.connect(self._meter_timer.start)  # typing counts, throttled
         composer.send_requested.connect(self.send)
         composer.stop_requested.connect(self.stop)
         queue_notice.stop_own.connect(self.stop)
@@ -140,6 +151,10 @@ class ChatController(QObject):
         self._update_controls()
         self._show_waiting()
         self.show_context()
+        last_reply = next((m for m in reversed(self.session.path) if m.role == "assistant"),
+                          None)
+        if last_reply is not None:
+            self._mark_left_out(last_reply.id)
 
     # ---- the user -------------------------------------------------------------------------
     def set_can_send(self, can_send: bool) -> None:
@@ -151,6 +166,11 @@ class ChatController(QObject):
         session = self.session
         if not self._can_send or session.reply is not None:
             self.composer.edit.setPlainText(text)  # never lose what was typed
+            return
+        problem = will_not_fit(self.session, self._model()[0], text)
+        if problem:
+            self.composer.edit.setPlainText(text)
+            self.banner.show_message(problem)
             return
         created = session.conv_id is None
         try:
@@ -310,15 +330,17 @@ class ChatController(QObject):
             self.view.bubbles[-1].regenerate_button.setEnabled(self._can_send)
 
     def show_context(self) -> None:
-        """Context used / context length for the chat on screen."""
         model, _ = self._model()
-        if model is None:
-            self.meter.setText("")
-            return
-        used, exact = self.session.context_used()
-        self.meter.setText(f"Context {'' if exact else '≈'}{used:,} / {model.n_ctx:,}")
-        self.meter.setToolTip("Tokens of this conversation the model sees, of its context length"
-                              + ("" if exact else " (estimated until the next reply)"))
+        self.context.show(self.session, model, self.composer.edit.toPlainText())
+
+    def _mark_left_out(self, reply_id: int) -> None:
+        """Only the latest reply's marker: it says what the model does not see now."""
+        marked = mark_left_out(self.view, self.session, reply_id)
+        if marked is not None and marked is not self._marked and self._marked is not None \
+                and self._marked in self.view.bubbles:
+            self._marked.set_notice("")
+        if marked is not None:
+            self._marked = marked
 
     def _show_waiting(self) -> None:
         reply = self.session.reply
@@ -395,6 +417,8 @@ class ChatController(QObject):
         if session is self.session and self._reply_bubble is not None:
             self._reply_bubble.set_stats(stats)
             self.show_context()
+            if session.reply is not None:
+                self._mark_left_out(session.reply.message_id)
 
     def _on_finished(self, rid: int, finish: Finish) -> None:
         session = self.sessions.by_request(rid)
@@ -425,7 +449,16 @@ class ChatController(QObject):
             self.show_context()
         elif finish.reason == "error":
             self.banner.show_message(f"The reply in «{session.title}» failed: {finish.message}")
+        if visible and finish.context_full and session.settings.overflow == "stop":
+            self.banner.show_message(finish.message, "error",
+                                     ("Leave out the middle", self._leave_out_middle))
         self.reply_finished.emit(rid, finish)
+
+    def _leave_out_middle(self) -> None:
+        """The fix offered when a chat set to stop is full: leave history out, and retry."""
+        self.session.set_settings(self.session.settings.replace(overflow="middle"))
+        self.session_changed.emit(self.session)  # the side panel shows (and saves) it
+        self.regenerate()
 
     def shutdown(self) -> None:
         """The window is closing: every reply in flight is saved as it stands, marked stopped."""

@@ -44,6 +44,15 @@ MIROSTAT_FIELDS = ("mirostat_tau", "mirostat_eta")
 # llama.cpp skips these samplers while Mirostat is on.
 IGNORED_BY_MIROSTAT = ("top_k", "top_p", "min_p", "typical_p")
 MIROSTAT_MODES = ("Off", "Mirostat", "Mirostat 2.0")
+OVERFLOW_CHOICES = (
+    ("middle", "Leave out the middle",
+     "Keep the system prompt, the first exchange and the latest turns; leave out turns in "
+     "between, in large blocks so the cache is reused for many turns."),
+    ("rolling", "Rolling window",
+     "Keep the system prompt and as many of the latest turns as fit."),
+    ("stop", "Stop",
+     "Leave nothing out: when the chat is full, say so and stop."),
+)
 KV_NOTE_QUANTIZED = "Quantized KV cache needs flash attention."
 KV_NOTE_RESET = "KV cache set back to f16: a quantized cache needs flash attention."
 
@@ -55,12 +64,14 @@ class SamplingPanel(QWidget):
 
     Signals:
         sampling_changed(object): the user changed a sampling value; carries SamplingParams.
+        overflow_changed(str): the user chose what to leave out when the chat is too long.
         system_prompt_changed(str): the user edited the system prompt.
         reload_requested(): the user pressed "Reload model" to apply the load options.
         settings_changed(): anything on the panel changed (the window saves, debounced).
     """
 
     sampling_changed = Signal(object)
+    overflow_changed = Signal(str)
     system_prompt_changed = Signal(str)
     reload_requested = Signal()
     settings_changed = Signal()
@@ -77,6 +88,7 @@ class SamplingPanel(QWidget):
         column.setContentsMargins(16, 14, 16, 16)
         column.setSpacing(18)
         column.addWidget(self._build_prompt_section())
+        column.addWidget(self._build_overflow_section())
         column.addWidget(self._build_sampling_section())
         column.addWidget(self._build_load_section())
         column.addStretch(1)
@@ -124,6 +136,40 @@ class SamplingPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.system_prompt_edit)
         return section
+
+    def _build_overflow_section(self) -> QWidget:
+        section = CollapsibleSection("When the chat outgrows the context", "overflowSection",
+                                     self)
+        self.overflow_combo = ComboBox()
+        self.overflow_combo.setObjectName("overflow_combo")
+        for policy, label, tip in OVERFLOW_CHOICES:
+            self.overflow_combo.addItem(label, policy)
+            self.overflow_combo.setItemData(self.overflow_combo.count() - 1, tip,
+                                            Qt.ItemDataRole.ToolTipRole)
+        self.overflow_combo.setToolTip(
+            "What this chat leaves out when it no longer fits the model's context. The system "
+            "prompt is always kept; a marker in the chat shows where history was left out.")
+        self.overflow_combo.currentIndexChanged.connect(self._on_overflow_changed)
+        layout = QVBoxLayout(section.body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.overflow_combo)
+        return section
+
+    def overflow(self) -> str:
+        return str(self.overflow_combo.currentData())
+
+    def set_overflow(self, policy: str) -> None:
+        """Show a chat's policy; emits nothing."""
+        self._quiet = True
+        try:
+            index = self.overflow_combo.findData(policy)
+            self.overflow_combo.setCurrentIndex(max(index, 0))
+        finally:
+            self._quiet = False
+
+    def _on_overflow_changed(self) -> None:
+        if not self._quiet:
+            self.overflow_changed.emit(self.overflow())
 
     def _build_sampling_section(self) -> QWidget:
         section = CollapsibleSection("Sampling", "samplingSection", self)

@@ -11,6 +11,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.core.load import LoadParams, ModelDefaults
+from inglenook.core.messages import DEFAULT_OVERFLOW, OverflowPolicy
 from inglenook.core.session import ChatSession, ChatSettings
 from inglenook.core.settings import Settings
 from inglenook.store import Preset, Store, StoreError
@@ -48,17 +49,20 @@ class SideController(QObject):
         panel.set_settings(settings)
         panel.sampling_changed.connect(lambda _s: self._edited())
         panel.system_prompt_changed.connect(lambda _s: self._edited())
+        panel.overflow_changed.connect(lambda _s: self._edited())
         panel.settings_changed.connect(self.settings_changed)
         bar.preset_chosen.connect(self.apply_preset)
         bar.save_requested.connect(self.save_preset)
         bar.delete_requested.connect(self.delete_preset)
         self.presets: list[Preset] = []
+        self._new_overflow: OverflowPolicy = DEFAULT_OVERFLOW  # kept in settings.json: TODO
         self.refresh_presets()
 
     # ---- which chat ---------------------------------------------------------------------
     def new_chat_settings(self) -> ChatSettings:
         """What a new chat starts with: the values last chosen (settings.json)."""
-        chosen = ChatSettings(self.settings.system_prompt, self.settings.sampling)
+        chosen = ChatSettings(self.settings.system_prompt, self.settings.sampling,
+                              overflow=self._new_overflow)
         return chosen.replace(preset=chosen.matching_preset(self.presets))
 
     def bind(self, session: ChatSession) -> None:
@@ -69,6 +73,7 @@ class SideController(QObject):
         chat = session.settings
         self.panel.set_settings(dataclasses.replace(
             self.settings, sampling=chat.sampling, system_prompt=chat.system_prompt))
+        self.panel.set_overflow(chat.overflow)
         self.bar.show_current(chat.matching_preset(self.presets))
 
     def flush(self) -> None:
@@ -84,11 +89,13 @@ class SideController(QObject):
     def _edited(self) -> None:
         """The user changed the prompt or a sampling value: the chat keeps them (Custom unless
         they match a preset again), and new chats start from them."""
-        values = ChatSettings(self.panel.system_prompt(), self.panel.sampling())
+        values = ChatSettings(self.panel.system_prompt(), self.panel.sampling(),
+                              overflow=self.panel.overflow())  # type: ignore[arg-type]
         values = values.replace(preset=values.matching_preset(self.presets))
         self._use(values)
 
     def _use(self, values: ChatSettings) -> None:
+        self._new_overflow = values.overflow
         self.settings = dataclasses.replace(self._with_load_options(), sampling=values.sampling,
                                             system_prompt=values.system_prompt)
         if self.session is not None:
@@ -109,7 +116,7 @@ class SideController(QObject):
 
     def apply_preset(self, preset: Preset) -> None:
         """Put a preset's system prompt and sampling in the panel; the chat remembers it."""
-        values = ChatSettings.of_preset(preset)
+        values = ChatSettings.of_preset(preset).replace(overflow=self.panel.overflow())
         self.panel.set_settings(dataclasses.replace(
             self._with_load_options(), sampling=values.sampling,
             system_prompt=values.system_prompt))
@@ -129,7 +136,7 @@ class SideController(QObject):
             self.store_failed.emit(f"Could not save the preset: {exc}")
             return
         self.refresh_presets()
-        self._use(ChatSettings.of_preset(preset))
+        self._use(ChatSettings.of_preset(preset).replace(overflow=self.panel.overflow()))
 
     def delete_preset(self, name: str) -> None:
         try:

@@ -1,0 +1,94 @@
+"""Context you can see and control: the meter with what is typed, a message that cannot fit
+refused before sending, the overflow policy kept with the chat, the marker where history was
+left out (fake engine, and llama.cpp where the engine's own fitting is under test)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QSpinBox
+from pytestqt.qtbot import QtBot
+
+from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import LOAD_TIMEOUT_MS, Script, chat
+
+
+def meter_level(window: MainWindow) -> str:
+    return str(window.context_label.property("level"))
+
+
+def test_the_meter_counts_what_is_typed_and_warns_near_the_limit(
+        qtbot: QtBot, window: MainWindow) -> None:
+    n_ctx = window.models.model.n_ctx
+    assert meter_level(window) == "ok" and "typed" not in window.context_label.text()
+    window.composer.edit.setPlainText("word " * int(n_ctx * 0.9 * 4 / 5))  # ~90% of it
+    qtbot.waitUntil(lambda: meter_level(window) == "near", timeout=5_000)
+    assert "typed" in window.context_label.text()
+    window.composer.edit.setPlainText("word " * (n_ctx * 2))
+    qtbot.waitUntil(lambda: meter_level(window) == "over", timeout=5_000)
+    window.composer.edit.clear()
+    qtbot.waitUntil(lambda: meter_level(window) == "ok", timeout=5_000)
+
+
+def test_a_message_that_cannot_fit_is_refused_before_sending(
+        qtbot: QtBot, window: MainWindow) -> None:
+    text = "word " * window.models.model.n_ctx
+    window.composer.edit.setPlainText(text)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert not window.chat.bubbles and window.chats.conv_id is None
+    assert "context holds" in window.banner.text()
+    assert window.composer.edit.toPlainText() == text.strip()
+
+
+def test_the_overflow_policy_stays_with_its_chat(qtbot: QtBot, window: MainWindow,
+                                                  script: Script) -> None:
+    combo = window.panel.findChild(QComboBox, "overflow_combo")
+    combo.setCurrentIndex(combo.findData("rolling"))
+    chat(qtbot, window, "Keep a rolling window.")
+    rolling = window.chats.conv_id
+    assert window.chats.last_request.overflow == "rolling"
+    assert window.chats.last_request.conversation == f"chat:{rolling}"
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    combo.setCurrentIndex(combo.findData("stop"))
+    chat(qtbot, window, "Stop at the limit.")
+    window.chats.open(rolling)
+    assert combo.currentData() == "rolling"
+    chat(qtbot, window, "Still rolling?")
+    assert window.chats.last_request.overflow == "rolling"
+
+
+def test_history_left_out_is_marked_in_the_chat(qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
+    window.panel.findChild(QSpinBox, "n_ctx_spin").setValue(512)
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+        window.models.reload()
+    paragraph = "The keeper counted the waves and wrote each number in his log. " * 6
+    for n in range(5):
+        chat(qtbot, window, f"Note {n}: {paragraph}")
+    reply = window.chats.session.path[-1]
+    stats = reply.provenance.stats
+    assert stats is not None and stats.dropped_messages > 0
+    marked = [b for b in window.chat.bubbles if "not seen by the model" in b.notice.text()]
+    assert len(marked) == 1
+    window.chats.open(window.chats.conv_id, reply.id)  # and again after reopening
+    assert any("not seen by the model" in b.notice.text() for b in window.chat.bubbles)
+
+
+def test_a_full_chat_set_to_stop_offers_to_leave_history_out(
+        qtbot: QtBot, real_window: MainWindow) -> None:
+    window = real_window
+    window.panel.findChild(QSpinBox, "n_ctx_spin").setValue(512)
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+        window.models.reload()
+    combo = window.panel.findChild(QComboBox, "overflow_combo")
+    combo.setCurrentIndex(combo.findData("stop"))
+    paragraph = "The keeper counted the waves and wrote each number in his log. " * 5
+    for n in range(6):
+        chat(qtbot, window, f"Note {n}: {paragraph}")
+        if window.banner.action_button.isVisible():
+            break
+    assert window.banner.action_button.text() == "Leave out the middle"
+    assert window.chats.session.path[-1].status == "error"
+    with qtbot.waitSignal(window.reply_finished, timeout=LOAD_TIMEOUT_MS) as done:
+        qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    assert done.args[1].reason in ("stop", "length")
+    assert combo.currentData() == "middle" and window.chats.last_request.overflow == "middle"
