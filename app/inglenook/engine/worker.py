@@ -18,6 +18,7 @@ from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineCrashed, EngineError
+from inglenook.engine.remote_router import EngineRouter
 from inglenook.engine.scheduler import Job, QueueState, Scheduler
 
 DELTA_INTERVAL_S = 0.03  # the GUI repaints at most ~30 times a second
@@ -57,9 +58,10 @@ class EngineWorker(QObject):
     queue_changed = Signal(object)
     prompt_inspected = Signal(int, object)
 
-    def __init__(self, client: EngineClient | None = None) -> None:
+    def __init__(self, client: EngineClient | EngineRouter | None = None) -> None:
         super().__init__()
-        self.client = client or EngineClient()
+        # Local files and remote endpoints alike (a bare EngineClient in tests).
+        self.client: EngineClient | EngineRouter = client or EngineRouter()
         self.client.on_exit = self._host_exited
         self.scheduler = Scheduler(self.client.cancel, self.queue_changed.emit)
         self._last_load: LoadParams | None = None

@@ -79,7 +79,8 @@ class MainWindow(QMainWindow):
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
 
         self.side = SideController(self.panel, self.preset_bar, self.store, settings,
-                                   self._gpu_supported, self)
+                                   lambda: bool(getattr(self.worker.client.ready,
+                                                        "gpu_offload_supported", False)), self)
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
                                       self.downloads, self.side.load_fix, self)
@@ -95,6 +96,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self.side.bind(self.chats.session)
         self.models.refresh(settings.last_model)
+        self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()
         if store_problem:  # damaged and moved aside, read-only, or temporary
             notices.append(store_problem)
@@ -214,10 +216,6 @@ class MainWindow(QMainWindow):
         AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
 
     # ---- reactions that span controllers -------------------------------------------------
-    def _gpu_supported(self) -> bool:
-        ready = self.worker.client.ready
-        return bool(ready and ready.gpu_offload_supported)
-
     def _model_ready(self, info: ModelInfo) -> None:
         self.side.settings.last_model = info.path
         self._schedule_save()
@@ -228,6 +226,7 @@ class MainWindow(QMainWindow):
         self.chats.set_can_send(True)  # sends a message typed while it loaded
         self.composer.set_loading(False)
         self.chats.show_context()
+        self.panel.limit_sampling(getattr(self.worker.client, "accepted_sampling", None))
         self.composer.edit.setFocus()
         self.model_ready.emit(info)
 

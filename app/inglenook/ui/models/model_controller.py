@@ -11,12 +11,14 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
 from inglenook.core.load import LoadParams, ModelInfo
+from inglenook.engine.providers import is_remote_ref, model_name_of
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.picker import ModelPicker
+from inglenook.ui.models.providers_dialog import ProvidersDialog
 from inglenook.ui.widgets.banner import Banner
 
 
@@ -69,6 +71,7 @@ class ModelController(QObject):
         self.hashed.connect(self._on_hashed)
         picker.model_chosen.connect(self.load)
         picker.open_requested.connect(self.open_file)
+        picker.providers_requested.connect(self.show_providers)
 
     @property
     def path(self) -> str:
@@ -95,6 +98,12 @@ class ModelController(QObject):
     def refresh(self, last_model: str = "") -> None:
         self.picker.refresh(self.model.path if self.model else last_model or self.picker.path())
 
+    def show_providers(self) -> None:
+        """Remote engines: add, test and remove OpenAI-compatible endpoints."""
+        dialog = ProvidersDialog(self.picker.providers, self._parent)
+        dialog.providers_changed.connect(self.picker.refresh_remote)
+        dialog.open()
+
     def show_dialog(self) -> None:
         """The Models dialog: one instance, refreshed each time it is shown."""
         if self._dialog is None:
@@ -113,7 +122,9 @@ class ModelController(QObject):
 
     def _on_loading(self, path: str, fraction: float) -> None:
         self.is_loading = True
-        self.status.setText(f"Loading {Path(path).name}…")
+        name = model_name_of(path) if is_remote_ref(path) else Path(path).name
+        self.status.setText(f"Loading {name}…" if fraction < 1 or not is_remote_ref(path)
+                            else f"Connecting to {name}…")
         self.progress.setValue(int(fraction * 100))
         self.progress.show()
 
@@ -133,8 +144,9 @@ class ModelController(QObject):
         if self._restarting and self.banner.kind == "info":
             self.banner.clear()
         self._restarting = False
-        threading.Thread(target=self._hash, args=(info.path,), daemon=True,
-                         name="model-sha256").start()
+        if not is_remote_ref(info.path):  # a file: its fingerprint goes into provenance
+            threading.Thread(target=self._hash, args=(info.path,), daemon=True,
+                             name="model-sha256").start()
         self.ready.emit(info)
 
     def _hash(self, path: str) -> None:
@@ -154,8 +166,8 @@ class ModelController(QObject):
         self.model_label.setText("No model")
         fix = self._load_fix(message)
         action = (fix[0], lambda: (fix[1](), self.load(path))) if fix else None
-        self.banner.show_message(f"Could not load {Path(path).name}. {message}", "error",
-                                 action)
+        name = model_name_of(path) if is_remote_ref(path) else Path(path).name
+        self.banner.show_message(f"Could not load {name}. {message}", "error", action)
         self.failed.emit(path, message)
 
     def _on_crashed(self, message: str) -> None:

@@ -395,6 +395,16 @@ class SamplingPanel(QWidget):
         if allow_beyond_trained is not None:
             self.beyond_trained_check.setChecked(allow_beyond_trained)
 
+    def limit_sampling(self, accepted: frozenset[str] | None) -> None:
+        """A remote engine takes only some settings: the others are shown disabled (None: all,
+        as for the local engine)."""
+        for name, pair in self._pairs.items():
+            pair.set_enabled(accepted is None or name in accepted)
+            pair.set_tooltip(pair.spec.tooltip + ("" if accepted is None or name in accepted
+                                                  else "\n\nThis engine does not take it."))
+        if accepted is None:
+            self._update_mirostat_rows()
+
     def set_gpu_offload_supported(self, supported: bool, reason: str = "") -> None:
         """Disable the GPU layers row, saying why, when the engine cannot offload."""
         label = self.findChild(QLabel, "n_gpu_layers_label")
