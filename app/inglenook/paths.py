@@ -70,6 +70,18 @@ def providers_file() -> Path:
     return config_dir() / "providers.json"
 
 
+def mcp_config_file() -> Path:
+    """MCP tool servers, in the `mcpServers` format other chat apps use (see tools/config.py)."""
+    return config_dir() / "mcp.json"
+
+
+def mcp_log_dir() -> Path:
+    """What each MCP tool server writes to stderr, one file per server (see tools/)."""
+    path = log_dir() / "mcp"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def database_file() -> Path:
     """Conversations, messages and presets: one SQLite database (see store/)."""
     return data_dir() / "inglenook.db"
