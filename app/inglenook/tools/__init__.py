@@ -9,4 +9,5 @@
   stream.py      ReplyStream: reasoning, answer text and tool calls from one reply
   approval.py    ChatToolPolicy: servers on in a chat, tools allowed without asking
   results.py     ToolResult: a call's status and the text the model gets
+  cards.py       ToolCard: a call, its decision and result, as the transcript keeps it
 """
