@@ -68,3 +68,20 @@ def test_the_sidebar_can_be_hidden_and_stays_hidden(qtbot: QtBot, window: MainWi
 def test_ctrl_w_closes_the_window(qtbot: QtBot, window: MainWindow) -> None:
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
     assert not window.isVisible()
+
+
+def test_the_window_is_usable_at_700_by_600(qtbot: QtBot, window: MainWindow) -> None:
+    assert window.minimumSizeHint().width() <= 700
+    window.resize(700, 600)
+    qtbot.waitUntil(lambda: window.width() == 700, timeout=5_000)
+    assert window.side_panel.isHidden() and not window.sidebar.isHidden()  # folded for room
+    qtbot.waitUntil(lambda: window.chat.width() >= 300, timeout=5_000)
+    assert window.composer.button.isVisible()
+    window.actions["toggleSidePanel"].trigger()  # asked for: it gets the room
+    assert not window.side_panel.isHidden() and window.sidebar.isHidden()
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: not window.sidebar.isHidden(), timeout=5_000)
+    assert not window.side_panel.isHidden()
+    window.close()
+    stored = load_settings()
+    assert stored.sidebar_visible and stored.side_panel_visible  # folding is not a choice

@@ -10,9 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QLabel,
     QMainWindow,
-    QProgressBar,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -39,7 +37,9 @@ from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.window import commands
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
+from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
 from inglenook.ui.window.menus import window_menus
+from inglenook.ui.window.status_bar import fill_status_bar
 from inglenook.ui.window.top_bar import TopBar
 
 
@@ -134,25 +134,13 @@ class MainWindow(QMainWindow):
             self.splitter.addWidget(widget)
             self.splitter.setStretchFactor(index, 1 if widget is column else 0)
         self.setCentralWidget(_column("central", top, self.splitter))
+        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button)
+        # The panels fold away before the chat gets too narrow (resizeEvent), so the window
+        # may be narrower than all three side by side.
+        self.centralWidget().setMinimumSize(MIN_WIDTH, 360)
 
-        self.model_label = QLabel("No model", self)
-        self.model_label.setObjectName("statusModel")
-        self.context_label = QLabel("", self)
-        self.context_label.setObjectName("statusContext")
-        self.progress = QProgressBar(self)
-        self.progress.setObjectName("statusProgress")
-        self.progress.setMaximumWidth(180)
-        self.progress.setTextVisible(False)
-        self.progress.hide()
-        self.status_text = QLabel("", self)
-        self.server_label = QLabel("", self)
-        self.server_label.setObjectName("statusServer")
-        status = self.statusBar()
-        status.addWidget(self.model_label)
-        status.addWidget(self.status_text, 1)
-        status.addPermanentWidget(self.server_label)
-        status.addPermanentWidget(self.progress)
-        status.addPermanentWidget(self.context_label)
+        (self.model_label, self.status_text, self.server_label, self.progress,
+         self.context_label) = fill_status_bar(self.statusBar())
 
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history
@@ -164,10 +152,12 @@ class MainWindow(QMainWindow):
                 self.menu_button.menu().addSeparator()
         self.models_button.clicked.connect(models.show_dialog)
         models.defaults_requested.connect(side.edit_model_defaults)
-        visible = side.settings.side_panel_visible
-        self.side_panel.setVisible(visible)
-        self.panel_button.setChecked(visible)
-        self.panel_button.toggled.connect(self.side_panel.setVisible)
+        self.panel_button.setChecked(side.settings.side_panel_visible)
+        self.folder.wanted.update(side_panel=side.settings.side_panel_visible,
+                                  sidebar=side.settings.sidebar_visible)
+        self.folder.fit(self.width())
+        self.panel_button.toggled.connect(
+            lambda on: self.folder.want("side_panel", on, self.width()))
         self.panel_button.toggled.connect(self._schedule_save)
         self.panel.reload_requested.connect(models.reload)
         side.settings_changed.connect(self._schedule_save)
@@ -194,12 +184,15 @@ class MainWindow(QMainWindow):
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
-        self.sidebar.setVisible(side.settings.sidebar_visible)
 
     # ---- commands of the menus -----------------------------------------------------------
     def toggle_sidebar(self) -> None:
-        self.sidebar.setVisible(self.sidebar.isHidden())
+        self.folder.want("sidebar", self.sidebar.isHidden(), self.width())
         self._schedule_save()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.folder.fit(event.size().width())
 
     def show_preferences(self) -> None:
         self.panel_button.setChecked(True)
@@ -254,8 +247,8 @@ class MainWindow(QMainWindow):
 
     def save_settings(self) -> None:
         settings = self.side.current_settings()
-        settings.side_panel_visible = self.panel_button.isChecked()
-        settings.sidebar_visible = not self.sidebar.isHidden()
+        settings.side_panel_visible = self.folder.wanted["side_panel"]
+        settings.sidebar_visible = self.folder.wanted["sidebar"]
         settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
         try:  # merged with what another window saved meanwhile
             self.side.settings = self.settings_file.save(settings)

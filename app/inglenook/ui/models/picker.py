@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
-from PySide6.QtWidgets import QComboBox, QWidget
+from PySide6.QtWidgets import QComboBox, QSizePolicy, QWidget
 
 from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
@@ -48,7 +48,11 @@ class ModelPicker(QComboBox):
                  providers: ProviderStore | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelPicker")
-        self.setMinimumWidth(340)
+        # Wide when there is room, down to ~14 characters in a narrow window (names elide).
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(14)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setMaximumWidth(480)
         self.setToolTip("The model to chat with")
         self._current = ""
         self._providers = providers
