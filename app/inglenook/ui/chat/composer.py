@@ -86,8 +86,9 @@ class PromptEdit(QPlainTextEdit):
         return QSize(400, height + margins.top() + margins.bottom() + 4)
 
     def minimumSizeHint(self) -> QSize:
-        # QAbstractScrollArea's own minimum is ~5 lines; one line is the right minimum here.
-        return self.sizeHint()
+        # QAbstractScrollArea's own minimum is ~5 lines; one line is the right minimum here,
+        # and a narrow one: the window must fit 700 px.
+        return QSize(120, self.sizeHint().height())
 
 
 class Composer(QWidget):
