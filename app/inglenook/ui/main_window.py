@@ -36,6 +36,7 @@ from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.window import commands
+from inglenook.ui.window.drops import accept_gguf_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
 from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
 from inglenook.ui.window.menus import window_menus
@@ -94,6 +95,7 @@ class MainWindow(QMainWindow):
         self.server = ServerController(self.worker, lambda: self.side.settings,
                                        self.server_label, self)
         self._wire()
+        self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
         self.side.bind(self.chats.session)
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background

@@ -17,6 +17,7 @@ from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
+from inglenook.ui.models.library import ask_import_mode
 from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
 from inglenook.ui.widgets.banner import Banner
@@ -103,6 +104,17 @@ class ModelController(QObject):
         dialog = ProvidersDialog(self.picker.providers, self._parent)
         dialog.providers_changed.connect(self.picker.refresh_remote)
         dialog.open()
+
+    def import_dropped(self, path: str) -> None:
+        """A .gguf dropped on the window: into the library (copy or link, as the user says),
+        in the background, shown on the Library page."""
+        mode = ask_import_mode(self._parent, Path(path).name)
+        if mode is None:
+            return
+        self.show_dialog()
+        assert self._dialog is not None
+        self._dialog.show_page("library")
+        self._dialog.library.import_file(path, mode)
 
     def show_dialog(self) -> None:
         """The Models dialog: one instance, refreshed each time it is shown."""
