@@ -1,5 +1,6 @@
-"""What the Discover page says about a repository's files: a fit label per file, the file to
-recommend, whether a file is installed already. Qt-free, so that it is tested without widgets.
+"""What the Discover page says about a repository's files: a fit label per file, whether the
+bundled engine can load them at all, the file to recommend, whether a file is installed already.
+Qt-free, so that it is tested without widgets.
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from inglenook import paths
-from inglenook.models import fit
+from inglenook.models import compat, fit
 from inglenook.models.catalog import CatalogEntry
 from inglenook.models.filenames import UnsafeFileName, local_name
+from inglenook.models.gguf import GGUFError
 from inglenook.models.hub import GGUFModel, RepoListing
 from inglenook.models.library import describe_size
 
@@ -29,22 +31,42 @@ class FitReport:
     memory: fit.Memory
     plans: dict[str, fit.FitPlan]  # by GGUFModel.name
     recommended: str | None  # a quantization
+    # Whether the bundled engine knows the model's architecture and tokenizer; None when the
+    # header was not read this time and no verdict was passed in.
+    verdict: compat.Compatibility | None = None
 
 
-def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None) -> FitReport:
-    """Slow (network): read the header of the repository's smallest file (once per repository:
-    pass the shape read before) and plan every file against free memory now."""
+def header_file(listing: RepoListing) -> str:
+    """The file whose header describes the repository's model: the smallest that is not a vision
+    projector (mmproj-*.gguf, an add-on with its own architecture, "clip")."""
+    model = next((m for m in listing.models if "mmproj" not in m.name.lower()),
+                 listing.models[0])
+    return model.parts[0].path
+
+
+def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None,
+              verdict: compat.Compatibility | None = None) -> FitReport:
+    """Slow (network): read the header of the repository's smallest model file (once per
+    repository: pass the shape and verdict from before), check it against the bundled engine
+    and plan every file against free memory now."""
     if shape is None:
-        first = listing.models[0].parts[0].path
-        header = fit.remote_header(repo, first, listing.commit or "main")
-        shape = fit.shape_from_header(header)
+        header = fit.remote_header(repo, header_file(listing), listing.commit or "main")
+        verdict = compat.check(header)
+        try:
+            shape = fit.shape_from_header(header)
+        except GGUFError as exc:
+            if not verdict.wont_load:
+                raise
+            # An architecture the engine does not know may not give the numbers fit needs
+            # either: that it won't load is the news.
+            raise GGUFError(f"{verdict.summary}. {verdict.detail}") from exc
     memory = fit.system_memory(gpu_offload=fit.offload_available())
     n_ctx = min(DEFAULT_CTX, shape.n_ctx_train) if shape.n_ctx_train else DEFAULT_CTX
     plans = {m.name: fit.plan(dataclasses.replace(shape, weights_bytes=m.size), n_ctx, KV_TYPE,
                               memory) for m in listing.models}
     best = fit.recommend([(m.quant, m.size) for m in listing.models if m.quant], shape, n_ctx,
                          KV_TYPE, memory)
-    return FitReport(repo, shape, n_ctx, memory, plans, best)
+    return FitReport(repo, shape, n_ctx, memory, plans, best, verdict)
 
 
 def fit_breakdown(plan: fit.FitPlan) -> str:
@@ -56,7 +78,10 @@ def fit_breakdown(plan: fit.FitPlan) -> str:
 
 def is_recommended(model: GGUFModel, report: FitReport | None,
                    entry: CatalogEntry | None) -> bool:
-    """A catalog entry's own choice wins; otherwise the planner's quantization."""
+    """A catalog entry's own choice wins; otherwise the planner's quantization. Nothing is
+    recommended that the bundled engine cannot load."""
+    if report is not None and report.verdict is not None and report.verdict.wont_load:
+        return False
     if entry is not None:
         names = {n.rsplit("/", 1)[-1] for n in entry.recommended}
         return model.parts[0].path.rsplit("/", 1)[-1] in names or model.name in names

@@ -3,23 +3,35 @@ shipped in resources/catalog.json so that it can be browsed offline. Qt-free.
 
 The file is validated strictly (unknown keys too, so that a typo cannot hide a field): a broken
 catalog raises CatalogError, which the Models dialog shows instead of the list.
+
+Each entry says when its file names were last checked and against what: "hub" (the repository's
+listing had every recommended file) or "naming" (written from the publisher's naming without the
+Hub). `python -m inglenook.models.catalog` asks the Hub (HF_ENDPOINT) about every entry; with
+`--write` it stamps the entries it confirmed.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from inglenook import paths
+from inglenook.models import hub
 from inglenook.models.filenames import is_safe
 
-CATALOG_FORMAT = 1
+CATALOG_FORMAT = 2  # 2: entries say when and how their file names were checked
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PARAMS = re.compile(r"^\d+(?:\.\d+)?[MB]$")
 _TEXT = ("repo", "name", "publisher", "params", "licence", "description")
-_FIELDS = {*_TEXT, "context", "recommended", "tags"}
+_FIELDS = {*_TEXT, "context", "recommended", "tags", "checked"}
+_CHECKED_FIELDS = {"date", "against"}
+CheckedAgainst = Literal["hub", "naming"]
 
 
 class CatalogError(ValueError):
@@ -37,6 +49,8 @@ class CatalogEntry:
     description: str  # one sentence
     recommended: tuple[str, ...]  # GGUF file names in the repository, the recommended one first
     tags: tuple[str, ...]
+    checked: datetime.date | None = None  # when the file names were last checked...
+    checked_against: CheckedAgainst = "naming"  # ...and against what (see the docstring)
 
     @property
     def default_file(self) -> str:
@@ -104,14 +118,77 @@ def _entry(item: object, where: str) -> CatalogEntry:
             raise CatalogError(f"{where}: {name!r} is not a safe .gguf file name.")
     if len(set(recommended)) != len(recommended):
         raise CatalogError(f"{where}: a recommended file is listed twice.")
+    checked, against = _checked(item["checked"], f"{where}: checked")
     return CatalogEntry(
         repo=repo, name=item["name"].strip(), publisher=item["publisher"].strip(),
         params=item["params"], context=context, licence=item["licence"].strip(),
         description=item["description"].strip(), recommended=recommended,
-        tags=_strings(item["tags"], f"{where}: tags"))
+        tags=_strings(item["tags"], f"{where}: tags"), checked=checked,
+        checked_against=against)
+
+
+def _checked(value: object, where: str) -> tuple[datetime.date, CheckedAgainst]:
+    if not isinstance(value, dict) or value.keys() != _CHECKED_FIELDS:
+        raise CatalogError(f"{where} must be {{\"date\": \"YYYY-MM-DD\", \"against\": "
+                           "\"hub\" or \"naming\"}.")
+    try:
+        date = datetime.date.fromisoformat(value["date"])
+    except (TypeError, ValueError):
+        raise CatalogError(f"{where}: the date must read like 2026-12-01.") from None
+    against = value["against"]
+    if against not in ("hub", "naming"):
+        raise CatalogError(f"{where}: against must be \"hub\" or \"naming\".")
+    return date, against
 
 
 def _strings(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise CatalogError(f"{where} must be a list of non-empty strings.")
     return tuple(value)
+
+
+# -- checking the file names against the Hub ------------------------------------------------------
+def missing_files(entry: CatalogEntry) -> list[str]:
+    """The entry's recommended files that its repository does not have (network; raises
+    hub.HubError when the repository cannot be listed)."""
+    have = {f.path for m in hub.list_gguf_files(entry.repo).models for f in m.parts}
+    return [name for name in entry.recommended if name not in have]
+
+
+def stamp(path: Path, confirmed: set[str], today: datetime.date) -> None:
+    """Mark the entries of `confirmed` repositories as checked against the Hub today."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for item in data["models"]:
+        if item["repo"] in confirmed:
+            item["checked"] = {"date": today.isoformat(), "against": "hub"}
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check every entry's files on the Hub; 0 when all were found."""
+    parser = argparse.ArgumentParser(prog="python -m inglenook.models.catalog",
+                                     description="Check the catalog's file names on the Hub.")
+    parser.add_argument("--write", action="store_true",
+                        help="stamp the entries whose files were all found")
+    parser.add_argument("--catalog", type=Path, default=None)
+    args = parser.parse_args(argv)
+    path = args.catalog or catalog_path()
+    confirmed: set[str] = set()
+    for entry in load_catalog(path):
+        try:
+            missing = missing_files(entry)
+        except hub.HubError as exc:
+            print(f"{entry.repo}: cannot list it: {exc}")
+            continue
+        if missing:
+            print(f"{entry.repo}: missing {', '.join(missing)}")
+        else:
+            confirmed.add(entry.repo)
+            print(f"{entry.repo}: ok")
+    if args.write and confirmed:
+        stamp(path, confirmed, datetime.datetime.now(datetime.UTC).date())
+    return 0 if len(confirmed) == len(load_catalog(path)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

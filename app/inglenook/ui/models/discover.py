@@ -1,5 +1,6 @@
 """The Models dialog's Discover page: search the Hub for GGUF repositories, open one to see its
-files grouped by quantization with a memory-fit label each, and queue downloads. The curated
+files grouped by quantization with a memory-fit label each (or "Won't load" when the bundled
+engine does not know the model's architecture or tokenizer), and queue downloads. The curated
 catalog is shown while the search box is empty, and works offline.
 
 Every Hub request runs on a background thread; each carries a request number, and answers to a
@@ -33,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.models import fit, hub
+from inglenook.models import compat, fit, hub
 from inglenook.models.advice import (
     FIT_TEXT,
     FitReport,
@@ -108,7 +109,8 @@ class DiscoverPage(QWidget):
         self.report: FitReport | None = None
         self.fit_error = ""
         self._opened: tuple[str, str, CatalogEntry | None] = ("", "", None)
-        self._shapes: dict[str, fit.ModelShape] = {}  # headers are fetched once per repository
+        # What a repository's header said (read once per repository): its shape and verdict.
+        self._shapes: dict[str, tuple[fit.ModelShape, compat.Compatibility | None]] = {}
         self._catalog_entry: CatalogEntry | None = None
         try:
             self.catalog, self.catalog_error = load_catalog(), ""
@@ -183,7 +185,8 @@ class DiscoverPage(QWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        for column, width in ((2, 100), (3, 108)):  # a chip and a button: their own widths
+        # A chip (wide enough for "Won't load") and a button: their own widths.
+        for column, width in ((2, 112), (3, 108)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             header.resizeSection(column, width)
         panel_layout = QVBoxLayout(panel)
@@ -351,15 +354,18 @@ class DiscoverPage(QWidget):
             return
         self._render_files()
         self.repo_status.setText("Reading the model's header to estimate its memory needs…")
-        self.tasks.start(("fit", self._open_request), plan_fits, listing.repo, listing,
-                         self._shapes.get(listing.repo))
+        shape, verdict = self._shapes.get(listing.repo, (None, None))
+        self.tasks.start(("fit", self._open_request), plan_fits, listing.repo, listing, shape,
+                         verdict)
 
     def _show_fits(self, report: FitReport) -> None:
         self.report = report
         where = "free RAM" if not report.memory.gpu_offload else "free RAM and GPU memory"
-        self.repo_status.setText(
-            f"Memory estimates for {report.n_ctx:,} tokens of context (f16 KV cache) against "
-            f"{report.memory.ram_free / 1e9:.1f} GB of {where}.")
+        status = (f"Memory estimates for {report.n_ctx:,} tokens of context (f16 KV cache) "
+                  f"against {report.memory.ram_free / 1e9:.1f} GB of {where}.")
+        if report.verdict is not None and report.verdict.wont_load:
+            status = f"{report.verdict.summary}. {report.verdict.detail}"
+        self.repo_status.setText(status)
         self._render_files()
 
     def _render_files(self) -> None:
@@ -420,6 +426,11 @@ class DiscoverPage(QWidget):
             self._render_files()
 
     def _fit_chip(self, model: GGUFModel) -> QWidget:
+        verdict = self.report.verdict if self.report is not None else None
+        if verdict is not None and verdict.wont_load:
+            widget = chip("Won't load", "wont")
+            widget.setToolTip(f"{verdict.summary}.\n{verdict.detail}")
+            return widget
         if self.report is not None and model.name in self.report.plans:
             plan = self.report.plans[model.name]
             kind = {"fits": "fits", "tight": "tight"}.get(plan.label, "wont")
@@ -497,7 +508,8 @@ class DiscoverPage(QWidget):
             self._show_listing(value)  # type: ignore[arg-type]
         elif kind == "fit":
             report: FitReport = value  # type: ignore[assignment]
-            self._shapes[report.repo] = report.shape  # kept even if the user moved on
+            # Kept even if the user moved on.
+            self._shapes[report.repo] = (report.shape, report.verdict)
             if number == self._open_request:
                 self._show_fits(report)
 

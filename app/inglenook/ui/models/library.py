@@ -1,5 +1,6 @@
-"""The Models dialog's Library page: the installed models with what their GGUF headers say;
-import, reveal, delete, and "use this model".
+"""The Models dialog's Library page: the installed models with what their GGUF headers say
+(and a note on those whose architecture or tokenizer the bundled engine does not know); import,
+reveal, delete, and "use this model".
 
 Headers are read on a background thread (each read is bounded to ~2 s, but a dozen big files on
 a slow disk add up), and rows fill in as the answers come back.
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.models import compat
 from inglenook.models.filenames import parse_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 from inglenook.models.library import (
@@ -245,10 +247,14 @@ class LibraryPage(QWidget):
     def _fill(self, item: QTreeWidgetItem, entry: ModelEntry) -> None:
         header = self.headers.get(entry.path)
         size = describe_size(entry.size_bytes)
+        verdict = compat.check(header) if isinstance(header, GGUFHeader) else None
         if isinstance(header, GGUFHeader):
             quant = quantization(header, entry.path) or "?"
             context = f"{header.context_length:,}" if header.context_length else "?"
-            values = [header.architecture or "?", describe_params(header.parameter_count),
+            arch = header.architecture or "?"
+            if verdict is not None and verdict.wont_load:
+                arch += " · won't load"
+            values = [arch, describe_params(header.parameter_count),
                       quant, size, context, "Yes" if header.chat_template else "No"]
         elif isinstance(header, str):  # unreadable: the message is in the tooltip
             values = ["unreadable", "", parse_quant(entry.path), size, "", ""]
@@ -257,6 +263,9 @@ class LibraryPage(QWidget):
         for column, text in enumerate([entry.name, *values, self._source(entry)]):
             item.setText(column, text)
         tip = entry.path if not isinstance(header, str) else f"{entry.path}\n\n{header}"
+        if verdict is not None and verdict.wont_load:
+            tip += f"\n\n{verdict.summary}.\n{verdict.detail}"
+            item.setToolTip(1, f"{verdict.summary}.\n{verdict.detail}")
         item.setToolTip(0, tip)
 
     def _on_header(self, key: object, value: object) -> None:
@@ -303,7 +312,9 @@ class LibraryPage(QWidget):
                      else "context unknown",
                      "has a chat template" if header.chat_template else "no chat template",
                      describe_size(entry.size_bytes)]
-            self.detail_facts.setText(" · ".join(facts))
+            verdict = compat.check(header)
+            note = f"\n{verdict.summary}. {verdict.detail}" if verdict.wont_load else ""
+            self.detail_facts.setText(" · ".join(facts) + note)
         elif isinstance(header, str):
             self.detail_facts.setText(header)
         else:
