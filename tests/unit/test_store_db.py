@@ -103,18 +103,21 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
     make_fixtures.load(fixture.read_text(encoding="utf-8"), db)
     version = int(fixture.stem[1:])
     reasoning = version >= 3  # the history gained replies with reasoning in v3
+    attached = version >= 4  # and questions with files in v4
     with Store() as store:
         assert store.recovered_from is None
         sidebar = [(c.title, c.pinned, c.preset, c.message_count) for c in store.conversations()]
         assert sidebar == [("Trip to Zürich ☕", True, "Precise", 7),
+                           *([("Quarterly numbers", False, None, 3)] if attached else []),
                            *([("Thinking it over", False, None, 3)] if reasoning else []),
                            ("Empty — новый чат", False, None, 0),
                            ('Code review: <script> & "quotes"', False, "Rust helper", 3)]
         everything = store.conversations(include_deleted=True)
-        assert len(everything) == 4 + reasoning
+        assert len(everything) == 4 + reasoning + attached
         by_title = {c.title: c.id for c in everything}
         for expected in make_fixtures.CONVERSATIONS + (
-                make_fixtures.V3_CONVERSATIONS if reasoning else []):
+                make_fixtures.V3_CONVERSATIONS if reasoning else []) + (
+                make_fixtures.V4_CONVERSATIONS if attached else []):
             if version >= 2 and expected["title"] == "Empty — новый чат":  # v2: own settings
                 expected = {**expected, "settings": make_fixtures.CUSTOM_SETTINGS}
             assert store.export_json(by_title[expected["title"]]) == expected
@@ -134,6 +137,15 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
                  "<i>Reasoning:</i> <b>Spell</b> it: s-t-r-a-w-b-e-r-r-y.\nOne r after the…")]
         assert all(not m.reasoning for c in everything for m in store.active_path(c.id)
                    if c.title != "Thinking it over")
+        if attached:
+            question, _, files = store.active_path(by_title["Quarterly numbers"])
+            assert [(a.name, a.kind, a.size) for a in question.attachments] == [
+                ("sales.csv", "csv", 36), ("Q1 report.pdf", "pdf", 18_342)]
+            assert question.attachments[0].text.endswith("Mär,7")
+            assert [(a.kind, a.mime, a.data) for a in files.attachments] == [
+                ("code", "", b""), ("image", "image/png", make_fixtures.PNG)]
+        assert all(not m.attachments for c in everything for m in store.active_path(c.id)
+                   if c.title != "Quarterly numbers")
         presets = {p.name: p for p in store.presets()}
         assert presets["Rust helper"] == make_fixtures.USER_PRESET
         assert presets["Code"].system_prompt == make_fixtures.EDITED_CODE.system_prompt
@@ -227,7 +239,8 @@ def test_a_failing_migration_leaves_the_file_as_it_was(db: Path,
     assert user_version(db.with_name(f"inglenook.db.bak-v{LATEST_VERSION}")) == LATEST_VERSION
     monkeypatch.setattr(schema, "MIGRATIONS", shipped)  # not undo(): that drops INGLENOOK_HOME
     with Store(db) as store:
-        assert len(store.conversations()) == 3 + len(make_fixtures.V3_CONVERSATIONS)
+        assert len(store.conversations()) == 3 + len(make_fixtures.V3_CONVERSATIONS) + len(
+            make_fixtures.V4_CONVERSATIONS)
 
 
 def test_a_database_from_a_newer_version_is_refused_untouched(db: Path) -> None:

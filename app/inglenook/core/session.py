@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inglenook.core.attachments import Attachment, estimate_tokens, inline
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import (
     DEFAULT_OVERFLOW,
@@ -44,12 +45,6 @@ def title_from(text: str) -> str:
         return line
     cut = line[:TITLE_LENGTH].rsplit(" ", 1)[0] or line[:TITLE_LENGTH]
     return cut.rstrip(" ,.;:") + "…"
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters a token in English prose: for the context meter until the
-    engine has counted."""
-    return (len(text) + 3) // 4 if text.strip() else 0
 
 
 def unique_title(title: str, taken: set[str]) -> str:
@@ -201,7 +196,8 @@ class ChatSession:
     def turns(self) -> list[Message]:
         """The branch on screen as chat turns. A reply that failed without writing anything is
         left out together with its question, so roles keep alternating."""
-        return [Message(m.role, m.content) for m in self._turn_messages(self.path)]  # type: ignore[arg-type]
+        return [Message(m.role, inline(m.content, m.attachments))  # type: ignore[arg-type]
+                for m in self._turn_messages(self.path)]
 
     @staticmethod
     def _turn_messages(path: Sequence[StoredMessage]) -> list[StoredMessage]:
@@ -254,10 +250,13 @@ class ChatSession:
         return build_messages(self.settings.system_prompt, self.turns())
 
     # ---- writing --------------------------------------------------------------------------
-    def add_user(self, text: str) -> StoredMessage:
+    def add_user(self, text: str, attachments: Sequence[Attachment] = ()) -> StoredMessage:
+        """The user's message: what was typed, and the files attached to it (inlined into
+        what the model reads, shown apart in the transcript)."""
         if self.conv_id is None:
-            self.title = unique_title(title_from(text), {c.title for c in
-                                                         self.store.conversations()})
+            first = text if text.strip() or not attachments else attachments[0].name
+            self.title = unique_title(title_from(first), {c.title for c in
+                                                          self.store.conversations()})
             self.conv_id = self.store.create_conversation(self.title, self.settings.preset)
             self.settings_dirty = True
             try:
@@ -266,15 +265,17 @@ class ChatSession:
                 self.conv_id = None  # nothing was written that the user would miss
                 raise
         parent = self.path[-1].id if self.path else None
-        self.store.add_message(self.conv_id, "user", text, parent)
+        self.store.add_message(self.conv_id, "user", text, parent, attachments=attachments)
         self.reload()
         return self.path[-1]
 
     def edit_user(self, message_id: int, text: str) -> StoredMessage:
-        """A new version of an earlier question: a sibling branch that becomes the one shown."""
+        """A new version of an earlier question: a sibling branch that becomes the one shown
+        (with the original's attachments)."""
         original = next(m for m in self.path if m.id == message_id)
         assert self.conv_id is not None
-        self.store.add_message(self.conv_id, "user", text, original.parent_id)
+        self.store.add_message(self.conv_id, "user", text, original.parent_id,
+                               attachments=original.attachments)
         self.reload()
         return self.path[-1]
 

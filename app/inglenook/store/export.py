@@ -16,15 +16,19 @@ export_all wraps conversations in {"format": "inglenook.archive", "version": 1, 
 float, "conversations": [...], "presets": [...]}. "settings" came with schema v2 and is left out
 when a chat has none, so files of chats without them are as before and older versions read them.
 "reasoning" (schema v3: what a thinking model wrote before its answer) is left out the same way.
+So is "attachments" (schema v4), a user's files in order: [{"name": str, "kind": str, "size": int,
+"text": str}], an image with "mime" and its bytes as base64 in "data".
 """
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import format_seconds
 from inglenook.store import conversations, messages, presets
 from inglenook.store.records import Preset, load_dict, number, text
@@ -38,7 +42,20 @@ _MSG_COLUMNS = ("conversation_id, id, parent_id, role, content, status, created_
                 "active_seq, reasoning")
 
 
-def _conversation_dict(conv: tuple, rows: Iterable[tuple]) -> dict:
+Parts = dict[int, tuple[Attachment, ...]]
+
+
+def attachment_dict(attachment: Attachment) -> dict:
+    data: dict[str, object] = {"name": attachment.name, "kind": attachment.kind,
+                               "size": attachment.size, "text": attachment.text}
+    if attachment.mime:
+        data["mime"] = attachment.mime
+    if attachment.data:
+        data["data"] = base64.b64encode(attachment.data).decode("ascii")
+    return data
+
+
+def _conversation_dict(conv: tuple, rows: Iterable[tuple], parts: Parts) -> dict:
     _, title, pinned, preset, created_at, updated_at, settings = conv
     rows = list(rows)
     local = {row[1]: n for n, row in enumerate(rows, start=1)}
@@ -55,11 +72,12 @@ def _conversation_dict(conv: tuple, rows: Iterable[tuple]) -> dict:
     }
     if settings is not None:
         data["settings"] = load_dict(settings, "conversation settings")
-    data["messages"] = [_message_dict(row, local, best) for row in rows]
+    data["messages"] = [_message_dict(row, local, best, parts) for row in rows]
     return data
 
 
-def _message_dict(row: tuple, local: dict[int, int], best: dict[int | None, tuple]) -> dict:
+def _message_dict(row: tuple, local: dict[int, int], best: dict[int | None, tuple],
+                  parts: Parts) -> dict:
     _, msg_id, parent_id, role, content, status, created_at, provenance, _, reasoning = row
     data: dict[str, object] = {
         "id": local[msg_id],
@@ -68,6 +86,8 @@ def _message_dict(row: tuple, local: dict[int, int], best: dict[int | None, tupl
     }
     if text(reasoning):
         data["reasoning"] = text(reasoning)
+    if msg_id in parts:
+        data["attachments"] = [attachment_dict(a) for a in parts[msg_id]]
     data.update({
         "status": text(status), "created_at": number(created_at),
         "active": best[parent_id][1] == msg_id, "provenance": load_dict(provenance),
@@ -81,8 +101,8 @@ def export_json(conn: sqlite3.Connection, conv_id: int) -> dict:
     if conv is None:
         raise KeyError(f"no conversation {conv_id}")
     rows = conn.execute(f"SELECT {_MSG_COLUMNS} FROM messages WHERE conversation_id = ? "
-                        "ORDER BY id", (conv_id,))
-    return _conversation_dict(conv, rows)
+                        "ORDER BY id", (conv_id,)).fetchall()
+    return _conversation_dict(conv, rows, messages.attachments_of(conn, [r[1] for r in rows]))
 
 
 def export_all(conn: sqlite3.Connection) -> dict:
@@ -93,7 +113,8 @@ def export_all(conn: sqlite3.Connection) -> dict:
     by_conv: dict[int, list[tuple]] = defaultdict(list)
     for row in conn.execute(f"SELECT {_MSG_COLUMNS} FROM messages ORDER BY conversation_id, id"):
         by_conv[row[0]].append(row)
-    return _archive([_conversation_dict(c, by_conv.get(c[0], ())) for c in convs],
+    parts = messages.attachments_of(conn, None)
+    return _archive([_conversation_dict(c, by_conv.get(c[0], ()), parts) for c in convs],
                     presets.list_presets(conn))
 
 
@@ -131,7 +152,10 @@ def export_markdown(conn: sqlite3.Connection, conv_id: int) -> str:
         parts.append(heading + "\n")
         if message.reasoning.strip():
             parts.append(_reasoning_quote(message.reasoning, message.provenance.thinking_s))
-        if message.content.strip() or not message.reasoning.strip():
+        if message.attachments:
+            parts.append("\n".join(f"*Attached: {a.describe()}*" for a in message.attachments)
+                         + "\n")
+        if message.content.strip() or not (message.reasoning.strip() or message.attachments):
             parts.append(message.content.rstrip() + "\n")
         note = _status_note(message.status, message.provenance.finish)
         if message.role == "assistant" and note:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
-from inglenook.store import presets
+from inglenook.core.attachments import Attachment
+from inglenook.store import messages, presets
 from inglenook.store.records import Preset, dump_dict
 
 
@@ -23,6 +24,7 @@ class ImportedMessage:
     active: bool  # on the branch shown when the chat opens
     provenance: dict
     reasoning: str = ""  # what a thinking model wrote before its answer (`content`)
+    attachments: tuple[Attachment, ...] = ()  # a user's files, in order
 
 
 @dataclass(frozen=True)
@@ -84,4 +86,5 @@ def _write_conversation(conn: sqlite3.Connection, conv: ImportedConversation) ->
             (conv_id, None if m.parent is None else ids[m.parent], m.role, m.content,
              m.reasoning, m.status, m.created_at, dump_dict(m.provenance), int(m.active)))
         ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+        messages.add_attachments(conn, ids[-1], m.attachments)
     return conv_id

@@ -7,12 +7,24 @@ from the active root to a leaf. See schema.py.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sqlite3
 import time
+from collections import defaultdict
+from collections.abc import Sequence
 
+from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import Provenance
 from inglenook.store import conversations
-from inglenook.store.records import STATUSES, StoredMessage, dump_dict, message_from_row
+from inglenook.store.records import (
+    ATTACHMENT_COLUMNS,
+    STATUSES,
+    StoredMessage,
+    attachment_from_row,
+    dump_dict,
+    message_from_row,
+)
 
 _MAX_DEPTH = 1_000_000  # a guard against loops in hand-edited data, far beyond any real chat
 
@@ -87,7 +99,8 @@ def _make_visible(conn: sqlite3.Connection, msg_id: int) -> None:
 
 
 def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_id: int | None,
-        status: str, provenance: dict | Provenance | None, reasoning: str = "") -> int:
+        status: str, provenance: dict | Provenance | None, reasoning: str = "",
+        attachments: Sequence[Attachment] = ()) -> int:
     _check_status(status)
     conversations.require(conn, conv_id)
     if parent_id is not None:
@@ -101,8 +114,40 @@ def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_
         "created_at, provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (conv_id, parent_id, role, content, reasoning, status, time.time(),
          dump_dict(provenance or {}), seq))
+    msg_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    add_attachments(conn, msg_id, attachments)
     conversations.touch(conn, conv_id)
-    return int(cursor.lastrowid)  # type: ignore[arg-type]
+    return msg_id
+
+
+def add_attachments(conn: sqlite3.Connection, msg_id: int,
+                    attachments: Sequence[Attachment]) -> None:
+    conn.executemany(
+        f"INSERT INTO attachments (message_id, position, {ATTACHMENT_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(msg_id, n, a.kind, a.name, a.size, a.text, a.mime, a.data or None)
+         for n, a in enumerate(attachments)])
+
+
+def attachments_of(conn: sqlite3.Connection,
+                   msg_ids: Sequence[int] | None) -> dict[int, tuple[Attachment, ...]]:
+    """The attachments of these messages (None: of all), by message id: one query, however
+    many ids."""
+    found: dict[int, list[Attachment]] = defaultdict(list)
+    where = "" if msg_ids is None else "WHERE message_id IN (SELECT value FROM json_each(?)) "
+    rows = conn.execute(f"SELECT message_id, {ATTACHMENT_COLUMNS} FROM attachments {where}"
+                        "ORDER BY message_id, position",
+                        () if msg_ids is None else (json.dumps(list(msg_ids)),))
+    for row in rows:
+        found[row[0]].append(attachment_from_row(row[1:]))
+    return {msg_id: tuple(parts) for msg_id, parts in found.items()}
+
+
+def _with_attachments(conn: sqlite3.Connection, rows: list[tuple]) -> list[StoredMessage]:
+    stored = [message_from_row(r) for r in rows]
+    found = attachments_of(conn, [m.id for m in stored]) if stored else {}
+    return [dataclasses.replace(m, attachments=found[m.id]) if m.id in found else m
+            for m in stored]
 
 
 def update(conn: sqlite3.Connection, msg_id: int, content: str, status: str | None,
@@ -124,7 +169,7 @@ def active_path(conn: sqlite3.Connection, conv_id: int) -> list[StoredMessage]:
     rows = conn.execute(_ACTIVE_PATH, {"conv": conv_id}).fetchall()
     if not rows:
         conversations.require(conn, conv_id)
-    return [message_from_row(r) for r in rows]
+    return _with_attachments(conn, rows)
 
 
 def siblings(conn: sqlite3.Connection, msg_id: int) -> list[StoredMessage]:
@@ -133,7 +178,7 @@ def siblings(conn: sqlite3.Connection, msg_id: int) -> list[StoredMessage]:
     rows = conn.execute(f"SELECT {_COLUMNS} FROM messages m "
                         "WHERE m.conversation_id = ? AND m.parent_id IS ? ORDER BY m.id",
                         (conv_id, parent_id)).fetchall()
-    return [message_from_row(r) for r in rows]
+    return _with_attachments(conn, rows)
 
 
 def select(conn: sqlite3.Connection, msg_id: int) -> int:

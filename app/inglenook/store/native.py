@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 
+from inglenook.core.attachments import ATTACHMENT_KINDS, Attachment
 from inglenook.store.checks import (
     InvalidImport,
     Repairs,
     flag,
+    is_number,
     one_line,
     optional_string,
     role,
@@ -66,6 +70,35 @@ def read_archive(data: object) -> ImportBatch:
     return batch
 
 
+def read_attachments(value: object, what: str) -> tuple[Attachment, ...]:
+    """A message's "attachments" (export.attachment_dict); missing in files from before v4."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
+        raise InvalidImport(f"{what}: “attachments” must be a list of objects")
+    found = []
+    for n, item in enumerate(value, start=1):
+        where = f"{what}, attachment {n}"
+        kind = item.get("kind")
+        if kind not in ATTACHMENT_KINDS:
+            raise InvalidImport(f"{where} has an unknown kind {shown(kind)}")
+        content = string(item.get("text"), f"{where}: its text", default="")
+        data = b""
+        if item.get("data") is not None:
+            try:
+                data = base64.b64decode(string(item["data"], f"{where}: its data"),
+                                        validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise InvalidImport(f"{where}: its data is not base64") from exc
+        size = item.get("size")  # only shown: a wrong one is repaired, not refused
+        found.append(Attachment(
+            name=string(item.get("name"), f"{where}: its name"), kind=kind, text=content,
+            size=size if is_number(size) and isinstance(size, int) and size >= 0
+            else len(data or content.encode("utf-8")),
+            mime=string(item.get("mime"), f"{where}: its mime type", default=""), data=data))
+    return tuple(found)
+
+
 def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedConversation:
     """One exported conversation; `where` ("conversation 3 (“Title”), ") prefixes messages."""
     data = check_format(data, CONVERSATION_FORMAT)
@@ -102,6 +135,7 @@ def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedCon
             role=who,
             content=content,
             reasoning=reasoning,
+            attachments=read_attachments(item.get("attachments"), what),
             # An imported reply cannot be streaming: nothing is writing it any more.
             status="interrupted" if status == "streaming" else status,
             created_at=repairs.timestamp(item.get("created_at"), stamp),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from inglenook.core.attachments import ATTACHMENT_KINDS, Attachment
 from inglenook.core.provenance import Provenance
 from inglenook.core.reasoning import split_reasoning
 from inglenook.core.sampling import SamplingParams
@@ -50,6 +51,7 @@ class StoredMessage:
     sibling_index: int  # 1-based position among the children of the same parent (creation order)
     sibling_count: int
     reasoning: str = ""  # what a thinking model wrote before its answer (`content`)
+    attachments: tuple[Attachment, ...] = ()  # files of a user's message, in order (v4)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,18 @@ def split_reply(role: str, content: str) -> tuple[str, str]:
     if role != "assistant" or "<think>" not in content:
         return "", content
     return split_reasoning(content)
+
+
+ATTACHMENT_COLUMNS = "kind, name, size, text, mime, data"
+
+
+def attachment_from_row(row: tuple) -> Attachment:
+    """A stored part; a kind this version does not know is shown and sent as text."""
+    kind, name, size, content, mime, data = row
+    kind = text(kind)
+    return Attachment(name=text(name), kind=kind if kind in ATTACHMENT_KINDS else "text",
+                      size=max(int(number(size)), 0), text=text(content), mime=text(mime),
+                      data=data if isinstance(data, bytes) else b"")
 
 
 def summary_from_row(row: tuple) -> ConversationSummary:

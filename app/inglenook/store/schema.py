@@ -19,6 +19,11 @@ Design notes for v1:
 
 v3: a reply's reasoning (what a thinking model wrote before its answer) has its own column, so
 the answer alone is copied and sent back to the model; search indexes both columns.
+
+v4: files attached to a message, one row per part in the message's order (attachments.py). A
+part keeps what was read when it was attached (the text the model was shown; an image's bytes),
+never a path: the file may change or go. Deleting a message deletes its parts (ON DELETE
+CASCADE, with the message and with its conversation).
 """
 
 from __future__ import annotations
@@ -183,5 +188,27 @@ def _v3(conn: sqlite3.Connection) -> None:
                  "SELECT id, content, reasoning FROM messages WHERE status != 'streaming'")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+V4_ATTACHMENTS = """
+CREATE TABLE attachments (
+    id          INTEGER PRIMARY KEY,
+    message_id  INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    position    INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    size        INTEGER NOT NULL DEFAULT 0,
+    text        TEXT NOT NULL DEFAULT '',
+    mime        TEXT NOT NULL DEFAULT '',
+    data        BLOB,
+    UNIQUE (message_id, position)
+);
+"""
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """Attachments: a table of message parts (the unique key is the index by message)."""
+    for statement in statements(V4_ATTACHMENTS):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 LATEST_VERSION = len(MIGRATIONS)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from inglenook import paths
+from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import Provenance
 from inglenook.store import conversations, db, export, imports, messages, native, presets, search
 from inglenook.store.imports import ImportBatch
@@ -145,14 +146,15 @@ class Store:
     @_guarded
     def add_message(self, conv_id: int, role: str, content: str, parent_id: int | None, *,
                     status: str = "complete", provenance: dict | Provenance | None = None,
-                    reasoning: str = "") -> int:
+                    reasoning: str = "", attachments: Sequence[Attachment] = ()) -> int:
         """Append under parent_id (None: a root). The new message becomes the active child of
         its parent, and the parent's branch becomes the one on screen, so adding a sibling is
         branching. Bumps the conversation's updated_at. `content` is the answer alone; what a
-        thinking model wrote before it goes in `reasoning` (its times in the provenance)."""
+        thinking model wrote before it goes in `reasoning` (its times in the provenance).
+        `attachments` are the files of a user's message, kept with it in this order."""
         with self._write() as conn:
             return messages.add(conn, conv_id, role, content, parent_id, status, provenance,
-                                reasoning)
+                                reasoning, attachments)
 
     @_guarded
     def update_message(self, msg_id: int, content: str, *, status: str | None = None,

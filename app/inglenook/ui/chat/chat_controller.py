@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox, QProgressBar, QWidget
 
+from inglenook.core.attachments import Attachment, inline
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
@@ -27,6 +28,8 @@ from inglenook.core.session import (
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
+from inglenook.ui.chat.attachment_chips import add_to_bubble
+from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, mark_left_out, will_not_fit
@@ -84,6 +87,8 @@ class ChatController(QObject):
         self._meter_timer = QTimer(self, singleShot=True, interval=150)
         self._meter_timer.timeout.connect(self.show_context)
         composer.edit.textChanged.connect(self._meter_timer.start)  # typing counts, throttled
+        composer.attachments_changed.connect(self._meter_timer.start)  # and so do files
+        composer.set_model_limits(self._n_ctx)
         composer.send_requested.connect(self.send)
         composer.stop_requested.connect(self.stop)
         queue_notice.stop_own.connect(self.stop)
@@ -162,21 +167,21 @@ class ChatController(QObject):
         self._can_send = can_send
         self._update_controls()
 
-    def send(self, text: str) -> None:
+    def send(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         session = self.session
         if not self._can_send or session.reply is not None:
-            self.composer.edit.setPlainText(text)  # never lose what was typed
+            self.composer.restore(text, attachments)  # never lose what was typed
             return
-        problem = will_not_fit(self.session, self._model()[0], text)
+        problem = will_not_fit(self.session, self._model()[0], inline(text, attachments))
         if problem:
-            self.composer.edit.setPlainText(text)
+            self.composer.restore(text, attachments)
             self.banner.show_message(problem)
             return
         created = session.conv_id is None
         try:
-            message = session.add_user(text)
+            message = session.add_user(text, attachments)
         except StoreError as exc:
-            self.composer.edit.setPlainText(text)
+            self.composer.restore(text, attachments)
             self.banner.show_message(f"Your message could not be saved, so it was not sent: "
                                      f"{exc}")
             return
@@ -313,6 +318,9 @@ class ChatController(QObject):
         bubble.delete_requested.connect(lambda b=bubble: self.delete_from(b))
         if message.role == "user":
             bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
+            if message.attachments:
+                add_to_bubble(bubble, message.attachments,
+                              lambda a: AttachmentDialog(a, self._parent).open())
             return bubble
         model, _ = self._model()
         present(bubble, message, model.name if model else "")
@@ -329,9 +337,13 @@ class ChatController(QObject):
         if self.view.bubbles and not replying:
             self.view.bubbles[-1].regenerate_button.setEnabled(self._can_send)
 
+    def _n_ctx(self) -> int:
+        model, _ = self._model()
+        return model.n_ctx if model is not None else 0
+
     def show_context(self) -> None:
         model, _ = self._model()
-        self.context.show(self.session, model, self.composer.edit.toPlainText())
+        self.context.show(self.session, model, self.composer.draft())
 
     def _mark_left_out(self, reply_id: int) -> None:
         """Only the latest reply's marker: it says what the model does not see now."""

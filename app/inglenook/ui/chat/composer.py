@@ -1,4 +1,7 @@
-"""Where the user types: Enter sends, Shift+Enter is a newline, Esc stops.
+"""Where the user types: Enter sends, Shift+Enter is a newline, Esc stops. Files are attached
+with the Attach button, by dropping them on the composer or by pasting their paths; each is read
+off the GUI thread and shown as a chip with its token cost, and one that would not leave room
+in the context for a reply is refused with a message before anything is sent.
 
 A paste (or drop) that would make the prompt longer than MAX_PROMPT_CHARS is refused with a
 message, and the draft stays as it was: a 20 MB paste used to keep the window busy for a minute
@@ -9,11 +12,15 @@ usual line breaking takes time quadratic in such a run (48 s for a 1 MB line).
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent, QTextOption
+from PySide6.QtCore import QMimeData, QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -23,9 +30,59 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.attachments import (
+    FILE_TYPES,
+    Attachment,
+    AttachmentError,
+    estimate_tokens,
+    inline,
+    read_attachment,
+    will_not_fit,
+)
+from inglenook.ui.chat.attachment_chips import (
+    AttachmentStrip,
+    chip_for_draft,
+    chip_for_reading,
+)
+from inglenook.ui.models.bridge import BackgroundTasks
+
 MAX_LINES = 8
 MAX_PROMPT_CHARS = 1_000_000
 _LONG_RUN = re.compile(r"\S{2000}")
+MAX_PASTED_PATHS = 20  # more lines than this is text that happens to name files, not a list
+FILE_FILTER = ("Text, code, Markdown, CSV and PDF (*.txt *.md *.markdown *.csv *.tsv *.pdf "
+               "*.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c *.h "
+               "*.cpp *.rs *.go *.java *.log);;All files (*)")
+
+
+def _local_files(source: QMimeData) -> bool:
+    return source.hasUrls() and bool(source.urls()) and all(
+        url.isLocalFile() for url in source.urls())
+
+
+def files_in(source: QMimeData) -> list[str]:
+    """Local files a drop or paste carries: file URLs (a file manager's copy or drag), or text
+    that is nothing but paths of existing files, one a line (a copied path). [] otherwise,
+    and for models (.gguf), which the window takes into the library (ui/window/drops.py)."""
+    if source.hasUrls():
+        if not _local_files(source):
+            return []
+        paths = [url.toLocalFile() for url in source.urls()]
+        return [] if any(p.lower().endswith(".gguf") for p in paths) else paths
+    if not source.hasText():
+        return []
+    lines = [line.strip().strip("'\"") for line in source.text().splitlines() if line.strip()]
+    if not lines or len(lines) > MAX_PASTED_PATHS:
+        return []
+    paths = []
+    for line in lines:
+        if line.startswith("file://"):
+            line = QUrl(line).toLocalFile()
+        path = Path(line).expanduser()
+        if not path.is_absolute() or not path.is_file():
+            return []
+        paths.append(str(path))
+    return paths
 
 
 class PromptEdit(QPlainTextEdit):
@@ -36,11 +93,13 @@ class PromptEdit(QPlainTextEdit):
         escape(): Esc.
         paste_refused(int): a paste or drop of this many characters was refused: with the
             draft, the prompt would have been longer than MAX_PROMPT_CHARS.
+        files_dropped(list): a paste or drop of files (their paths), not text.
     """
 
     submit = Signal()
     escape = Signal()
     paste_refused = Signal(int)
+    files_dropped = Signal(list)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -51,7 +110,19 @@ class PromptEdit(QPlainTextEdit):
         self.document().contentsChanged.connect(self.updateGeometry)
         self.document().contentsChanged.connect(self._on_contents_changed)
 
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        if files_in(source):
+            return True
+        # Local files that are not for a message (models): ignored, so the window takes them.
+        return not _local_files(source) and super().canInsertFromMimeData(source)
+
     def insertFromMimeData(self, source: QMimeData) -> None:
+        files = files_in(source)
+        if files:
+            self.files_dropped.emit(files)
+            return
+        if _local_files(source):
+            return
         if source.hasText():
             text = source.text()
             if len(text) + self.document().characterCount() > MAX_PROMPT_CHARS:
@@ -92,20 +163,31 @@ class PromptEdit(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """The prompt box, its Send/Stop button, and a line that says why a paste was refused.
+    """The prompt box with its Attach and Send/Stop buttons, the chips of the files attached,
+    and a line that says why a paste or a file was refused.
 
     Signals:
-        send_requested(str): the user sent this text (already stripped, never empty).
+        send_requested(str, list): the user sent this text (stripped) and these Attachments;
+            never both empty.
         stop_requested(): the user asked to stop the reply being generated.
+        attachments_changed(): a file was attached or removed, or the draft was sent.
+        attach_failed(str): a file was not attached; why, for the user (also shown here).
     """
 
-    send_requested = Signal(str)
+    send_requested = Signal(str, list)
     stop_requested = Signal()
+    attachments_changed = Signal()
+    attach_failed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("composer")
+        self.setAcceptDrops(True)
         self.edit = PromptEdit(self)
+        self.attach_button = QPushButton("Attach", self)
+        self.attach_button.setObjectName("attachButton")
+        self.attach_button.setToolTip(f"Attach {FILE_TYPES} (or drop them here)")
+        self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button = QPushButton("Send", self)
         self.button.setObjectName("sendButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -114,12 +196,15 @@ class Composer(QWidget):
         self.notice.setObjectName("composerNotice")
         self.notice.setWordWrap(True)
         self.notice.hide()
+        self.strip = AttachmentStrip(self)
         column = QVBoxLayout(self)
         column.setContentsMargins(12, 10, 12, 10)
         column.setSpacing(6)
         column.addWidget(self.notice)
+        column.addWidget(self.strip)
         layout = QHBoxLayout()
         layout.setSpacing(10)
+        layout.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         layout.addWidget(self.edit, 1)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addLayout(layout)
@@ -127,15 +212,131 @@ class Composer(QWidget):
         self._can_send = True
         self._loading = False  # a model is loading: Enter keeps the message for when it is ready
         self.pending = False  # a message waits for the model
+        self._attachments: list[Attachment] = []
+        self._reading: dict[int, str] = {}  # files being read: task key → name
+        self._keys = itertools.count(1)
+        self._n_ctx: Callable[[], int] = lambda: 0
+        self._vision: Callable[[], bool] = lambda: False
+        self._tasks = BackgroundTasks(self)
+        self._tasks.done.connect(self._read_done)
+        self._tasks.failed.connect(self._read_failed)
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
         self.edit.paste_refused.connect(self._paste_refused)
+        self.edit.files_dropped.connect(self.attach_files)
         self.edit.textChanged.connect(self.notice.hide)
         self.button.clicked.connect(self._clicked)
+        self.attach_button.clicked.connect(self.choose_files)
 
     @property
     def generating(self) -> bool:
         return self._generating
+
+    # ---- attachments ----------------------------------------------------------------------
+    @property
+    def attachments(self) -> tuple[Attachment, ...]:
+        """The files attached to the draft, in order (not those still being read)."""
+        return tuple(self._attachments)
+
+    @property
+    def reading(self) -> list[str]:
+        """Names of the files still being read."""
+        return list(self._reading.values())
+
+    def set_model_limits(self, n_ctx: Callable[[], int],
+                         vision: Callable[[], bool] = lambda: False) -> None:
+        """How to ask the loaded model's context length (0: none loaded or not known) and
+        whether it can see images: asked as each file has been read."""
+        self._n_ctx, self._vision = n_ctx, vision
+
+    def draft(self) -> str:
+        """The message as the model would read it now: the files inlined, then the text."""
+        return inline(self.edit.toPlainText(), self._attachments)
+
+    def choose_files(self) -> None:
+        """The Attach button: pick files in the platform's dialog."""
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", FILE_FILTER)
+        self.attach_files(paths)
+
+    def attach_files(self, paths: Sequence[str | Path]) -> None:
+        """Read these files off the GUI thread; each becomes a chip (attachments_changed) or is
+        refused with a message (attach_failed)."""
+        if self.pending:
+            return
+        vision = self._vision()
+        for path in paths:
+            key = next(self._keys)
+            self._reading[key] = Path(path).name
+            self._tasks.start(key, read_attachment, path, vision=vision)
+        self._show_chips()
+
+    def remove_attachment(self, index: int) -> None:
+        del self._attachments[index]
+        self._show_chips()
+        self.attachments_changed.emit()
+
+    def _stop_reading(self, key: int) -> None:
+        """✕ on a file being read: its result is dropped when it comes."""
+        self._reading.pop(key, None)
+        self._show_chips()
+
+    def _read_done(self, key: object, attachment: object) -> None:
+        if self._reading.pop(key, None) is None:  # type: ignore[call-overload]
+            return
+        assert isinstance(attachment, Attachment)
+        if attachment in self._attachments:  # the same file twice: once is what was meant
+            self._refuse(f"{attachment.name} is already attached.")
+            return
+        problem = will_not_fit(attachment, estimate_tokens(self.draft()), self._n_ctx())
+        if problem:
+            self._refuse(problem)
+            return
+        self._attachments.append(attachment)
+        self._show_chips()
+        self.attachments_changed.emit()
+
+    def _read_failed(self, key: object, error: object) -> None:
+        name = self._reading.pop(key, None)  # type: ignore[call-overload]
+        if name is None:
+            return
+        self._refuse(str(error) if isinstance(error, AttachmentError)
+                     else f"{name} could not be read: {error}")
+
+    def _refuse(self, message: str) -> None:
+        self._show_chips()
+        self.notice.setText(message)
+        self.notice.show()
+        self.attach_failed.emit(message)
+
+    def _show_chips(self) -> None:
+        chips = []
+        for index, attachment in enumerate(self._attachments):
+            chip = chip_for_draft(attachment)
+            chip.remove_requested.connect(lambda i=index: self.remove_attachment(i))
+            chips.append(chip)
+        for key, name in self._reading.items():
+            chip = chip_for_reading(name)
+            chip.remove_requested.connect(lambda k=key: self._stop_reading(k))
+            chips.append(chip)
+        self.strip.set_chips(chips)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if files_in(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        files = files_in(event.mimeData())
+        if files:
+            event.acceptProposedAction()
+            self.attach_files(files)
+
+    # ---- sending --------------------------------------------------------------------------
+    def restore(self, text: str, attachments: Sequence[Attachment]) -> None:
+        """Put a message that was not sent back, as it was: never lose what was typed."""
+        self.edit.setPlainText(text)
+        self._attachments = list(attachments)
+        self._show_chips()
+        self.attachments_changed.emit()
 
     def set_generating(self, generating: bool) -> None:
         self._generating = generating
@@ -168,6 +369,8 @@ class Composer(QWidget):
     def _hold(self, pending: bool) -> None:
         self.pending = pending
         self.edit.setReadOnly(pending)
+        self.strip.setEnabled(not pending)
+        self.attach_button.setEnabled(not pending)
         self.notice.setText("Your message will be sent as soon as the model is ready "
                             "(Esc to edit it)." if pending else "")
         self.notice.setVisible(pending)
@@ -200,11 +403,19 @@ class Composer(QWidget):
 
     def _submit(self) -> None:
         text = self.edit.toPlainText().strip()
-        if self._generating or not text or self.pending:
+        if self._generating or not (text or self._attachments) or self.pending:
+            return
+        if self._reading:
+            self.notice.setText(f"Wait until {', '.join(self._reading.values())} has been "
+                                "read, or remove it.")
+            self.notice.show()
             return
         if not self._can_send:
             if self._loading:
                 self._hold(True)
             return
+        attachments, self._attachments = self._attachments, []
         self.edit.clear()
-        self.send_requested.emit(text)
+        self._show_chips()
+        self.attachments_changed.emit()
+        self.send_requested.emit(text, attachments)

@@ -1,0 +1,84 @@
+"""The text of a PDF, read in a process of its own (core/attachments.py starts it).
+
+A PDF is a program for a parser: damaged or hostile files have made PDF libraries loop, recurse
+without end or inflate a few kilobytes into gigabytes. Here that costs a child process the
+caller kills after its time budget, with its memory capped, never the window.
+
+Run as `python -m inglenook.core.attachments_pdf FILE` (a frozen bundle: `inglenook --pdf-text
+FILE`); prints one JSON object, {"text": str, "pages": int} or {"error": str}.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+MEMORY_LIMIT_BYTES = 2 << 30  # address space: far beyond a real PDF's text, short of swapping
+# CPU seconds, after which the kernel ends the process itself: the caller kills it sooner, but a
+# caller that quits mid-read (the app closing) must not leave a looping reader behind.
+CPU_LIMIT_S = 120
+MAX_CHARS = 1_000_001  # one more than an attachment may have: enough to say it is too long
+
+
+def _limit_resources() -> None:
+    try:
+        import resource
+    except ImportError:  # Windows: the caller's time budget still applies
+        return
+    for which, wanted in ((resource.RLIMIT_AS, MEMORY_LIMIT_BYTES),
+                          (resource.RLIMIT_CPU, CPU_LIMIT_S)):
+        try:
+            _, hard = resource.getrlimit(which)
+            limit = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+            resource.setrlimit(which, (limit, hard))
+        except (ValueError, OSError):  # not allowed here (some sandboxes, macOS's RLIMIT_AS)
+            pass
+
+
+def extract(path: Path, max_chars: int = MAX_CHARS) -> dict:
+    """{"text", "pages"} or {"error"}: a sentence for the user after "report.pdf was not
+    attached: "."""
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            return {"error": "it is protected by a password."}
+        texts: list[str] = []
+        length = 0
+        for page in reader.pages:
+            text = page.extract_text() or ""
+            texts.append(text.strip())
+            length += len(text)
+            if length > max_chars:
+                break
+        return {"text": "\n\n".join(t for t in texts if t), "pages": len(reader.pages)}
+    except (FileNotDecryptedError, DependencyError):
+        return {"error": "it is encrypted in a way Inglenook cannot read."}
+    except MemoryError:
+        return {"error": "reading its text needed more memory than a PDF should. "
+                         "The PDF may be damaged."}
+    except Exception as exc:  # a damaged file shows any symptom: PdfReadError, KeyError, …
+        return {"error": f"it is not a PDF that can be read ({type(exc).__name__}). "
+                         "The PDF may be damaged."}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m inglenook.core.attachments_pdf FILE", file=sys.stderr)
+        return 2
+    logging.disable(logging.CRITICAL)  # pypdf logs every defect it works around
+    _limit_resources()
+    result = extract(Path(args[0]))
+    # ASCII JSON: broken font maps can give lone surrogates, which UTF-8 cannot carry.
+    sys.stdout.buffer.write(json.dumps(result).encode("ascii"))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
