@@ -150,7 +150,9 @@ def test_new_chat_while_a_reply_streams_leaves_the_old_reply_running(
 def test_a_failed_reply_does_not_break_the_next_message(
         qtbot: QtBot, real_window: MainWindow) -> None:
     window = real_window
-    send(qtbot, window, "word " * 3000)  # does not fit the 2,048-token context
+    # ~1,800 digits: the window's estimate (4 characters a token) lets it through, but each
+    # digit is a token of its own, so the engine finds it does not fit the 2,048-token context.
+    send(qtbot, window, " ".join(str(i % 10) for i in range(1800)))
     wait_reply(qtbot, window)
     failed = window.chat.bubbles[-1]
     assert failed.notice.isVisible() and "context" in failed.notice.text()
