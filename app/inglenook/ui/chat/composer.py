@@ -104,6 +104,8 @@ class PromptEdit(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("promptEdit")
+        self.setAccessibleName("Message")
+        self.setToolTip("Your message: Enter sends, Shift+Enter starts a new line")
         self.setPlaceholderText("Ask anything…  (Enter to send, Shift+Enter for a new line)")
         self.setTabChangesFocus(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)

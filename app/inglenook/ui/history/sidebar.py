@@ -94,6 +94,9 @@ class ConversationSidebar(QWidget):
         self.new_button.clicked.connect(self.new_requested)
         self.list = QListWidget(self)
         self.list.setObjectName("conversationList")
+        self.list.setAccessibleName("Conversations")
+        self.list.setToolTip("Your conversations: Enter opens one, F2 renames it, right-click "
+                             "for more")
         self.list.setUniformItemSizes(False)
         # Long titles are cut with "…" (the full title is the tooltip), never scrolled sideways.
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

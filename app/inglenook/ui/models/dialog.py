@@ -73,6 +73,8 @@ class ModelsDialog(QDialog):
         title.setObjectName("modelsNavTitle")
         self.nav = QListWidget(nav_panel)
         self.nav.setObjectName("modelsNav")
+        self.nav.setAccessibleName("Model pages")
+        self.nav.setToolTip("Library, Discover and Downloads")
         self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         for name in PAGES:
             item = QListWidgetItem(_TITLES[name], self.nav)

@@ -160,6 +160,7 @@ class DownloadsPage(QWidget):
                           self)
         self.clear_button = QPushButton("Clear finished", self)
         self.clear_button.setObjectName("clearDownloadsButton")
+        self.clear_button.setToolTip("Remove finished and cancelled downloads from this list")
         self.clear_button.clicked.connect(self.clear_finished)
         head = page_header(self, "Downloads", subtitle, self.clear_button)
 

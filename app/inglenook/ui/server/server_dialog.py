@@ -58,7 +58,9 @@ class ServerDialog(QDialog):
         self.token.setObjectName("serverToken")
         self.token.setPlaceholderText("none (allowed on 127.0.0.1 only)")
         self.token.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
+        self.token.setAccessibleName("Token")
         generate = QPushButton("New token", self)
+        generate.setToolTip("Make a new random token")
         generate.clicked.connect(lambda: self.token.setText(secrets.token_urlsafe(24)))
         token_row = QHBoxLayout()
         token_row.addWidget(self.token, 1)
@@ -66,6 +68,13 @@ class ServerDialog(QDialog):
         self.origins = QLineEdit(self)
         self.origins.setObjectName("serverOrigins")
         self.origins.setPlaceholderText("e.g. http://localhost:3000 (none: no browser pages)")
+        for widget, tip in (
+                (self.enabled, "Start or stop the local API server"),
+                (self.host, "Which network addresses the server listens on"),
+                (self.port, "The TCP port the server listens on"),
+                (self.token, "Clients must send it as a bearer token; needed off 127.0.0.1"),
+                (self.origins, "Web pages from these origins may call the API")):
+            widget.setToolTip(tip)
         form = QFormLayout()
         form.addRow("Address", self.host)
         form.addRow("Port", self.port)
@@ -76,6 +85,7 @@ class ServerDialog(QDialog):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)

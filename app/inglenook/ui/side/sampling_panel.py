@@ -127,6 +127,7 @@ class SamplingPanel(QWidget):
         self.system_prompt_edit = QPlainTextEdit()
         self.system_prompt_edit.setObjectName("system_prompt_edit")
         self.system_prompt_edit.setPlaceholderText("Instructions the model sees before the chat")
+        self.system_prompt_edit.setAccessibleName("System prompt")
         self.system_prompt_edit.setToolTip(
             "Instructions sent before the conversation. Applies to the next reply.")
         line = self.system_prompt_edit.fontMetrics().lineSpacing()
@@ -258,6 +259,7 @@ class SamplingPanel(QWidget):
             box.setSpecialValueText(special)
             box.setAlignment(Qt.AlignmentFlag.AlignRight)
             box.setToolTip(tip)
+            box.setAccessibleName(label)
             box.valueChanged.connect(self._on_load_edited)
             lab = QLabel(label)
             lab.setObjectName(f"{name}_label")

@@ -113,6 +113,9 @@ class SliderSpin(QObject):
             self.slider.setPageStep(step * 10)
             self.slider.valueChanged.connect(self._on_slider)
         self.spin.valueChanged.connect(self._on_spin)
+        self.spin.setAccessibleName(spec.label)
+        if self.slider is not None:
+            self.slider.setAccessibleName(f"{spec.label} slider")
         self.set_tooltip(spec.tooltip)
 
     def _to_pos(self, value: float) -> int:
@@ -130,6 +133,7 @@ class SliderSpin(QObject):
     def set_tooltip(self, text: str) -> None:
         for w in self.widgets():
             w.setToolTip(text)
+            w.setAccessibleDescription(text)
 
     def set_enabled(self, enabled: bool) -> None:
         for w in self.widgets():
@@ -208,6 +212,7 @@ class StopStringsEdit(QPlainTextEdit):
         super().__init__(parent)
         self.setPlaceholderText("One per line, e.g. ###")
         self.setToolTip(STOP_TOOLTIP)
+        self.setAccessibleName("Stop strings")
         self.setFixedHeight(self.fontMetrics().lineSpacing() * 3 + 14)
 
     def stop_strings(self) -> tuple[str, ...]:
@@ -227,6 +232,7 @@ class CollapsibleSection(QWidget):
         self.header.setObjectName(f"{object_name}_header")
         self.header.setText(title)
         self.header.setAutoRaise(True)  # flat until hovered: a header, not a button
+        self.header.setToolTip(f"Show or hide {title.lower()}")
         self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.header.setArrowType(Qt.ArrowType.DownArrow)
         self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
