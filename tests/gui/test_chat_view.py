@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QToolButton
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.replies import Stats
-from inglenook.ui.chat.chat_view import ChatView, MessageBubble
+from inglenook.ui.chat.chat_view import MAX_COLUMN_WIDTH, ChatView, MessageBubble
 from inglenook.ui.chat.markdown_view import SHOW_ALL_URL
 
 LOAD_MS = 60_000
@@ -164,7 +164,7 @@ def test_a_bubble_makes_its_widgets_when_needed(qtbot: QtBot) -> None:
 
     bubble.set_stats(Stats(prompt_tokens=40, cached_tokens=0, generated_tokens=12, ttft_s=0.2,
                            decode_tok_s=30.0, prompt_tok_s=300.0, context_used=52, n_ctx=2048))
-    assert bubble.stats_label.isVisible() and "12 tokens" in bubble.stats_label.text()
+    assert bubble.stats_label.isVisible() and bubble.stats_label.text() == "12 tokens · 30.0 tok/s"
     assert not bubble.notice.isVisible() and not bubble.edit_button.isVisible()
 
 
@@ -189,3 +189,51 @@ def test_another_text_after_show_all_starts_from_its_head(qtbot: QtBot) -> None:
     assert bubble.body.toPlainText() == "A short answer instead."
     bubble.set_text(TABLE.replace("row", "line"))  # a long one again: cut, not all shown
     assert bubble.body.truncated and "line 0" in bubble.body.toPlainText()
+
+
+def test_the_figures_under_a_reply_are_one_short_line(qtbot: QtBot) -> None:
+    bubble = MessageBubble("assistant", "Answer")
+    qtbot.addWidget(bubble)
+    bubble.resize(600, 200)
+    bubble.show()
+    bubble.set_siblings(2, 3)
+    bubble.set_stats(Stats(prompt_tokens=900, cached_tokens=850, generated_tokens=1234,
+                           ttft_s=0.25, decode_tok_s=31.42, prompt_tok_s=300.0,
+                           context_used=2134, n_ctx=4096, dropped_messages=3))
+    label = bubble.stats_label
+    assert label.text() == "1,234 tokens · 31.4 tok/s · 3 earlier messages left out"
+    # The rest is a hover away (and in Details).
+    assert "TTFT 250 ms" in label.toolTip() and "850 of 900 prompt tokens cached" in label.toolTip()
+    one_line = label.fontMetrics().lineSpacing() + 4
+    narrow = bubble.minimumSizeHint().width() + 80  # the figures get what ‹ 2/3 › and the
+    bubble.resize(narrow, 200)                        # actions leave: too little for all
+    qtbot.waitUntil(lambda: bubble.width() == narrow)
+    assert label.sizeHint().height() <= one_line  # one line, never wrapped
+    assert label.height() <= bubble.copy_button.height()  # the footer is no taller for it
+    assert label.shown_text() in ("1,234 tokens · 31.4 tok/s", "31.4 tok/s")  # a shorter form
+    bubble.stats_label.setFixedWidth(20)
+    assert label.shown_text().endswith("…")  # and where nothing fits, the speed cut short
+
+
+def test_a_wide_window_keeps_the_messages_to_a_readable_column(qtbot: QtBot) -> None:
+    view = shown_chat(qtbot, ("user", "Question " * 60), ("assistant", "Answer " * 200))
+    reply = view.bubbles[1]
+    view.resize(1600, 600)
+    content = view.widget()
+    qtbot.waitUntil(lambda: content.width() > 1500)
+    qtbot.waitUntil(lambda: reply.width() <= MAX_COLUMN_WIDTH)
+    left = reply.mapTo(content, QPoint(0, 0)).x()
+    right = content.width() - (left + reply.width())
+    assert abs(left - right) <= 2  # centred
+    view.resize(700, 600)  # a narrow window: the usual margins, all the width
+    qtbot.waitUntil(lambda: reply.mapTo(content, QPoint(0, 0)).x() == 24)
+
+
+def test_copy_says_copied_then_copy_again(qtbot: QtBot) -> None:
+    bubble = MessageBubble("assistant", "Answer")
+    qtbot.addWidget(bubble)
+    bubble.show()
+    qtbot.mouseClick(bubble.copy_button, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == "Answer"
+    assert bubble.copy_button.text() == "Copied"
+    qtbot.waitUntil(lambda: bubble.copy_button.text() == "Copy", timeout=5000)

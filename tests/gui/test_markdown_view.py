@@ -8,15 +8,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QUrl
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import (
     QDesktopServices,
     QGuiApplication,
     QImage,
     QTextCursor,
     QTextDocument,
+    QTextFormat,
+    QWheelEvent,
 )
-from PySide6.QtWidgets import QLayout, QScrollBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QLayout, QScrollBar, QVBoxLayout, QWidget
 
 from inglenook.ui.chat.markdown_view import MarkdownView
 
@@ -241,3 +243,95 @@ def test_document_never_reads_local_stylesheets(qtbot, tmp_path: Path) -> None:
     cursor = QTextCursor(view.document())
     cursor.setPosition(2)
     assert cursor.charFormat().foreground().color().name() != "#ff0000"
+
+
+# ---- code blocks: highlighting, sideways scrolling, Copy -------------------------------------
+
+
+def coloured(view: MarkdownView, text: str) -> bool:
+    """Whether `text` in the view's document is drawn in a colour of its own (highlighted)."""
+    found = view.document().find(text)
+    assert not found.isNull(), text
+    cursor = QTextCursor(view.document())
+    cursor.setPosition(found.selectionStart() + 1)
+    return cursor.charFormat().hasProperty(QTextFormat.Property.ForegroundBrush)
+
+
+def wheel(view: QWidget, at: QPoint, dx: int = 0, dy: int = 0,
+          modifiers: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier) -> bool:
+    """Send a mouse wheel turn to `view`; returns whether the view took it."""
+    event = QWheelEvent(QPointF(at), QPointF(view.mapToGlobal(at)), QPoint(), QPoint(dx, dy),
+                        Qt.MouseButton.NoButton, modifiers, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(view, event)
+    return event.isAccepted()
+
+
+def test_code_is_highlighted_once_its_fence_closes_and_only_in_a_known_language(
+        qtbot) -> None:
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.set_markdown("```python\ndef f(): pass")  # still streaming: plain
+    assert not coloured(view, "def f")
+    view.set_markdown("```python\ndef f(): pass\n```\n\n```\ndef g(): pass\n```\n\n"
+                      "```nosuchlanguage\ndef h(): pass\n```\n")
+    assert coloured(view, "def f")
+    assert not coloured(view, "def g") and not coloured(view, "def h")
+
+
+def test_a_long_code_line_scrolls_sideways_and_copy_stays_in_view(
+        qtbot, bubble: tuple[QWidget, MarkdownView]) -> None:
+    container, view = bubble
+    line = "start = 1  # " + "word " * 150 + "tail_end"
+    view.set_markdown(f"Some code:\n\n```python\n{line}\n```\n")
+    container.show()
+    qtbot.waitExposed(container)
+    qtbot.waitUntil(lambda: view.height() == view.heightForWidth(view.width()))
+    copy = view.anchor_rect("copy:0")
+    assert not copy.isEmpty() and copy.right() <= view.width()  # not pushed out of view
+    on_line = QPoint(view.width() // 2, int(copy.bottom()) + 16)
+    assert view.code_offset((0, 0)) == 0
+    assert not wheel(view, on_line, dy=-120)  # a plain wheel turn scrolls the chat, not the code
+
+    assert wheel(view, on_line, dx=-120 * 500)  # a sideways swipe, to the end
+    assert view.code_offset((0, 0)) > 1000
+    # The end of the line is in view now: a double-click there selects its last word.
+    qtbot.mouseDClick(view, Qt.MouseButton.LeftButton, pos=QPoint(view.width() - 30,
+                                                                    on_line.y()))
+    assert view.selected_text() == "tail_end"
+    assert view.anchor_rect("copy:0") == copy  # Copy has not moved, and copies all of it
+    with qtbot.waitSignal(view.code_copied, timeout=2000):
+        qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=copy.center().toPoint())
+    assert QGuiApplication.clipboard().text() == line
+
+    assert wheel(view, on_line, dy=120 * 500, modifiers=Qt.KeyboardModifier.ShiftModifier)
+    assert view.code_offset((0, 0)) == 0  # Shift+wheel scrolls sideways too
+
+
+def test_the_code_scroll_bar_can_be_dragged(qtbot, bubble: tuple[QWidget, MarkdownView]) -> None:
+    container, view = bubble
+    view.set_markdown("```\n" + "long " * 150 + "\n```")  # 750 characters: it scrolls
+    container.show()
+    qtbot.waitExposed(container)
+    qtbot.waitUntil(lambda: view.height() == view.heightForWidth(view.width()))
+    bar_y = view.height() - 9  # in the code table's bottom padding (the view holds only it)
+    qtbot.mousePress(view, Qt.MouseButton.LeftButton, pos=QPoint(view.width() - 12, bar_y))
+    far = view.code_offset((0, 0))
+    assert far > 500  # a press on the track jumps there
+    qtbot.mouseMove(view, QPoint(12, bar_y))
+    qtbot.mouseRelease(view, Qt.MouseButton.LeftButton, pos=QPoint(12, bar_y))
+    assert view.code_offset((0, 0)) == 0
+    assert not view.has_selection()  # dragging the bar selects nothing
+
+
+def test_copy_says_copied_for_a_moment(qtbot, bubble: tuple[QWidget, MarkdownView]) -> None:
+    _container, view = bubble
+    view.set_markdown("```\nfirst\n```\n\n```\nsecond\n```")
+    view.anchorClicked.emit(QUrl("copy:1"))
+    assert view.copied == 1 and view.toPlainText().count("Copied") == 1
+    view.set_markdown("```\nfirst\n```\n\n```\nsecond\n```\n\nMore text streams in.")
+    assert view.toPlainText().count("Copied") == 1  # a new render keeps saying so
+    view.anchorClicked.emit(QUrl("copy:0"))
+    assert view.copied == 0 and view.toPlainText().count("Copied") == 1  # only the last one
+    assert QGuiApplication.clipboard().text() == "first"
+    qtbot.waitUntil(lambda: view.copied is None, timeout=5000)
+    assert "Copied" not in view.toPlainText() and view.toPlainText().count("Copy") == 2

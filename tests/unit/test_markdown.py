@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from inglenook.ui.chat.code_highlight import highlight
 from inglenook.ui.chat.markdown import (
     HEAD_CHARS,
     HEAD_LINES,
@@ -134,7 +135,8 @@ def test_code_blocks_get_copy_links_and_exact_source() -> None:
     assert code_blocks(text) == list(rendered.code_blocks)
     assert hrefs(rendered.html) == ["copy:0", "copy:1", "copy:2"]
     assert "python" in rendered.html
-    assert "print('&lt;b&gt;&amp;amp;')" in rendered.html
+    # Highlighted, the code is cut into spans; with the tags taken out it is escaped text.
+    assert "print('&lt;b&gt;&amp;amp;')" in re.sub(r"<[^>]+>", "", rendered.html)
     assert "<b>" not in rendered.html
 
 
@@ -206,12 +208,16 @@ def test_long_runs_without_spaces_get_break_opportunities() -> None:
     assert broken.replace(ZWSP, "") == f"before {word} after"
     assert max(len(run) for run in re.split(rf"[\s{ZWSP}]", broken)) <= 24
     assert ZWSP in render_markdown(word)
-    assert ZWSP in render(f"```\n{word}\n```").html
+    # Code is not wrapped, so Qt never looks for a break in it: it needs none.
+    assert ZWSP not in render(f"```\n{word}\n```").html
     assert render(f"```\n{word}\n```").code_blocks == (word,)  # Copy copies the real text
 
 
-def test_code_wraps_instead_of_making_one_long_line() -> None:
-    assert "white-space:pre-wrap" in render("```\ncode\n```").html
+def test_code_is_unwrapped_and_its_copy_link_is_outside_the_code_table() -> None:
+    html = render("```\ncode\n```").html
+    header, code = html.split("</table>")[:2]
+    assert 'href="copy:0"' in header and "code" not in header
+    assert '<pre style="white-space:pre">code</pre>' in code  # scrolls sideways, never wraps
 
 
 @pytest.mark.parametrize(
@@ -285,7 +291,7 @@ def test_whole_render_slices_long_text_and_keeps_code_blocks_exact() -> None:
     assert tuple(whole.code_blocks) == all_code_blocks(text) == render(text).code_blocks
     joined = "".join(htmls)
     assert joined.count('href="copy:0"') == 1 and joined.count('href="copy:1"') == 1
-    assert "line = 19999" in joined and "last" in htmls[-1]
+    assert "line = 19999" in re.sub(r"<[^>]+>", "", joined) and "last" in htmls[-1]
 
 
 def test_plain_slices_of_ordinary_text_join_back_to_it() -> None:
@@ -293,3 +299,52 @@ def test_plain_slices_of_ordinary_text_join_back_to_it() -> None:
     slices = list(source_slices(text))
     assert len(slices) > 1
     assert "".join(piece for piece, _continued, _end in slices) == text
+
+
+# ---- syntax highlighting ------------------------------------------------------------------------
+
+
+def code_html(html: str, n: int) -> str:
+    """The HTML inside the n-th code block's <pre>."""
+    return re.findall(r"<pre[^>]*>(.*?)</pre>", html, re.DOTALL)[n]
+
+
+def test_a_fence_is_highlighted_once_closed_and_only_in_a_known_language() -> None:
+    streaming = render("```python\ndef f():\n    return 1\n")
+    assert "<span" not in code_html(streaming.html, 0)  # the block still being written
+    done = render("```python\ndef f():\n    return 1\n```\n\n```\ndef g(): pass\n```\n\n"
+                  "```klingon\ndef h(): pass\n```\n\n    def i(): pass\n")
+    assert '<span style="color:' in code_html(done.html, 0)
+    for plain in (1, 2, 3):  # no language, an unknown one, an indented block
+        assert "<span" not in code_html(done.html, plain)
+    assert done.code_blocks[0] == "def f():\n    return 1"  # Copy gets the source, not HTML
+
+
+def test_a_fence_closed_inside_a_list_or_quote_is_highlighted() -> None:
+    for text in ("- item\n\n  ```python\n  x = 1\n  ```\n", "> ```python\n> x = 1\n> ```\n"):
+        assert "<span" in code_html(render(text).html, 0)
+
+
+def test_highlighting_is_done_once_per_block_while_a_reply_streams() -> None:
+    block = "```python\nvalue = 42  # the answer\n```\n\n"
+    render(block + "Streaming")
+    before = highlight.cache_info()
+    for more in (" text", " text and", " text and more"):
+        render(block + "Streaming" + more)
+    after = highlight.cache_info()
+    assert after.misses == before.misses and after.hits == before.hits + 3
+
+
+def test_the_palette_picks_the_code_style() -> None:
+    text = "```python\ndef f(): pass\n```"
+    light = render(text, MarkdownPalette(code_style="default")).html
+    dark = render(text, MarkdownPalette(code_style="github-dark", code_background="#1b1917")).html
+    assert light != dark and "#1b1917" in dark
+
+
+def test_a_block_with_a_giant_line_wraps_as_plain_text() -> None:
+    data = "ab" * 600  # 1,200 characters on one line: a blob, not code to scroll through
+    html = code_html(render(f"```python\nx = '{data}'\n```").html, 0)
+    assert "<span" not in html and ZWSP in html
+    assert '<pre style="white-space:pre-wrap">' in render(f"```\n{data}\n```").html
+    assert render(f"```\n{data}\n```").code_blocks == (data,)

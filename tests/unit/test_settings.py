@@ -327,12 +327,12 @@ def test_model_defaults_are_validated_per_model(home: Path) -> None:
 
 def test_keys_from_a_newer_version_are_kept(home: Path) -> None:
     path = paths.settings_file()
-    path.write_text(json.dumps({"theme": {"accent": "teal"}, "n_ctx": 2048}))
+    path.write_text(json.dumps({"palette": {"accent": "teal"}, "n_ctx": 2048}))
     file = SettingsFile()
     settings = file.load()
     settings.n_ctx = 4096
     file.save(settings)
-    assert json.loads(path.read_text())["theme"] == {"accent": "teal"}
+    assert json.loads(path.read_text())["palette"] == {"accent": "teal"}
     assert load_settings().n_ctx == 4096
 
 

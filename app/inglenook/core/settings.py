@@ -54,6 +54,7 @@ MAX_PATH = 4096
 MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
 MAX_PRESET_NAME = 256
 MAX_MODEL_DEFAULTS = 1000
+THEMES = ("system", "light", "dark")  # "system" follows the desktop's light or dark scheme
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Settings:
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
     side_panel_visible: bool = True
     sidebar_visible: bool = True
+    theme: str = "system"
     # The local API server (inglenook serve, from the window).
     api_enabled: bool = False  # serving when the window last closed: served again at start
     api_host: str = "127.0.0.1"
@@ -148,6 +150,8 @@ class Settings:
                 value, problem = check_bool(f.name, raw, default)
             elif f.name == "kv_cache_type":
                 value, problem = check_text(f.name, raw, default, 16, KV_CACHE_TYPES)
+            elif f.name == "theme":
+                value, problem = check_text(f.name, raw, default, 16, THEMES)
             else:
                 limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY}
                 value, problem = check_text(f.name, raw, default, limit.get(f.name, MAX_TEXT))

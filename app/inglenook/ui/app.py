@@ -10,17 +10,28 @@ from PySide6.QtGui import QFont, QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
 from inglenook import __version__, paths
+from inglenook.core.jsonload import JsonLoadError, load_json
+from inglenook.core.settings import THEMES
+from inglenook.ui import theme
 
 # Set by bench/ to time start-up: the window prints when it is first shown.
 REPORT_SHOWN_ENV = "INGLENOOK_REPORT_SHOWN"
 
 
 def stylesheet() -> str:
-    path = paths.resources_dir() / "style.qss"
-    if not path.is_file():
-        return ""
-    icons = (paths.resources_dir() / "icons").as_posix()
-    return path.read_text(encoding="utf-8").replace("@ICONS@", icons)
+    """The style sheet of the theme in use ("" when the resources are missing)."""
+    return theme.stylesheet(theme.current())
+
+
+def stored_theme() -> str:
+    """The theme the settings ask for, read without repairing anything: the window loads the
+    settings properly (and reports their problems) after the theme is in place."""
+    try:
+        data = load_json(paths.settings_file())
+    except (OSError, JsonLoadError):
+        return "system"
+    value = data.get("theme") if isinstance(data, dict) else None
+    return value if value in THEMES else "system"
 
 
 def configure(app: QApplication) -> None:
@@ -36,7 +47,7 @@ def configure(app: QApplication) -> None:
     font.setStyleStrategy(QFont.StyleStrategy.PreferAntialias)
     app.setFont(font)
     app.setStyle("Fusion")
-    app.setStyleSheet(stylesheet())
+    theme.manager().set_mode(stored_theme())  # palette and style sheet, before any window
 
 
 def run_app() -> int:

@@ -6,6 +6,9 @@ author (replies) and the actions always on view (Edit or Details/Regenerate, Cop
 others — Stop, ‹ n/m ›, the figures, the notice — are made the first time they are needed or
 asked for; the attributes (`stop_button`, `notice`, …) create them on access, in the state the
 bubble is in, so callers never see the difference.
+
+The figures under a reply are one short line (tokens · tok/s); the tooltip and Details have
+the rest.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar, cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QBoxLayout,
@@ -27,7 +30,8 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.replies import Finish, Stats
-from inglenook.ui.chat.markdown_view import MarkdownView
+from inglenook.ui.chat.markdown_view import COPIED_MS, MarkdownView
+from inglenook.ui.widgets.elided_label import ElidedLabel
 
 W = TypeVar("W", bound=QWidget)
 
@@ -48,7 +52,23 @@ AT_REST = {"user": ("edit", "copy", "delete"),
            "assistant": ("details", "regenerate", "copy", "delete")}
 
 
+def compact_stats(stats: Stats) -> tuple[str, ...]:
+    """The figures shown under a reply, longest form first: tokens and speed, and a warning
+    when messages were left out of the context; then shorter forms for a narrow bubble."""
+    tokens = f"{stats.generated_tokens:,} tokens"
+    rate = stats.decode_tok_s
+    speed = "" if rate <= 0 else f"{rate:.1f} tok/s" if rate < 100 else f"{rate:,.0f} tok/s"
+    both = " · ".join(p for p in (tokens, speed) if p)
+    forms = [both]
+    if stats.dropped_messages:
+        forms.insert(0, f"{both} · {stats.dropped_messages} earlier messages left out")
+    if speed:
+        forms.append(speed)
+    return tuple(forms)
+
+
 def format_stats(stats: Stats) -> str:
+    """All the figures, on one line (the tooltip of the compact line)."""
     parts = [f"{stats.generated_tokens} tokens"]
     if stats.decode_tok_s > 0:
         parts.append(f"{stats.decode_tok_s:.1f} tok/s")
@@ -100,7 +120,7 @@ class MessageBubble(QFrame):
     previous_button: _Lazy[QToolButton] = _Lazy("previous")
     next_button: _Lazy[QToolButton] = _Lazy("next")
     sibling_label: _Lazy[QLabel] = _Lazy("siblings")
-    stats_label: _Lazy[QLabel] = _Lazy("stats")
+    stats_label: _Lazy[ElidedLabel] = _Lazy("stats")
     notice: _Lazy[QLabel] = _Lazy("notice")
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
@@ -127,7 +147,7 @@ class MessageBubble(QFrame):
         self._column.addWidget(self.body)
         self._footer = QHBoxLayout()
         self._footer.setContentsMargins(0, 2, 0, 0)
-        self._footer.setSpacing(6)
+        self._footer.setSpacing(2)  # the buttons pad themselves; room for the figures
         self._footer.addStretch(0)
         self._column.addLayout(self._footer)
         for name in AT_REST.get(role, ()):
@@ -157,6 +177,7 @@ class MessageBubble(QFrame):
             widget = button = QToolButton(self)
             button.setText(label)
             button.setToolTip(tip)
+            button.setAccessibleName(tip if name in ("previous", "next") else label)
             button.setObjectName(f"bubble{name.capitalize()}Button")
             button.setCursor(Qt.CursorShape.PointingHandCursor)
             button.setAutoRaise(True)
@@ -164,14 +185,9 @@ class MessageBubble(QFrame):
         elif name == "siblings":
             widget = QLabel(self)
             widget.setObjectName("bubbleSiblings")
-        else:  # stats
-            widget = stats = QLabel(self)
+        else:  # stats: cut short rather than widen the bubble or wrap in a narrow column
+            widget = stats = ElidedLabel(self)
             stats.setObjectName("bubbleStats")
-            stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            # Figures wrap rather than widen the bubble past a narrow chat column.
-            stats.setWordWrap(True)
-            stats.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-            stats.setMinimumWidth(60)
             stats.hide()
         slot = FOOTER.index(name)
         index = sum(1 for other in FOOTER[:slot] if other == "stretch" or other in self._widgets)
@@ -243,7 +259,8 @@ class MessageBubble(QFrame):
             self._sync(name)
 
     def set_stats(self, stats: Stats) -> None:
-        self.stats_label.setText(format_stats(stats))
+        self.stats_label.set_forms(*compact_stats(stats))
+        self.stats_label.setToolTip(format_stats(stats) + "\n(Details has every figure.)")
         self.stats_label.show()
 
     def set_notice(self, text: str, kind: str = "info") -> None:
@@ -269,4 +286,7 @@ class MessageBubble(QFrame):
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)
+        button = self.copy_button
+        button.setText("Copied")
+        QTimer.singleShot(COPIED_MS, button, lambda: button.setText(BUTTONS["copy"][0]))
         self.copy_requested.emit()

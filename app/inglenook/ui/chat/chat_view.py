@@ -3,6 +3,9 @@
 Auto-scroll follows new text only while the user is at the bottom; scrolling up to read pauses
 it, and scrolling back down resumes it.
 
+The column is at most MAX_COLUMN_WIDTH wide, centred: lines much longer are hard to read. When
+the theme changes, every message renders again in its colours.
+
 Each message is a light widget (see bubble.py and markdown_view.py for why and how); a
 virtualised list painting cached documents would be lighter still, but the window and its tests
 drive every message's buttons and labels as real widgets, and at ~0.2 MB a message (80 messages
@@ -12,13 +15,23 @@ add ~15 MB) the widgets are no longer what costs. Removed rows are deleted, not 
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QRect, Qt, QTimer
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
+from inglenook.ui import theme
 from inglenook.ui.chat.bubble import MessageBubble, format_stats
 
 BOTTOM_SLACK_PX = 40
 MAX_USER_WIDTH = 0.78  # user bubbles keep some room on the left, like a messenger
+MAX_COLUMN_WIDTH = 820  # px: the messages' column in a wide window, centred
+SIDE_MARGIN = 24
 
 __all__ = ["ChatView", "MessageBubble", "format_stats"]
 
@@ -34,8 +47,8 @@ class ChatView(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._content = QWidget(self)
         self._content.setObjectName("chatContent")
-        self._column = QVBoxLayout(self._content)
-        self._column.setContentsMargins(24, 20, 24, 20)
+        self._column = _CentredColumn(self._content)
+        self._column.setContentsMargins(SIDE_MARGIN, 20, SIDE_MARGIN, 20)
         self._column.setSpacing(14)
         self._column.addStretch(1)
         self.setWidget(self._content)
@@ -59,6 +72,11 @@ class ChatView(QScrollArea):
         empty_layout.addWidget(title)
         empty_layout.addWidget(self.empty_label)
         self._column.insertWidget(0, self.empty)
+        theme.manager().changed.connect(self._theme_changed)
+
+    def _theme_changed(self, new: theme.Theme) -> None:
+        for bubble in self.bubbles:
+            bubble.body.set_markdown_palette(new.markdown)
 
     def set_empty_text(self, text: str) -> None:
         self.empty_label.setText(text)
@@ -123,3 +141,23 @@ class ChatView(QScrollArea):
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
         if self._follow:
             self.verticalScrollBar().setValue(maximum)
+
+
+class _CentredColumn(QVBoxLayout):
+    """A column of at most MAX_COLUMN_WIDTH (and its margins), centred in the room it gets.
+
+    Narrowing the layout's own rect rather than changing its margins with the width: changed
+    margins make Qt lay every message out a second time, and a nested widget doing the same
+    costs a deeper height-for-width pass on every change of a streaming message."""
+
+    def _widest(self) -> int:
+        margins = self.contentsMargins()
+        return MAX_COLUMN_WIDTH + margins.left() + margins.right()
+
+    def setGeometry(self, rect: QRect) -> None:
+        width = min(rect.width(), self._widest())
+        super().setGeometry(QRect(rect.x() + (rect.width() - width) // 2, rect.y(), width,
+                                  rect.height()))
+
+    def heightForWidth(self, width: int) -> int:
+        return super().heightForWidth(min(width, self._widest()))

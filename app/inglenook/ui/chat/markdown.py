@@ -5,9 +5,16 @@ Everything a model writes is treated as hostile: raw HTML is shown as text, imag
 anchors. Code blocks get a "Copy" anchor `copy:N`; since no link the model writes can have that
 scheme, the view can trust it. No Qt here, so this is cheap to test and to fuzz.
 
+A code block is two tables: a header (language, Copy) as wide as the text, and the code with its
+lines unwrapped (`white-space:pre`), which Qt lays out as wide as its longest line; the view
+scrolls that table sideways (rich_text.py), so Copy stays in view. A block with a line of more
+than WRAP_LINE_CHARS is data rather than code to read, and wraps. A fenced block is highlighted
+(code_highlight.py) once its closing fence has arrived: the block still streaming stays plain.
+
 Hostile text must also stay cheap to lay out and never vanish: runs of 48+ characters without a
 space get zero-width break opportunities (Qt's fallback line breaking is quadratic in the run's
-length), code wraps instead of making one giant line, and a block nested deeper than Qt can show
+length; unwrapped code lines are never broken, so they need none), and a block nested
+deeper than Qt can show
 (or past markdown-it's nesting limit, where it silently drops content) is shown as its plain
 source. `display_cut` picks how much of a long message is shown at first.
 """
@@ -23,6 +30,8 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
+
+from inglenook.ui.chat.code_highlight import highlight
 
 __all__ = [
     "DEFAULT_PALETTE",
@@ -49,19 +58,24 @@ HEAD_LINES = 1_000
 HEAD_ROWS = 250
 ZWSP = "\u200b"
 _LONG_RUN = re.compile(r"\S{48,}")
+# A code line longer than this (minified code, a hex dump) wraps: scrolling sideways through it
+# is of no use, and Qt draws every glyph of a line however little of it is in view.
+WRAP_LINE_CHARS = 1_000
+_GIANT_LINE = re.compile(rf"[^\n]{{{WRAP_LINE_CHARS + 1}}}")
 _BREAK_EVERY = 24
 
 
 @dataclass(frozen=True)
 class MarkdownPalette:
-    """Colours baked into the HTML; the defaults suit a light theme on white or tinted bubbles."""
+    """Colours baked into the HTML; the defaults are the light theme's (ui/theme.py)."""
 
     link: str = "#1a5fb4"
-    code_background: str = "#f1f3f5"
-    code_header: str = "#e4e7eb"
-    code_border: str = "#d0d7de"
-    muted: str = "#57606a"
-    table_border: str = "#c8ced6"
+    code_background: str = "#f5f2ee"
+    code_header: str = "#ebe6df"
+    code_border: str = "#e7e2da"
+    muted: str = "#645c53"
+    table_border: str = "#d9d2c8"
+    code_style: str = "default"  # the Pygments style of highlighted code
 
 
 DEFAULT_PALETTE = MarkdownPalette()
@@ -177,34 +191,43 @@ class _SafeRenderer(RendererHTML):
         return self._code(tokens[idx], "", env)
 
     def _code(self, token: Token, lang: str, env: Any) -> str:
-        # A one-cell table is the only reliable way to give a block a background in Qt rich text.
+        # A table is the only reliable way to give a block a background in Qt rich text.
         p = self._palette(env)
         index = token.meta.get("copy_index", 0)
-        # The header is a nested table so no cell border splits the language from Copy; a block
-        # continued from the previous part of a long message has none.
+        label = "Copied" if env.get("copied") == index else "Copy"
+        # The header is its own table, as wide as the text, so a long line cannot push Copy
+        # out of view; a block continued from the previous part of a long message has none.
         header = "" if token.meta.get("continued") else (
-            f'<tr><td bgcolor="{p.code_header}">'
-            f'<table width="100%" border="0" cellspacing="0" cellpadding="4"><tr>'
-            f'<td><span style="color:{p.muted}">{escapeHtml(lang)}</span></td>'
-            f'<td align="right">'
-            f'<a href="copy:{index}" style="color:{p.link}; text-decoration:none">Copy</a>'
-            f"</td></tr></table></td></tr>"
+            f'<table width="100%" border="0" cellspacing="0" cellpadding="0"'
+            f' style="margin-top:6px"><tr>'
+            f'<td bgcolor="{p.code_header}" style="padding:4px 8px">'
+            f'<span style="color:{p.muted}">{escapeHtml(lang)}</span></td>'
+            f'<td bgcolor="{p.code_header}" align="right" style="padding:4px 8px">'
+            f'<a href="copy:{index}" style="color:{p.link}; text-decoration:none">{label}</a>'
+            f"</td></tr></table>"
         )
-        # pre-wrap: a long line wraps rather than being laid out (and clipped) as one line.
-        code = escapeHtml(breakable(_code_text(token)))
+        source = _code_text(token)
+        table = f'{header}<table width="100%" border="0" cellspacing="0" cellpadding="0"><tr>'
+        if _GIANT_LINE.search(source):  # data, not code to read: wrapped, as plain text
+            return (f'{table}<td bgcolor="{p.code_background}" style="padding:8px 10px">'
+                    f'<pre style="white-space:pre-wrap">{escapeHtml(breakable(source))}</pre>'
+                    f"</td></tr></table>\n")
+        code = token.meta.get("closed") and highlight(source, lang, p.code_style,
+                                                      p.code_background)
+        # The bottom padding leaves room for the view's horizontal scroll bar; no margin, so
+        # the table's rect is where its background is (the view scrolls that rect).
         return (
-            f'<table width="100%" border="1" cellspacing="0" cellpadding="0"'
-            f' style="border-collapse:collapse; border-color:{p.code_border};'
-            f' border-style:solid">{header}'
-            f'<tr><td bgcolor="{p.code_background}" style="padding:6px">'
-            f'<pre style="white-space:pre-wrap">{code}</pre></td></tr></table>\n'
+            f'{table}<td bgcolor="{p.code_background}" style="padding:8px 10px 14px 10px">'
+            f'<pre style="white-space:pre">{code or escapeHtml(source)}</pre>'
+            f"</td></tr></table>\n"
         )
 
     def table_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
         colour = self._palette(env).table_border
         return (
             '<table border="1" cellspacing="0" cellpadding="4"'
-            f' style="border-collapse:collapse; border-color:{colour}; border-style:solid">\n'
+            f' style="border-collapse:collapse; border-color:{colour}; border-style:solid;'
+            ' margin-top:6px; margin-bottom:6px">\n'
         )
 
     def th_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
@@ -278,11 +301,22 @@ def normalized(text: str) -> str:
     return _clean(text).replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
 
 
+def _closed(token: Token, lines: list[str]) -> bool:
+    """Whether a code block's closing fence has arrived (indented code never needs one)."""
+    if token.type != "fence":
+        return True
+    if not token.map or token.map[1] - 1 <= token.map[0] or token.map[1] > len(lines):
+        return False
+    last = lines[token.map[1] - 1].lstrip(" \t>").rstrip()
+    marker = token.markup
+    return len(last) >= len(marker) and last == marker[0] * len(last)
+
+
 def finish_blocks(tokens: list[Token], source: str, max_nesting: int, first_index: int = 0,
                   ) -> list[Token]:
     """Replace top-level blocks nested too deeply by their plain source, and number the code
     blocks in source order from `first_index` (code tokens are flat at block level, even inside
-    lists and quotes)."""
+    lists and quotes), marking those whose closing fence has arrived."""
     out: list[Token] = []
     lines: list[str] | None = None
     start = 0
@@ -300,7 +334,9 @@ def finish_blocks(tokens: list[Token], source: str, max_nesting: int, first_inde
     index = first_index
     for token in out:
         if token.type in _CODE_TYPES:
+            lines = lines if lines is not None else source.split("\n")
             token.meta["copy_index"] = index
+            token.meta["closed"] = _closed(token, lines)
             index += 1
     return out
 
@@ -310,9 +346,11 @@ def _parse(text: str, env: dict[str, Any]) -> list[Token]:
     return finish_blocks(_MD.parse(source, env), source, _MD.options["maxNesting"])
 
 
-def render(text: str, palette: MarkdownPalette = DEFAULT_PALETTE) -> RenderedMarkdown:
-    """Render `text` (complete or mid-stream) once, returning the HTML and the code blocks."""
-    env: dict[str, Any] = {"palette": palette}
+def render(text: str, palette: MarkdownPalette = DEFAULT_PALETTE, copied: int | None = None,
+           ) -> RenderedMarkdown:
+    """Render `text` (complete or mid-stream) once, returning the HTML and the code blocks;
+    code block `copied` says "Copied" instead of "Copy"."""
+    env: dict[str, Any] = {"palette": palette, "copied": copied}
     tokens = _parse(text, env)
     html = _MD.renderer.render(tokens, _MD.options, env)
     blocks = tuple(_code_text(t) for t in tokens if t.type in _CODE_TYPES)

@@ -13,6 +13,10 @@ loop; the worker stays only a few parts ahead, so it seldom competes with the GU
 Python's GIL. Copy on a code block that the truncation cuts off copies the whole block: a worker
 finds its source first. Rendering a long reply as it streams is throttled to a fraction of the
 GUI thread's time.
+
+Colours are baked into the HTML, so a theme change renders the message again
+(`set_markdown_palette`). Copy on a code block says "Copied" for a moment: the link's text is
+changed in place, and renders meanwhile draw it so too.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from collections import deque
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
-from inglenook.ui.chat.markdown import DEFAULT_PALETTE, MarkdownPalette, display_cut, render
+from inglenook.ui import theme
+from inglenook.ui.chat.markdown import MarkdownPalette, display_cut, render
 from inglenook.ui.chat.markdown_segments import WholeRender, all_code_blocks
 from inglenook.ui.chat.rich_text import RichTextView
 
@@ -38,6 +43,7 @@ SHOW_ALL_URL = "action:show-all"  # the renderer gives model text only http(s)/m
 SLICE_S = 0.015  # GUI-thread work per turn of the event loop while parts arrive (and one more)
 THROTTLE = 3.0  # a costly render waits this many times its cost before the next one
 AHEAD = 4  # parts the worker may have rendered that the view has not taken in yet
+COPIED_MS = 1500  # how long Copy says "Copied"
 
 
 class _Job:
@@ -89,10 +95,12 @@ class MarkdownView(RichTextView):
     fully_shown = Signal()
 
     def __init__(
-        self, parent: QWidget | None = None, palette: MarkdownPalette = DEFAULT_PALETTE
+        self, parent: QWidget | None = None, palette: MarkdownPalette | None = None
     ) -> None:
         super().__init__(parent)
-        self._md_palette = palette
+        self._md_palette = palette or theme.current().markdown
+        self._copied: int | None = None  # the code block whose Copy says "Copied"
+        self._copied_timer: QTimer | None = None
         self._markdown = ""
         self._code_blocks: tuple[str, ...] = ()
         self._truncated = False
@@ -149,6 +157,23 @@ class MarkdownView(RichTextView):
         else:
             self._show_head()
 
+    def markdown_palette(self) -> MarkdownPalette:
+        return self._md_palette
+
+    def set_markdown_palette(self, palette: MarkdownPalette) -> None:
+        """Show the message in other colours (the theme changed)."""
+        if palette == self._md_palette:
+            return
+        self._md_palette = palette
+        if self._expanded:  # every part again, each replacing its old self as it comes
+            self._worker.stop()
+            self._job += 1
+            self._job_text = None
+            self._incoming.clear()
+            self._ensure_job()
+        elif self._markdown:
+            self._show_head()
+
     def flush(self) -> None:
         """Show the latest text now rather than after the streaming throttle."""
         if self._head_stale:
@@ -170,7 +195,7 @@ class MarkdownView(RichTextView):
         self._head_stale = False
         text = self._markdown
         cut = display_cut(text)
-        rendered = render(text[:cut], self._md_palette)
+        rendered = render(text[:cut], self._md_palette, self._copied)
         self._truncated = cut < len(text)
         self._code_blocks = rendered.code_blocks
         self._blocks_exact = not self._truncated
@@ -324,7 +349,54 @@ class MarkdownView(RichTextView):
             self._ensure_job()
             return
         QGuiApplication.clipboard().setText(self._code_blocks[index])
+        self._show_copied(index)
         self.code_copied.emit(index)
+
+    @property
+    def copied(self) -> int | None:
+        """The code block whose Copy says "Copied" now, if any."""
+        return self._copied
+
+    def _show_copied(self, index: int | None) -> None:
+        if self._copied is not None and self._copied != index:
+            self._relabel(f"copy:{self._copied}", "Copy")
+        self._copied = index
+        if index is None:
+            return
+        self._relabel(f"copy:{index}", "Copied")
+        if self._copied_timer is None:
+            self._copied_timer = QTimer(self)
+            self._copied_timer.setSingleShot(True)
+            self._copied_timer.setInterval(COPIED_MS)
+            self._copied_timer.timeout.connect(lambda: self._show_copied(None))
+        self._copied_timer.start()
+
+    def _relabel(self, href: str, text: str) -> None:
+        """Change the text of the links to `href` in the documents shown (no new render)."""
+        for part in self._parts:
+            if not part.loaded:
+                continue
+            doc = part.doc
+            spans = []
+            block = doc.begin()
+            while block.isValid():
+                it = block.begin()
+                while not it.atEnd():
+                    fragment = it.fragment()
+                    if fragment.charFormat().anchorHref() == href:
+                        spans.append((fragment.position(), fragment.length(),
+                                      fragment.charFormat()))
+                    it += 1
+                block = block.next()
+            for position, length, char_format in reversed(spans):
+                cursor = QTextCursor(doc)
+                cursor.setPosition(position)
+                cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+                cursor.insertText(text, char_format)
+            if spans:
+                part.chars = doc.characterCount()
+                self._clamp_selection()
+        self.update()
 
     def _extend_menu(self, menu: QMenu, href: str) -> None:
         if href and QUrl(href).scheme().lower() in OPENABLE_SCHEMES:

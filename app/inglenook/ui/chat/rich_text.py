@@ -15,6 +15,9 @@ stack of parts: after a width change, the parts in view are laid out at once and
 keep an estimated height until later turns of the event loop (`SLICE_S` of work per turn).
 
 Its documents (text_part.py) never load resources: the stock QTextDocument reads local files.
+
+Code is not wrapped: each code block wider than the view scrolls sideways on its own
+(code_scroll.py).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
     QContextMenuEvent,
@@ -38,9 +41,11 @@ from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
     QTextDocument,
+    QWheelEvent,
 )
 from PySide6.QtWidgets import QApplication, QMenu, QSizePolicy, QWidget
 
+from inglenook.ui.chat.code_scroll import DOC_MARGIN, BandKey, CodeScroller
 from inglenook.ui.chat.markdown import ZWSP
 from inglenook.ui.chat.text_part import InertDocument, TextPart, inert_resource, text_cursor
 
@@ -77,6 +82,7 @@ class RichTextView(QWidget):
         self._cursor: Position = (0, 0)
         self._press: tuple[QPoint, str] | None = None
         self._dragging = False
+        self._code = CodeScroller(self.width, self.update)
         self.setMouseTracking(True)  # pointing-hand cursor over links
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Ctrl+C after selecting
         self.setCursor(Qt.CursorShape.IBeamCursor)
@@ -106,7 +112,7 @@ class RichTextView(QWidget):
     def _new_doc(self) -> QTextDocument:
         doc = InertDocument(self)
         doc.setUndoRedoEnabled(False)
-        doc.setDocumentMargin(2)  # the bubble pads; just keep selection highlights unclipped
+        doc.setDocumentMargin(DOC_MARGIN)
         doc.setDefaultFont(self.font())
         return doc
 
@@ -277,7 +283,7 @@ class RichTextView(QWidget):
                 restack = True
             context = QAbstractTextDocumentLayout.PaintContext()
             context.palette = palette
-            context.clip = QRectF(exposed.translated(0, -part.top))
+            clip = QRectF(exposed.translated(0, -part.top))
             span = self._selected_span(index)
             if span is not None:
                 selection = QAbstractTextDocumentLayout.Selection()
@@ -286,8 +292,7 @@ class RichTextView(QWidget):
                 context.selections = [selection]
             painter.save()
             painter.translate(0, part.top)
-            painter.setClipRect(context.clip)
-            part.doc.documentLayout().draw(painter, context)
+            self._code.paint(painter, index, part, clip, context)
             painter.restore()
         painter.end()
         if restack:
@@ -300,6 +305,22 @@ class RichTextView(QWidget):
                 self._release.setInterval(500)
                 self._release.timeout.connect(self._release_far)
             self._release.start()  # once scrolling has settled
+
+    # --- wide code blocks ----------------------------------------------------------------
+
+    def scroll_code(self, key: BandKey, offset: float) -> None:
+        """Scroll wide code block `key` (part, which) to `offset` pixels from its start."""
+        self._code.scroll(key, offset)
+
+    def code_offset(self, key: BandKey) -> float:
+        """How far wide code block `key` is scrolled (0 when it fits or is not laid out)."""
+        return self._code.offset(self._parts, key)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        if self._code.wheel(self._parts, event):
+            event.accept()
+        else:
+            event.ignore()  # the chat scrolls
 
     # --- selection -----------------------------------------------------------------------
 
@@ -357,15 +378,14 @@ class RichTextView(QWidget):
             if point.y() >= part.top:
                 index = i
         part = self._parts[index]
-        local = QPointF(point.x(), point.y() - part.top)
+        local = self._code.to_doc(index, part, point)
         return index, max(0, part.doc.documentLayout().hitTest(local, Qt.HitTestAccuracy.FuzzyHit))
 
     def anchor_at(self, point: QPoint) -> str:
         """The link under `point`, in widget coordinates ("" if none)."""
-        for part in self._stack():
+        for index, part in enumerate(self._stack()):
             if part.top <= point.y() < part.top + part.height:
-                local = QPointF(point.x(), point.y() - part.top)
-                return part.doc.documentLayout().anchorAt(local)
+                return part.doc.documentLayout().anchorAt(self._code.to_doc(index, part, point))
         return ""
 
     def anchor_rect(self, href: str) -> QRectF:
@@ -395,6 +415,8 @@ class RichTextView(QWidget):
             event.ignore()
             return
         point = event.position().toPoint()
+        if self._code.press(self._parts, point):
+            return
         hit = self._hit(point)
         self._press = (point, self.anchor_at(point))
         self._dragging = False
@@ -406,6 +428,8 @@ class RichTextView(QWidget):
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
         point = event.position().toPoint()
+        if self._code.drag(point):
+            return
         if self._press is not None and event.buttons() & Qt.MouseButton.LeftButton:
             distance = (point - self._press[0]).manhattanLength()
             if self._dragging or distance >= QApplication.startDragDistance():
@@ -413,10 +437,13 @@ class RichTextView(QWidget):
                 self._cursor = self._hit(point)
                 self.update()
             return
-        self.setCursor(Qt.CursorShape.PointingHandCursor if self.anchor_at(point)
+        self.setCursor(Qt.CursorShape.ArrowCursor if self._code.on_bar(self._parts, point)
+                       else Qt.CursorShape.PointingHandCursor if self.anchor_at(point)
                        else Qt.CursorShape.IBeamCursor)
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and self._code.release():
+            return
         if event.button() != Qt.MouseButton.LeftButton or self._press is None:
             event.ignore()
             return
@@ -459,3 +486,4 @@ class RichTextView(QWidget):
 
     def _extend_menu(self, menu: QMenu, href: str) -> None:
         """Add actions for the link under the mouse (`href` may be empty)."""
+

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QImage, QTextCursor, QTextDocument
+from PySide6.QtCore import QRectF, Qt, QUrl
+from PySide6.QtGui import QImage, QTextCursor, QTextDocument, QTextTable
 
 
 def text_cursor(doc: QTextDocument, span: tuple[int, int]) -> QTextCursor:
@@ -46,7 +46,7 @@ class TextPart:
     released (a long message's parts far out of view) and is made again from `html` when next
     needed; `height` stays valid for `width` meanwhile."""
 
-    __slots__ = ("_doc", "_make", "chars", "height", "html", "top", "width")
+    __slots__ = ("_code_rects", "_doc", "_make", "chars", "height", "html", "top", "width")
 
     def __init__(self, make: Callable[[], QTextDocument], html: str) -> None:
         self._make = make
@@ -56,6 +56,7 @@ class TextPart:
         self.top = 0
         self.width = 0.0  # laid out at this width; negative: `height` is an estimate for -width
         self.height = 0.0
+        self._code_rects: list[QRectF] | None = None
 
     @property
     def loaded(self) -> bool:
@@ -74,6 +75,7 @@ class TextPart:
 
     def set_html(self, html: str) -> None:
         self.html = html
+        self._code_rects = None
         if self._doc is not None:
             self._doc.setHtml(html.rstrip())
             self.chars = self._doc.characterCount()
@@ -84,11 +86,32 @@ class TextPart:
         doc.setTextWidth(width)
         self.height = doc.size().height()
         self.width = width
+        self._code_rects = None
+
+    def code_rects(self) -> list[QRectF]:
+        """Where the tables of unwrapped code are (markdown.py: `white-space:pre` in a one-cell
+        table), in document coordinates; they may be wider than the text."""
+        if self._code_rects is None:
+            doc = self.doc
+            layout = doc.documentLayout()
+            rects = []
+            for frame in doc.rootFrame().childFrames():
+                if isinstance(frame, QTextTable) and frame.rows() == frame.columns() == 1:
+                    cell = frame.cellAt(0, 0)
+                    if cell.firstCursorPosition().block().blockFormat().nonBreakableLines():
+                        # Qt's rect for a table starts at its first cell's content: step back
+                        # over the padding (these tables have no border or spacing).
+                        padding = cell.format().toTableCellFormat()
+                        rects.append(layout.frameBoundingRect(frame).translated(
+                            -padding.leftPadding(), -padding.topPadding()))
+            self._code_rects = rects
+        return self._code_rects
 
     def release(self) -> None:
         if self._doc is not None:
             self._doc.deleteLater()
             self._doc = None
+            self._code_rects = None
 
     def plain_text(self, span: tuple[int, int] | None = None) -> str:
         """The text of the part, or of `span` in it, without keeping a released document."""

@@ -1,5 +1,9 @@
 """Every command of the window in one table: the menu bar, the shortcuts and the Shortcuts
-sheet are all built from it, so a key shown is a key that works."""
+sheet are all built from it, so a key shown is a key that works.
+
+A Menu may hold another Menu (a submenu). Commands that share a `group` are a set of choices,
+one of them checked; `checked` says which, and is asked again each time the menu opens, so the
+marks follow changes made elsewhere."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 Keys = Sequence["QKeySequence.StandardKey | str"]
@@ -22,12 +26,14 @@ class Command:
     tip: str = ""
     checkable: bool = False
     role: QAction.MenuRole = QAction.MenuRole.NoRole
+    group: str = ""  # commands of one group are exclusive choices
+    checked: Callable[[], bool] | None = None  # whether a choice is the one in force
 
 
 @dataclass(frozen=True)
 class Menu:
     title: str
-    commands: Sequence[Command | None] = field(default_factory=tuple)  # None: a separator
+    commands: Sequence[Command | Menu | None] = field(default_factory=tuple)  # None: separator
 
 
 def build(window: QMainWindow, menus: Sequence[Menu]) -> dict[str, QAction]:
@@ -35,27 +41,48 @@ def build(window: QMainWindow, menus: Sequence[Menu]) -> dict[str, QAction]:
     actions: dict[str, QAction] = {}
     bar = window.menuBar()
     for menu in menus:
-        qmenu: QMenu = bar.addMenu(menu.title)
-        for command in menu.commands:
-            if command is None:
-                qmenu.addSeparator()
-                continue
-            action = QAction(command.text, window)
-            action.setObjectName(command.name)
-            action.setShortcuts([QKeySequence(k) for k in command.keys])
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.setToolTip(command.tip or command.text.rstrip("…"))
-            action.setStatusTip(command.tip)
-            action.setCheckable(command.checkable)
-            action.setMenuRole(command.role)
-            if command.checkable:
-                action.toggled.connect(lambda _on, slot=command.slot: slot())
-            else:
-                action.triggered.connect(lambda _checked=False, slot=command.slot: slot())
-            qmenu.addAction(action)
-            window.addAction(action)  # shortcuts work with the menu bar hidden too
-            actions[command.name] = action
+        _fill(window, bar.addMenu(menu.title), menu, actions)
     return actions
+
+
+def _fill(window: QMainWindow, qmenu: QMenu, menu: Menu, actions: dict[str, QAction]) -> None:
+    groups: dict[str, QActionGroup] = {}
+    choices: list[tuple[QAction, Callable[[], bool]]] = []
+    for command in menu.commands:
+        if command is None:
+            qmenu.addSeparator()
+            continue
+        if isinstance(command, Menu):
+            _fill(window, qmenu.addMenu(command.title), command, actions)
+            continue
+        action = QAction(command.text, window)
+        action.setObjectName(command.name)
+        action.setShortcuts([QKeySequence(k) for k in command.keys])
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.setToolTip(command.tip or command.text.rstrip("…"))
+        action.setStatusTip(command.tip)
+        action.setCheckable(command.checkable or bool(command.group))
+        action.setMenuRole(command.role)
+        if command.group:
+            if command.group not in groups:
+                groups[command.group] = QActionGroup(qmenu)
+            groups[command.group].addAction(action)
+        if command.checked is not None:
+            action.setChecked(command.checked())
+            choices.append((action, command.checked))
+        if command.checkable and not command.group:
+            action.toggled.connect(lambda _on, slot=command.slot: slot())
+        else:  # a choice acts when picked, not when another choice unchecks it
+            action.triggered.connect(lambda _checked=False, slot=command.slot: slot())
+        qmenu.addAction(action)
+        window.addAction(action)  # shortcuts work with the menu bar hidden too
+        actions[command.name] = action
+    if choices:
+        def mark_choices() -> None:
+            for action, is_on in choices:
+                action.setChecked(is_on())
+
+        qmenu.aboutToShow.connect(mark_choices)
 
 
 def shortcut_rows(menus: Sequence[Menu]) -> list[tuple[str, str, str]]:
@@ -63,7 +90,10 @@ def shortcut_rows(menus: Sequence[Menu]) -> list[tuple[str, str, str]]:
     rows = []
     for menu in menus:
         for command in menu.commands:
-            if command is not None and command.keys:
+            if isinstance(command, Menu):
+                rows += [(menu.title.replace("&", ""), *row[1:])
+                         for row in shortcut_rows([command])]
+            elif command is not None and command.keys:
                 keys = ", ".join(QKeySequence(k).toString(QKeySequence.SequenceFormat.NativeText)
                                  for k in command.keys)
                 rows.append((menu.title.replace("&", ""), command.text.rstrip("…"), keys))

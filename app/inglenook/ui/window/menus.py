@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication
 
+from inglenook.ui import theme
 from inglenook.ui.window.commands import Command, Menu
 
 if TYPE_CHECKING:
     from inglenook.ui.main_window import MainWindow
 
 Std = QKeySequence.StandardKey
+THEME_CHOICES = (("system", "Follow the system", "Light or dark as the desktop is"),
+                 ("light", "Light", "Always light"),
+                 ("dark", "Dark", "Always dark"))
+
+
+def theme_is(mode: str) -> bool:
+    return theme.manager().mode == mode
+
+
+def use_theme(w: MainWindow, mode: str) -> None:
+    """Switch to theme `mode` now and keep it in the settings."""
+    theme.manager().set_mode(mode)
+    w.side.settings.theme = mode
+    w.side.settings_changed.emit()  # the window saves its settings on this signal
 
 
 def window_menus(w: MainWindow) -> list[Menu]:
@@ -45,6 +61,11 @@ def window_menus(w: MainWindow) -> list[Menu]:
             Command("toggleSidePanel", "Settings panel", w.panel_button.toggle,
                     ["Ctrl+Shift+P"], "Show or hide the sampling and model settings"),
             Command("focusComposer", "Go to the message box", w.focus_composer, ["Ctrl+L"]),
+            None,
+            Menu("Theme", tuple(
+                Command(f"theme{mode.capitalize()}", text, partial(use_theme, w, mode), tip=tip,
+                        group="theme", checked=partial(theme_is, mode))
+                for mode, text, tip in THEME_CHOICES)),
         )),
         Menu("&Chat", (
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
