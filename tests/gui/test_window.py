@@ -36,7 +36,7 @@ def test_send_streams_a_reply_into_a_bubble(qtbot: QtBot, real_window: MainWindo
     user, reply = window.chat.bubbles
     assert user.text == "What is the capital of France?"
     assert "Paris" in reply.text
-    assert "tok/s" in reply.stats_label.text() and "TTFT" in reply.stats_label.text()
+    assert "tok/s" in reply.stats_label.text() and "TTFT" in reply.stats_label.toolTip()
     assert window.composer.button.text() == "Send"
     assert [m.role for m in window.chats.session.turns()] == ["user", "assistant"]
     assert window.composer.edit.toPlainText() == ""
@@ -59,7 +59,7 @@ def test_follow_up_uses_the_conversation(qtbot: QtBot, real_window: MainWindow) 
     request = window.chats.last_request
     assert request is not None
     assert [m.role for m in request.messages] == ["system", "user", "assistant", "user"]
-    assert "cached" in window.chat.bubbles[-1].stats_label.text()
+    assert "cached" in window.chat.bubbles[-1].stats_label.toolTip()
 
 
 def test_escape_stops_and_keeps_the_partial_reply(

@@ -22,6 +22,7 @@ from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
 from inglenook.store.opening import open_store
+from inglenook.ui import theme
 from inglenook.ui.chat.chat_controller import ChatController
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         if settings is None:
             settings = self.settings_file.load()
             notices.append(self.settings_file.notice)
+        theme.manager().set_mode(settings.theme)  # before anything is drawn
         self.store, store_problem = (store, None) if store else open_store()
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False

@@ -144,6 +144,7 @@ DARK_COLORS = Colors(
 
 # (text, background) for every place the style sheet or the Markdown puts text on a colour.
 TEXT_PAIRS: tuple[tuple[str, str], ...] = (
+    ("tight_text", "surface"), ("danger_text", "surface"),  # the context meter's warnings
     *(("text", bg) for bg in ("window", "surface", "surface_alt", "sidebar", "hover",
                               "pressed", "selected", "user_bubble", "selection", "code_bg",
                               "code_header")),

@@ -85,6 +85,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
                     lambda: side.edit_model_defaults(models.path)),
             Command("reloadModel", "Reload model", models.reload, ["Ctrl+Shift+R"],
                     "Load the model again with the options in Model loading"),
+            Command("remoteEngines", "Remote engines…", models.show_providers,
+                    tip="Use a model served by llama-server, vLLM, Ollama, LM Studio…"),
             None,
             Command("apiServer", "Local API server…", w.server.show_dialog,
                     tip="Serve the loaded model to other programs (OpenAI-compatible)"),
