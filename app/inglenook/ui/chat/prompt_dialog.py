@@ -19,16 +19,17 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.engine.protocol import PromptView
-
-CONTROL_STYLE = "color:#b5521f;background:#fbeee5;font-weight:600"
+from inglenook.ui import theme
 
 
 def prompt_html(view: PromptView) -> str:
     """The prompt as HTML: control tokens highlighted, everything else escaped as text."""
+    c = theme.current().colors
+    control = f"color:{c.accent_strong};background:{c.accent_soft};font-weight:600"
     parts = []
     for token in view.tokens:
         text = html.escape(token.piece).replace("\n", "↵<br>")
-        parts.append(f'<span style="{CONTROL_STYLE}">{text}</span>' if token.special else text)
+        parts.append(f'<span style="{control}">{text}</span>' if token.special else text)
     return f'<pre style="white-space:pre-wrap">{"".join(parts)}</pre>'
 
 

@@ -14,9 +14,9 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import SearchHit, Store, StoreError
+from inglenook.ui import theme
 
 DEBOUNCE_MS = 150
-MATCH_COLOUR = "#b4532a"
 
 
 class SearchDialog(QDialog):
@@ -78,9 +78,10 @@ class SearchDialog(QDialog):
     def _add(self, hit: SearchHit) -> None:
         item = QListWidgetItem(self.results)
         item.setData(Qt.ItemDataRole.UserRole, (hit.conversation_id, hit.message_id))
-        snippet = hit.snippet.replace("<b>", f"<b style='color:{MATCH_COLOUR}'>")
+        colors = theme.current().colors
+        snippet = hit.snippet.replace("<b>", f"<b style='color:{colors.accent_text}'>")
         label = QLabel(f"<div style='font-weight:600'>{_escape(hit.title)}</div>"
-                       f"<div style='color:#57514a'>{snippet}</div>")
+                       f"<div style='color:{colors.text_muted}'>{snippet}</div>")
         label.setObjectName("searchHit")
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import ConversationSummary
+from inglenook.ui import theme
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 ACTIVITY_TIPS = {"generating": "Writing a reply…",
@@ -40,7 +41,7 @@ def activity_icon(kind: str) -> QIcon:
     pixmap.fill(Qt.GlobalColor.transparent)
     painter = QPainter(pixmap)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    ember = QColor("#c8642d")
+    ember = QColor(theme.current().colors.accent)
     if kind == "generating":
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(ember)

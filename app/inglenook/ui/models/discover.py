@@ -47,6 +47,7 @@ from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
 from inglenook.models.filenames import UnsafeFileName, parse_quant
 from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
 from inglenook.models.library import describe_size
+from inglenook.ui import theme
 from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
 from inglenook.ui.models.page import notice_label, page_header
 
@@ -228,10 +229,11 @@ class DiscoverPage(QWidget):
             self._heading(self.catalog_error)
         for entry in self.catalog:
             facts = f"{entry.params} · {entry.context:,} tokens · {entry.licence}"
+            muted = theme.current().colors.text_muted
             self._add_result(("catalog", entry),
                              f"<b>{html.escape(entry.name)}</b>"
-                             f" <span style='color:#8d857b'>by {html.escape(entry.publisher)}"
-                             f"</span><br><span style='color:#6f675e'>{html.escape(facts)}</span>"
+                             f" <span style='color:{muted}'>by {html.escape(entry.publisher)}"
+                             f"</span><br><span style='color:{muted}'>{html.escape(facts)}</span>"
                              f"<br>{html.escape(entry.description)}")
 
     def search(self) -> None:
@@ -262,11 +264,12 @@ class DiscoverPage(QWidget):
             facts = f"↓ {repo.downloads:,} · ♥ {repo.likes:,}"
             if repo.last_modified is not None:
                 facts += f" · updated {repo.last_modified:%d %b %Y}"
-            gated = " · <span style='color:#b4532a'>gated</span>" if repo.gated else ""
+            muted, danger = theme.current().colors.text_muted, theme.current().colors.danger_text
+            gated = f" · <span style='color:{danger}'>gated</span>" if repo.gated else ""
             self._add_result(("repo", repo),
                              f"<b>{html.escape(repo.id.split('/', 1)[-1])}</b>"
-                             f" <span style='color:#8d857b'>by {html.escape(repo.author)}</span>"
-                             f"<br><span style='color:#6f675e'>{facts}</span>{gated}")
+                             f" <span style='color:{muted}'>by {html.escape(repo.author)}</span>"
+                             f"<br><span style='color:{muted}'>{facts}</span>{gated}")
 
     def _heading(self, text: str) -> None:
         item = QListWidgetItem(text, self.results)

@@ -30,6 +30,7 @@ from inglenook.engine import remote_keys
 from inglenook.engine.providers import Provider, ProviderError, ProviderStore
 from inglenook.engine.remote_api import Endpoint, list_models, normalize_base_url
 from inglenook.engine.remote_catalog import describe
+from inglenook.ui import theme
 from inglenook.ui.models.bridge import BackgroundTasks
 
 KeyChoice = Literal["file", "session", ""]  # "": the user cancelled
@@ -301,7 +302,8 @@ class ProvidersDialog(QDialog):
     def _show(self, text: str, error: bool = False) -> None:
         self.status_line.setText(text)
         self.status_line.setProperty("error", error)
-        self.status_line.setStyleSheet("color: #b3261e;" if error else "")
+        self.status_line.setStyleSheet(
+            f"color: {theme.current().colors.danger_text};" if error else "")
 
 
 def _test(store: ProviderStore, provider_id: str, url: str, typed_key: str) -> str:
