@@ -6,6 +6,7 @@ from collections import Counter
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.settings import load_settings
@@ -113,3 +114,17 @@ def test_a_gguf_dropped_on_the_window_goes_into_the_library(
                                                      "Dropped-Model.gguf")) >= 0,
                     timeout=30_000)
     window.models._dialog.close()
+
+
+def test_the_first_run_welcomes_once_and_starters_fill_the_message_box(
+        qtbot: QtBot, window: MainWindow) -> None:
+    empty = window.chat.empty
+    assert not empty.welcome.isHidden() and "on this computer" in empty.welcome_text.text()
+    assert window.side_panel.isHidden() or window.side.settings.side_panel_visible
+    qtbot.mouseClick(empty.starter_buttons[2], Qt.MouseButton.LeftButton)
+    assert window.composer.edit.toPlainText().startswith("Write a Python function")
+    qtbot.mouseClick(empty.findChild(QPushButton, "welcomeDismissButton"),
+                     Qt.MouseButton.LeftButton)
+    assert empty.welcome.isHidden()
+    window.close()
+    assert load_settings().welcomed is True

@@ -40,7 +40,9 @@ def test_defaults() -> None:
     assert s.system_prompt == DEFAULT_SYSTEM_PROMPT == "You are a helpful assistant."
     assert (s.n_ctx, s.n_gpu_layers, s.n_threads, s.n_batch) == (0, -1, 0, 512)
     assert (s.flash_attn, s.kv_cache_type, s.use_mmap, s.use_mlock) == (False, "f16", True, False)
-    assert (s.last_model, s.window_geometry, s.side_panel_visible) == ("", "", True)
+    # The side panel is closed until asked for; the welcome shows on the first run.
+    assert (s.last_model, s.window_geometry, s.side_panel_visible) == ("", "", False)
+    assert (s.welcomed, s.overflow, s.splitter_state) == (False, "middle", "")
 
 
 def test_round_trip(home: Path) -> None:

@@ -26,6 +26,7 @@ from inglenook.core.filelock import TIMEOUT_S, LockTimeout, file_lock
 from inglenook.core.files import keep_aside, write_atomic
 from inglenook.core.jsonload import MAX_BYTES, JsonLoadError, load_json
 from inglenook.core.load import KV_CACHE_TYPES, LoadParams, ModelDefaults
+from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.values import (
     MAX_TEXT,
@@ -71,11 +72,14 @@ class Settings:
     use_mmap: bool = True
     use_mlock: bool = False
     allow_beyond_trained: bool = False  # a context longer than the model was trained on
+    overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
-    side_panel_visible: bool = True
+    side_panel_visible: bool = False  # closed until asked for: the chat comes first
     sidebar_visible: bool = True
+    splitter_state: str = ""  # base64 of QSplitter.saveState(): the panels' widths
+    welcomed: bool = False  # the first-run welcome was dismissed
     theme: str = "system"
     # The local API server (inglenook serve, from the window).
     api_enabled: bool = False  # serving when the window last closed: served again at start
@@ -150,10 +154,13 @@ class Settings:
                 value, problem = check_bool(f.name, raw, default)
             elif f.name == "kv_cache_type":
                 value, problem = check_text(f.name, raw, default, 16, KV_CACHE_TYPES)
+            elif f.name == "overflow":
+                value, problem = check_text(f.name, raw, default, 16, OVERFLOW_POLICIES)
             elif f.name == "theme":
                 value, problem = check_text(f.name, raw, default, 16, THEMES)
             else:
-                limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY}
+                limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY,
+                         "splitter_state": MAX_GEOMETRY}
                 value, problem = check_text(f.name, raw, default, limit.get(f.name, MAX_TEXT))
             values[f.name] = value
             if problem:

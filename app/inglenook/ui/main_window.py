@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook import paths
 from inglenook.core.load import ModelInfo
 from inglenook.core.session import OWNER_PREFIX
 from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
@@ -106,10 +107,11 @@ class MainWindow(QMainWindow):
             notices.append(store_problem)
         if any(notices):
             self.banner.show_message("\n\n".join(n for n in notices if n))
-        if settings.window_geometry:
-            self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
-        else:
-            self.resize(1240, 820)
+        self.resize(1240, 820)  # unless the last run's sizes say otherwise:
+        self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
+        self.splitter.restoreState(QByteArray.fromBase64(settings.splitter_state.encode()))
+        if not settings.welcomed:  # the first run: a short welcome above the starters
+            self.chat.empty.show_welcome(str(paths.data_dir()))
         if autoload and self.picker.path():
             self.models.load(self.picker.path())
 
@@ -169,7 +171,7 @@ class MainWindow(QMainWindow):
         if side.settings.api_enabled:
             self.server.start()
         side.store_failed.connect(self.banner.show_message)
-        side.defaults_saved.connect(self._defaults_saved)
+        side.defaults_saved.connect(models.defaults_saved)
         models.loading.connect(lambda _path: (chats.stop_all(), chats.set_can_send(False),
                                               self.composer.set_loading(True)))
         models.ready.connect(self._model_ready)
@@ -188,6 +190,8 @@ class MainWindow(QMainWindow):
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
+        self.chat.empty.welcome_dismissed.connect(
+            lambda: (setattr(self.side.settings, "welcomed", True), self._schedule_save()))
 
     # ---- commands of the menus -----------------------------------------------------------
     def toggle_sidebar(self) -> None:
@@ -240,11 +244,6 @@ class MainWindow(QMainWindow):
         self.composer.set_loading(False)
         self.engine_lost.emit(message)
 
-    def _defaults_saved(self, path: str) -> None:
-        if self.models.model is not None and self.models.model.path == path:
-            self.banner.show_message("Saved. Reload the model to use its new defaults.", "info",
-                                     ("Reload model", self.models.reload))
-
     # ---- settings and lifetime -----------------------------------------------------------
     def _schedule_save(self) -> None:
         self._save_timer.start()
@@ -253,7 +252,8 @@ class MainWindow(QMainWindow):
         settings = self.side.current_settings()
         settings.side_panel_visible = self.folder.wanted["side_panel"]
         settings.sidebar_visible = self.folder.wanted["sidebar"]
-        settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
+        settings.window_geometry = bytes(self.saveGeometry().toBase64().data()).decode()
+        settings.splitter_state = bytes(self.splitter.saveState().toBase64().data()).decode()
         try:  # merged with what another window saved meanwhile
             self.side.settings = self.settings_file.save(settings)
         except SettingsSaveError as exc:

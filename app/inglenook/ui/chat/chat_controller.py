@@ -90,6 +90,7 @@ class ChatController(QObject):
         composer.attachments_changed.connect(self._meter_timer.start)  # and so do files
         composer.set_model_limits(self._n_ctx)
         composer.send_requested.connect(self.send)
+        view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
         queue_notice.stop_own.connect(self.stop)
         queue_notice.stop_other.connect(self._stop_running)
@@ -192,6 +193,10 @@ class ChatController(QObject):
         if created:
             self.conversations_changed.emit()
         self._request_reply()
+
+    def _use_starter(self, prompt: str) -> None:
+        self.composer.edit.setPlainText(prompt)
+        self.composer.edit.setFocus()
 
     def regenerate(self) -> None:
         session = self.session

@@ -19,7 +19,6 @@ from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
-    QLabel,
     QScrollArea,
     QVBoxLayout,
     QWidget,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.ui import theme
 from inglenook.ui.chat.bubble import MessageBubble, format_stats
+from inglenook.ui.chat.empty_state import EmptyState
 
 BOTTOM_SLACK_PX = 40
 MAX_USER_WIDTH = 0.78  # user bubbles keep some room on the left, like a messenger
@@ -58,19 +58,8 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range_changed)
-        self.empty = QWidget(self._content)
-        empty_layout = QVBoxLayout(self.empty)
-        empty_layout.setContentsMargins(40, 110, 40, 40)
-        empty_layout.setSpacing(8)
-        title = QLabel("What shall we talk about?", self.empty)
-        title.setObjectName("emptyTitle")
-        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty_label = QLabel(self.empty)
-        self.empty_label.setObjectName("emptyLabel")
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty_label.setWordWrap(True)
-        empty_layout.addWidget(title)
-        empty_layout.addWidget(self.empty_label)
+        self.empty = EmptyState(self._content)
+        self.empty_label = self.empty.label
         self._column.insertWidget(0, self.empty)
         theme.manager().changed.connect(self._theme_changed)
 

@@ -105,6 +105,12 @@ class ModelController(QObject):
         dialog.providers_changed.connect(self.picker.refresh_remote)
         dialog.open()
 
+    def defaults_saved(self, path: str) -> None:
+        """New defaults for a model: offer to reload it now when it is the one loaded."""
+        if self.model is not None and self.model.path == path:
+            self.banner.show_message("Saved. Reload the model to use its new defaults.", "info",
+                                     ("Reload model", self.reload))
+
     def import_dropped(self, path: str) -> None:
         """A .gguf dropped on the window: into the library (copy or link, as the user says),
         in the background, shown on the Library page."""

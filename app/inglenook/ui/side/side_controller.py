@@ -11,7 +11,6 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.core.load import LoadParams, ModelDefaults
-from inglenook.core.messages import DEFAULT_OVERFLOW, OverflowPolicy
 from inglenook.core.session import ChatSession, ChatSettings
 from inglenook.core.settings import Settings
 from inglenook.store import Preset, Store, StoreError
@@ -55,14 +54,13 @@ class SideController(QObject):
         bar.save_requested.connect(self.save_preset)
         bar.delete_requested.connect(self.delete_preset)
         self.presets: list[Preset] = []
-        self._new_overflow: OverflowPolicy = DEFAULT_OVERFLOW  # kept in settings.json: TODO
         self.refresh_presets()
 
     # ---- which chat ---------------------------------------------------------------------
     def new_chat_settings(self) -> ChatSettings:
         """What a new chat starts with: the values last chosen (settings.json)."""
         chosen = ChatSettings(self.settings.system_prompt, self.settings.sampling,
-                              overflow=self._new_overflow)
+                              overflow=self.settings.overflow)  # type: ignore[arg-type]
         return chosen.replace(preset=chosen.matching_preset(self.presets))
 
     def bind(self, session: ChatSession) -> None:
@@ -95,9 +93,9 @@ class SideController(QObject):
         self._use(values)
 
     def _use(self, values: ChatSettings) -> None:
-        self._new_overflow = values.overflow
         self.settings = dataclasses.replace(self._with_load_options(), sampling=values.sampling,
-                                            system_prompt=values.system_prompt)
+                                            system_prompt=values.system_prompt,
+                                            overflow=values.overflow)
         if self.session is not None:
             self.session.set_settings(values)
             self._save_chat.start()
@@ -199,4 +197,5 @@ class SideController(QObject):
         belong to the chat on screen; the defaults for new chats change only by editing."""
         shown = self.panel.apply_to(self.settings)
         return dataclasses.replace(shown, sampling=self.settings.sampling,
-                                   system_prompt=self.settings.system_prompt)
+                                   system_prompt=self.settings.system_prompt,
+                                   overflow=self.settings.overflow)
