@@ -37,12 +37,39 @@ COMMANDS = {"chat": chat, "models": models, "conversations": conversations,
             "prompt": prompt, "serve": serve}
 
 
+# Qt's own command-line options, for the window (QGuiApplication's and QApplication's).
+QT_OPTIONS_WITH_VALUE = frozenset({
+    "-platform", "-platformpluginpath", "-platformtheme", "-plugin", "-qwindowgeometry",
+    "-qwindowicon", "-qwindowtitle", "-display", "-geometry", "-style", "-stylesheet",
+    "-session", "-qmljsdebugger"})
+QT_FLAGS = frozenset({"-reverse", "-widgetcount", "-nograb", "-dograb", "-sync"})
+
+
+def split_qt_options(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(our arguments, Qt's), so that `inglenook -platform offscreen -style Fusion` works."""
+    ours: list[str] = []
+    qt: list[str] = []
+    items = iter(argv)
+    for arg in items:
+        name = arg.split("=", 1)[0]
+        if name in QT_OPTIONS_WITH_VALUE:
+            qt.append(arg)
+            if "=" not in arg:
+                qt.append(next(items, ""))
+        elif arg in QT_FLAGS:
+            qt.append(arg)
+        else:
+            ours.append(arg)
+    return ours, qt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [ENGINE_HOST_FLAG]:  # the engine speaks on stdin/stdout: nothing else runs
         from inglenook.engine.host import main as host_main
 
         return host_main()
+    argv, qt_args = split_qt_options(argv)
     args = _parser().parse_args(argv)
     if args.self_test:
         from inglenook.cli import self_test
@@ -52,4 +79,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command].run(args)
     from inglenook.ui.app import run_app
 
-    return run_app()
+    return run_app(qt_args)

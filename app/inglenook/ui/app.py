@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 
 from PySide6.QtGui import QFont, QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
@@ -50,8 +51,9 @@ def configure(app: QApplication) -> None:
     theme.manager().set_mode(stored_theme())  # palette and style sheet, before any window
 
 
-def run_app() -> int:
-    app = QApplication.instance() or QApplication(sys.argv)
+def run_app(qt_args: Sequence[str] = ()) -> int:
+    """The window. `qt_args` are Qt's own command-line options (-platform, -style …)."""
+    app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
     configure(app)  # type: ignore[arg-type]
     from inglenook.ui.main_window import MainWindow
 
