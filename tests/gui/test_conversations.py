@@ -56,18 +56,34 @@ def test_regenerate_makes_a_branch_you_can_page_through(qtbot: QtBot, window: Ma
 
 
 def test_search_opens_the_conversation_at_the_match(qtbot: QtBot, window: MainWindow) -> None:
+    window.resize(1000, 600)
+    for n in range(8):  # the match ends up far from the top and from the bottom
+        chat(qtbot, window, f"A long question number {n}. " * 6)
     chat(qtbot, window, "Tell me about the zeppelin.")
+    for n in range(8):
+        chat(qtbot, window, f"Another long question number {n}. " * 6)
     target = window.chats.session.conv_id
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     chat(qtbot, window, "Name a colour.")
-    dialog = SearchDialog(window.store, window)
-    dialog.hit_chosen.connect(window.chats.open)
+    window.history.search()
+    dialog = window.findChild(SearchDialog)
     dialog.query.setText("zeppelin")
     dialog.run_query()
     assert dialog.results.count() >= 1
+    _, hit_id = dialog.results.item(0).data(Qt.ItemDataRole.UserRole)
     dialog._choose(dialog.results.item(0))
     assert window.chats.session.conv_id == target
-    assert window.chat.bubbles[0].text == "Tell me about the zeppelin."
+    hit = next(b for b in window.chat.bubbles if b.message_id == hit_id)
+    assert "zeppelin" in hit.text and window.chat.bubbles.index(hit) in (16, 17)
+    assert hit.body.selected_text().lower() == "zeppelin"  # the match stands out
+
+    def in_view(bubble) -> bool:
+        top = bubble.mapTo(window.chat.viewport(), bubble.rect().topLeft()).y()
+        return 0 <= top < window.chat.viewport().height()
+
+    # Laid out (the column is taller than the view), the match shown, not the end of the chat.
+    qtbot.waitUntil(lambda: window.chat.verticalScrollBar().maximum() > 1000 and in_view(hit)
+                    and not in_view(window.chat.bubbles[-1]), timeout=10_000)
 
 
 def test_delete_offers_undo(qtbot: QtBot, window: MainWindow) -> None:

@@ -179,6 +179,7 @@ class MainWindow(QMainWindow):
         models.lost.connect(self._engine_lost)
         models.engine_started.connect(side.engine_started)
         history.open_requested.connect(chats.open)
+        history.hit_chosen.connect(chats.open)
         history.new_requested.connect(chats.new_chat)
         history.deleting.connect(chats.stop_conversation)
         history.deleted.connect(lambda conv_id: self.worker.forget(f"{OWNER_PREFIX}{conv_id}"))

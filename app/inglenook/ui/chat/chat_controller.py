@@ -112,8 +112,9 @@ class ChatController(QObject):
         self._show(ChatSession(self.store, self._new_settings()))
         self.composer.edit.setFocus()
 
-    def open(self, conv_id: int, message_id: int = 0) -> None:
-        """Show a conversation (at `message_id`, on its branch, when given)."""
+    def open(self, conv_id: int, message_id: int = 0, words: Sequence[str] = ()) -> None:
+        """Show a conversation (at `message_id`, on its branch, when given, with the first of
+        `words` found there selected: a search hit)."""
         if conv_id == self.session.conv_id and not message_id:
             return
         try:
@@ -126,7 +127,7 @@ class ChatController(QObject):
             return
         self._show(session)
         if message_id:
-            self.view.scroll_to_message(message_id)
+            self.view.scroll_to_message(message_id, words)
 
     def _show(self, session: ChatSession) -> None:
         previous = self.session

@@ -14,6 +14,8 @@ add ~15 MB) the widgets are no longer what costs. Removed rows are deleted, not 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import shiboken6
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtWidgets import (
@@ -55,6 +57,7 @@ class ChatView(QScrollArea):
         self.bubbles: list[MessageBubble] = []
         self._rows: list[QWidget] = []
         self._follow = True
+        self._target: QWidget | None = None  # a search hit to keep in view
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range_changed)
@@ -84,6 +87,7 @@ class ChatView(QScrollArea):
         self.bubbles.append(bubble)
         self._rows.append(row)
         self._follow = True
+        self._target = None
         return bubble
 
     def remove_last(self) -> None:
@@ -101,17 +105,28 @@ class ChatView(QScrollArea):
         self._rows.clear()
         self.empty.show()
         self._follow = True
+        self._target = None
 
     def scroll_to_bottom(self) -> None:
         self._follow = True
-        QTimer.singleShot(0, lambda: self.verticalScrollBar().setValue(
-            self.verticalScrollBar().maximum()))
+        self._target = None
+        QTimer.singleShot(0, self._to_bottom)
 
-    def scroll_to_message(self, message_id: int) -> None:
-        """Bring a message into view (a search result) and stop following the bottom."""
+    def _to_bottom(self) -> None:
+        if self._target is None:  # a search hit shown meanwhile wins
+            self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+
+    def scroll_to_message(self, message_id: int, words: Sequence[str] = ()) -> None:
+        """Bring a message into view (a search result) and stop following the bottom; the
+        first of `words` found in it is selected, so the match stands out."""
         for bubble, row in zip(self.bubbles, self._rows, strict=True):
             if bubble.message_id == message_id:
                 self._follow = False
+                if words:
+                    bubble.body.find(words)
+                # Rows above it are still being laid out: keep it in view while the column
+                # grows (until the next message or chat).
+                self._target = row
                 QTimer.singleShot(0, lambda r=row: self._show_row(r))
                 return
 
@@ -128,7 +143,9 @@ class ChatView(QScrollArea):
         self._follow = value >= bar.maximum() - BOTTOM_SLACK_PX
 
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
-        if self._follow:
+        if self._target is not None and shiboken6.isValid(self._target):
+            self.ensureWidgetVisible(self._target, 0, 40)  # laid out a bit more: still there
+        elif self._follow:
             self.verticalScrollBar().setValue(maximum)
 
 

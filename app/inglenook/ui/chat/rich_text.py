@@ -23,6 +23,7 @@ Code is not wrapped: each code block wider than the view scrolls sideways on its
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, cast
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
@@ -352,6 +353,17 @@ class RichTextView(QWidget):
         self._anchor, self._cursor = (part, anchor), (part, position)
         self._clamp_selection()
         self.update()
+
+    def find(self, words: Sequence[str]) -> bool:
+        """Select the first place any of `words` occurs (case and accents as typed are
+        ignored the way QTextDocument.find does); False when none does."""
+        for index, part in enumerate(self._parts):
+            for word in words:
+                found = part.doc.find(word) if word else None
+                if found is not None and not found.isNull():
+                    self.select(found.selectionStart(), found.selectionEnd(), index)
+                    return True
+        return False
 
     def select_all(self) -> None:
         last = len(self._parts) - 1

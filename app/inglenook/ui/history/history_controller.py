@@ -22,6 +22,7 @@ class HistoryController(QObject):
 
     Signals:
         open_requested(int, int): open conversation (id, message id to show or 0).
+        hit_chosen(int, int, object): a search hit: conversation, message, the words sought.
         new_requested(): start a new chat.
         deleting(int): a conversation is about to be deleted (stop its reply).
         deleted(int): a conversation was deleted (soft: Undo brings it back).
@@ -29,6 +30,7 @@ class HistoryController(QObject):
     """
 
     open_requested = Signal(int, int)
+    hit_chosen = Signal(int, int, object)
     new_requested = Signal()
     deleting = Signal(int)
     deleted = Signal(int)
@@ -112,7 +114,8 @@ class HistoryController(QObject):
 
     def search(self) -> None:
         dialog = SearchDialog(self.store, self._parent)
-        dialog.hit_chosen.connect(self.open_requested)
+        dialog.hit_chosen.connect(lambda conv_id, message_id: self.hit_chosen.emit(
+            conv_id, message_id, dialog.query.text().split()))
         dialog.open()
 
     def export_conversation(self, conv_id: int | None = None) -> None:
