@@ -13,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from inglenook.store import Store
 from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.chat.inline_edit import InlineEdit
 from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.history.search_dialog import SearchDialog
 from inglenook.ui.main_window import MainWindow
@@ -114,13 +115,19 @@ def test_replies_survive_a_restart(qtbot: QtBot, window: MainWindow) -> None:
         store.close()
 
 
-def test_editing_a_question_makes_a_branch(
-        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_editing_a_question_in_place_makes_a_branch(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "Name a colour.")
-    monkeypatch.setattr(QInputDialog, "getMultiLineText",
-                        staticmethod(lambda *args, **kwargs: ("Name a fruit.", True)))
+    qtbot.mouseClick(window.chat.bubbles[0].edit_button, Qt.MouseButton.LeftButton)
+    editor = window.chat.bubbles[0].findChild(InlineEdit)
+    assert editor is not None and editor.editor.toPlainText() == "Name a colour."
+    qtbot.keyClick(editor.editor, Qt.Key.Key_Escape)  # cancel: nothing changes
+    qtbot.waitUntil(lambda: window.chat.bubbles[0].findChild(InlineEdit) is None, timeout=5_000)
+    assert window.chat.bubbles[0].body.isVisibleTo(window.chat.bubbles[0])
+    qtbot.mouseClick(window.chat.bubbles[0].edit_button, Qt.MouseButton.LeftButton)
+    editor = window.chat.bubbles[0].findChild(InlineEdit)
+    editor.editor.setPlainText("Name a fruit.")
     with qtbot.waitSignal(window.reply_started, timeout=60_000):
-        qtbot.mouseClick(window.chat.bubbles[0].edit_button, Qt.MouseButton.LeftButton)
+        qtbot.keyClick(editor.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     wait_reply(qtbot, window)
     question, reply = window.chat.bubbles
     assert question.text == "Name a fruit." and question.sibling_label.text() == "2/2"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QInputDialog, QLabel, QMessageBox, QProgressBar, QWidget
+from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QWidget
 
 from inglenook.core.attachments import Attachment, inline
 from inglenook.core.load import ModelInfo
@@ -34,6 +34,7 @@ from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, mark_left_out, will_not_fit
 from inglenook.ui.chat.details import DetailsDialog
+from inglenook.ui.chat.inline_edit import InlineEdit
 from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.chat.queue_notice import QueueNotice
@@ -256,14 +257,25 @@ class ChatController(QObject):
     def edit_message(self, bubble: MessageBubble) -> None:
         if self.session.reply is not None or bubble.message_id is None or not self._can_send:
             return
-        text, ok = QInputDialog.getMultiLineText(
-            self._parent, "Edit message", "Ask again (the original stays as a branch):",
-            bubble.text)
+        editor = InlineEdit(bubble.text, bubble)  # in place of the text, until sent or cancelled
+        bubble.body.hide()
+        bubble.layout().insertWidget(0, editor)
+        editor.editor.setFocus()
         message_id = bubble.message_id
-        if ok and text.strip() and self._write(
-                lambda: self.session.edit_user(message_id, text.strip())):
-            self.render()
-            self._request_reply()
+
+        def done() -> None:
+            editor.deleteLater()
+            bubble.body.show()
+
+        def send(text: str) -> None:
+            done()
+            if self._can_send and self.session.reply is None and self._write(
+                    lambda: self.session.edit_user(message_id, text)):
+                self.render()
+                self._request_reply()
+
+        editor.submitted.connect(send)
+        editor.cancelled.connect(done)
 
     def show_sibling(self, bubble: MessageBubble, step: int) -> None:
         if self.session.reply is None and bubble.message_id is not None and self._write(
