@@ -76,7 +76,7 @@ def main() -> int:
     def start() -> None:
         window.composer.edit.setPlainText(
             "Write a long, detailed story about a lighthouse keeper and a storm.")
-        window.composer.send_requested.emit(window.composer.edit.toPlainText())
+        window.composer.send_requested.emit(window.composer.edit.toPlainText(), [])
         timer.start()
 
     def first_text() -> None:
