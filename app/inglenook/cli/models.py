@@ -1,4 +1,4 @@
-"""`inglenook models …`: search, download, list and remove models."""
+"""`inglenook models …`: search, download, list, remove and quantize models."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from inglenook.models.library import ModelEntry
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    models = commands.add_parser("models", help="search, download, list and remove models")
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    models = commands.add_parser("models",
+                                 help="search, download, list, remove and quantize models")
     sub = models.add_subparsers(dest="models_command", required=True, metavar="COMMAND")
     search = sub.add_parser("search", help="search the Hugging Face Hub for GGUF models")
     search.add_argument("query", help="words in the repository name")
@@ -35,6 +36,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                    "partial download)")
     rm.add_argument("name", help="model name or file name, as `inglenook models list` shows")
     rm.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    quantize = sub.add_parser(
+        "quantize", help="make a smaller copy of a local model with llama.cpp's quantizer",
+        description="Writes the copy into the models folder after checking that it loads and "
+                    "answers. Ctrl-C cancels and keeps nothing.")
+    quantize.add_argument("source", help="a GGUF file, or a model name as `inglenook models "
+                                         "list` shows")
+    quantize.add_argument("type", metavar="TYPE", help="e.g. Q4_K_M, Q5_K_M, Q8_0 (one of: "
+                          "F16 BF16 Q8_0 Q6_K Q5_K_M Q5_K_S Q5_1 Q5_0 Q4_K_M Q4_K_S Q4_1 Q4_0 "
+                          "IQ4_NL IQ4_XS Q3_K_L Q3_K_M Q3_K_S Q2_K)")
+    quantize.add_argument("--allow-requantize", action="store_true",
+                          help="quantize a source that is already quantized below Q8_0 "
+                               "(it loses quality twice)")
+    quantize.add_argument("--threads", type=int, default=0, help="default: all cores")
 
 
 # -- inglenook models … ---------------------------------------------------------------------------
@@ -44,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from inglenook.models.hub import HubError
 
     command = {"search": _models_search, "files": _models_files, "download": _models_download,
-               "list": _models_list, "rm": _models_rm}[args.models_command]
+               "list": _models_list, "rm": _models_rm,
+               "quantize": _models_quantize}[args.models_command]
     try:
         return command(args)
     except (HubError, DownloadError, UnsafeFileName) as exc:
@@ -260,4 +275,72 @@ def _remove_partial(final: Path, yes: bool) -> int:
         return 1
     discard_partial(final)
     print(f"Deleted {target}")
+    return 0
+
+
+def _models_quantize(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from inglenook.engine.quantize import (
+        Progress,
+        QuantizeCancelled,
+        QuantizeError,
+        Quantizer,
+        plan,
+    )
+    from inglenook.models.library import describe_size, find_installed, installed_models
+
+    source = Path(args.source)
+    if not source.is_file():
+        found = find_installed(args.source, installed_models())
+        if not found:
+            return fail(f"No file or installed model is called {args.source} "
+                        "(see: inglenook models list).")
+        source = Path(found[0].path)
+    try:
+        job = Quantizer(plan(source, args.type, allow_requantize=args.allow_requantize),
+                        threads=args.threads)
+    except QuantizeError as exc:
+        return fail(str(exc))
+    bar = _ProgressLine(job.plan.output.name)
+    print(f"Quantizing {source.name} to {job.plan.type} (up to "
+          f"{describe_size(job.plan.estimate_bytes)}; {describe_size(job.plan.free_bytes)} "
+          "free)…", file=sys.stderr)
+
+    def show(progress: Progress) -> None:
+        import time
+
+        now = time.monotonic()
+        if progress.stage == "quantizing" and now - bar.last < 0.2:
+            return
+        bar.last = now
+        if progress.stage == "quantizing":
+            eta = "--:--" if progress.eta_s is None else (
+                f"{int(progress.eta_s) // 60:02d}:{int(progress.eta_s) % 60:02d}")
+            bar._line(f"{bar.name}  {100 * progress.fraction:5.1f}%  tensor "
+                      f"{progress.tensors_done}/{progress.tensors_total}  "
+                      f"{describe_size(progress.written_bytes)} written  ETA {eta}")
+        elif progress.stage == "checking":
+            bar._line(f"{bar.name}  written ({describe_size(progress.written_bytes)}); checking "
+                      "that it loads and answers…")
+
+    try:
+        output = job.run(show)
+    except KeyboardInterrupt:
+        job.cancel()
+        bar.finish()
+        print("inglenook: cancelled; nothing was kept.", file=sys.stderr)
+        return 130
+    except QuantizeCancelled:
+        bar.finish()
+        print("inglenook: cancelled; nothing was kept.", file=sys.stderr)
+        return 130
+    except QuantizeError as exc:
+        bar.finish()
+        return fail(str(exc))
+    bar.finish()
+    size = output.stat().st_size
+    print(f"{output.name}: {describe_size(size)} ({size / source.stat().st_size:.0%} of the "
+          f"source), quantized in {job.seconds:.1f} s, checked.", file=sys.stderr)
+    print(output)
     return 0

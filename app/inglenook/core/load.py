@@ -9,6 +9,10 @@ from typing import Literal
 KvCacheType = Literal["f16", "q8_0", "q4_0"]
 KV_CACHE_TYPES: tuple[str, ...] = ("f16", "q8_0", "q4_0")
 DEFAULT_MAX_CTX = 8192
+Speculation = Literal["", "prompt lookup", "draft model"]
+MAX_LOOKUP_NGRAM = 8
+LOOKUP_MIN_NGRAM = 2  # a single repeated token guesses too often wrong on prose
+MAX_SPECULATED = 64
 
 
 class LoadParamsError(ValueError):
@@ -20,7 +24,7 @@ class LoadParams:
     model_path: str
     n_ctx: int = 0  # 0: min(trained context, 8192)
     n_gpu_layers: int = -1  # -1: all layers when the build can offload
-    n_threads: int = 0  # 0: all physical cores
+    n_threads: int = 0  # decoding, one token at a time; 0: all physical cores
     n_batch: int = 512
     flash_attn: bool = False
     kv_cache_type: str = "f16"
@@ -34,6 +38,21 @@ class LoadParams:
     # budgets in MiB; -1: derived from free memory / free disk (see ModelInfo for the result).
     kv_state_ram_mb: int = -1
     kv_state_disk_mb: int = -1
+    # Prompt evaluation (and checking speculated tokens) works on batches, where hyperthreads
+    # help; decoding one token at a time is bound by memory, where they only add contention.
+    n_threads_batch: int = 0  # 0: all logical cores
+    # Speculative decoding (engine/speculative.py): the reply is the same token for token, only
+    # faster when guesses are accepted. Prompt lookup guesses the continuation of the longest
+    # earlier match of the last `lookup_ngram` tokens (down to LOOKUP_MIN_NGRAM) in the prompt
+    # and the reply, at most `lookup_tokens` at a time. A draft model (same vocabulary, much
+    # smaller) guesses instead when set: at most `draft_tokens`, while its own confidence in
+    # the next guess is at least `draft_p_min`. Either turns flash attention on (see host.py).
+    prompt_lookup: bool = True
+    lookup_ngram: int = 3
+    lookup_tokens: int = 8
+    draft_model_path: str = ""
+    draft_tokens: int = 8
+    draft_p_min: float = 0.5
 
     def replace(self, **changes: object) -> LoadParams:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -50,6 +69,22 @@ class LoadParams:
             raise LoadParamsError("Context length, batch size and threads must be positive.")
         if self.kv_state_ram_mb < -1 or self.kv_state_disk_mb < -1:
             raise LoadParamsError("Memory for chat states must be 0 or more (-1: automatic).")
+        if self.n_threads_batch < 0:
+            raise LoadParamsError("Threads must be positive.")
+        if not 1 <= self.lookup_ngram <= MAX_LOOKUP_NGRAM:
+            raise LoadParamsError(f"The n-gram size must be 1 to {MAX_LOOKUP_NGRAM}.")
+        if not (1 <= self.lookup_tokens <= MAX_SPECULATED and 1 <= self.draft_tokens
+                <= MAX_SPECULATED):
+            raise LoadParamsError(f"Tokens proposed must be 1 to {MAX_SPECULATED}.")
+        if not 0.0 <= self.draft_p_min <= 1.0:
+            raise LoadParamsError("The draft model's confidence cutoff must be 0 to 1.")
+
+    @property
+    def speculation(self) -> Speculation:
+        """What guesses tokens ahead: a draft model when one is set, else prompt lookup."""
+        if self.draft_model_path:
+            return "draft model"
+        return "prompt lookup" if self.prompt_lookup else ""
 
 
 @dataclass(frozen=True)
@@ -118,3 +153,6 @@ class ModelInfo:
     # What the engine may hold for the KV-cache states of conversations it keeps, in bytes.
     kv_state_ram_budget: int = 0
     kv_state_disk_budget: int = 0
+    n_threads_batch: int = 0
+    speculation: str = ""  # Speculation: what the engine guesses tokens with ("" none)
+    draft_model: str = ""  # the draft model's name, with "draft model"

@@ -29,6 +29,14 @@ class Stats:
     cache_source: str = ""
     state_restore_s: float = 0.0  # reading and loading that saved state
     shifted_tokens: int = 0  # left-out tokens removed from the KV cache instead of evaluating
+    # Speculative decoding: tokens guessed ahead and checked, and how many of them the model
+    # agreed with (each of those came almost free).
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
 
 
 @dataclass(frozen=True)

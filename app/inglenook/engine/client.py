@@ -8,6 +8,7 @@ on the next load(); it never reloads on its own.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import queue
 import signal
@@ -274,6 +275,34 @@ class EngineClient:
         while True:
             event = self._next()
             if isinstance(event, p.StateReport):
+                return event
+
+    def tune(self, request_id: int, seconds_per_trial: float = 0.5,
+             apply: bool = True) -> p.TuneResult:
+        """Measure threads and batch sizes with the loaded model (see protocol.Tune); a few
+        seconds. With `apply`, the fastest thread counts are used from now on and `model`
+        says so. cancel(request_id) stops it (cancelled=True)."""
+        self._send(p.Tune(request_id, seconds_per_trial, apply))
+        while True:
+            event = self._next()
+            if isinstance(event, p.TuneResult) and event.request_id == request_id:
+                if event.applied and self.model is not None:
+                    self.model = dataclasses.replace(self.model, n_threads=event.n_threads,
+                                                     n_threads_batch=event.n_threads_batch)
+                return event
+
+    def quantize(self, request: p.Quantize,
+                 on_progress: Callable[[p.QuantizeProgress], None] | None = None
+                 ) -> p.Quantized:
+        """Run llama.cpp's quantizer in this client's host (engine/quantize.py gives it a host
+        of its own and checks the result). It cannot be interrupted: kill() the host."""
+        self.start()
+        self._send(request)
+        while True:
+            event = self._next()
+            if isinstance(event, p.QuantizeProgress) and on_progress is not None:
+                on_progress(event)
+            elif isinstance(event, p.Quantized):
                 return event
 
     def _cancel_overdue(self, rid: int, grace: float) -> bool:

@@ -28,6 +28,7 @@ import dataclasses
 import os
 import queue
 import random
+import re
 import shutil
 import sys
 import threading
@@ -37,11 +38,18 @@ from pathlib import Path
 from typing import IO, Any
 
 import llama_cpp
+import numpy as np
 import psutil
 
 from inglenook import paths
 from inglenook.core.context import ContextOverflow, Fit, fit_messages, policy_of, reply_reserve
-from inglenook.core.load import LoadParams, LoadParamsError, ModelInfo, choose_context
+from inglenook.core.load import (
+    LOOKUP_MIN_NGRAM,
+    LoadParams,
+    LoadParamsError,
+    ModelInfo,
+    choose_context,
+)
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import Finish, FinishReason, Stats
 from inglenook.core.streaming import StopMatcher, Utf8Stream
@@ -57,6 +65,17 @@ from inglenook.core.template import (
 from inglenook.engine import protocol as p
 from inglenook.engine.kv_reuse import ConversationStates
 from inglenook.engine.kv_states import StateCache, common_prefix, count, pack
+from inglenook.engine.speculative import (
+    MAX_VOCAB_DIFFERENCE,
+    DraftLength,
+    PromptLookup,
+    Proposer,
+    Tally,
+    TokenHistory,
+    decode,
+    draft_header_mismatch,
+)
+from inglenook.engine.tune import tune
 from inglenook.models import fit
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
@@ -76,6 +95,14 @@ def physical_cores() -> int:
 
         return psutil.cpu_count(logical=False) or os.cpu_count() or 1
     except ImportError:  # pragma: no cover - psutil is a dependency
+        return os.cpu_count() or 1
+
+
+def logical_cores() -> int:
+    """The CPUs this process may run on (hyperthreads included)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on every platform
         return os.cpu_count() or 1
 
 
@@ -112,13 +139,16 @@ _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip 
 
 
 class Session:
-    """A loaded model, its KV cache and the states of conversations it keeps."""
+    """A loaded model, its KV cache and the states of conversations it keeps, and what guesses
+    tokens ahead for it (`proposer`, at most `most` tokens at a time; None: nothing)."""
 
     def __init__(self, llm: Any, template: ChatTemplate, info: ModelInfo,
-                 cache: StateCache) -> None:
+                 cache: StateCache, proposer: Proposer | None = None, most: int = 0,
+                 draft: _DraftModel | None = None) -> None:
         self.llm = llm
         self.template = template
         self.info = info
+        self.proposer, self.most, self.draft = proposer, most, draft
         self.states = ConversationStates(_LlamaMemory(llm), cache)
         self.vocab = llm._model.vocab
         self._pieces: dict[int, bytes] = {}
@@ -260,6 +290,8 @@ class Session:
 
     def close(self) -> None:
         self.states.reset()
+        if self.draft is not None:
+            self.draft.llm.close()
         self.llm.close()
 
 
@@ -322,6 +354,70 @@ class _LlamaMemory:
         self.llm.n_tokens = 0
 
 
+class _Target:
+    """The loaded model as speculative.Target: evaluates a batch with logits at every token and
+    samples with the request's sampler chain, keeping llama-cpp-python's token record (which
+    the KV-state code reads) in step."""
+
+    def __init__(self, llm: Any, sampler: Any) -> None:
+        self.llm, self.sampler = llm, sampler
+
+    def n_past(self) -> int:
+        return int(self.llm.n_tokens)
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        llm, n = self.llm, self.llm.n_tokens
+        llm._ctx.kv_cache_seq_rm(-1, n, -1)  # as Llama.eval: nothing stale past n
+        llm._batch.set_batch(tokens, n, True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[n: n + len(tokens)] = tokens
+        llm.n_tokens = n + len(tokens)
+
+    def sample(self, index: int) -> int:
+        return int(self.sampler.sample(self.llm._ctx, index))
+
+    def keep(self, n: int) -> None:
+        self.llm._ctx.kv_cache_seq_rm(-1, n, -1)
+        self.llm.n_tokens = min(self.llm.n_tokens, n)
+
+
+class _DraftModel:
+    """A second, small model with the same vocabulary, guessing greedily while it is at least
+    `p_min` sure. Its KV cache follows the reply: only what it has not seen is evaluated."""
+
+    def __init__(self, llm: Any, p_min: float, n_vocab: int, abort_cb: Any) -> None:
+        self.llm, self.p_min, self.n_vocab, self._abort_cb = llm, p_min, n_vocab, abort_cb
+        self._n_vocab_draft = llm.n_vocab()
+
+    def propose(self, history: TokenHistory, limit: int) -> list[int]:
+        llm, tokens = self.llm, history.tokens
+        seen = common_prefix(llm.input_ids[: llm.n_tokens].tobytes(), bytes(history.packed))
+        seen = min(seen, len(tokens) - 1)  # the last token is evaluated for fresh logits
+        llm._ctx.kv_cache_seq_rm(-1, seen, -1)
+        llm.n_tokens = seen
+        guesses: list[int] = []
+        # Catching up with a new prompt can take a while: a stop interrupts it.
+        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_cb, None)
+        try:
+            llm.eval(tokens[seen:])
+        except RuntimeError:
+            return guesses  # stopped: the reply ends before any guess is needed
+        finally:
+            llama_cpp.llama_set_abort_callback(llm._ctx.ctx, _NO_ABORT, None)
+        while len(guesses) < limit:
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1),
+                                           shape=(self._n_vocab_draft,))
+            token = int(logits.argmax())
+            # p(token) = 1 / sum(exp(logits - max)): the draft's confidence in its guess.
+            if token >= self.n_vocab or (self.p_min > 0 and float(
+                    np.exp(logits - logits[token]).sum()) * self.p_min > 1.0):
+                break
+            guesses.append(token)
+            if len(guesses) < limit:
+                llm.eval([token])
+        return guesses
+
+
 class EngineHost:
     def __init__(self, out: IO[bytes]) -> None:
         self._out = out
@@ -354,19 +450,27 @@ class EngineHost:
         try:
             params.validate()
             header = read_header(params.model_path)
+            draft_header = _draft_header(params, header)
         except (LoadParamsError, GGUFError) as exc:
             self.send(p.LoadFailed(str(exc)))
             return
         supported = bool(llama_cpp.llama_supports_gpu_offload())
         n_gpu_layers = params.n_gpu_layers if supported else 0
         n_threads = params.n_threads or physical_cores()
+        n_threads_batch = params.n_threads_batch or logical_cores()
         n_ctx = choose_context(params.n_ctx, header.context_length)
-        refusal = _refusal(params, header, n_ctx, offload=supported and n_gpu_layers != 0)
+        refusal = _refusal(params, header, n_ctx, offload=supported and n_gpu_layers != 0,
+                           draft=draft_header)
         if refusal:
             self.send(p.LoadFailed(refusal))
             return
+        # Checking guesses evaluates several tokens in one batch; llama.cpp's attention without
+        # flash attention rounds a batch's rows differently from single tokens on a CPU, which
+        # can flip a near-tie and change the reply. With it, every row is computed alike.
+        flash = params.flash_attn or bool(params.speculation)
+        threads = (n_threads, n_threads_batch, n_gpu_layers, flash)
         try:
-            llm = self._construct(params, n_ctx, n_threads, n_gpu_layers)
+            llm = self._construct(params.model_path, params, n_ctx, *threads)
         except (ValueError, RuntimeError, OSError) as exc:
             self.send(p.LoadFailed(f"llama.cpp could not load this model: {exc}"))
             return
@@ -375,39 +479,73 @@ class EngineHost:
         try:
             template, source = for_model(header.chat_template, params.chat_template, bos, eos)
             render_prompt(template, [Message("system", "s"), Message("user", "Hi")])
-        except TemplateError as exc:
+            proposer, most, draft = self._speculation(params, llm, n_ctx, threads)
+        except (TemplateError, _DraftError) as exc:
             llm.close()
-            self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
+            self.send(p.LoadFailed(str(exc) if isinstance(exc, _DraftError) else
+                                   f"This model's chat template cannot be used. {exc}"))
             return
         info = ModelInfo(
             path=params.model_path, name=Path(params.model_path).stem,
             architecture=header.architecture,
             size_bytes=header.file_size, n_ctx=llm.n_ctx(), n_ctx_train=header.context_length,
             n_threads=n_threads, n_gpu_layers=n_gpu_layers, gpu_offload_supported=supported,
-            flash_attn=params.flash_attn, kv_cache_type=params.kv_cache_type,
+            flash_attn=flash, kv_cache_type=params.kv_cache_type,
             template_source=source,  # type: ignore[arg-type]
             load_seconds=time.perf_counter() - started, quantization=header.quantization,
+            n_threads_batch=n_threads_batch,
+            speculation=params.speculation if proposer is not None else "",
+            draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         )
         ram, disk = _state_budgets(params)
         info = dataclasses.replace(info, kv_state_ram_budget=ram, kv_state_disk_budget=disk)
-        self._session = Session(llm, template, info, StateCache(ram, disk, paths.kv_state_dir))
+        self._session = Session(llm, template, info, StateCache(ram, disk, paths.kv_state_dir),
+                                proposer, most, draft)
         self.send(p.Loaded(info))
 
-    def _construct(self, params: LoadParams, n_ctx: int, n_threads: int, n_gpu_layers: int) -> Any:
+    def _speculation(self, params: LoadParams, llm: Any, n_ctx: int,
+                     threads: tuple[int, int, int, bool]
+                     ) -> tuple[Proposer | None, int, _DraftModel | None]:
+        """What guesses tokens for this model, and how many at most. Raises _DraftError."""
+        if not params.speculation or llm._is_recurrent or llm._is_hybrid:
+            return None, 0, None  # recurrent state cannot drop rejected guesses
+        most = min(llm.n_batch - 1, params.draft_tokens if params.draft_model_path
+                   else params.lookup_tokens)
+        if most < 1:
+            return None, 0, None
+        if not params.draft_model_path:
+            return PromptLookup(params.lookup_ngram, LOOKUP_MIN_NGRAM), most, None
+        name = Path(params.draft_model_path).name
+        try:
+            draft_llm = self._construct(params.draft_model_path, params, n_ctx, *threads,
+                                        progress=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise _DraftError(f"llama.cpp could not load the draft model {name}: {exc}") from exc
+        mismatch = _vocab_mismatch(llm, draft_llm)
+        if mismatch:
+            draft_llm.close()
+            raise _DraftError(f"The draft model {name} cannot be used with this model: "
+                              f"{mismatch}")
+        draft = _DraftModel(draft_llm, params.draft_p_min, llm.n_vocab(), self._abort_cb)
+        return draft, most, draft
+
+    def _construct(self, path: str, params: LoadParams, n_ctx: int, n_threads: int,
+                   n_threads_batch: int, n_gpu_layers: int, flash_attn: bool,
+                   progress: bool = True) -> Any:
         last = [-1.0]
 
-        def progress(fraction: float, _data: object) -> bool:
-            if fraction - last[0] >= 0.02 or fraction >= 1.0:
+        def report(fraction: float, _data: object) -> bool:
+            if progress and (fraction - last[0] >= 0.02 or fraction >= 1.0):
                 last[0] = fraction
                 self.send(p.LoadProgress(float(fraction)))
             return True
 
         kv_type = KV_TYPES[params.kv_cache_type]
-        with _progress_callback(progress):
+        with _progress_callback(report):
             return llama_cpp.Llama(
-                model_path=params.model_path, n_ctx=n_ctx, n_batch=params.n_batch,
-                n_ubatch=params.n_batch, n_threads=n_threads, n_threads_batch=n_threads,
-                n_gpu_layers=n_gpu_layers, flash_attn=params.flash_attn, type_k=kv_type,
+                model_path=path, n_ctx=n_ctx, n_batch=params.n_batch,
+                n_ubatch=params.n_batch, n_threads=n_threads, n_threads_batch=n_threads_batch,
+                n_gpu_layers=n_gpu_layers, flash_attn=flash_attn, type_k=kv_type,
                 type_v=kv_type, use_mmap=params.use_mmap, use_mlock=params.use_mlock,
                 verbose=False,
             )
@@ -431,26 +569,87 @@ class EngineHost:
                              cache.ram_budget, cache.disk_budget)
 
     # ---- generating ----------------------------------------------------------------------
-    def generate(self, request: GenerationRequest) -> None:
-        rid = request.request_id
+    @contextlib.contextmanager
+    def _running(self, rid: int) -> Any:
+        """While a request runs, a Cancel of its id sets the abort flag."""
         with self._lock:
             self._current = rid
             self._abort.clear()
             if rid in self._cancelled:
                 self._abort.set()
-        self.send(p.Started(rid))
         try:
-            if self._session is None:
-                self._finish(rid, "error", "No model is loaded.")
-            else:
-                self._generate(self._session, request)
-        except Exception as exc:  # the reply fails; the host and the model stay up
-            self._finish(rid, "error", f"The engine failed: {exc}")
+            yield
         finally:
             with self._lock:
                 self._current = -1
                 self._cancelled.discard(rid)
                 self._abort.clear()
+
+    def generate(self, request: GenerationRequest) -> None:
+        rid = request.request_id
+        with self._running(rid):
+            self.send(p.Started(rid))
+            try:
+                if self._session is None:
+                    self._finish(rid, "error", "No model is loaded.")
+                else:
+                    self._generate(self._session, request)
+            except Exception as exc:  # the reply fails; the host and the model stay up
+                self._finish(rid, "error", f"The engine failed: {exc}")
+
+    # ---- tuning and quantizing -----------------------------------------------------------
+    def tune(self, request: p.Tune) -> None:
+        rid, s = request.request_id, self._session
+        if s is None:
+            self.send(p.TuneResult(rid, error="No model is loaded."))
+            return
+        llm = s.llm
+        with self._running(rid):
+            # An anonymous request: the live conversation's state is saved first, as when
+            # another chat runs, so that it is restored afterwards rather than lost.
+            s.states.prepare("", [llm.token_bos(), llm.token_bos()], may_shift=False)
+            bench = _TuneBench(llm, self._abort_cb)
+            try:
+                tuned = tune(bench, physical_cores(), logical_cores(), llm.n_batch,
+                             max(0.05, request.seconds_per_trial), self._abort.is_set)
+            except Exception as exc:  # Stopped, or llama.cpp's abort: a stop; else a failure
+                tuned = None
+                if not self._abort.is_set():
+                    self.send(p.TuneResult(rid, error=f"The engine failed: {exc}"))
+                    return
+            finally:
+                bench.restore(s.info.n_threads, s.info.n_threads_batch)
+                s.states.memory.clear()
+            if tuned is None:
+                self.send(p.TuneResult(rid, cancelled=True))
+                return
+            if request.apply:
+                bench.restore(tuned.n_threads, tuned.n_threads_batch)
+                if s.draft is not None:
+                    s.draft.llm._ctx.set_n_threads(tuned.n_threads, tuned.n_threads_batch)
+                s.info = dataclasses.replace(s.info, n_threads=tuned.n_threads,
+                                             n_threads_batch=tuned.n_threads_batch)
+            self.send(p.TuneResult(
+                rid, tuned.n_threads, tuned.n_threads_batch, tuned.n_batch, tuned.decode_tok_s,
+                tuned.prompt_tok_s, tuple(p.TuneTrial(t.kind, t.n_threads, t.n_batch, t.tok_s)
+                                          for t in tuned.trials), applied=request.apply))
+
+    def quantize(self, request: p.Quantize) -> None:
+        """llama.cpp's quantizer, run here so that this stays the only module importing
+        llama_cpp; engine/quantize.py runs it in a host process of its own (it has no cancel
+        of its own: that host is ended) and checks what it wrote."""
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = request.ftype
+        params.nthread = request.threads or logical_cores()
+        params.allow_requantize = request.allow_requantize
+        progress = _QuantizeLog(request.source, self.send)
+        started = time.perf_counter()
+        with _llama_log(progress.line):
+            code = llama_cpp.llama_model_quantize(
+                request.source.encode(), request.output.encode(), ctypes.byref(params))
+        why = f": {progress.error}" if progress.error else ""
+        error = "" if code == 0 else f"llama.cpp could not quantize this model{why} (code {code})."
+        self.send(p.Quantized(request.output, time.perf_counter() - started, error))
 
     def _finish(self, rid: int, reason: FinishReason, message: str = "") -> None:
         self.send(p.Finished(rid, Finish(reason, message)))
@@ -516,16 +715,25 @@ class EngineHost:
         seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
         llm.set_seed(seed)
         llm.last_n_tokens_size = sp.repeat_last_n
-        utf8, stops = Utf8Stream(), StopMatcher(sp.stop)
-        n_gen, first_at, reason, stopped_by_string = 0, 0.0, "stop", False
-        pending: list[str] = []  # text not sent yet: one frame per ~15 ms, not per token
-        last_sent = 0.0
-        generator = llm.generate(
-            tokens, top_k=sp.top_k, top_p=sp.top_p, min_p=sp.min_p, typical_p=sp.typical_p,
+        sampler = llm._init_sampler(
+            top_k=sp.top_k, top_p=sp.top_p, min_p=sp.min_p, typical_p=sp.typical_p,
             temp=sp.temperature, repeat_penalty=sp.repeat_penalty,
             frequency_penalty=sp.frequency_penalty, presence_penalty=sp.presence_penalty,
             mirostat_mode=sp.mirostat_mode, mirostat_tau=sp.mirostat_tau,
             mirostat_eta=sp.mirostat_eta)
+        utf8, stops = Utf8Stream(), StopMatcher(sp.stop)
+        n_gen, first_at, reason, stopped_by_string = 0, 0.0, "stop", False
+        pending: list[str] = []  # text not sent yet: one frame per ~15 ms, not per token
+        last_sent = 0.0
+        tally = Tally()
+
+        def room() -> int:
+            """Guesses that could still be used: within max_tokens, the context, a batch."""
+            left = sp.max_tokens - n_gen - 1 if sp.max_tokens > 0 else s.most
+            return min(left, s.most, n_ctx - 2 - llm.n_tokens)
+
+        generator = decode(_Target(llm, sampler), TokenHistory(tokens), s.proposer,
+                           DraftLength(s.most), tally, room)
         try:
             for token in generator:
                 if n_gen == 0:
@@ -547,7 +755,8 @@ class EngineHost:
                 if self._abort.is_set():
                     reason = "cancelled"
                     break
-                if n_gen == sp.max_tokens or llm.n_tokens + 1 >= n_ctx:
+                # The KV cache holds the prompt and the tokens before this one.
+                if n_gen == sp.max_tokens or len(tokens) + n_gen >= n_ctx:
                     reason = "length"
                     break
         except RuntimeError:
@@ -556,6 +765,7 @@ class EngineHost:
             reason = "cancelled"
         finally:
             generator.close()
+            sampler.close()
         if not stopped_by_string:
             pending.append(_tail(utf8, stops))
         if "".join(pending):
@@ -569,7 +779,8 @@ class EngineHost:
             prompt_tok_s=new_prompt / (prefilled - started) if prefilled > started else 0.0,
             context_used=llm.n_tokens, n_ctx=n_ctx, dropped_messages=fit.dropped, seed=seed,
             dropped_start=fit.dropped_start, cache_source=reuse.source,
-            state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted)
+            state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted,
+            drafted_tokens=tally.drafted, accepted_tokens=tally.accepted)
         self.send(p.ReplyStats(rid, stats))
         self._finish(rid, reason)  # type: ignore[arg-type]
 
@@ -612,6 +823,98 @@ class EngineHost:
 _NO_ABORT = llama_cpp.ggml_abort_callback()  # a NULL callback
 
 
+class _TuneBench:
+    """tune.Bench on the loaded model: a fixed text evaluated from an empty KV cache, with the
+    abort callback on so that a stop ends a trial mid-batch."""
+
+    def __init__(self, llm: Any, abort_cb: Any) -> None:
+        self.llm = llm
+        self.memory = _LlamaMemory(llm)
+        text = b"The keeper climbed the stairs of the lighthouse and lit the lamp. " * 400
+        self.tokens = llm.tokenize(text, add_bos=False)[: max(64, llm.n_ctx() - 64)]
+        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, abort_cb, None)
+
+    def decode_rate(self, n_threads: int, seconds: float) -> float:
+        llm = self.llm
+        self.memory.clear()
+        llm._ctx.set_n_threads(n_threads, n_threads)
+        llm.eval(self.tokens[:16])
+        n, started = 0, time.perf_counter()
+        while n < 16 or time.perf_counter() - started < seconds:
+            llm.eval(self.tokens[16 + n: 17 + n])
+            n += 1
+            if 17 + n >= len(self.tokens):
+                break
+        return n / (time.perf_counter() - started)
+
+    def prompt_rate(self, n_threads: int, n_batch: int, seconds: float) -> float:
+        llm = self.llm
+        self.memory.clear()
+        llm._ctx.set_n_threads(n_threads, n_threads)
+        n, started = 0, time.perf_counter()
+        while n == 0 or time.perf_counter() - started < seconds:
+            chunk = self.tokens[n: n + n_batch]
+            if len(chunk) < n_batch:
+                break
+            llm.eval(chunk)
+            n += len(chunk)
+        return n / (time.perf_counter() - started)
+
+    def restore(self, n_threads: int, n_threads_batch: int) -> None:
+        llama_cpp.llama_set_abort_callback(self.llm._ctx.ctx, _NO_ABORT, None)
+        self.llm._ctx.set_n_threads(n_threads, n_threads_batch)
+
+
+class _QuantizeLog:
+    """Progress of llama_model_quantize, read from its log: it names each tensor as it starts
+    ("[  12/ 272] blk.0.attn_k.weight - …"); the share done is counted in the source's tensor
+    bytes. Its last error line is kept for the message."""
+
+    _TENSOR = re.compile(r"\[\s*(\d+)/\s*(\d+)\]\s+(\S+)")
+
+    def __init__(self, source: str, send: Callable[[Any], None]) -> None:
+        self.send = send
+        self.error = ""
+        try:
+            tensors = read_header(source).tensors
+        except GGUFError:
+            tensors = ()
+        self._sizes = {t.name: t.nbytes for t in tensors}
+        self._total = sum(self._sizes.values())
+        self._done_bytes = 0
+        self._last = ("", 0)  # the tensor started last, and its size
+
+    def line(self, level: int, text: str) -> None:
+        if level == _LOG_ERROR and text.strip():
+            self.error = text.strip()
+        found = self._TENSOR.search(text)
+        if found is None:
+            return
+        index, total, name = int(found[1]), int(found[2]), found[3]
+        self._done_bytes += self._last[1]
+        self._last = (name, self._sizes.get(name, 0))
+        fraction = self._done_bytes / self._total if self._total else (index - 1) / total
+        self.send(p.QuantizeProgress(index - 1, total, min(1.0, fraction), name))
+
+
+_LOG_ERROR = 3  # ggml_log_level
+
+
+@contextlib.contextmanager
+def _llama_log(callback: Callable[[int, str], None]) -> Any:
+    """Route llama.cpp's log lines to `callback` (level, text), then back to
+    llama-cpp-python's own logger."""
+    @llama_cpp.llama_log_callback
+    def on_log(level: int, text: bytes, _data: object) -> None:
+        callback(level, text.decode("utf-8", errors="replace"))
+
+    llama_cpp.llama_log_set(on_log, None)
+    try:
+        yield
+    finally:
+        llama_cpp.llama_log_set(llama_cpp._logger.llama_log_callback, ctypes.c_void_p(0))
+
+
 def _tail(utf8: Utf8Stream, stops: StopMatcher) -> str:
     """What the decoders still hold when a reply ends: bytes of an unfinished character and
     text held back because it could have begun a stop string."""
@@ -619,10 +922,12 @@ def _tail(utf8: Utf8Stream, stops: StopMatcher) -> str:
     return text + stops.flush()
 
 
-def _refusal(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool) -> str | None:
+def _refusal(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool,
+             draft: GGUFHeader | None = None) -> str | None:
     """Why this load should not be tried (see fit.load_refusal), or None."""
     try:
         shape = fit.shape_from_header(header)
+        draft_shape = fit.shape_from_header(draft) if draft is not None else None
     except GGUFError:
         return None  # no shape to estimate from: llama.cpp decides (it needs the same keys)
     available = psutil.virtual_memory()
@@ -630,7 +935,43 @@ def _refusal(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool) 
     memory = fit.Memory(ram_free=int(available.available), ram_total=int(available.total),
                         vram_free=vram_free, gpu_offload=offload)
     return fit.load_refusal(shape, n_ctx, params.kv_cache_type, memory,
-                            allow_beyond_trained=params.allow_beyond_trained)
+                            allow_beyond_trained=params.allow_beyond_trained, draft=draft_shape)
+
+
+class _DraftError(Exception):
+    """The draft model cannot be used; the message is for the user."""
+
+
+def _draft_header(params: LoadParams, header: GGUFHeader) -> GGUFHeader | None:
+    """The draft model's header, checked against the model's before either is loaded."""
+    if not params.draft_model_path:
+        return None
+    try:
+        draft = read_header(params.draft_model_path)
+    except GGUFError as exc:
+        raise GGUFError(f"The draft model cannot be used. {exc}") from None
+    mismatch = draft_header_mismatch(header, draft)
+    if mismatch:
+        raise GGUFError(mismatch)
+    return draft
+
+
+def _vocab_mismatch(llm: Any, draft: Any) -> str | None:
+    """Where two loaded models' vocabularies differ, as llama.cpp's speculative example checks:
+    the same kind, BOS and EOS, sizes within MAX_VOCAB_DIFFERENCE, and the same text for every
+    token both have past the first five (special tokens some conversions renumber)."""
+    a, b = llm._model.vocab, draft._model.vocab
+    if llama_cpp.llama_vocab_type(a) != llama_cpp.llama_vocab_type(b):
+        return "their tokenizers are of different kinds."
+    if llm.token_bos() != draft.token_bos() or llm.token_eos() != draft.token_eos():
+        return "their beginning- or end-of-text tokens differ."
+    n_a, n_b = llama_cpp.llama_vocab_n_tokens(a), llama_cpp.llama_vocab_n_tokens(b)
+    if abs(n_a - n_b) > MAX_VOCAB_DIFFERENCE:
+        return f"their vocabularies have {n_a:,} and {n_b:,} tokens."
+    for token in range(5, min(n_a, n_b)):
+        if llama_cpp.llama_vocab_get_text(a, token) != llama_cpp.llama_vocab_get_text(b, token):
+            return f"token {token} differs, so they do not share a vocabulary."
+    return None
 
 
 def _special_text(llm: Any, token: int) -> str:
@@ -720,6 +1061,10 @@ def main() -> int:
             host.drop_state(message.conversation)
         elif isinstance(message, p.StateUsage):
             host.send(host.state_report())
+        elif isinstance(message, p.Tune):
+            host.tune(message)
+        elif isinstance(message, p.Quantize):
+            host.quantize(message)
 
 
 if __name__ == "__main__":

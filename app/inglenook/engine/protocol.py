@@ -68,6 +68,32 @@ class StateUsage:
 
 
 @dataclass(frozen=True)
+class Tune:
+    """Measure decoding and prompt speed at a few thread counts and batch sizes with the loaded
+    model, each trial about `seconds_per_trial` long; answered with a TuneResult. With `apply`,
+    the fastest thread counts are used from now on (a batch size needs a reload). Cancel with
+    its request_id. Conversation states are kept (saved first, as for another chat)."""
+
+    request_id: int
+    seconds_per_trial: float = 0.5
+    apply: bool = True
+
+
+@dataclass(frozen=True)
+class Quantize:
+    """Write `source` quantized to llama.cpp's file type `ftype` at `output` (engine/quantize.py
+    drives this in a host of its own and checks the result); answered with QuantizeProgress
+    events and one Quantized. llama.cpp cannot interrupt a quantization: the driver cancels by
+    ending the process."""
+
+    source: str
+    output: str
+    ftype: int
+    threads: int = 0  # 0: all logical cores
+    allow_requantize: bool = False
+
+
+@dataclass(frozen=True)
 class Shutdown:
     pass
 
@@ -166,11 +192,55 @@ class StateReport:
     disk_budget: int = 0
 
 
+@dataclass(frozen=True)
+class TuneTrial:
+    kind: str  # "decode" (one token at a time) or "prompt" (batches of n_batch tokens)
+    n_threads: int
+    n_batch: int  # for "prompt"; 1 for "decode"
+    tok_s: float
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The fastest settings measured (LoadParams.n_threads, n_threads_batch, n_batch) and every
+    trial; `error` set (the rest empty) when none could be measured."""
+
+    request_id: int
+    n_threads: int = 0
+    n_threads_batch: int = 0
+    n_batch: int = 0
+    decode_tok_s: float = 0.0
+    prompt_tok_s: float = 0.0
+    trials: tuple[TuneTrial, ...] = ()
+    applied: bool = False  # the thread counts are in use now
+    cancelled: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class QuantizeProgress:
+    """Tensors written so far, and the share of the source's tensor bytes they hold (tensors
+    differ in size by 100x, so the share is what an ETA is computed from)."""
+
+    done: int
+    total: int
+    fraction: float
+    tensor: str = ""
+
+
+@dataclass(frozen=True)
+class Quantized:
+    output: str
+    seconds: float
+    error: str = ""
+
+
 _TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Shutdown, Ready,
-                LoadProgress, Loaded, LoadFailed, Unloaded, Started, PromptProgress, Delta,
-                ReplyStats, Finished, PromptView, StateReport)
+    for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
+                Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded, Started,
+                PromptProgress, Delta, ReplyStats, Finished, PromptView, StateReport, TuneResult,
+                QuantizeProgress, Quantized)
 }
 
 

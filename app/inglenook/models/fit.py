@@ -121,6 +121,16 @@ def overhead_bytes(shape: ModelShape, n_ctx: int) -> int:
     return ENGINE_BASE_BYTES + scores + activations
 
 
+def draft_bytes(draft: ModelShape | None, n_ctx: int, kv_type: str) -> int:
+    """A draft model for speculative decoding (LoadParams.draft_model_path): its weights, its own
+    KV cache at the same context and its compute buffers, all counted in RAM (the engine
+    process's base is already counted once)."""
+    if draft is None:
+        return 0
+    return (max(0, draft.weights_bytes) + kv_cache_bytes(draft, n_ctx, kv_type)
+            + overhead_bytes(draft, n_ctx) - ENGINE_BASE_BYTES)
+
+
 # -- the machine ----------------------------------------------------------------------------------
 
 
@@ -180,18 +190,21 @@ class FitPlan:
     total_bytes: int
     gpu_layers: int  # -1: all layers on the GPU; 0: none (CPU only)
     note: str  # one sentence for the user
+    draft_bytes: int = 0  # a draft model's share of total_bytes (see draft_bytes())
 
 
 def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory) -> tuple[FitPlan, float]:
+def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
+          draft: ModelShape | None = None) -> tuple[FitPlan, float]:
     """The plan, and the share of free RAM it needs."""
     weights = max(0, shape.weights_bytes)
     kv = kv_cache_bytes(shape, n_ctx, kv_type)
     overhead = overhead_bytes(shape, n_ctx)
-    total = weights + kv + overhead
+    drafting = draft_bytes(draft, n_ctx, kv_type)
+    total = weights + kv + overhead + drafting
     gpu_layers, on_gpu = 0, 0
     split = memory.gpu_offload and memory.vram_free > 0 and shape.n_layers > 0
     if split:
@@ -217,31 +230,36 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory) -> tuple[
         note += f", with {gpu_layers} of {shape.n_layers} layers on the GPU ({_gb(on_gpu)})"
     elif memory.gpu_offload:
         note += " (GPU memory unknown: checked against RAM only)"
+    if drafting:
+        note += f", {_gb(drafting)} of it for the draft model"
     if label == "tight":
         note += "; close other programs, or choose a smaller quantization or context"
-    return FitPlan(label, weights, kv, overhead, total, gpu_layers, note + "."), share
+    return FitPlan(label, weights, kv, overhead, total, gpu_layers, note + ".",
+                   drafting), share
 
 
-def plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory) -> FitPlan:
+def plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
+         draft: ModelShape | None = None) -> FitPlan:
     """Weights + KV cache + compute buffers at n_ctx and kv_type, against free memory.
 
     fits: what RAM must hold is at most 75% of free RAM; tight: at most 100%; else won't fit.
     With gpu_offload and a known vram_free, as many layers (weights plus their KV share) as fill
     at most 90% of free VRAM go to the GPU (gpu_layers; -1 when all do) and the rest stays in RAM;
-    the compute buffers are counted in RAM either way."""
-    return _plan(shape, n_ctx, kv_type, memory)[0]
+    the compute buffers (and a draft model, see draft_bytes) are counted in RAM either way."""
+    return _plan(shape, n_ctx, kv_type, memory, draft)[0]
 
 
 # -- before loading -------------------------------------------------------------------------------
 CONTEXT_STEP = 256  # llama.cpp pads the context to a multiple of 256
 
 
-def largest_context(shape: ModelShape, kv_type: str, memory: Memory, upper: int) -> int:
+def largest_context(shape: ModelShape, kv_type: str, memory: Memory, upper: int,
+                    draft: ModelShape | None = None) -> int:
     """The largest context, a multiple of CONTEXT_STEP and at most `upper`, whose plan does not
     need more than the free memory ("won't fit"); 0 when not even CONTEXT_STEP does. The need
     grows with the context, so this is a binary search: ~30 plans even for 10^9 tokens."""
     def fits(steps: int) -> bool:
-        return _plan(shape, steps * CONTEXT_STEP, kv_type, memory)[1] <= 1.0
+        return _plan(shape, steps * CONTEXT_STEP, kv_type, memory, draft)[1] <= 1.0
 
     lo, hi = 0, max(0, upper) // CONTEXT_STEP  # invariant: lo steps fit (0 trivially)
     if hi == 0 or not fits(1):
@@ -256,7 +274,8 @@ def largest_context(shape: ModelShape, kv_type: str, memory: Memory, upper: int)
 
 
 def load_refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
-                 allow_beyond_trained: bool = False) -> str | None:
+                 allow_beyond_trained: bool = False,
+                 draft: ModelShape | None = None) -> str | None:
     """Why loading this model at n_ctx should not be tried, for the user; None when it may be.
 
     Refused: a plan that needs more than the free memory ("won't fit": llama.cpp would try to
@@ -264,7 +283,7 @@ def load_refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
     and a context beyond the model's trained length unless `allow_beyond_trained`."""
     trained = shape.n_ctx_train
     beyond = 0 < trained < n_ctx and not allow_beyond_trained
-    need, share = _plan(shape, n_ctx, kv_type, memory)
+    need, share = _plan(shape, n_ctx, kv_type, memory, draft)
     if share <= 1.0 and not beyond:
         return None
     where = "free RAM" if memory.gpu_offload else "free"
@@ -273,12 +292,14 @@ def load_refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
                 "that, where replies are often incoherent. Choose at most "
                 f"{trained:,} tokens, or allow a context beyond the trained length explicitly.")
     largest = largest_context(shape, kv_type, memory,
-                              min(n_ctx, trained) if beyond else n_ctx)
+                              min(n_ctx, trained) if beyond else n_ctx, draft)
     in_ram = share * memory.ram_free if memory.ram_free > 0 else need.total_bytes
     on_gpu = " beyond what fits on the GPU" if need.total_bytes - in_ram > 1e6 else ""
+    drafting = f", {_gb(need.draft_bytes)} for the draft model" if need.draft_bytes else ""
     needs = (f"A context of {n_ctx:,} tokens needs about {_gb(in_ram)}{on_gpu} "
              f"({_gb(need.weights_bytes)} of weights, {_gb(need.kv_bytes)} of KV cache, "
-             f"{_gb(need.overhead_bytes)} of buffers) but only {_gb(memory.ram_free)} is {where}.")
+             f"{_gb(need.overhead_bytes)} of buffers{drafting}) but only "
+             f"{_gb(memory.ram_free)} is {where}.")
     if largest == 0:
         return (f"{needs} Not even a context of {CONTEXT_STEP} tokens fits: close other "
                 "programs or choose a smaller quantization of this model.")

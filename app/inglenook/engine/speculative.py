@@ -1,0 +1,256 @@
+"""Speculative decoding: a cheap proposer guesses the next tokens, the model checks them all in
+one batch, and each guess it agrees with costs a fraction of a decoding step.
+
+Verification: the model samples every position of the batch itself, with the request's own
+sampler chain, and a guess is kept only while the model's sample equals it; the first sample
+that differs is kept too (it is the model's own next token) and the rest of the batch is
+dropped from the KV cache. So every token of a reply is one the model sampled, in order, from
+the same logits and the same random stream as without speculation: greedy or not, the reply is
+the same token for token (on a CPU only with flash attention, see host.py). Proposers guess
+single tokens, not distributions, and keeping a guess with probability p(guess) is exactly
+rejection sampling's min(1, p/q) with q = 1: nothing to gain from a fancier rule.
+
+Proposers: PromptLookup (the continuation of the longest earlier n-gram match in the prompt and
+the reply so far; no model), or a draft model (host.py). A rejected guess is not free (on a
+2-core CPU each guessed token adds about a third of a step), so DraftLength proposes fewer
+tokens after misses and backs off entirely while guesses keep failing.
+
+No llama_cpp here: the host hands in its model as a `Target`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from inglenook.engine.kv_states import TOKEN_BYTES, pack
+from inglenook.models.gguf import ArrayInfo, GGUFHeader
+
+MAX_VOCAB_DIFFERENCE = 128  # llama.cpp's own limit for a draft model's extra tokens
+_T = TOKEN_BYTES
+
+
+class Target(Protocol):
+    """The model being decoded, as the host drives llama.cpp."""
+
+    def n_past(self) -> int:
+        """Tokens in its KV cache."""
+        ...
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        """Evaluate `tokens` after the KV cache's, with logits at every one of them."""
+        ...
+
+    def sample(self, index: int) -> int:
+        """The request's sampler at `index` of the last evaluated batch (accepting the token)."""
+        ...
+
+    def keep(self, n: int) -> None:
+        """Forget the KV cache from position n on."""
+        ...
+
+
+class TokenHistory:
+    """The prompt and the reply so far, also packed so that n-grams are found by bytes.rfind."""
+
+    def __init__(self, tokens: Sequence[int]) -> None:
+        self.tokens = list(tokens)
+        self.packed = bytearray(pack(self.tokens))
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        self.tokens.extend(tokens)
+        self.packed += pack(tokens)
+
+
+class Proposer(Protocol):
+    def propose(self, history: TokenHistory, limit: int) -> list[int]:
+        """At most `limit` guesses of the tokens after the history."""
+        ...
+
+
+class PromptLookup:
+    """The tokens that followed the most recent earlier occurrence of the history's last
+    `ngram` tokens, else of its last ngram - 1 … `min_ngram` tokens."""
+
+    def __init__(self, ngram: int, min_ngram: int) -> None:
+        self.ngram = max(1, ngram)
+        self.min_ngram = max(1, min(min_ngram, self.ngram))
+
+    def propose(self, history: TokenHistory, limit: int) -> list[int]:
+        buf = history.packed
+        end = len(buf)
+        for n in range(self.ngram, self.min_ngram - 1, -1):
+            width = n * _T
+            if width >= end:
+                continue
+            key = bytes(buf[end - width:])
+            # Only occurrences ending before the last token: the suffix itself is no match.
+            at = buf.rfind(key, 0, end - _T)
+            while at >= 0 and at % _T:  # a match straddling token boundaries
+                at = buf.rfind(key, 0, at + width - 1)
+            if at >= 0:
+                start = (at + width) // _T
+                return history.tokens[start:start + limit]
+        return []
+
+
+class DraftLength:
+    """How many tokens to propose in the next step.
+
+    A step that checks d guesses costs a plain step plus d times what one more token costs (its
+    row in the batch, and the proposer's work), and yields 1 + a + a² + … + a^d tokens when each
+    guess is accepted with probability a once those before it were. Both costs are timed as the
+    reply goes and a is counted from the guesses checked (moving averages, so that a reply
+    turning from copying into prose adapts): the d with the most tokens per second is proposed,
+    none when plain decoding is faster. While none is, a drifts back towards PRIOR, so a guess
+    is tried again now and then. Further capped by the last step's result (what was accepted
+    plus one; doubled after a full acceptance) and, after a guess that failed at its first
+    token, none for a while (twice as long after each such miss in a row, at most MAX_BACKOFF
+    steps): a lookup that keeps missing costs a part of a step every time."""
+
+    MAX_BACKOFF = 16
+    PRIOR = 0.6  # acceptance assumed before any guess is checked
+    WEIGHT = 0.1  # of the newest observation in the moving averages
+    DRIFT = 0.02  # per step without guesses, towards PRIOR
+
+    def __init__(self, most: int) -> None:
+        self.most = max(0, most)
+        self.cap = self.most
+        self.accept = self.PRIOR
+        self.step_s: float | None = None  # a plain step
+        self.extra_s: float | None = None  # each guess on top of it
+        self._misses = 0
+        self._skip = 0
+
+    def limit(self) -> int:
+        if self.step_s is None:
+            return 0  # the first step is a plain one, timed to weigh guesses against
+        if self._skip:
+            self._skip -= 1
+            return 0
+        worth = self.worthwhile()
+        if worth == 0:
+            self.accept += self.DRIFT * (self.PRIOR - self.accept)
+        return min(self.cap, worth)
+
+    def worthwhile(self) -> int:
+        """The number of guesses with the most tokens per second; all until guesses were
+        timed."""
+        if self.step_s is None or self.extra_s is None:
+            return self.most
+        best, best_rate = 0, 1.0 / self.step_s
+        tokens, chance = 1.0, 1.0
+        for d in range(1, self.most + 1):
+            chance *= self.accept
+            tokens += chance
+            rate = tokens / (self.step_s + d * self.extra_s)
+            if rate > best_rate:
+                best, best_rate = d, rate
+        return best
+
+    def timed(self, guesses: int, seconds: float) -> None:
+        """A step took `seconds`: without guesses its evaluation, with them everything."""
+        if guesses == 0:
+            self.step_s = _average(self.step_s, seconds, self.WEIGHT)
+        elif self.step_s is not None:
+            extra = max(0.0, seconds - self.step_s) / guesses
+            self.extra_s = _average(self.extra_s, extra, self.WEIGHT)
+
+    def record(self, drafted: int, accepted: int) -> None:
+        if drafted == 0:
+            return
+        for hit in [1.0] * accepted + [0.0] * (accepted < drafted):
+            self.accept += self.WEIGHT * (hit - self.accept)
+        if accepted == drafted:
+            self.cap = min(self.most, self.cap * 2)
+        else:
+            self.cap = max(1, accepted + 1)
+        if accepted == 0:
+            self._misses += 1
+            self._skip = min(2 ** (self._misses - 1), self.MAX_BACKOFF) - 1
+        else:
+            self._misses = 0
+
+
+def _average(mean: float | None, value: float, weight: float) -> float:
+    """A moving average; a value past 4x the mean (a stall: another process took the CPU)
+    counts as 4x."""
+    if mean is None:
+        return value
+    return mean + weight * (min(value, 4 * mean) - mean)
+
+
+@dataclass
+class Tally:
+    drafted: int = 0
+    accepted: int = 0
+
+
+def decode(target: Target, history: TokenHistory, proposer: Proposer | None,
+           length: DraftLength, tally: Tally, room: Callable[[], int],
+           clock: Callable[[], float] = time.perf_counter) -> Generator[int, None, None]:
+    """The reply's tokens, one at a time. The target's KV cache holds the history but its last
+    token; `room()` says how many more tokens may be guessed (the rest of max_tokens, of the
+    context). When the caller stops (closes the generator), the KV cache is left holding the
+    tokens yielded but the last, as plain decoding leaves it."""
+    pending = history.tokens[-1]
+    keep = target.n_past()
+    try:
+        while True:
+            draft: list[int] = []
+            started = clock()
+            if proposer is not None:
+                limit = min(length.limit(), room())
+                draft = proposer.propose(history, limit)[:limit] if limit > 0 else []
+            base = target.n_past()
+            evaluating = clock()
+            target.evaluate([pending, *draft])
+            length.timed(len(draft), clock() - (started if draft else evaluating))
+            out: list[int] = []
+            for i in range(len(draft) + 1):
+                out.append(target.sample(i))
+                if i == len(draft) or out[i] != draft[i]:
+                    break
+            accepted = len(out) - 1
+            if accepted < len(draft):
+                target.keep(base + 1 + accepted)
+            if draft:
+                tally.drafted += len(draft)
+                tally.accepted += accepted
+                length.record(len(draft), accepted)
+            history.extend(out)
+            for j, token in enumerate(out):
+                keep = base + 1 + j
+                yield token
+            pending = out[-1]
+    finally:
+        if target.n_past() > keep:
+            target.keep(keep)
+
+
+# -- a draft model's vocabulary ---------------------------------------------------------------
+def draft_header_mismatch(target: GGUFHeader, draft: GGUFHeader) -> str | None:
+    """Why a draft model cannot guess this model's tokens, from the two headers (before either
+    is loaded); None when they may share a vocabulary. host.py then compares the tokens."""
+    def tokens(h: GGUFHeader) -> int:
+        value = h.metadata.get("tokenizer.ggml.tokens")
+        return value.length if isinstance(value, ArrayInfo) else 0
+
+    def kind(h: GGUFHeader) -> object:
+        return h.metadata.get("tokenizer.ggml.model")
+
+    name = draft.name
+    if kind(target) != kind(draft):
+        return (f"The draft model {name} uses another kind of tokenizer ({kind(draft)}, this "
+                f"model {kind(target)}): it cannot guess this model's tokens.")
+    if abs(tokens(target) - tokens(draft)) > MAX_VOCAB_DIFFERENCE:
+        return (f"The draft model {name} has a vocabulary of {tokens(draft):,} tokens, this "
+                f"model {tokens(target):,}: they are not the same vocabulary.")
+    for key, what in (("tokenizer.ggml.bos_token_id", "beginning-of-text"),
+                      ("tokenizer.ggml.eos_token_id", "end-of-text")):
+        if target.metadata.get(key) != draft.metadata.get(key):
+            return (f"The draft model {name} has another {what} token than this model: they "
+                    "are not the same vocabulary.")
+    return None

@@ -1,0 +1,198 @@
+"""Speculative decoding without llama.cpp: the n-gram lookup, how many tokens to propose, and
+the verification loop against a fake model whose next token is a function of what it has seen."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from inglenook.engine.speculative import (
+    DraftLength,
+    PromptLookup,
+    Tally,
+    TokenHistory,
+    decode,
+    draft_header_mismatch,
+)
+from inglenook.models.gguf import ArrayInfo, GGUFHeader
+
+
+class FakeModel:
+    """speculative.Target: the token after a sequence is `rule(sequence)`; records every batch
+    and keeps a KV cache as a list of tokens. A batch takes 1 s plus 0.1 s a token on `clock`,
+    so that guessing pays."""
+
+    def __init__(self, prompt: Sequence[int], rule: object) -> None:
+        self.kv = list(prompt[:-1])
+        self.rule = rule
+        self.batches: list[list[int]] = []
+        self._logits: list[int] = []
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def n_past(self) -> int:
+        return len(self.kv)
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        self.now += 1.0 + 0.1 * len(tokens)
+        self.batches.append(list(tokens))
+        self._logits = []
+        for token in tokens:
+            self.kv.append(token)
+            self._logits.append(self.rule(self.kv))  # type: ignore[operator]
+
+    def sample(self, index: int) -> int:
+        return self._logits[index]
+
+    def keep(self, n: int) -> None:
+        del self.kv[n:]
+
+
+def counting(seen: list[int]) -> int:
+    """1 2 3 … 9 0 1 2 …: predictable, so prompt lookup finds it in a prompt that counts."""
+    return (seen[-1] + 1) % 10
+
+
+class Fixed:
+    def __init__(self, guesses: list[int]) -> None:
+        self.guesses = guesses
+
+    def propose(self, history: TokenHistory, limit: int) -> list[int]:
+        return self.guesses[:limit]
+
+
+def run(prompt: list[int], rule: object, proposer: object, n: int, most: int = 8,
+        ) -> tuple[list[int], FakeModel, Tally]:
+    model, tally = FakeModel(prompt, rule), Tally()
+    tokens = decode(model, TokenHistory(prompt), proposer, DraftLength(most),  # type: ignore[arg-type]
+                    tally, lambda: most, model.clock)
+    out = [next(tokens) for _ in range(n)]
+    tokens.close()
+    return out, model, tally
+
+
+# -- prompt lookup ------------------------------------------------------------------------------
+def test_lookup_proposes_what_followed_the_longest_earlier_match() -> None:
+    history = TokenHistory([5, 6, 7, 8, 9, 1, 2, 7, 8, 3, 4, 6, 7, 8])
+    # [6, 7, 8] occurred once before (followed by 9, 1); [7, 8] more recently (followed by 3).
+    assert PromptLookup(3, 1).propose(history, 2) == [9, 1]
+    assert PromptLookup(2, 1).propose(history, 2) == [3, 4]
+
+
+def test_lookup_takes_the_most_recent_match_and_ignores_the_suffix_itself() -> None:
+    history = TokenHistory([1, 2, 10, 1, 2, 20, 1, 2])
+    assert PromptLookup(2, 2).propose(history, 3) == [20, 1, 2]
+    assert PromptLookup(2, 2).propose(TokenHistory([3, 1, 2]), 3) == []
+
+
+def test_lookup_only_matches_whole_tokens() -> None:
+    # 256, 0, 0 pack to bytes holding those of 1, 0 one byte into the 256.
+    assert PromptLookup(2, 2).propose(TokenHistory([256, 0, 0, 5, 1, 0]), 4) == []
+    history = TokenHistory([1, 0, 9, 256, 0, 0, 5, 1, 0])
+    assert PromptLookup(2, 2).propose(history, 2) == [9, 256]
+
+
+def test_lookup_falls_back_to_shorter_ngrams_down_to_its_minimum() -> None:
+    history = TokenHistory([4, 8, 9, 5, 8])
+    assert PromptLookup(3, 1).propose(history, 2) == [9, 5]
+    assert PromptLookup(3, 2).propose(history, 2) == []
+
+
+# -- how many to propose -----------------------------------------------------------------------
+def test_draft_length_grows_on_success_and_backs_off_on_misses() -> None:
+    length = DraftLength(8)
+    assert length.limit() == 0  # a plain step first, to time
+    length.step_s = 0.01
+    assert length.limit() == 8
+    length.record(8, 3)
+    assert length.limit() == 4
+    length.record(4, 4)
+    assert length.limit() == 8
+    length.record(8, 0)  # a miss at the first token: one guess next time
+    assert length.limit() == 1
+    length.record(1, 0)  # a second miss in a row: skip one step
+    assert [length.limit() for _ in range(2)] == [0, 1]
+    length.record(1, 0)  # a third: skip three
+    assert [length.limit() for _ in range(4)] == [0, 0, 0, 1]
+    length.record(1, 1)  # a hit ends the back-off
+    assert length.limit() == 2
+
+
+def test_draft_length_weighs_what_guesses_cost_against_how_often_they_are_right() -> None:
+    length = DraftLength(8)
+    assert length.worthwhile() == 8  # nothing timed yet
+    length.timed(0, 0.010)  # a plain step
+    length.timed(4, 0.030)  # a step with four guesses: 5 ms each on top
+    assert length.extra_s == pytest.approx(0.005)
+    length.accept = 0.3  # (1 + 0.3) tokens in 15 ms: slower than 1 in 10 ms
+    assert length.worthwhile() == 0
+    length.accept = 0.9
+    assert 3 <= length.worthwhile() <= 8
+    length.timed(0, 5.0)  # a stall counts as four steps at most
+    assert length.step_s == pytest.approx(0.013)
+
+
+def test_without_guesses_acceptance_drifts_back_so_that_one_is_tried_again() -> None:
+    length = DraftLength(8)
+    length.timed(0, 0.010)
+    length.timed(1, 0.015)
+    length.accept = 0.2
+    limits = [length.limit() for _ in range(200)]
+    assert limits[0] == 0 and 0 < limits.index(1) < 100
+
+
+# -- verification ------------------------------------------------------------------------------
+@pytest.mark.parametrize("guesses", [[], [3, 4, 5, 6], [3, 4, 0, 0], [9, 9, 9], [3, 4, 5, 6, 7, 8,
+                                                                                 9, 0, 1]])
+def test_the_reply_is_the_models_own_whatever_is_guessed(guesses: list[int]) -> None:
+    plain, _, _ = run([1, 2], counting, None, 20)
+    assert plain == [3, 4, 5, 6, 7, 8, 9, 0, 1, 2] * 2
+    out, model, tally = run([1, 2], counting, Fixed(guesses), 20)
+    assert out == plain
+    # The KV cache holds the prompt and the reply but its last token, never a rejected guess.
+    assert model.kv == [1, 2, *plain[:-1]]
+    assert tally.accepted <= tally.drafted
+
+
+def test_accepted_guesses_save_steps_and_are_counted() -> None:
+    out, model, tally = run([1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2], counting,
+                            PromptLookup(3, 2), 30)
+    assert out == [(3 + i) % 10 for i in range(30)]
+    assert tally.drafted > 0 and tally.accepted == tally.drafted
+    assert len(model.batches) < 10  # one step for up to nine tokens
+
+
+def test_a_stop_in_the_middle_of_a_batch_trims_the_cache_to_what_was_yielded() -> None:
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2]
+    out, model, _ = run(prompt, counting, PromptLookup(3, 2), 5)
+    assert max(len(b) for b in model.batches) > 5  # the last batch went past the stop
+    assert model.kv == [*prompt, *out[:-1]]
+
+
+def test_the_first_step_is_plain_and_room_limits_the_guesses() -> None:
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2]
+    model, tally = FakeModel(prompt, counting), Tally()
+    tokens = decode(model, TokenHistory(prompt), PromptLookup(2, 2), DraftLength(8), tally,
+                    lambda: 2, model.clock)
+    assert [next(tokens) for _ in range(6)] == [3, 4, 5, 6, 7, 8]
+    tokens.close()
+    assert model.batches == [[2], [3, 4, 5], [6, 7, 8]]
+
+
+# -- a draft model's vocabulary ------------------------------------------------------------------
+def header(tokens: int = 49152, model: str = "gpt2", bos: int = 1, eos: int = 2) -> GGUFHeader:
+    return GGUFHeader("m.gguf", 3, 0, 4, 32, 0, 0, {
+        "tokenizer.ggml.model": model, "tokenizer.ggml.tokens": ArrayInfo("string", tokens),
+        "tokenizer.ggml.bos_token_id": bos, "tokenizer.ggml.eos_token_id": eos})
+
+
+def test_draft_headers_must_describe_the_same_vocabulary() -> None:
+    assert draft_header_mismatch(header(), header()) is None
+    assert draft_header_mismatch(header(), header(tokens=49152 + 100)) is None
+    assert "vocabulary of 152,064 tokens" in (draft_header_mismatch(header(), header(152064))
+                                              or "")
+    assert "kind of tokenizer" in (draft_header_mismatch(header(), header(model="llama")) or "")
+    assert "end-of-text" in (draft_header_mismatch(header(), header(eos=0)) or "")
