@@ -106,7 +106,7 @@ class PromptEdit(QPlainTextEdit):
         self.setObjectName("promptEdit")
         self.setAccessibleName("Message")
         self.setToolTip("Your message: Enter sends, Shift+Enter starts a new line")
-        self.setPlaceholderText("Ask anything…  (Enter to send, Shift+Enter for a new line)")
+        self.setPlaceholderText("Ask anything…")  # the tooltip says how Enter works
         self.setTabChangesFocus(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.document().contentsChanged.connect(self.updateGeometry)

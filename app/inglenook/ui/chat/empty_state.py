@@ -3,21 +3,24 @@ the first run a short welcome (which models there are, where files live, privacy
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-STARTERS = (
-    ("Explain", "Explain how a rainbow forms, in three short paragraphs."),
-    ("Write", "Write a friendly note inviting my neighbours to a garden party."),
-    ("Code", "Write a Python function that checks whether a string is a palindrome."),
-    ("Plan", "Plan a relaxed three-day trip to Lisbon."),
+STARTERS = (  # (what the button says, the prompt it puts in the message box)
+    ("Explain how rainbows form", "Explain how a rainbow forms, in three short paragraphs."),
+    ("Write an invitation", "Write a friendly note inviting my neighbours to a garden party."),
+    ("Check for palindromes in Python",
+     "Write a Python function that checks whether a string is a palindrome."),
+    ("Plan three days in Lisbon", "Plan a relaxed three-day trip to Lisbon."),
 )
 WELCOME = (
     "<b>Welcome to Inglenook.</b> Everything runs on this computer: your chats, and the model "
     "that answers them. The small model that comes with Inglenook is there to try things out; "
     "for better answers, pick a bigger one under <b>Models</b> (it downloads once, then works "
-    "offline). Your conversations are kept in {data}; nothing leaves this computer unless you "
-    "ask for a download or connect a remote engine.")
+    "offline). Nothing leaves this computer unless you ask for a download or connect a remote "
+    "engine. Your conversations are kept in:<br>{data}")
 
 
 class EmptyState(QWidget):
@@ -61,9 +64,9 @@ class EmptyState(QWidget):
         grid.setSpacing(8)
         self.starter_buttons: list[QPushButton] = []
         for n, (label, prompt) in enumerate(STARTERS):
-            button = QPushButton(f"{label}: {prompt}", starters)
+            button = QPushButton(label, starters)
             button.setObjectName("starterButton")
-            button.setToolTip("Put this prompt in the message box")
+            button.setToolTip(f"Put this in the message box: {prompt}")
             button.clicked.connect(lambda _=False, p=prompt: self.starter_chosen.emit(p))
             grid.addWidget(button, n // 2, n % 2)
             self.starter_buttons.append(button)
@@ -74,7 +77,7 @@ class EmptyState(QWidget):
         layout.addWidget(starters)
 
     def show_welcome(self, data_folder: str) -> None:
-        self.welcome_text.setText(WELCOME.format(data=f"<code>{data_folder}</code>"))
+        self.welcome_text.setText(WELCOME.format(data=html.escape(data_folder)))
         self.welcome.show()
 
     def _dismiss(self) -> None:

@@ -45,7 +45,7 @@ class ShortcutsDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("shortcutsDialog")
         self.setWindowTitle("Keyboard shortcuts")
-        self.resize(520, 560)
+        self.resize(660, 600)
         self.table = QTableWidget(len(rows), 3, self)
         self.table.setObjectName("shortcutsTable")
         self.table.setHorizontalHeaderLabels(["Menu", "Command", "Keys"])

@@ -31,8 +31,8 @@ class TopBar(QWidget):
         self.panel_button.setText("Settings")
         self.panel_button.setCheckable(True)
         self.panel_button.setToolTip("Show or hide the sampling and model settings")
-        for widget in (title, self.picker):
-            bar.addWidget(widget)
+        bar.addWidget(title)
+        bar.addWidget(self.picker, 3)  # as wide as its names, up to its maximum, when there is room
         bar.addStretch(1)
         for widget in (self.models_button, self.menu_button, self.panel_button):
             bar.addWidget(widget)
