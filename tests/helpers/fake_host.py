@@ -11,6 +11,8 @@ The first reply whose `match` occurs in the last user message is used; `{last}` 
 that message. A reply streams one word per token, `token_ms` apart. Special replies:
 `"crash": true` exits the process mid-reply; `"error": "..."` finishes with that error;
 `"hang_ms": N` ignores cancels for N ms (the stop watchdog). Cancel works as in the real host.
+Tune answers at once with fixed figures; Quantize "quantizes" by copying the source with the
+file type asked for written into its header.
 """
 
 from __future__ import annotations
@@ -69,6 +71,29 @@ class FakeHost:
             else "gguf" if header.chat_template else "chatml",
             quantization=header.quantization)
         self.send(p.Loaded(self.model))
+
+    def tune(self, request: p.Tune) -> None:
+        if self.model is None:
+            self.send(p.TuneResult(request.request_id, error="No model is loaded."))
+            return
+        with self.lock:
+            stopped = request.request_id in self.cancelled
+        trials = (p.TuneTrial("decode", 1, 1, 100.0), p.TuneTrial("prompt", 1, 512, 1000.0))
+        self.send(p.TuneResult(request.request_id, cancelled=True) if stopped else p.TuneResult(
+            request.request_id, 1, 1, 512, 100.0, 1000.0, trials, applied=request.apply))
+
+    def quantize(self, request: p.Quantize) -> None:
+        from tests.gguf_tools import rewrite_metadata
+
+        for done in range(1, 4):
+            self.send(p.QuantizeProgress(done, 3, done / 3, f"tensor.{done}"))
+        try:
+            rewrite_metadata(request.source, request.output,
+                             {"general.file_type": request.ftype})
+        except (OSError, ValueError) as exc:
+            self.send(p.Quantized(request.output, 0.0, str(exc)))
+            return
+        self.send(p.Quantized(request.output, 0.01))
 
     def inspect(self, request: Any) -> None:
         rid = request.request_id
@@ -176,6 +201,10 @@ def main() -> int:
             host.inspect(message.request)
         elif isinstance(message, p.StateUsage):
             host.send(p.StateReport())  # keeps no conversation states
+        elif isinstance(message, p.Tune):
+            host.tune(message)
+        elif isinstance(message, p.Quantize):
+            host.quantize(message)
         # DropState: nothing is kept, so nothing to forget.
 
 

@@ -286,6 +286,7 @@ class EngineClient:
         while True:
             event = self._next()
             if isinstance(event, p.TuneResult) and event.request_id == request_id:
+                self._cancel_at.pop(request_id, None)
                 if event.applied and self.model is not None:
                     self.model = dataclasses.replace(self.model, n_threads=event.n_threads,
                                                      n_threads_batch=event.n_threads_batch)
