@@ -36,6 +36,13 @@ def ask(client: EngineClient, rid: int, messages: tuple[Message, ...]) -> tuple[
     return "".join(e.text for e in events if isinstance(e, p.Delta)), stats_of(events).stats
 
 
+def test_threads_default_to_physical_cores_for_decoding_and_all_for_prompts(
+        client: EngineClient) -> None:
+    assert client.model is not None
+    assert client.model.n_threads == physical_cores()
+    assert client.model.n_threads_batch == logical_cores()
+
+
 def test_tune_measures_applies_threads_and_keeps_the_chat(client: EngineClient) -> None:
     reply, first = ask(client, 1, CHAT)
     result = client.tune(2, seconds_per_trial=0.05)

@@ -396,14 +396,20 @@ class _DraftModel:
         llm._ctx.kv_cache_seq_rm(-1, seen, -1)
         llm.n_tokens = seen
         guesses: list[int] = []
-        # Catching up with a new prompt can take a while: a stop interrupts it.
-        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_cb, None)
+        # Catching up with a new prompt can take a while: a stop interrupts it. (Only then:
+        # the callback costs every evaluation a little.)
+        abortable = len(tokens) - seen > llm.n_batch
+        if abortable:
+            llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_cb, None)
         try:
             llm.eval(tokens[seen:])
         except RuntimeError:
+            if not abortable:
+                raise
             return guesses  # stopped: the reply ends before any guess is needed
         finally:
-            llama_cpp.llama_set_abort_callback(llm._ctx.ctx, _NO_ABORT, None)
+            if abortable:
+                llama_cpp.llama_set_abort_callback(llm._ctx.ctx, _NO_ABORT, None)
         while len(guesses) < limit:
             logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1),
                                            shape=(self._n_vocab_draft,))
@@ -464,9 +470,11 @@ class EngineHost:
         if refusal:
             self.send(p.LoadFailed(refusal))
             return
-        # Checking guesses evaluates several tokens in one batch; llama.cpp's attention without
-        # flash attention rounds a batch's rows differently from single tokens on a CPU, which
-        # can flip a near-tie and change the reply. With it, every row is computed alike.
+        # Checking guesses evaluates several tokens in one batch. On a CPU, llama.cpp's attention
+        # without flash attention rounds a batch's rows differently from a lone token's, which
+        # can flip a near-tie and change the reply; with it they match exactly, except that an
+        # f16 cache of 512 cells or more sums a lone token's attention in per-thread chunks
+        # (q8_0 and q4_0 caches always match). See tests/integration/test_speculative.py.
         flash = params.flash_attn or bool(params.speculation)
         threads = (n_threads, n_threads_batch, n_gpu_layers, flash)
         try:
@@ -522,6 +530,8 @@ class EngineHost:
         except (ValueError, RuntimeError, OSError) as exc:
             raise _DraftError(f"llama.cpp could not load the draft model {name}: {exc}") from exc
         mismatch = _vocab_mismatch(llm, draft_llm)
+        if draft_llm._is_recurrent or draft_llm._is_hybrid:
+            mismatch = "its recurrent state cannot drop rejected guesses."
         if mismatch:
             draft_llm.close()
             raise _DraftError(f"The draft model {name} cannot be used with this model: "
@@ -824,15 +834,16 @@ _NO_ABORT = llama_cpp.ggml_abort_callback()  # a NULL callback
 
 
 class _TuneBench:
-    """tune.Bench on the loaded model: a fixed text evaluated from an empty KV cache, with the
-    abort callback on so that a stop ends a trial mid-batch."""
+    """tune.Bench on the loaded model: a fixed text evaluated from an empty KV cache. Prompt
+    trials run with the abort callback, so that a stop ends one mid-batch; decoding trials are
+    short, and the callback would slow them (see _prefill)."""
 
     def __init__(self, llm: Any, abort_cb: Any) -> None:
         self.llm = llm
         self.memory = _LlamaMemory(llm)
+        self.abort_cb = abort_cb
         text = b"The keeper climbed the stairs of the lighthouse and lit the lamp. " * 400
         self.tokens = llm.tokenize(text, add_bos=False)[: max(64, llm.n_ctx() - 64)]
-        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, abort_cb, None)
 
     def decode_rate(self, n_threads: int, seconds: float) -> float:
         llm = self.llm
@@ -851,17 +862,20 @@ class _TuneBench:
         llm = self.llm
         self.memory.clear()
         llm._ctx.set_n_threads(n_threads, n_threads)
-        n, started = 0, time.perf_counter()
-        while n == 0 or time.perf_counter() - started < seconds:
-            chunk = self.tokens[n: n + n_batch]
-            if len(chunk) < n_batch:
-                break
-            llm.eval(chunk)
-            n += len(chunk)
-        return n / (time.perf_counter() - started)
+        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self.abort_cb, None)
+        try:
+            n, started = 0, time.perf_counter()
+            while n == 0 or time.perf_counter() - started < seconds:
+                chunk = self.tokens[n: n + n_batch]
+                if len(chunk) < n_batch:
+                    break
+                llm.eval(chunk)
+                n += len(chunk)
+            return n / (time.perf_counter() - started)
+        finally:
+            llama_cpp.llama_set_abort_callback(llm._ctx.ctx, _NO_ABORT, None)
 
     def restore(self, n_threads: int, n_threads_batch: int) -> None:
-        llama_cpp.llama_set_abort_callback(self.llm._ctx.ctx, _NO_ABORT, None)
         self.llm._ctx.set_n_threads(n_threads, n_threads_batch)
 
 
