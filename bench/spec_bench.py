@@ -71,8 +71,13 @@ def function_150() -> str:
     return "\n".join(lines)
 
 
-CODE = (f"```python\n{function_150()}\n```\n\nRewrite this function with `cleaned` renamed to "
-        "`result`. Reply with the complete code only.")
+def code_prompt(lines: int = 150) -> str:
+    code = "\n".join(function_150().splitlines()[:lines])
+    return (f"```python\n{code}\n```\n\nRewrite this function with `cleaned` renamed to "
+            "`result`. Reply with the complete code only.")
+
+
+CODE = code_prompt()
 
 
 def ask(client: EngineClient, rid: int, prompt: str, sampling: SamplingParams) -> Stats:
@@ -116,7 +121,8 @@ def prompt_lookup(tmp: Path, model: str, quick: bool) -> dict[str, float]:
     rounds = 1 if quick else 3
     try:
         log("  code edit (prompt lookup ÷ plain):")
-        code, code_rate, base, spec = compare(plain, fast, CODE, 24 if quick else 400, rounds)
+        code, code_rate, base, spec = compare(plain, fast, code_prompt(30 if quick else 150),
+                                              24 if quick else 400, rounds)
         log("  prose:")
         prose, prose_rate, p_base, p_spec = compare(plain, fast, PROSE, 24 if quick else 256,
                                                     rounds)
@@ -140,7 +146,8 @@ def draft_model(tmp: Path, target: Path, draft: str, quick: bool) -> dict[str, f
         log(f"  prose ({target.name} with {Path(draft).name} as its draft ÷ alone):")
         prose, rate, base, spec = compare(plain, fast, PROSE, 24 if quick else 192, rounds)
         log("  code edit:")
-        code, code_rate, _, _ = compare(plain, fast, CODE, 24 if quick else 192, rounds)
+        code, code_rate, _, _ = compare(plain, fast, code_prompt(30 if quick else 150),
+                                        24 if quick else 192, rounds)
     finally:
         plain.close()
         fast.close()

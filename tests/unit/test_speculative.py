@@ -102,10 +102,18 @@ def test_lookup_falls_back_to_shorter_ngrams_down_to_its_minimum() -> None:
 
 
 # -- how many to propose -----------------------------------------------------------------------
+def timed(step_s: float, most: int = 8) -> DraftLength:
+    """After the two plain steps that start a reply (the first is not timed)."""
+    length = DraftLength(most)
+    assert length.limit() == 0
+    length.timed(0, 1, 1.0)  # slow: right after the prompt
+    assert length.step_s is None and length.limit() == 0
+    length.timed(0, 1, step_s)
+    return length
+
+
 def test_draft_length_grows_on_success_and_backs_off_on_misses() -> None:
-    length = DraftLength(8)
-    assert length.limit() == 0  # a plain step first, to time
-    length.step_s = 0.01
+    length = timed(0.010)
     assert length.limit() == 8
     length.record(8, 3)
     assert length.limit() == 4
@@ -121,27 +129,54 @@ def test_draft_length_grows_on_success_and_backs_off_on_misses() -> None:
     assert length.limit() == 2
 
 
-def test_draft_length_weighs_what_guesses_cost_against_how_often_they_are_right() -> None:
-    length = DraftLength(8)
-    assert length.worthwhile() == 8  # nothing timed yet
-    length.timed(0, 0.010)  # a plain step
-    length.timed(4, 0.030)  # a step with four guesses: 5 ms each on top
-    assert length.extra_s == pytest.approx(0.005)
-    length.accept = 0.3  # (1 + 0.3) tokens in 15 ms: slower than 1 in 10 ms
-    assert length.worthwhile() == 0
-    length.accept = 0.9
-    assert 3 <= length.worthwhile() <= 8
-    length.timed(0, 5.0)  # a stall counts as four steps at most
-    assert length.step_s == pytest.approx(0.013)
+def test_guesses_go_on_while_they_pay() -> None:
+    length = timed(0.010)  # 100 tokens a second without guesses
+    length.timed(4, 5, 0.030)  # 4 more tokens for 20 ms more: 200 a second
+    assert length.worthwhile() and length.limit() == 8
 
 
-def test_without_guesses_acceptance_drifts_back_so_that_one_is_tried_again() -> None:
-    length = DraftLength(8)
-    length.timed(0, 0.010)
-    length.timed(1, 0.015)
-    length.accept = 0.2
-    limits = [length.limit() for _ in range(200)]
-    assert limits[0] == 0 and 0 < limits.index(1) < 100
+def test_guesses_stop_while_they_do_not_pay_and_are_tried_again_later() -> None:
+    length = timed(0.010)
+    length.timed(4, 2, 0.030)  # 1 more token for 20 ms more: 50 a second
+    gap = DraftLength.PROBE_GAP
+    assert [length.limit() for _ in range(gap + 1)] == [0] * gap + [8]
+    length.timed(8, 1, 0.050)  # the probe gains nothing: the next one waits twice as long
+    assert [length.limit() for _ in range(2 * gap + 1)] == [0] * 2 * gap + [8]
+    length.timed(8, 9, 0.020)  # a probe that pays: guessing goes on
+    length.record(8, 8)
+    assert [length.limit() for _ in range(3)] == [8, 8, 8]
+
+
+def test_asking_counts_even_when_nothing_comes_back() -> None:
+    """A draft model that is never sure enough to guess still took its time to be asked."""
+    length = timed(0.010)
+    for _ in range(3):
+        length.timed(0, 1, 0.010, asking_s=0.008)
+    assert length.spent > 0 and length.gained == 0 and not length.worthwhile()
+    assert length.step_s == pytest.approx(0.010)
+
+
+def test_stalls_count_as_four_steps_at_most() -> None:
+    length = timed(0.010)
+    length.timed(0, 1, 5.0)
+    assert length.step_s == pytest.approx(0.010 + DraftLength.PLAIN_WEIGHT * 0.030)
+    length.timed(0, 1, 0.010)  # a faster step counts more
+    assert length.step_s == pytest.approx(0.0145)
+    length.timed(3, 4, 100.0)
+    assert (length.gained, length.spent) == (3, pytest.approx(4 * 0.0145 * 4 - 0.0145))
+
+
+def test_while_guessing_a_plain_step_is_timed_again_now_and_then() -> None:
+    length = timed(0.010)
+    limits = []
+    for _ in range(DraftLength.REFRESH + 1):
+        limits.append(length.limit())
+        if limits[-1]:
+            length.timed(limits[-1], limits[-1] + 1, 0.012)
+            length.record(limits[-1], limits[-1])
+    assert limits[:-1] == [8] * DraftLength.REFRESH and limits[-1] == 0
+    length.timed(0, 1, 0.010)
+    assert length.limit() == 8
 
 
 # -- verification ------------------------------------------------------------------------------
@@ -179,7 +214,7 @@ def test_the_first_step_is_plain_and_room_limits_the_guesses() -> None:
                     lambda: 2, model.clock)
     assert [next(tokens) for _ in range(6)] == [3, 4, 5, 6, 7, 8]
     tokens.close()
-    assert model.batches == [[2], [3, 4, 5], [6, 7, 8]]
+    assert model.batches == [[2], [3], [4, 5, 6], [7, 8, 9]]
 
 
 # -- a draft model's vocabulary ------------------------------------------------------------------

@@ -389,27 +389,37 @@ class _DraftModel:
         self.llm, self.p_min, self.n_vocab, self._abort_cb = llm, p_min, n_vocab, abort_cb
         self._n_vocab_draft = llm.n_vocab()
 
-    def propose(self, history: TokenHistory, limit: int) -> list[int]:
-        llm, tokens = self.llm, history.tokens
-        seen = common_prefix(llm.input_ids[: llm.n_tokens].tobytes(), bytes(history.packed))
-        seen = min(seen, len(tokens) - 1)  # the last token is evaluated for fresh logits
+    def catch_up(self, tokens: Sequence[int], with_last: bool = False) -> bool:
+        """Make the KV cache hold `tokens` but the last (which is evaluated again for fresh
+        logits, `with_last`): only what it has not seen is evaluated. False when a stop
+        interrupted it."""
+        llm = self.llm
+        seen = min(common_prefix(llm.input_ids[: llm.n_tokens].tobytes(), pack(tokens)),
+                   len(tokens) - 1)
         llm._ctx.kv_cache_seq_rm(-1, seen, -1)
         llm.n_tokens = seen
-        guesses: list[int] = []
-        # Catching up with a new prompt can take a while: a stop interrupts it. (Only then:
-        # the callback costs every evaluation a little.)
-        abortable = len(tokens) - seen > llm.n_batch
+        end = len(tokens) if with_last else len(tokens) - 1
+        # A new prompt can take a while: a stop interrupts it. (Only then: the callback
+        # costs every evaluation a little.)
+        abortable = end - seen > llm.n_batch
         if abortable:
             llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_cb, None)
         try:
-            llm.eval(tokens[seen:])
+            llm.eval(tokens[seen:end])
         except RuntimeError:
             if not abortable:
                 raise
-            return guesses  # stopped: the reply ends before any guess is needed
+            return False
         finally:
             if abortable:
                 llama_cpp.llama_set_abort_callback(llm._ctx.ctx, _NO_ABORT, None)
+        return True
+
+    def propose(self, history: TokenHistory, limit: int) -> list[int]:
+        llm = self.llm
+        guesses: list[int] = []
+        if not self.catch_up(history.tokens, with_last=True):
+            return guesses  # stopped: the reply ends before any guess is needed
         while len(guesses) < limit:
             logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1),
                                            shape=(self._n_vocab_draft,))
@@ -718,7 +728,10 @@ class EngineHost:
         cached = reuse.cached
         boundary = s.system_prefix(request.messages, tokens) if request.conversation else 0
         keep_at = boundary if s.states.wants_prefix(tokens, boundary, cached) else 0
-        if not self._prefill(s, rid, tokens, cached, keep_at):
+        # The draft model reads the prompt too, before the first token rather than inside
+        # the first guess.
+        if not self._prefill(s, rid, tokens, cached, keep_at) or (
+                s.draft is not None and not s.draft.catch_up(tokens)):
             self._finish(rid, "cancelled")
             return
         prefilled = time.perf_counter()

@@ -99,70 +99,92 @@ class PromptLookup:
 class DraftLength:
     """How many tokens to propose in the next step.
 
-    A step that checks d guesses costs a plain step plus d times what one more token costs (its
-    row in the batch, and the proposer's work), and yields 1 + a + a² + … + a^d tokens when each
-    guess is accepted with probability a once those before it were. Both costs are timed as the
-    reply goes and a is counted from the guesses checked (moving averages, so that a reply
-    turning from copying into prose adapts): the d with the most tokens per second is proposed,
-    none when plain decoding is faster. While none is, a drifts back towards PRIOR, so a guess
-    is tried again now and then. Further capped by the last step's result (what was accepted
-    plus one; doubled after a full acceptance) and, after a guess that failed at its first
+    Guessing pays while the tokens it adds beyond the one a plain step yields come faster than
+    plain steps yield tokens (by MARGIN): what each step with guesses took beyond a plain step
+    (asking included, also when nothing came back, as from an unsure draft model), against the
+    tokens it gained, both as moving sums, with the plain step's time as a moving average. No
+    guess is made while it does not pay, but now and then one step guesses again to see: after
+    PROBE_GAP plain steps, then twice as many after each probe that did not change the verdict
+    (a draft model that fell behind has to catch up, so a probe can cost more than a step).
+    While guesses pay, every REFRESH-th step is a plain one, so that the plain step's time
+    follows the context's growth and a neighbour's load: one stalled plain step would otherwise
+    make guesses look good for the rest of the reply. The first step after the prompt runs slow
+    (llama.cpp switches from its batch threads), so the first two steps are plain and only the
+    second is timed; a faster plain step counts more than a slower one.
+
+    How many: what the last step accepted plus one, doubled after a full acceptance (guesses
+    come right in runs: a copied passage, then none); after a guess that failed at its first
     token, none for a while (twice as long after each such miss in a row, at most MAX_BACKOFF
-    steps): a lookup that keeps missing costs a part of a step every time."""
+    steps), since a lookup that keeps missing costs part of a step each time."""
 
     MAX_BACKOFF = 16
-    PRIOR = 0.6  # acceptance assumed before any guess is checked
-    WEIGHT = 0.1  # of the newest observation in the moving averages
-    DRIFT = 0.02  # per step without guesses, towards PRIOR
+    WEIGHT = 0.1  # of the newest step in the moving sums
+    PLAIN_WEIGHT = 0.3  # plain steps are timed seldom while guessing: each counts more
+    REFRESH = 32  # guessing steps between two plain ones
+    MARGIN = 1.15  # a gain too close to call is noise: plain steps are the safe side
+    PROBE_GAP = 8  # plain steps before guessing again, doubled after each failed probe…
+    MAX_PROBE_GAP = 256  # …up to this
 
     def __init__(self, most: int) -> None:
         self.most = max(0, most)
         self.cap = self.most
-        self.accept = self.PRIOR
         self.step_s: float | None = None  # a plain step
-        self.extra_s: float | None = None  # each guess on top of it
+        self.gained = 0.0  # moving sums: tokens guessing added, seconds it took beyond plain
+        self.spent = 0.0
         self._misses = 0
         self._skip = 0
+        self._guessing_steps = 0  # since the last plain one
+        self._warm = False  # the first plain step, not timed, is behind
+        self._probe_gap = self.PROBE_GAP // 2
+        self._probe_wait = -1  # plain steps until the next probe; -1: guesses pay
+
+    def worthwhile(self) -> bool:
+        return self.step_s is None or self.gained * self.step_s >= self.MARGIN * self.spent
 
     def limit(self) -> int:
-        if self.step_s is None:
-            return 0  # the first step is a plain one, timed to weigh guesses against
+        if self.step_s is None or self._guessing_steps >= self.REFRESH:
+            return 0  # a plain step, timed to weigh guesses against
         if self._skip:
             self._skip -= 1
             return 0
-        worth = self.worthwhile()
-        if worth == 0:
-            self.accept += self.DRIFT * (self.PRIOR - self.accept)
-        return min(self.cap, worth)
+        if self.worthwhile():
+            self._probe_gap, self._probe_wait = self.PROBE_GAP // 2, -1
+        elif self._probe_wait != 0:
+            if self._probe_wait < 0:
+                self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
+                self._probe_wait = self._probe_gap
+            self._probe_wait -= 1
+            return 0
+        else:
+            self._probe_wait = -1  # this step probes; the next verdict sets the next wait
+        return self.cap
 
-    def worthwhile(self) -> int:
-        """The number of guesses with the most tokens per second; all until guesses were
-        timed."""
-        if self.step_s is None or self.extra_s is None:
-            return self.most
-        best, best_rate = 0, 1.0 / self.step_s
-        tokens, chance = 1.0, 1.0
-        for d in range(1, self.most + 1):
-            chance *= self.accept
-            tokens += chance
-            rate = tokens / (self.step_s + d * self.extra_s)
-            if rate > best_rate:
-                best, best_rate = d, rate
-        return best
-
-    def timed(self, guesses: int, seconds: float) -> None:
-        """A step took `seconds`: without guesses its evaluation, with them everything."""
+    def timed(self, guesses: int, tokens: int, seconds: float, asking_s: float = 0.0) -> None:
+        """A step checked this many guesses and yielded `tokens`: with guesses, in `seconds`
+        all told; without, its evaluation took `seconds` after `asking_s` spent asking."""
         if guesses == 0:
-            self.step_s = _average(self.step_s, seconds, self.WEIGHT)
-        elif self.step_s is not None:
-            extra = max(0.0, seconds - self.step_s) / guesses
-            self.extra_s = _average(self.extra_s, extra, self.WEIGHT)
+            if self._warm:
+                weight = self.PLAIN_WEIGHT if self.step_s is None or seconds > self.step_s \
+                    else 0.5
+                self.step_s = _average(self.step_s, seconds, weight)
+            self._warm = True
+            if asking_s > 0:
+                self._add(0, asking_s)
+            else:
+                self._guessing_steps = 0
+            return
+        self._guessing_steps += 1
+        if self.step_s is not None:  # a stall counts as four plain steps a token
+            beyond = min(seconds, 4 * self.step_s * (guesses + 1)) - self.step_s
+            self._add(tokens - 1, max(0.0, beyond))
+
+    def _add(self, tokens: float, seconds: float) -> None:
+        self.gained = self.gained * (1 - self.WEIGHT) + tokens
+        self.spent = self.spent * (1 - self.WEIGHT) + seconds
 
     def record(self, drafted: int, accepted: int) -> None:
         if drafted == 0:
             return
-        for hit in [1.0] * accepted + [0.0] * (accepted < drafted):
-            self.accept += self.WEIGHT * (hit - self.accept)
         if accepted == drafted:
             self.cap = min(self.most, self.cap * 2)
         else:
@@ -199,20 +221,23 @@ def decode(target: Target, history: TokenHistory, proposer: Proposer | None,
     keep = target.n_past()
     try:
         while True:
-            draft: list[int] = []
             started = clock()
-            if proposer is not None:
-                limit = min(length.limit(), room())
-                draft = proposer.propose(history, limit)[:limit] if limit > 0 else []
+            asked = min(length.limit(), room()) if proposer is not None else 0
+            draft = proposer.propose(history, asked)[:asked] if proposer and asked > 0 else []
             base = target.n_past()
             evaluating = clock()
             target.evaluate([pending, *draft])
-            length.timed(len(draft), clock() - (started if draft else evaluating))
             out: list[int] = []
             for i in range(len(draft) + 1):
                 out.append(target.sample(i))
                 if i == len(draft) or out[i] != draft[i]:
                     break
+            # Timed with their sampling, one sample a token with guesses or without.
+            done = clock()
+            if draft:
+                length.timed(len(draft), len(out), done - started)
+            else:
+                length.timed(0, 1, done - evaluating, evaluating - started if asked > 0 else 0)
             accepted = len(out) - 1
             if accepted < len(draft):
                 target.keep(base + 1 + accepted)
