@@ -8,11 +8,18 @@ request, so a test can change it between replies:
      "load_ms": 0, "n_ctx": 2048}
 
 The first reply whose `match` occurs in the last user message is used; `{last}` is replaced by
-that message. A reply streams one word per token, `token_ms` apart. Special replies:
+that message. After tool results (the last message is a `tool` one), only replies with
+`"role": "tool"` are matched, against that result. `{tools}` is replaced by the names of the
+tools the request offers (comma-separated) and `{thinking}` by its enable_thinking. A reply
+streams one word per token, `token_ms` apart, or exactly the deltas in `"pieces"` (markup
+split where a test wants it). Special replies:
 `"crash": true` exits the process mid-reply; `"error": "..."` finishes with that error;
 `"hang_ms": N` ignores cancels for N ms (the stop watchdog). Cancel works as in the real host.
 Tune answers at once with fixed figures; Quantize "quantizes" by copying the source with the
 file type asked for written into its header.
+
+The model's traits (reasoning format, switches, tool-call format) come from its chat template
+(the file's, or the override) exactly as the real host works them out (engine/model_traits.py).
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from typing import IO, Any
 
 from inglenook.core.load import ModelInfo, choose_context
 from inglenook.core.replies import Finish, Stats
+from inglenook.core.template import TemplateError, for_model
 from inglenook.engine import protocol as p
+from inglenook.engine.model_traits import template_traits
 from inglenook.models.gguf import GGUFError, read_header
 
 
@@ -61,6 +70,12 @@ class FakeHost:
             time.sleep(script.get("load_ms", 0) / 4000)
             self.send(p.LoadProgress(step / 4))
         n_ctx = script.get("n_ctx") or choose_context(params.n_ctx, header.context_length)
+        try:
+            template, _ = for_model(header.chat_template, params.chat_template, "", "")
+        except TemplateError as exc:
+            self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
+            return
+        traits, tool_format = template_traits(template)
         self.model = ModelInfo(
             path=params.model_path, name=Path(params.model_path).stem,
             architecture=header.architecture, size_bytes=header.file_size, n_ctx=n_ctx,
@@ -69,7 +84,7 @@ class FakeHost:
             kv_cache_type=params.kv_cache_type,
             template_source="override" if params.chat_template
             else "gguf" if header.chat_template else "chatml",
-            quantization=header.quantization)
+            quantization=header.quantization, traits=traits, tool_format=tool_format)
         self.send(p.Loaded(self.model))
 
     def tune(self, request: p.Tune) -> None:
@@ -111,14 +126,20 @@ class FakeHost:
             self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
             return
         script = self.read_script()
-        last = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-        reply = next((r for r in script.get("replies", []) if r.get("match", "") in last),
+        role = "tool" if request.messages and request.messages[-1].role == "tool" else "user"
+        last = next((m.content for m in reversed(request.messages) if m.role == role), "")
+        reply = next((r for r in script.get("replies", []) if r.get("role", "user") == role
+                      and r.get("match", "") in last),
                      script.get("default", {"text": "Echo: {last}", "token_ms": 2}))
         if reply.get("error"):
             self.send(p.Finished(rid, Finish("error", reply["error"])))
             return
-        text = reply.get("text", "").replace("{last}", last)
-        pieces = re.findall(r"\S+\s*|\s+", text) or [""]
+        names = ",".join(t.get("function", {}).get("name", "") for t in request.tools)
+        fill = {"{last}": last, "{tools}": names, "{thinking}": str(request.enable_thinking)}
+        text = reply.get("text", "")
+        for key, value in fill.items():
+            text = text.replace(key, value)
+        pieces = reply.get("pieces") or re.findall(r"\S+\s*|\s+", text) or [""]
         prompt_tokens = sum(len(m.content.split()) + 4 for m in request.messages)
         started = time.perf_counter()
         reason = "stop"

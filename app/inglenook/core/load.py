@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from inglenook.core.reasoning import TemplateTraits
 
 KvCacheType = Literal["f16", "q8_0", "q4_0"]
 KV_CACHE_TYPES: tuple[str, ...] = ("f16", "q8_0", "q4_0")
@@ -156,3 +158,7 @@ class ModelInfo:
     n_threads_batch: int = 0
     speculation: str = ""  # Speculation: what the engine guesses tokens with ("" none)
     draft_model: str = ""  # the draft model's name, with "draft model"
+    # What the chat template does with reasoning (and its switches), and how it writes tool
+    # calls (tools.formats.ToolFormat; "": it has no tool support we can read).
+    traits: TemplateTraits = field(default_factory=TemplateTraits)
+    tool_format: str = ""

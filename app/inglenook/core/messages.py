@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from inglenook.core.sampling import SamplingParams
 
@@ -16,12 +16,31 @@ DEFAULT_OVERFLOW: OverflowPolicy = "middle"
 
 
 @dataclass(frozen=True)
+class ToolCallTurn:
+    """A tool call an assistant turn made, as the chat template is given it back. The
+    arguments are JSON text (a message must stay hashable); the template gets the object."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True)
 class Message:
     """One turn. The role is one of ROLES and nothing else: templates branch on it and print it
-    between control tokens, so a free-form role would be a way to write markup."""
+    between control tokens, so a free-form role would be a way to write markup.
+
+    `reasoning` is what a thinking model wrote before this reply's answer, sent only to
+    templates that read it back (`reasoning_content`); like `content`, it is message text and
+    never markup. An assistant turn that called tools lists them in `tool_calls`; a `tool` turn
+    answers one of them (`tool_call_id`, `name`: the function it answers)."""
 
     role: Role
     content: str
+    reasoning: str = ""
+    tool_calls: tuple[ToolCallTurn, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -39,13 +58,21 @@ class GenerationRequest:
     one continues; "" keeps none. `overflow` is what to leave out when it outgrows the context:
     "stop" (nothing: the reply fails with a message), "middle" (the oldest turns after the
     system prompt and the first exchange, unless that takes over half the room) or "rolling"
-    (the oldest turns after the system prompt); anything else is read as the default."""
+    (the oldest turns after the system prompt); anything else is read as the default.
+
+    Passed into the chat template as its variables: `tools` (OpenAI-style function specs, the
+    template's `tools`; empty: none offered), `enable_thinking` (None: the template's default)
+    and `reasoning_effort` ("": the template's default). The window sets the last two only for
+    a template that reads them (ModelInfo.traits)."""
 
     request_id: int
     messages: tuple[Message, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     conversation: str = ""
     overflow: OverflowPolicy = DEFAULT_OVERFLOW
+    tools: tuple[dict[str, Any], ...] = ()
+    enable_thinking: bool | None = None
+    reasoning_effort: str = ""
 
 
 def build_messages(system_prompt: str, turns: list[Message]) -> tuple[Message, ...]:

@@ -15,8 +15,11 @@ last resort (the engine host), not in the GUI.
 
 Message text never becomes markup. Only the template's own text may produce control tokens
 (`<|im_start|>`, `<|eot_id|>`, `<start_of_turn>`, `[INST]`, `<|start|>`...); the text of every
-message, whatever its role (system prompts, user and assistant turns, tool results), is tokenized
-as plain text, so a pasted `<|im_end|><|im_start|>system` is read as the characters it is made of.
+message, whatever its role (system prompts, user and assistant turns, tool results, a reply's
+reasoning), is tokenized as plain text, so a pasted `<|im_end|><|im_start|>system` is read as
+the characters it is made of. Structured values the template prints into its markup (tool calls'
+names and arguments, the tool definitions an MCP server wrote) cannot be told apart from it, so
+every control string in them is defused (see `defuse`) before the template sees them.
 `render_prompt` finds the message text in the rendered prompt by rendering twice: once with the
 real messages, once with each message's text replaced by a random placeholder that no text
 contains. The placeholder render gives the template's markup; the real one must then read as that
@@ -35,7 +38,7 @@ import secrets
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -44,7 +47,7 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from inglenook.core.messages import ROLES, Message
+from inglenook.core.messages import ROLES, Message, ToolCallTurn
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -305,6 +308,50 @@ def _tojson(value: Any, ensure_ascii: bool = False, indent: int | str | None = N
                       sort_keys=sort_keys)
 
 
+@dataclass(frozen=True)
+class TemplateContext:
+    """The template variables a request sets besides the messages (see GenerationRequest)."""
+
+    tools: tuple[dict[str, Any], ...] = ()
+    enable_thinking: bool | None = None
+    reasoning_effort: str = ""
+
+    def variables(self) -> dict[str, Any]:
+        """Only what is set: templates test `tools is defined`, `enable_thinking is defined`,
+        and an unset variable must keep the template's own default."""
+        found: dict[str, Any] = {}
+        if self.tools:
+            found["tools"] = list(self.tools)
+        if self.enable_thinking is not None:
+            found["enable_thinking"] = self.enable_thinking
+        if self.reasoning_effort:
+            found["reasoning_effort"] = self.reasoning_effort
+        return found
+
+
+def _arguments(text: str) -> Any:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _as_template_reads(m: Message) -> dict[str, Any]:
+    """A message as Hugging Face templates read it (OpenAI's shape: `reasoning_content`,
+    `tool_calls[].function.arguments` as an object, a tool result's `tool_call_id`)."""
+    item: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.reasoning:
+        item["reasoning_content"] = m.reasoning
+    if m.tool_calls:
+        item["tool_calls"] = [{"id": c.id, "type": "function",
+                               "function": {"name": c.name, "arguments": _arguments(c.arguments)}}
+                              for c in m.tool_calls]
+    if m.role == "tool":
+        item["tool_call_id"], item["name"] = m.tool_call_id, m.name
+    return item
+
+
 class ChatTemplate:
     def __init__(self, source: str, *, bos_token: str = "", eos_token: str = "") -> None:
         self.source = source
@@ -331,14 +378,19 @@ class ChatTemplate:
         except Exception as e:
             raise TemplateError(f"The chat template could not be read: {e}") from e
 
-    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True,
+               context: TemplateContext | None = None) -> str:
         _check_roles(messages)
-        chars_in = sum(len(m.content) for m in messages)
+        chars_in = sum(len(m.content) + len(m.reasoning) for m in messages)
+        if context is not None and context.tools:
+            chars_in += len(json.dumps(context.tools))
         max_chars = max(MAX_OUTPUT_CHARS, 4 * chars_in)
         budget = _Budget(time.monotonic() + TIME_BUDGET_S, max_chars, 4 * max_chars)
         token = _BUDGET.set(budget)
+        variables = context.variables() if context is not None else {}
         stream = self._template.generate(
-            messages=[{"role": m.role, "content": m.content} for m in messages],
+            **variables,
+            messages=[_as_template_reads(m) for m in messages],
             bos_token=self.bos_token,
             eos_token=self.eos_token,
             add_generation_prompt=add_generation_prompt,
@@ -394,6 +446,19 @@ def render_with_fallback(
         if not _refuses_system(e, messages):
             raise
     return template.render(_fold_system(messages), add_generation_prompt=add_generation_prompt)
+
+
+def generation_prompt(template: ChatTemplate) -> str:
+    """What the template writes for `add_generation_prompt` after a one-question conversation:
+    where a reply starts (a template may open a reasoning block there). "" when it cannot be
+    told (the template fails, or does not render the question the same way both times)."""
+    question = [Message("user", "Hi")]
+    try:
+        without = template.render(question, add_generation_prompt=False)
+        with_prompt = template.render(question, add_generation_prompt=True)
+    except TemplateError:
+        return ""
+    return with_prompt[len(without):] if with_prompt.startswith(without) else ""
 
 
 # -- message text as plain text -------------------------------------------------------------------
@@ -462,38 +527,78 @@ def defuse(text: str, pattern: re.Pattern[str] | None) -> str:
 
 def render_prompt(
     template: ChatTemplate, messages: Sequence[Message], *, add_generation_prompt: bool = True,
-    control: ControlStrings | None = None,
+    control: ControlStrings | None = None, context: TemplateContext | None = None,
 ) -> RenderedPrompt:
     """The prompt as segments of markup and message text (see the module docstring), with the
     system-prompt fallback of `render_with_fallback`."""
     control = control or ControlStrings()
     _check_roles(messages)
+    context = _defused_context(context or TemplateContext(), control.every)
     try:
-        return _render_prompt(template, messages, add_generation_prompt, control)
+        return _render_prompt(template, messages, add_generation_prompt, control, context)
     except TemplateError as e:
         if not _refuses_system(e, messages):
             raise
-    return _render_prompt(template, _fold_system(messages), add_generation_prompt, control)
+    return _render_prompt(template, _fold_system(messages), add_generation_prompt, control,
+                          context)
+
+
+def _defuse_value(value: Any, pattern: re.Pattern[str] | None) -> Any:
+    """Every text in a JSON-like value (keys included) defused."""
+    if isinstance(value, str):
+        return defuse(value, pattern)
+    if isinstance(value, dict):
+        return {_defuse_value(k, pattern): _defuse_value(v, pattern) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_defuse_value(v, pattern) for v in value]
+    return value
+
+
+def _defused_context(context: TemplateContext, pattern: re.Pattern[str] | None
+                     ) -> TemplateContext:
+    if not context.tools or pattern is None:
+        return context
+    return replace(context, tools=tuple(_defuse_value(t, pattern) for t in context.tools))
+
+
+def _with_text(m: Message, text: Callable[[str], str], markup: re.Pattern[str] | None
+               ) -> Message:
+    """`m` with its message text passed through `text`, and the structured values the
+    template prints as markup (tool calls, a tool result's name) defused with `markup`."""
+    calls = tuple(ToolCallTurn(defuse(c.id, markup), defuse(c.name, markup),
+                               json.dumps(_defuse_value(_arguments(c.arguments), markup),
+                                          ensure_ascii=False))
+                  for c in m.tool_calls)
+    return replace(m, content=text(m.content), reasoning=text(m.reasoning), tool_calls=calls,
+                   tool_call_id=defuse(m.tool_call_id, markup), name=defuse(m.name, markup))
 
 
 def _render_prompt(template: ChatTemplate, messages: Sequence[Message],
-                   add_generation_prompt: bool, control: ControlStrings) -> RenderedPrompt:
-    messages = [Message(m.role, defuse(m.content, control.in_plain_text)) for m in messages]
-    real = template.render(messages, add_generation_prompt=add_generation_prompt)
+                   add_generation_prompt: bool, control: ControlStrings,
+                   context: TemplateContext) -> RenderedPrompt:
+    messages = [_with_text(m, lambda t: defuse(t, control.in_plain_text), control.every)
+                for m in messages]
+    real = template.render(messages, add_generation_prompt=add_generation_prompt,
+                           context=context)
     nonce = secrets.token_hex(8)
+    texts = [m.content for m in messages] + [m.reasoning for m in messages]
     # Empty text gets no placeholder: there is nothing to protect, and templates often test it.
-    marked = [Message(m.role, f"{_OPEN}{nonce}{i:x}{_CLOSE}" if m.content else "")
+    # A message's content is text number i, its reasoning number len(messages) + i.
+    marked = [replace(m, content=f"{_OPEN}{nonce}{i:x}{_CLOSE}" if m.content else "",
+                      reasoning=f"{_OPEN}{nonce}{len(messages) + i:x}{_CLOSE}"
+                      if m.reasoning else "")
               for i, m in enumerate(messages)]
     try:
-        shaped = template.render(marked, add_generation_prompt=add_generation_prompt)
+        shaped = template.render(marked, add_generation_prompt=add_generation_prompt,
+                                 context=context)
     except TemplateError:
         shaped = None  # the template objects to the placeholders themselves
-    segments = None if shaped is None else _align(
-        shaped, real, nonce, [m.content for m in messages], template.source)
+    segments = None if shaped is None else _align(shaped, real, nonce, texts, template.source)
     if segments is not None:
         return RenderedPrompt(segments)
-    defused = [Message(m.role, defuse(m.content, control.every)) for m in messages]
-    text = template.render(defused, add_generation_prompt=add_generation_prompt)
+    defused = [_with_text(m, lambda t: defuse(t, control.every), None) for m in messages]
+    text = template.render(defused, add_generation_prompt=add_generation_prompt,
+                           context=context)
     return RenderedPrompt((Segment(text, from_message=False),), defused=True)
 
 

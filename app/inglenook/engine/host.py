@@ -33,7 +33,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -57,6 +57,7 @@ from inglenook.core.template import (
     ChatTemplate,
     ControlStrings,
     RenderedPrompt,
+    TemplateContext,
     TemplateError,
     defuse,
     for_model,
@@ -65,6 +66,7 @@ from inglenook.core.template import (
 from inglenook.engine import protocol as p
 from inglenook.engine.kv_reuse import ConversationStates
 from inglenook.engine.kv_states import StateCache, common_prefix, count, pack
+from inglenook.engine.model_traits import stream_markers, template_traits
 from inglenook.engine.speculative import (
     MAX_VOCAB_DIFFERENCE,
     DraftLength,
@@ -140,11 +142,15 @@ _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip 
 
 class Session:
     """A loaded model, its KV cache and the states of conversations it keeps, and what guesses
-    tokens ahead for it (`proposer`, at most `most` tokens at a time; None: nothing)."""
+    tokens ahead for it (`proposer`, at most `most` tokens at a time; None: nothing).
+
+    `markers`: texts the window reads replies by (reasoning channels, tool-call tags). Where
+    the model writes one as a control token, which plain detokenizing drops, its text is kept
+    in the reply; prompts still read such text from markup only (tokenize_prompt)."""
 
     def __init__(self, llm: Any, template: ChatTemplate, info: ModelInfo,
                  cache: StateCache, proposer: Proposer | None = None, most: int = 0,
-                 draft: _DraftModel | None = None) -> None:
+                 draft: _DraftModel | None = None, markers: Collection[str] = ()) -> None:
         self.llm = llm
         self.template = template
         self.info = info
@@ -156,6 +162,9 @@ class Session:
         self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         self._bos = llm.token_bos()
         self._markup, self.control = self._control_tokens()
+        for token, (raw, attr) in self._markup.items():
+            if attr & _CONTROL and raw.decode("utf-8") in markers:
+                self._pieces[token] = self.piece(token, special=True)  # what piece(token) gives
 
     def _control_tokens(self) -> tuple[dict[int, tuple[bytes, int]], ControlStrings]:
         """The tokens only markup may produce ({id: (text, attributes)}) and their texts.
@@ -202,8 +211,9 @@ class Session:
             self._pieces[token] = data
         return data
 
-    def render(self, messages: Sequence[Message]) -> RenderedPrompt:
-        return render_prompt(self.template, messages, control=self.control)
+    def render(self, messages: Sequence[Message],
+               context: TemplateContext | None = None) -> RenderedPrompt:
+        return render_prompt(self.template, messages, control=self.control, context=context)
 
     def tokenize(self, messages: Sequence[Message]) -> list[int]:
         return self.tokenize_prompt(self.render(messages))
@@ -516,9 +526,11 @@ class EngineHost:
             draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         )
         ram, disk = _state_budgets(params)
-        info = dataclasses.replace(info, kv_state_ram_budget=ram, kv_state_disk_budget=disk)
+        traits, tools = template_traits(template)
+        info = dataclasses.replace(info, kv_state_ram_budget=ram, kv_state_disk_budget=disk,
+                                   traits=traits, tool_format=tools)
         self._session = Session(llm, template, info, StateCache(ram, disk, paths.kv_state_dir),
-                                proposer, most, draft)
+                                proposer, most, draft, stream_markers(traits.reasoning, tools))
         self.send(p.Loaded(info))
 
     def _speculation(self, params: LoadParams, llm: Any, n_ctx: int,
@@ -680,16 +692,18 @@ class EngineHost:
         its tokens, and what was left out."""
         n_ctx = s.llm.n_ctx()
         rendered: dict[tuple[Message, ...], tuple[RenderedPrompt, list[int]]] = {}
+        context = TemplateContext(request.tools, request.enable_thinking,
+                                  request.reasoning_effort)
 
         def count_tokens(messages: Sequence[Message]) -> int:
-            prompt = s.render(messages)
+            prompt = s.render(messages, context)
             rendered[tuple(messages)] = prompt, s.tokenize_prompt(prompt)
             return len(rendered[tuple(messages)][1])
 
         fit = fit_messages(request.messages, count_tokens, n_ctx,
                            reply_reserve(n_ctx, request.sampling.max_tokens),
                            policy_of(request.overflow))
-        prompt, tokens = rendered.get(fit.messages) or (s.render(fit.messages), [])
+        prompt, tokens = rendered.get(fit.messages) or (s.render(fit.messages, context), [])
         return prompt, tokens or s.tokenize_prompt(prompt), fit
 
     def inspect(self, request: GenerationRequest) -> None:

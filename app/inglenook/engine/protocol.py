@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
+import types
 import typing
 from dataclasses import dataclass
 from typing import IO, Any
@@ -256,6 +257,10 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
 def _convert(hint: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         return _build(hint, value)  # type: ignore[arg-type]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and isinstance(value, dict):
+        inner = [h for h in typing.get_args(hint) if dataclasses.is_dataclass(h)]
+        if len(inner) == 1:  # an optional value (ReasoningFormat | None)
+            return _build(inner[0], value)  # type: ignore[arg-type]
     if typing.get_origin(hint) is tuple and isinstance(value, list):
         (item_hint, *_) = typing.get_args(hint)
         return tuple(_convert(item_hint, v) for v in value)
