@@ -104,20 +104,23 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
     version = int(fixture.stem[1:])
     reasoning = version >= 3  # the history gained replies with reasoning in v3
     attached = version >= 4  # and questions with files in v4
+    tools = version >= 5  # and replies that called tools in v5
     with Store() as store:
         assert store.recovered_from is None
         sidebar = [(c.title, c.pinned, c.preset, c.message_count) for c in store.conversations()]
         assert sidebar == [("Trip to Zürich ☕", True, "Precise", 7),
+                           *([("Using tools", False, None, 3)] if tools else []),
                            *([("Quarterly numbers", False, None, 3)] if attached else []),
                            *([("Thinking it over", False, None, 3)] if reasoning else []),
                            ("Empty — новый чат", False, None, 0),
                            ('Code review: <script> & "quotes"', False, "Rust helper", 3)]
         everything = store.conversations(include_deleted=True)
-        assert len(everything) == 4 + reasoning + attached
+        assert len(everything) == 4 + reasoning + attached + tools
         by_title = {c.title: c.id for c in everything}
         for expected in make_fixtures.CONVERSATIONS + (
                 make_fixtures.V3_CONVERSATIONS if reasoning else []) + (
-                make_fixtures.V4_CONVERSATIONS if attached else []):
+                make_fixtures.V4_CONVERSATIONS if attached else []) + (
+                make_fixtures.V5_CONVERSATIONS if tools else []):
             if version >= 2 and expected["title"] == "Empty — новый чат":  # v2: own settings
                 expected = {**expected, "settings": make_fixtures.CUSTOM_SETTINGS}
             assert store.export_json(by_title[expected["title"]]) == expected
@@ -146,6 +149,14 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
                 ("code", "", b""), ("image", "image/png", make_fixtures.PNG)]
         assert all(not m.attachments for c in everything for m in store.active_path(c.id)
                    if c.title != "Quarterly numbers")
+        if tools:
+            _, called, answer = store.active_path(by_title["Using tools"])
+            assert [(c.call.name, c.decision, c.result and c.result.status)
+                    for c in called.tool_cards] == [("add", "once", "ok"), ("now", "deny",
+                                                                              "denied")]
+            assert answer.parent_id == called.id
+        assert all(not m.tool_cards for c in everything for m in store.active_path(c.id)
+                   if c.title != "Using tools")
         presets = {p.name: p for p in store.presets()}
         assert presets["Rust helper"] == make_fixtures.USER_PRESET
         assert presets["Code"].system_prompt == make_fixtures.EDITED_CODE.system_prompt
@@ -240,7 +251,7 @@ def test_a_failing_migration_leaves_the_file_as_it_was(db: Path,
     monkeypatch.setattr(schema, "MIGRATIONS", shipped)  # not undo(): that drops INGLENOOK_HOME
     with Store(db) as store:
         assert len(store.conversations()) == 3 + len(make_fixtures.V3_CONVERSATIONS) + len(
-            make_fixtures.V4_CONVERSATIONS)
+            make_fixtures.V4_CONVERSATIONS) + len(make_fixtures.V5_CONVERSATIONS)
 
 
 def test_a_database_from_a_newer_version_is_refused_untouched(db: Path) -> None:

@@ -17,7 +17,9 @@ float, "conversations": [...], "presets": [...]}. "settings" came with schema v2
 when a chat has none, so files of chats without them are as before and older versions read them.
 "reasoning" (schema v3: what a thinking model wrote before its answer) is left out the same way.
 So is "attachments" (schema v4), a user's files in order: [{"name": str, "kind": str, "size": int,
-"text": str}], an image with "mime" and its bytes as base64 in "data".
+"text": str}], an image with "mime" and its bytes as base64 in "data". And "tool_cards" (schema v5),
+the tool calls a reply made: [ToolCard.to_json(): {"id", "function", "arguments", "server", "tool",
+"state", "decision"?, "result"?: {"status", "text", "detail"}}].
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from collections.abc import Iterable, Sequence
 from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import format_seconds
 from inglenook.store import conversations, messages, presets
-from inglenook.store.records import Preset, load_dict, number, text
+from inglenook.store.records import Preset, load_cards, load_dict, number, text
+from inglenook.tools.cards import ToolCard
 
 CONVERSATION_FORMAT = "inglenook.conversation"
 ARCHIVE_FORMAT = "inglenook.archive"
@@ -39,7 +42,7 @@ FORMAT_VERSION = 1
 
 _CONV_COLUMNS = "id, title, pinned, preset, created_at, updated_at, settings"
 _MSG_COLUMNS = ("conversation_id, id, parent_id, role, content, status, created_at, provenance, "
-                "active_seq, reasoning")
+                "active_seq, reasoning, tool_cards")
 
 
 Parts = dict[int, tuple[Attachment, ...]]
@@ -78,7 +81,7 @@ def _conversation_dict(conv: tuple, rows: Iterable[tuple], parts: Parts) -> dict
 
 def _message_dict(row: tuple, local: dict[int, int], best: dict[int | None, tuple],
                   parts: Parts) -> dict:
-    _, msg_id, parent_id, role, content, status, created_at, provenance, _, reasoning = row
+    _, msg_id, parent_id, role, content, status, created_at, provenance, _, reasoning, cards = row
     data: dict[str, object] = {
         "id": local[msg_id],
         "parent": local.get(parent_id),  # None for roots (and for a dangling parent)
@@ -88,6 +91,8 @@ def _message_dict(row: tuple, local: dict[int, int], best: dict[int | None, tupl
         data["reasoning"] = text(reasoning)
     if msg_id in parts:
         data["attachments"] = [attachment_dict(a) for a in parts[msg_id]]
+    if found := load_cards(cards):
+        data["tool_cards"] = [c.to_json() for c in found]
     data.update({
         "status": text(status), "created_at": number(created_at),
         "active": best[parent_id][1] == msg_id, "provenance": load_dict(provenance),
@@ -155,8 +160,11 @@ def export_markdown(conn: sqlite3.Connection, conv_id: int) -> str:
         if message.attachments:
             parts.append("\n".join(f"*Attached: {a.describe()}*" for a in message.attachments)
                          + "\n")
-        if message.content.strip() or not (message.reasoning.strip() or message.attachments):
+        if message.content.strip() or not (message.reasoning.strip() or message.attachments
+                                           or message.tool_cards):
             parts.append(message.content.rstrip() + "\n")
+        if message.tool_cards:
+            parts.append("\n".join(_card_line(c) for c in message.tool_cards) + "\n")
         note = _status_note(message.status, message.provenance.finish)
         if message.role == "assistant" and note:
             parts.append(f"*({note})*\n")
@@ -170,6 +178,12 @@ def _reasoning_quote(reasoning: str, thinking_s: float | None) -> str:
         label += f" · thought for {format_seconds(thinking_s)}"
     lines = [label, ">"] + [f"> {line}".rstrip() for line in reasoning.strip().splitlines()]
     return "\n".join(lines) + "\n"
+
+
+def _card_line(card: ToolCard) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in card.call.arguments.items())
+    outcome = card.result.status if card.result else "not run"
+    return f"*Tool call: `{card.call.name}({args})` → {outcome}*"
 
 
 def _status_note(status: str, finish: str | None) -> str:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from inglenook.core.attachments import Attachment
 from inglenook.store import messages, presets
-from inglenook.store.records import Preset, dump_dict
+from inglenook.store.records import Preset, dump_cards, dump_dict
+from inglenook.tools.cards import ToolCard
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class ImportedMessage:
     provenance: dict
     reasoning: str = ""  # what a thinking model wrote before its answer (`content`)
     attachments: tuple[Attachment, ...] = ()  # a user's files, in order
+    tool_cards: tuple[ToolCard, ...] = ()  # the tool calls a reply made
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,11 @@ def _write_conversation(conn: sqlite3.Connection, conv: ImportedConversation) ->
     for m in conv.messages:
         cursor = conn.execute(
             "INSERT INTO messages (conversation_id, parent_id, role, content, reasoning, "
-            "status, created_at, provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "status, created_at, provenance, active_seq, tool_cards) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (conv_id, None if m.parent is None else ids[m.parent], m.role, m.content,
-             m.reasoning, m.status, m.created_at, dump_dict(m.provenance), int(m.active)))
+             m.reasoning, m.status, m.created_at, dump_dict(m.provenance), int(m.active),
+             dump_cards(m.tool_cards)))
         ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
         messages.add_attachments(conn, ids[-1], m.attachments)
     return conv_id

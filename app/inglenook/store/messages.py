@@ -22,15 +22,17 @@ from inglenook.store.records import (
     STATUSES,
     StoredMessage,
     attachment_from_row,
+    dump_cards,
     dump_dict,
     message_from_row,
 )
+from inglenook.tools.cards import ToolCard
 
 _MAX_DEPTH = 1_000_000  # a guard against loops in hand-edited data, far beyond any real chat
 
 _COLUMNS = """
 m.id, m.conversation_id, m.parent_id, m.role, m.content, m.reasoning, m.status, m.created_at,
-m.provenance,
+m.provenance, m.tool_cards,
 (SELECT count(*) FROM messages s
  WHERE s.conversation_id = m.conversation_id AND s.parent_id IS m.parent_id AND s.id <= m.id),
 (SELECT count(*) FROM messages s
@@ -100,7 +102,7 @@ def _make_visible(conn: sqlite3.Connection, msg_id: int) -> None:
 
 def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_id: int | None,
         status: str, provenance: dict | Provenance | None, reasoning: str = "",
-        attachments: Sequence[Attachment] = ()) -> int:
+        attachments: Sequence[Attachment] = (), tool_cards: Sequence[ToolCard] = ()) -> int:
     _check_status(status)
     conversations.require(conn, conv_id)
     if parent_id is not None:
@@ -111,9 +113,9 @@ def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_
     seq = conn.execute(_NEXT_SEQ, (conv_id, parent_id)).fetchone()[0]
     cursor = conn.execute(
         "INSERT INTO messages (conversation_id, parent_id, role, content, reasoning, status, "
-        "created_at, provenance, active_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "created_at, provenance, active_seq, tool_cards) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (conv_id, parent_id, role, content, reasoning, status, time.time(),
-         dump_dict(provenance or {}), seq))
+         dump_dict(provenance or {}), seq, dump_cards(tool_cards)))
     msg_id = int(cursor.lastrowid)  # type: ignore[arg-type]
     add_attachments(conn, msg_id, attachments)
     conversations.touch(conn, conv_id)
@@ -151,16 +153,18 @@ def _with_attachments(conn: sqlite3.Connection, rows: list[tuple]) -> list[Store
 
 
 def update(conn: sqlite3.Connection, msg_id: int, content: str, status: str | None,
-           provenance: dict | Provenance | None, reasoning: str | None = None) -> None:
-    """Replace the content; status, provenance and reasoning only when given (provenance is
-    replaced as a whole, not merged)."""
+           provenance: dict | Provenance | None, reasoning: str | None = None,
+           tool_cards: Sequence[ToolCard] | None = None) -> None:
+    """Replace the content; status, provenance, reasoning and cards only when given (provenance
+    and cards are replaced as a whole, not merged)."""
     if status is not None:
         _check_status(status)
     cursor = conn.execute(
         "UPDATE messages SET content = ?, reasoning = coalesce(?, reasoning), "
-        "status = coalesce(?, status), provenance = coalesce(?, provenance) WHERE id = ?",
+        "status = coalesce(?, status), provenance = coalesce(?, provenance), "
+        "tool_cards = coalesce(?, tool_cards) WHERE id = ?",
         (content, reasoning, status, None if provenance is None else dump_dict(provenance),
-         msg_id))
+         None if tool_cards is None else dump_cards(tool_cards), msg_id))
     if cursor.rowcount == 0:
         raise KeyError(f"no message {msg_id}")
 

@@ -21,6 +21,7 @@ from inglenook.store.checks import (
 from inglenook.store.export import ARCHIVE_FORMAT, CONVERSATION_FORMAT, FORMAT_VERSION
 from inglenook.store.imports import ImportBatch, ImportedConversation, ImportedMessage
 from inglenook.store.records import STATUSES, Preset, split_reply
+from inglenook.tools.cards import ToolCard
 
 DEFAULT_TITLE = "Imported chat"
 
@@ -99,6 +100,19 @@ def read_attachments(value: object, what: str) -> tuple[Attachment, ...]:
     return tuple(found)
 
 
+def read_cards(value: object, what: str) -> tuple[ToolCard, ...]:
+    """A reply's "tool_cards" (v5; missing before). A card it cannot read is refused: a call
+    dropped silently would leave its result without a question."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidImport(f"{what}: “tool_cards” must be a list")
+    cards = [ToolCard.from_json(item) for item in value]
+    if any(card is None for card in cards):
+        raise InvalidImport(f"{what}: a tool call has no function name")
+    return tuple(c for c in cards if c is not None)
+
+
 def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedConversation:
     """One exported conversation; `where` ("conversation 3 (“Title”), ") prefixes messages."""
     data = check_format(data, CONVERSATION_FORMAT)
@@ -136,6 +150,7 @@ def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedCon
             content=content,
             reasoning=reasoning,
             attachments=read_attachments(item.get("attachments"), what),
+            tool_cards=read_cards(item.get("tool_cards"), what),
             # An imported reply cannot be streaming: nothing is writing it any more.
             status="interrupted" if status == "streaming" else status,
             created_at=repairs.timestamp(item.get("created_at"), stamp),

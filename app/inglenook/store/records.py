@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -18,6 +19,7 @@ from inglenook.core.attachments import ATTACHMENT_KINDS, Attachment
 from inglenook.core.provenance import Provenance
 from inglenook.core.reasoning import split_reasoning
 from inglenook.core.sampling import SamplingParams
+from inglenook.tools.cards import ToolCard
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class StoredMessage:
     sibling_count: int
     reasoning: str = ""  # what a thinking model wrote before its answer (`content`)
     attachments: tuple[Attachment, ...] = ()  # files of a user's message, in order (v4)
+    tool_cards: tuple[ToolCard, ...] = ()  # the tool calls a reply made, in order (v5)
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,21 @@ def load_dict(raw: object, what: str = "provenance") -> dict:
     return value if isinstance(value, dict) else {"unreadable": value}
 
 
+def dump_cards(cards: Sequence[ToolCard]) -> str:
+    return json.dumps([c.to_json() for c in cards], ensure_ascii=False, sort_keys=True)
+
+
+def load_cards(raw: object) -> tuple[ToolCard, ...]:
+    """Stored cards; anything that is not one is left out (ToolCard.from_json)."""
+    try:
+        items = json.loads(raw) if raw else []  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        log.warning("Unreadable tool calls in the database: %.80r", raw)
+        return ()
+    cards = [ToolCard.from_json(item) for item in items] if isinstance(items, list) else []
+    return tuple(c for c in cards if c is not None)
+
+
 def split_reply(role: str, content: str) -> tuple[str, str]:
     """(reasoning, answer) of a reply stored or imported as one text, which may open with a
     `<think>` block; anything but an assistant's message is all answer."""
@@ -148,8 +166,8 @@ def summary_from_row(row: tuple) -> ConversationSummary:
 
 
 def message_from_row(row: tuple) -> StoredMessage:
-    (id_, conv_id, parent_id, role, content, reasoning, status, created_at, provenance, index,
-     count) = row
+    (id_, conv_id, parent_id, role, content, reasoning, status, created_at, provenance, cards,
+     index, count) = row
     status = text(status)
     return StoredMessage(
         id=int(id_),
@@ -161,6 +179,7 @@ def message_from_row(row: tuple) -> StoredMessage:
         status=status if status in STATUSES else "error",
         created_at=number(created_at),
         provenance=Provenance.from_dict(load_dict(provenance)),
+        tool_cards=load_cards(cards),
         sibling_index=int(index or 1),
         sibling_count=int(count or 1),
     )

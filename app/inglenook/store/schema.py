@@ -24,6 +24,11 @@ v4: files attached to a message, one row per part in the message's order (attach
 part keeps what was read when it was attached (the text the model was shown; an image's bytes),
 never a path: the file may change or go. Deleting a message deletes its parts (ON DELETE
 CASCADE, with the message and with its conversation).
+
+v5: the tool calls a reply made, as cards (tools/cards.py: the call, the user's decision, the
+result) in a JSON list on the message. The results go back to the model from the cards, as
+`tool` messages after the reply that called them; the model's next reply is that reply's
+child. '[]' for every other message.
 """
 
 from __future__ import annotations
@@ -210,5 +215,10 @@ def _v4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(conn: sqlite3.Connection) -> None:
+    """Tool-call cards kept with the reply that made the calls."""
+    conn.execute("ALTER TABLE messages ADD COLUMN tool_cards TEXT NOT NULL DEFAULT '[]'")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 LATEST_VERSION = len(MIGRATIONS)

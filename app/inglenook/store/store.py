@@ -22,6 +22,7 @@ from inglenook.core.provenance import Provenance
 from inglenook.store import conversations, db, export, imports, messages, native, presets, search
 from inglenook.store.imports import ImportBatch
 from inglenook.store.records import ConversationSummary, Preset, SearchHit, StoredMessage
+from inglenook.tools.cards import ToolCard
 
 log = logging.getLogger(__name__)
 
@@ -146,24 +147,28 @@ class Store:
     @_guarded
     def add_message(self, conv_id: int, role: str, content: str, parent_id: int | None, *,
                     status: str = "complete", provenance: dict | Provenance | None = None,
-                    reasoning: str = "", attachments: Sequence[Attachment] = ()) -> int:
+                    reasoning: str = "", attachments: Sequence[Attachment] = (),
+                    tool_cards: Sequence[ToolCard] = ()) -> int:
         """Append under parent_id (None: a root). The new message becomes the active child of
         its parent, and the parent's branch becomes the one on screen, so adding a sibling is
         branching. Bumps the conversation's updated_at. `content` is the answer alone; what a
         thinking model wrote before it goes in `reasoning` (its times in the provenance).
-        `attachments` are the files of a user's message, kept with it in this order."""
+        `attachments` are the files of a user's message, kept with it in this order;
+        `tool_cards` the tool calls a reply made."""
         with self._write() as conn:
             return messages.add(conn, conv_id, role, content, parent_id, status, provenance,
-                                reasoning, attachments)
+                                reasoning, attachments, tool_cards)
 
     @_guarded
     def update_message(self, msg_id: int, content: str, *, status: str | None = None,
                        provenance: dict | Provenance | None = None,
-                       reasoning: str | None = None) -> None:
+                       reasoning: str | None = None,
+                       tool_cards: Sequence[ToolCard] | None = None) -> None:
         """Save a streaming reply's text so far (call per batch, not per token). status,
-        provenance and reasoning change only when given; provenance replaces the stored dict."""
+        provenance, reasoning and tool cards change only when given; provenance and cards
+        replace what was stored."""
         with self._write() as conn:
-            messages.update(conn, msg_id, content, status, provenance, reasoning)
+            messages.update(conn, msg_id, content, status, provenance, reasoning, tool_cards)
 
     @_guarded
     def active_path(self, conv_id: int) -> list[StoredMessage]:
