@@ -8,6 +8,10 @@ Stored as JSON with these keys (unchanged since the first release, so old rows r
   finish    stop | length | cancelled | error   error  str (why it failed or was stopped)
   reasoning_started_at, reasoning_ended_at   float, seconds since 1970: when the model began
             and stopped thinking ("Thought for N s"); only for replies that reasoned
+  history_reasoning  "sent" | "left out": how earlier replies' reasoning went into the prompt
+            (as `reasoning_content` where the template reads it); only when there was some
+  enable_thinking  bool, reasoning_effort  str: the thinking switch and effort asked of the
+            template; only when set
 Keys this version does not know are kept in `extra` and written back unchanged.
 """
 
@@ -26,7 +30,12 @@ from inglenook.core.sampling import SamplingParams
 
 FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
 _KNOWN = ("model", "sampling", "system_prompt", "stats", "seed", "finish", "error",
-          "reasoning_started_at", "reasoning_ended_at")
+          "reasoning_started_at", "reasoning_ended_at", "history_reasoning", "enable_thinking",
+          "reasoning_effort")
+HISTORY_REASONING = {
+    "sent": "sent back to the model (its chat template reads reasoning_content)",
+    "left out": "left out of the prompt (its chat template does not read it back)",
+}
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,9 @@ class Provenance:
     error: str = ""
     reasoning_started_at: float | None = None
     reasoning_ended_at: float | None = None
+    history_reasoning: str = ""  # a key of HISTORY_REASONING, or "": there was none
+    enable_thinking: bool | None = None
+    reasoning_effort: str = ""
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -90,7 +102,9 @@ class Provenance:
             if request is not None else "",
             stats=stats, seed=stats.seed if stats is not None else None,
             finish=finish.reason if finish is not None else None,
-            error=finish.message if finish is not None else "")
+            error=finish.message if finish is not None else "",
+            enable_thinking=request.enable_thinking if request is not None else None,
+            reasoning_effort=request.reasoning_effort if request is not None else "")
 
     @property
     def model_name(self) -> str:
@@ -127,6 +141,12 @@ class Provenance:
             data["reasoning_started_at"] = self.reasoning_started_at
         if self.reasoning_ended_at is not None:
             data["reasoning_ended_at"] = self.reasoning_ended_at
+        if self.history_reasoning:
+            data["history_reasoning"] = self.history_reasoning
+        if self.enable_thinking is not None:
+            data["enable_thinking"] = self.enable_thinking
+        if self.reasoning_effort:
+            data["reasoning_effort"] = self.reasoning_effort
         return data
 
     @classmethod
@@ -137,16 +157,20 @@ class Provenance:
         sampling = data.get("sampling")
         finish = data.get("finish")
         seed = data.get("seed")
+        history, thinking = data.get("history_reasoning"), data.get("enable_thinking")
         return cls(
             model=ModelRecord.from_value(data.get("model")),
             sampling=SamplingParams.from_dict(sampling) if isinstance(sampling, dict) else None,
             system_prompt=_typed(data.get("system_prompt"), str),
             stats=_stats(data.get("stats")),
             seed=seed if type(seed) is int else None,
-            finish=finish if finish in FINISH_REASONS else None,  # type: ignore[arg-type]
+            finish=finish if finish in FINISH_REASONS else None,
             error=_typed(data.get("error"), str),
             reasoning_started_at=_moment(data.get("reasoning_started_at")),
             reasoning_ended_at=_moment(data.get("reasoning_ended_at")),
+            history_reasoning=history if history in HISTORY_REASONING else "",
+            enable_thinking=thinking if isinstance(thinking, bool) else None,
+            reasoning_effort=_typed(data.get("reasoning_effort"), str),
             extra={k: v for k, v in data.items() if k not in _KNOWN})
 
     def describe(self, status: str = "") -> list[tuple[str, str]]:
@@ -179,6 +203,12 @@ class Provenance:
         thinking = self.thinking_s
         if thinking is not None:
             rows.append(("Reasoning", f"thought for {format_seconds(thinking)}"))
+        if self.enable_thinking is not None:
+            rows.append(("Thinking", "on" if self.enable_thinking else "off"))
+        if self.reasoning_effort:
+            rows.append(("Reasoning effort", self.reasoning_effort))
+        if self.history_reasoning:
+            rows.append(("Earlier reasoning", HISTORY_REASONING[self.history_reasoning]))
         if self.seed is not None:
             rows.append(("Seed", str(self.seed)))
         if self.sampling is not None:

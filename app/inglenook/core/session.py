@@ -6,36 +6,40 @@ owns is here and saved with it: the system prompt and sampling values (the prese
 from, or none when edited by hand), the messages, and the reply as it streams — written in
 batches (at most every SAVE_INTERVAL_S), so a crash keeps what the user saw; the store marks a
 reply left 'streaming' as 'interrupted' when it next opens.
+
+A reply is read as it streams (core/reply_parts.py): reasoning and answer apart, each saved in
+its own column, and tool calls as cards. A reply that called tools is followed by its tool round
+(core/tool_round.py) until every call is answered; then the model continues (a new reply, the
+child of the one that called).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from inglenook.core.attachments import Attachment, estimate_tokens, inline
+from inglenook.core.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
+from inglenook.core.chat_settings import ChatSettings as ChatSettings
 from inglenook.core.load import ModelInfo
-from inglenook.core.messages import (
-    DEFAULT_OVERFLOW,
-    OVERFLOW_POLICIES,
-    GenerationRequest,
-    Message,
-    OverflowPolicy,
-    build_messages,
-)
+from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
+from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.replies import Finish, Stats
-from inglenook.core.sampling import SamplingParams
-from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT
+from inglenook.core.reply_parts import ReplyParts
+from inglenook.core.sessions import OWNER_PREFIX as OWNER_PREFIX
+from inglenook.core.sessions import Sessions as Sessions
+from inglenook.core.sessions import conversation_of as conversation_of
+from inglenook.core.tool_round import ToolRound, as_turns
 from inglenook.store import Preset, Store, StoredMessage
+from inglenook.tools.approval import Decision
+from inglenook.tools.catalog import ToolCatalog
+from inglenook.tools.results import ToolResult
 
 SAVE_INTERVAL_S = 0.5
 TITLE_LENGTH = 48
-OWNER_PREFIX = "chat:"  # the engine scheduler's name for a chat: chats take turns by owner
-
 
 
 def title_from(text: str) -> str:
@@ -56,55 +60,21 @@ def unique_title(title: str, taken: set[str]) -> str:
     return candidate
 
 
-@dataclass(frozen=True)
-class ChatSettings:
-    """What one chat is answered with. `preset` names the preset the values came from; None
-    once the user edited them by hand (shown as "Custom")."""
-
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    sampling: SamplingParams = field(default_factory=SamplingParams)
-    preset: str | None = None
-    overflow: OverflowPolicy = DEFAULT_OVERFLOW  # what to leave out when the context is full
-
-    def replace(self, **changes: object) -> ChatSettings:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict:
-        return {"system_prompt": self.system_prompt, "sampling": self.sampling.to_dict(),
-                "overflow": self.overflow}
-
-    @classmethod
-    def of_preset(cls, preset: Preset) -> ChatSettings:
-        return cls(preset.system_prompt, preset.sampling, preset.name)  # overflow: default
-
-    @classmethod
-    def stored(cls, preset: str | None, values: dict | None, presets: Sequence[Preset],
-               fallback: ChatSettings) -> ChatSettings:
-        """A chat's settings as the store holds them: its own values when it has them, else
-        its preset's (chats from before v2), else `fallback` (the defaults for new chats)."""
-        if isinstance(values, dict):
-            prompt = values.get("system_prompt")
-            sampling = values.get("sampling")
-            overflow = values.get("overflow")
-            return cls(prompt if isinstance(prompt, str) else fallback.system_prompt,
-                       SamplingParams.from_dict(sampling) if isinstance(sampling, dict)
-                       else fallback.sampling, preset,
-                       overflow if overflow in OVERFLOW_POLICIES else fallback.overflow)
-        named = next((p for p in presets if preset and p.name.casefold() == preset.casefold()),
-                     None)
-        if named is None:
-            return fallback
-        return cls.of_preset(named).replace(overflow=fallback.overflow)
-
-    def matching_preset(self, presets: Sequence[Preset]) -> str | None:
-        """The preset whose values these are, if any (values typed back by hand count)."""
-        if self.preset and any(p.name == self.preset for p in presets):
-            return self.preset
-        return next((p.name for p in presets if p.sampling == self.sampling
-                     and p.system_prompt == self.system_prompt), None)
-
-
 ReplyPhase = Literal["waiting", "streaming"]
+
+
+@dataclass(frozen=True)
+class ReplyOptions:
+    """What the loaded model's template does (ModelInfo.traits, tool_format) and the tools the
+    chat offers it (None or empty: none)."""
+
+    traits: TemplateTraits = field(default_factory=TemplateTraits)
+    tool_format: str = ""
+    catalog: ToolCatalog | None = None
+
+    @property
+    def offers_tools(self) -> bool:
+        return bool(self.tool_format) and self.catalog is not None and len(self.catalog) > 0
 
 
 @dataclass
@@ -113,15 +83,26 @@ class Reply:
 
     request: GenerationRequest
     message_id: int
+    parts: ReplyParts = field(default_factory=ReplyParts)
     phase: ReplyPhase = "waiting"
-    text: str = ""
     stats: Stats | None = None
     prompt_done: int = 0
     prompt_total: int = 0
+    history_reasoning: str = ""  # Provenance.history_reasoning
+    catalog: ToolCatalog | None = None
 
     @property
     def request_id(self) -> int:
         return self.request.request_id
+
+    @property
+    def text(self) -> str:
+        """The answer so far (without the reasoning and the tool calls)."""
+        return self.parts.answer
+
+    @property
+    def reasoning(self) -> str:
+        return self.parts.reasoning
 
 
 class ChatSession:
@@ -139,9 +120,11 @@ class ChatSession:
         self.title = "New chat"
         self.path: list[StoredMessage] = []
         self.reply: Reply | None = None
+        self.tool_round: ToolRound | None = None  # calls waiting for approval or answers
         self.settings_dirty = False
         self._clock = clock
-        self._saved_text = ""
+        self.wall_clock: Callable[[], float] = time.time  # reasoning times are stored as dates
+        self._saved: tuple[str, str, int] = ("", "", 0)
         self._saved_at = 0.0
 
     @classmethod
@@ -162,6 +145,11 @@ class ChatSession:
     @property
     def replying(self) -> bool:
         return self.reply is not None
+
+    @property
+    def busy(self) -> bool:
+        """A reply is in flight or its tool calls are: the session must be kept."""
+        return self.reply is not None or self.tool_round is not None
 
     @property
     def owner(self) -> str:
@@ -193,17 +181,30 @@ class ChatSession:
         self.settings_dirty = self.conv_id is None and self.settings_dirty
 
     # ---- what the model sees --------------------------------------------------------------
-    def turns(self) -> list[Message]:
+    def turns(self, reads_reasoning: bool = False) -> list[Message]:
         """The branch on screen as chat turns. A reply that failed without writing anything is
-        left out together with its question, so roles keep alternating."""
-        return [Message(m.role, inline(m.content, m.attachments))  # type: ignore[arg-type]
-                for m in self._turn_messages(self.path)]
+        left out together with its question, so roles keep alternating. Earlier reasoning goes
+        with its reply only for a template that reads it back (`reads_reasoning`); a reply
+        that called tools is followed by their results."""
+        return self._turns(self.path, reads_reasoning)
+
+    @classmethod
+    def _turns(cls, path: Sequence[StoredMessage], reads_reasoning: bool) -> list[Message]:
+        turns: list[Message] = []
+        for m in cls._turn_messages(path):
+            reasoning = m.reasoning if reads_reasoning and m.role == "assistant" else ""
+            if m.tool_cards:
+                turns += as_turns(m.content, reasoning, m.tool_cards)
+            else:
+                turns.append(Message(m.role, inline(m.content, m.attachments),  # type: ignore[arg-type]
+                                     reasoning))
+        return turns
 
     @staticmethod
     def _turn_messages(path: Sequence[StoredMessage]) -> list[StoredMessage]:
         kept: list[StoredMessage] = []
         for message in path:
-            if message.role == "assistant" and not message.content:
+            if message.role == "assistant" and not message.content and not message.tool_cards:
                 if kept and kept[-1].role == "user":
                     kept.pop()
                 continue
@@ -237,13 +238,14 @@ class ChatSession:
         if index is None:
             return None
         reply = self.path[index]
-        before = ChatSession(self.store, self.settings)
-        before.path = self.path[:index]
         prov = reply.provenance
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
-        return GenerationRequest(request_id, build_messages(system, before.turns()),
+        turns = self._turns(self.path[:index], prov.history_reasoning == "sent")
+        return GenerationRequest(request_id, build_messages(system, turns),
                                  prov.sampling or self.settings.sampling,
-                                 overflow=self.settings.overflow)
+                                 overflow=self.settings.overflow,
+                                 enable_thinking=prov.enable_thinking,
+                                 reasoning_effort=prov.reasoning_effort)
 
     def messages(self) -> tuple[Message, ...]:
         """The conversation as it would be sent now: system prompt, then the turns."""
@@ -252,7 +254,9 @@ class ChatSession:
     # ---- writing --------------------------------------------------------------------------
     def add_user(self, text: str, attachments: Sequence[Attachment] = ()) -> StoredMessage:
         """The user's message: what was typed, and the files attached to it (inlined into
-        what the model reads, shown apart in the transcript)."""
+        what the model reads, shown apart in the transcript). Tool calls still waiting for
+        approval are answered as stopped: the user moved on."""
+        self.stop_calls()
         if self.conv_id is None:
             first = text if text.strip() or not attachments else attachments[0].name
             self.title = unique_title(title_from(first), {c.title for c in
@@ -295,25 +299,42 @@ class ChatSession:
         self.reload()
 
     # ---- the reply ------------------------------------------------------------------------
-    def begin_reply(self, request_id: int) -> GenerationRequest | None:
+    def begin_reply(self, request_id: int, options: ReplyOptions | None = None, *,
+                    continuing: bool = False) -> GenerationRequest | None:
         """Start a reply to the last question (a new version when the last message is already
-        a reply: Regenerate). Writes the empty reply; None when there is nothing to answer."""
+        a reply: Regenerate), or, `continuing`, the model's reply to the results of the tool
+        calls the last reply made. Writes the empty reply; None when there is nothing to
+        answer."""
         if self.reply is not None or self.conv_id is None or not self.path:
             return None
-        turns = self.turns()
-        if turns and turns[-1].role == "assistant":
-            turns.pop()
-        if not turns or turns[-1].role != "user":
+        if continuing and (self.tool_round is None or not self.tool_round.done):
             return None
-        request = GenerationRequest(request_id, build_messages(self.settings.system_prompt, turns),
-                                    self.settings.sampling, conversation=self.owner,
-                                    overflow=self.settings.overflow)
-        last = self.path[-1]
-        parent = last.id if last.role == "user" else last.parent_id
+        options = options or ReplyOptions()
+        traits, last = options.traits, self.path[-1]
+        before = self.path if continuing or last.role != "assistant" else self.path[:-1]
+        turns = self._turns(before, traits.reads_reasoning)
+        # After tool results the model continues; regenerating that continuation does too.
+        if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
+            return None
+        s = self.settings
+        request = GenerationRequest(
+            request_id, build_messages(s.system_prompt, turns), s.sampling,
+            conversation=self.owner, overflow=s.overflow,
+            tools=tuple(options.catalog.template_tools()) if options.offers_tools
+            and options.catalog is not None else (),
+            enable_thinking=s.thinking if traits.thinking_switch else None,
+            reasoning_effort=s.reasoning_effort if traits.effort else "")
+        parent = before[-1].id
         message_id = self.store.add_message(self.conv_id, "assistant", "", parent,
                                             status="streaming")
-        self.reply = Reply(request, message_id)
-        self._saved_text, self._saved_at = "", self._clock()
+        reasoned = any(m.reasoning for m in before if m.role == "assistant")
+        parts = ReplyParts(traits.reasoning, options.tool_format,
+                           options.catalog if options.offers_tools else None, self.wall_clock)
+        self.reply = Reply(request, message_id, parts, catalog=options.catalog,
+                           history_reasoning="" if not reasoned else "sent"
+                           if traits.reads_reasoning else "left out")
+        self.tool_round = None
+        self._saved, self._saved_at = ("", "", 0), self._clock()
         self.reload()
         return request
 
@@ -327,12 +348,17 @@ class ChatSession:
         if reply is None:
             return False
         reply.phase = "streaming"
-        reply.text += text
+        parts = reply.parts
+        parts.feed(text)
         now = self._clock()
-        if reply.text == self._saved_text or now - self._saved_at < SAVE_INTERVAL_S:
+        state = (parts.answer, parts.reasoning, len(parts.cards))
+        if state == self._saved or now - self._saved_at < SAVE_INTERVAL_S:
             return False
-        self._saved_text, self._saved_at = reply.text, now
-        self.store.update_message(reply.message_id, reply.text)
+        self._saved, self._saved_at = state, now
+        self.store.update_message(reply.message_id, parts.answer, reasoning=parts.reasoning,
+                                  provenance=Provenance(
+                                      reasoning_started_at=parts.reasoning_started_at),
+                                  tool_cards=parts.cards)
         return True
 
     def reply_stats(self, stats: Stats) -> None:
@@ -345,60 +371,66 @@ class ChatSession:
         reply, self.reply = self.reply, None
         if reply is None:
             return None
+        parts = reply.parts
+        parts.finish()
         status = "error" if finish.reason == "error" else "complete"
-        provenance = Provenance.of_reply(model, reply.request, reply.stats, finish, sha256)
+        provenance = Provenance.of_reply(model, reply.request, reply.stats, finish, sha256
+                                         ).replace(
+            reasoning_started_at=parts.reasoning_started_at,
+            reasoning_ended_at=parts.reasoning_ended_at,
+            history_reasoning=reply.history_reasoning)
+        tools = ToolRound.after_reply(reply.message_id, parts.cards, finish.reason == "stop",
+                                      reply.catalog) if parts.cards else None
         try:
-            self.store.update_message(reply.message_id, reply.text, status=status,
-                                      provenance=provenance)
+            self.store.update_message(reply.message_id, parts.answer, status=status,
+                                      provenance=provenance, reasoning=parts.reasoning,
+                                      tool_cards=tools.cards if tools else ())
+            # Every call answered at once (an unknown tool) still needs the model to go on.
+            self.tool_round = tools if finish.reason == "stop" else None
         finally:
             self.reload()
         return next((m for m in self.path if m.id == reply.message_id), None)
 
-
-def conversation_of(owner: str) -> int | None:
-    """The conversation id of a scheduler owner, if it is a chat's."""
-    rest = owner[len(OWNER_PREFIX):]
-    return int(rest) if owner.startswith(OWNER_PREFIX) and rest.isdigit() else None
-
-
-class Sessions:
-    """The open sessions: the one on screen, and every one with a reply in flight.
-
-    A session that is neither is let go (its messages are in the store), so memory stays
-    bounded however many chats the user visits.
-    """
-
-    def __init__(self) -> None:
-        self._by_conv: dict[int, ChatSession] = {}
-        self._by_request: dict[int, ChatSession] = {}
-
-    def find(self, conv_id: int) -> ChatSession | None:
-        return self._by_conv.get(conv_id)
-
-    def keep(self, session: ChatSession) -> None:
-        if session.conv_id is not None:
-            self._by_conv[session.conv_id] = session
-        if session.reply is not None:
-            self._by_request[session.reply.request_id] = session
-
-    def by_request(self, request_id: int) -> ChatSession | None:
-        return self._by_request.get(request_id)
-
-    def release(self, session: ChatSession, visible: ChatSession | None) -> None:
-        """Forget `session` unless it is on screen or still replying."""
-        if session is visible or session.reply is not None:
+    # ---- tool calls -----------------------------------------------------------------------
+    def decide_call(self, index: int, decision: Decision) -> None:
+        """The user's answer to a card awaiting approval; "always" is kept with the chat."""
+        tools = self.tool_round
+        if tools is None or tools.cards[index].state != "awaiting":
             return
-        if session.conv_id is not None and self._by_conv.get(session.conv_id) is session:
-            del self._by_conv[session.conv_id]
+        card = tools.decide(index, decision)
+        if decision == "always":
+            self.set_settings(self.settings.replace(
+                tools=self.settings.tools.decide(card.server, card.tool, decision)))
+            self.save_settings()
+        self._save_cards()
 
-    def reply_ended(self, request_id: int) -> None:
-        self._by_request.pop(request_id, None)
+    def allow_calls(self) -> list[int]:
+        """Start the calls this chat allows without asking; their indices."""
+        tools = self.tool_round
+        allowed = tools.allowed(self.settings.tools) if tools is not None else []
+        for index in allowed:
+            tools.decide(index, "always")  # type: ignore[union-attr]
+        if allowed:
+            self._save_cards()
+        return allowed
 
-    def replying(self) -> list[ChatSession]:
-        return list(dict.fromkeys(self._by_request.values()))
+    def call_finished(self, index: int, result: ToolResult) -> None:
+        if self.tool_round is not None:
+            self.tool_round.finished(index, result)
+            self._save_cards()
 
-    def forget(self, conv_id: int) -> None:
-        self._by_conv.pop(conv_id, None)
+    def stop_calls(self) -> None:
+        """The user stopped (or moved on): calls not yet answered never run."""
+        if self.tool_round is not None:
+            self.tool_round.stop()
+            self._save_cards()
+            self.tool_round = None
 
-    def __len__(self) -> int:
-        return len(self._by_conv)
+    def _save_cards(self) -> None:
+        tools = self.tool_round
+        message = next((m for m in self.path if tools and m.id == tools.message_id), None)
+        if tools is not None and message is not None:
+            try:
+                self.store.update_message(message.id, message.content, tool_cards=tools.cards)
+            finally:
+                self.reload()

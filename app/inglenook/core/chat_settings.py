@@ -1,0 +1,80 @@
+"""What one chat is answered with, kept with the chat (store: conversations.settings)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES, OverflowPolicy
+from inglenook.core.sampling import SamplingParams
+from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT
+from inglenook.store import Preset
+from inglenook.tools.approval import ChatToolPolicy
+
+EFFORTS = ("low", "medium", "high")  # gpt-oss's reasoning_effort values
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """What one chat is answered with. `preset` names the preset the values came from; None
+    once the user edited them by hand (shown as "Custom"). `thinking` and `reasoning_effort`
+    are sent to templates that read them (None, "": the template's own default); `tools`
+    says which tool servers the chat uses and which tools run without asking."""
+
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    preset: str | None = None
+    overflow: OverflowPolicy = DEFAULT_OVERFLOW  # what to leave out when the context is full
+    thinking: bool | None = None
+    reasoning_effort: str = ""
+    tools: ChatToolPolicy = field(default_factory=ChatToolPolicy)
+
+    def replace(self, **changes: object) -> ChatSettings:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict:
+        data: dict[str, object] = {"system_prompt": self.system_prompt,
+                                   "sampling": self.sampling.to_dict(),
+                                   "overflow": self.overflow}
+        if self.thinking is not None:
+            data["thinking"] = self.thinking
+        if self.reasoning_effort:
+            data["reasoning_effort"] = self.reasoning_effort
+        if self.tools != ChatToolPolicy():
+            data["tools"] = self.tools.to_json()
+        return data
+
+    @classmethod
+    def of_preset(cls, preset: Preset) -> ChatSettings:
+        return cls(preset.system_prompt, preset.sampling, preset.name)  # overflow: default
+
+    @classmethod
+    def stored(cls, preset: str | None, values: dict | None, presets: Sequence[Preset],
+               fallback: ChatSettings) -> ChatSettings:
+        """A chat's settings as the store holds them: its own values when it has them, else
+        its preset's (chats from before v2), else `fallback` (the defaults for new chats)."""
+        if isinstance(values, dict):
+            prompt = values.get("system_prompt")
+            sampling = values.get("sampling")
+            overflow = values.get("overflow")
+            thinking, effort = values.get("thinking"), values.get("reasoning_effort")
+            return cls(prompt if isinstance(prompt, str) else fallback.system_prompt,
+                       SamplingParams.from_dict(sampling) if isinstance(sampling, dict)
+                       else fallback.sampling, preset,
+                       overflow if overflow in OVERFLOW_POLICIES else fallback.overflow,
+                       thinking if isinstance(thinking, bool) else None,
+                       effort if effort in EFFORTS else "",
+                       ChatToolPolicy.from_json(values.get("tools")))
+        named = next((p for p in presets if preset and p.name.casefold() == preset.casefold()),
+                     None)
+        if named is None:
+            return fallback
+        return cls.of_preset(named).replace(overflow=fallback.overflow)
+
+    def matching_preset(self, presets: Sequence[Preset]) -> str | None:
+        """The preset whose values these are, if any (values typed back by hand count)."""
+        if self.preset and any(p.name == self.preset for p in presets):
+            return self.preset
+        return next((p.name for p in presets if p.sampling == self.sampling
+                     and p.system_prompt == self.system_prompt), None)
