@@ -137,7 +137,7 @@ def test_guesses_go_on_while_they_pay() -> None:
 
 def test_guesses_stop_while_they_do_not_pay_and_are_tried_again_later() -> None:
     length = timed(0.010)
-    length.timed(4, 2, 0.030)  # 1 more token for 20 ms more: 50 a second
+    length.timed(4, 2, 0.040)  # 1 more token for 30 ms more: 33 a second
     gap = DraftLength.PROBE_GAP
     assert [length.limit() for _ in range(gap + 1)] == [0] * gap + [8]
     length.timed(8, 1, 0.050)  # the probe gains nothing: the next one waits twice as long
@@ -145,6 +145,23 @@ def test_guesses_stop_while_they_do_not_pay_and_are_tried_again_later() -> None:
     length.timed(8, 9, 0.020)  # a probe that pays: guessing goes on
     length.record(8, 8)
     assert [length.limit() for _ in range(3)] == [8, 8, 8]
+
+
+def test_guesses_are_judged_once_enough_was_spent_on_them() -> None:
+    length = timed(0.010)
+    length.timed(1, 1, 0.015)  # a missed guess: 5 ms for nothing, too little to judge by
+    assert length.worthwhile()
+    length.timed(1, 1, 0.030)
+    assert not length.worthwhile()
+
+
+def test_a_probe_lasts_until_a_guess_is_made() -> None:
+    length = timed(0.010)
+    length.timed(4, 1, 0.040)
+    gap = DraftLength.PROBE_GAP
+    assert [length.limit() for _ in range(gap + 3)] == [0] * gap + [8] * 3  # nothing found
+    length.timed(8, 1, 0.050)
+    assert length.limit() == 0
 
 
 def test_asking_counts_even_when_nothing_comes_back() -> None:
@@ -207,14 +224,21 @@ def test_a_stop_in_the_middle_of_a_batch_trims_the_cache_to_what_was_yielded() -
     assert model.kv == [*prompt, *out[:-1]]
 
 
-def test_the_first_step_is_plain_and_room_limits_the_guesses() -> None:
+def test_room_limits_the_guesses() -> None:
     prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2]
     model, tally = FakeModel(prompt, counting), Tally()
     tokens = decode(model, TokenHistory(prompt), PromptLookup(2, 2), DraftLength(8), tally,
                     lambda: 2, model.clock)
     assert [next(tokens) for _ in range(6)] == [3, 4, 5, 6, 7, 8]
     tokens.close()
-    assert model.batches == [[2], [3], [4, 5, 6], [7, 8, 9]]
+    assert model.batches == [[2, 3, 4], [5, 6, 7]]
+
+
+def test_a_judged_proposer_starts_with_two_plain_steps() -> None:
+    """A draft model is judged by what its guesses gain: plain steps are timed first."""
+    out, model, tally = run([1, 2], counting, Fixed([3, 4, 5, 6]), 6)
+    assert out == [3, 4, 5, 6, 7, 8]
+    assert model.batches[:2] == [[2], [3]] and len(model.batches[2]) > 1
 
 
 # -- a draft model's vocabulary ------------------------------------------------------------------

@@ -102,15 +102,20 @@ class DraftLength:
     Guessing pays while the tokens it adds beyond the one a plain step yields come faster than
     plain steps yield tokens (by MARGIN): what each step with guesses took beyond a plain step
     (asking included, also when nothing came back, as from an unsure draft model), against the
-    tokens it gained, both as moving sums, with the plain step's time as a moving average. No
-    guess is made while it does not pay, but now and then one step guesses again to see: after
-    PROBE_GAP plain steps, then twice as many after each probe that did not change the verdict
-    (a draft model that fell behind has to catch up, so a probe can cost more than a step).
+    tokens it gained, both as moving sums, with the plain step's time as a moving average;
+    judged once EVIDENCE steps' worth of time was spent. No guess is made while it does not
+    pay, but now and then one step guesses again to see: after PROBE_GAP plain steps, then
+    twice as many after each probe that did not change the verdict (a draft model that fell
+    behind has to catch up, so a probe can cost more than a step).
     While guesses pay, every REFRESH-th step is a plain one, so that the plain step's time
     follows the context's growth and a neighbour's load: one stalled plain step would otherwise
     make guesses look good for the rest of the reply. The first step after the prompt runs slow
     (llama.cpp switches from its batch threads), so the first two steps are plain and only the
     second is timed; a faster plain step counts more than a slower one.
+
+    Prompt lookup is not judged (`judging` False): asking it costs nothing, and its guesses
+    only their rows in the batch, which the back-off below keeps in check; judging it cost more
+    than it saved (timings on a shared CPU flip the verdict within a reply).
 
     How many: what the last step accepted plus one, doubled after a full acceptance (guesses
     come right in runs: a copied passage, then none); after a guess that failed at its first
@@ -122,11 +127,13 @@ class DraftLength:
     PLAIN_WEIGHT = 0.3  # plain steps are timed seldom while guessing: each counts more
     REFRESH = 32  # guessing steps between two plain ones
     MARGIN = 1.15  # a gain too close to call is noise: plain steps are the safe side
+    EVIDENCE = 2  # plain steps' worth of time spent on guesses before judging them
     PROBE_GAP = 8  # plain steps before guessing again, doubled after each failed probe…
     MAX_PROBE_GAP = 256  # …up to this
 
-    def __init__(self, most: int) -> None:
+    def __init__(self, most: int, judging: bool = True) -> None:
         self.most = max(0, most)
+        self.judging = judging
         self.cap = self.most
         self.step_s: float | None = None  # a plain step
         self.gained = 0.0  # moving sums: tokens guessing added, seconds it took beyond plain
@@ -139,25 +146,26 @@ class DraftLength:
         self._probe_wait = -1  # plain steps until the next probe; -1: guesses pay
 
     def worthwhile(self) -> bool:
-        return self.step_s is None or self.gained * self.step_s >= self.MARGIN * self.spent
+        if self.step_s is None or self.spent < self.EVIDENCE * self.step_s:
+            return True  # too little spent yet to judge by
+        return self.gained * self.step_s >= self.MARGIN * self.spent
 
     def limit(self) -> int:
-        if self.step_s is None or self._guessing_steps >= self.REFRESH:
+        if self.judging and (self.step_s is None or self._guessing_steps >= self.REFRESH):
             return 0  # a plain step, timed to weigh guesses against
         if self._skip:
             self._skip -= 1
             return 0
-        if self.worthwhile():
+        if not self.judging or self.worthwhile():
             self._probe_gap, self._probe_wait = self.PROBE_GAP // 2, -1
-        elif self._probe_wait != 0:
-            if self._probe_wait < 0:
-                self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
-                self._probe_wait = self._probe_gap
+            return self.cap
+        if self._probe_wait < 0:
+            self._probe_gap = min(2 * self._probe_gap, self.MAX_PROBE_GAP)
+            self._probe_wait = self._probe_gap
+        if self._probe_wait > 0:
             self._probe_wait -= 1
             return 0
-        else:
-            self._probe_wait = -1  # this step probes; the next verdict sets the next wait
-        return self.cap
+        return self.cap  # a probe, until a guess was made (a lookup may find none)
 
     def timed(self, guesses: int, tokens: int, seconds: float, asking_s: float = 0.0) -> None:
         """A step checked this many guesses and yielded `tokens`: with guesses, in `seconds`
@@ -174,6 +182,8 @@ class DraftLength:
                 self._guessing_steps = 0
             return
         self._guessing_steps += 1
+        if self._probe_wait == 0:
+            self._probe_wait = -1  # probed: the next step judges again
         if self.step_s is not None:  # a stall counts as four plain steps a token
             beyond = min(seconds, 4 * self.step_s * (guesses + 1)) - self.step_s
             self._add(tokens - 1, max(0.0, beyond))
@@ -219,6 +229,8 @@ def decode(target: Target, history: TokenHistory, proposer: Proposer | None,
     tokens yielded but the last, as plain decoding leaves it."""
     pending = history.tokens[-1]
     keep = target.n_past()
+    if isinstance(proposer, PromptLookup):
+        length.judging = False
     try:
         while True:
             started = clock()
