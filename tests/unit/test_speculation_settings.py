@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from inglenook.core.load import LoadParams, LoadParamsError
+from inglenook.core.load import LoadParams, LoadParamsError, ModelDefaults
 from inglenook.models import fit
 from inglenook.models.fit import Memory, ModelShape
 
@@ -24,6 +24,16 @@ def test_what_guesses_tokens() -> None:
     assert params.replace(draft_model_path="d.gguf").speculation == "draft model"
     assert params.replace(prompt_lookup=False, draft_model_path="d.gguf").speculation == (
         "draft model")
+
+
+def test_a_model_can_have_its_own_speculation() -> None:
+    params = LoadParams("m.gguf")
+    assert ModelDefaults().apply(params) == params
+    own = ModelDefaults(prompt_lookup=False, draft_model_path="small.gguf")
+    assert own.apply(params).speculation == "draft model"
+    assert ModelDefaults(prompt_lookup=False).apply(params).speculation == ""
+    assert ModelDefaults.from_dict(own.to_dict()) == own
+    assert ModelDefaults.from_dict({"prompt_lookup": "yes", "draft_model_path": 3}).empty
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -97,6 +97,9 @@ class ModelDefaults:
     n_gpu_layers: int | None = None  # None: the panel's setting; -1: all
     preset: str = ""  # a preset applied when the model loads
     chat_template: str = ""  # overrides the template in the GGUF file
+    # Speculative decoding for this model (see LoadParams): None / "" defer to the panel.
+    prompt_lookup: bool | None = None
+    draft_model_path: str = ""
 
     def apply(self, params: LoadParams) -> LoadParams:
         changes: dict[str, object] = {}
@@ -106,6 +109,10 @@ class ModelDefaults:
             changes["n_gpu_layers"] = self.n_gpu_layers
         if self.chat_template.strip():
             changes["chat_template"] = self.chat_template
+        if self.prompt_lookup is not None:
+            changes["prompt_lookup"] = self.prompt_lookup
+        if self.draft_model_path.strip():
+            changes["draft_model_path"] = self.draft_model_path
         return params.replace(**changes)
 
     def to_dict(self) -> dict:
@@ -118,11 +125,14 @@ class ModelDefaults:
             return cls()
         n_ctx, layers = data.get("n_ctx"), data.get("n_gpu_layers")
         preset, template = data.get("preset"), data.get("chat_template")
+        lookup, draft = data.get("prompt_lookup"), data.get("draft_model_path")
         return cls(
             n_ctx=n_ctx if type(n_ctx) is int and n_ctx > 0 else 0,
             n_gpu_layers=layers if type(layers) is int and layers >= -1 else None,
             preset=preset if isinstance(preset, str) else "",
-            chat_template=template if isinstance(template, str) else "")
+            chat_template=template if isinstance(template, str) else "",
+            prompt_lookup=lookup if isinstance(lookup, bool) else None,
+            draft_model_path=draft if isinstance(draft, str) else "")
 
     @property
     def empty(self) -> bool:
