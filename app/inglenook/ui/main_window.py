@@ -175,6 +175,8 @@ class MainWindow(QMainWindow):
         models.loading.connect(lambda _path: (chats.stop_all(), chats.set_can_send(False),
                                               self.composer.set_loading(True)))
         models.ready.connect(self._model_ready)
+        models.ready.connect(side.model_loaded)  # the thinking switch, the tools' support
+        self.panel.reply_section.tools_requested.connect(chats.show_tools)
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.engine_started.connect(side.engine_started)

@@ -3,9 +3,9 @@
 Memory: a chat shows dozens of messages and every widget costs 15-20 KB under the app's style
 sheet, so a bubble creates only what it shows. At rest that is its frame, the Markdown view, the
 author (replies) and the actions always on view (Edit or Details/Regenerate, Copy, Delete). The
-others — Stop, ‹ n/m ›, the figures, the notice — are made the first time they are needed or
-asked for; the attributes (`stop_button`, `notice`, …) create them on access, in the state the
-bubble is in, so callers never see the difference.
+others — Stop, ‹ n/m ›, the figures, the notice, the reasoning above the answer — are made the
+first time they are needed or asked for; the attributes (`stop_button`, `notice`, …) create them
+on access, in the state the bubble is in, so callers never see the difference.
 
 The figures under a reply are one short line (tokens · tok/s); the tooltip and Details have
 the rest.
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.core.replies import Finish, Stats
 from inglenook.ui.chat.markdown_view import COPIED_MS, MarkdownView
+from inglenook.ui.chat.reasoning_block import ReasoningBlock
 from inglenook.ui.widgets.elided_label import ElidedLabel
 
 W = TypeVar("W", bound=QWidget)
@@ -122,6 +123,7 @@ class MessageBubble(QFrame):
     sibling_label: _Lazy[QLabel] = _Lazy("siblings")
     stats_label: _Lazy[ElidedLabel] = _Lazy("stats")
     notice: _Lazy[QLabel] = _Lazy("notice")
+    reasoning: _Lazy[ReasoningBlock] = _Lazy("reasoning")
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -164,6 +166,10 @@ class MessageBubble(QFrame):
         return widget
 
     def _make(self, name: str) -> QWidget:
+        if name == "reasoning":
+            block = ReasoningBlock(self)
+            self._column.insertWidget(self._column.indexOf(self.body), block)
+            return block
         if name == "notice":
             notice = QLabel(self)
             notice.setObjectName("bubbleNotice")
@@ -244,6 +250,21 @@ class MessageBubble(QFrame):
         if text and self._notice_kind == "waiting":
             self.set_notice("")
 
+    def set_reasoning(self, text: str, live: bool = False,
+                      seconds: float | None = None) -> None:
+        """What the model thought before its answer: open and growing while `live`, else
+        folded to "Thought for N s". Never part of `text` (what Copy copies)."""
+        if not text and "reasoning" not in self._widgets:
+            return
+        block = self.reasoning
+        block.setVisible(bool(text))
+        if live:
+            block.show_live(text)
+        else:
+            block.show_done(text, seconds)
+        if text and self._notice_kind == "waiting":
+            self.set_notice("")
+
     def append_text(self, delta: str) -> None:
         self.set_text(self.text + delta)
 
@@ -255,6 +276,8 @@ class MessageBubble(QFrame):
             self._widget("stop")
         else:
             self.body.flush()  # the last throttled update of a long reply
+            if "reasoning" in self._widgets:
+                self.reasoning.body.flush()
         for name in ("stop", "copy", "delete", "regenerate"):
             self._sync(name)
 
@@ -273,6 +296,11 @@ class MessageBubble(QFrame):
         notice.style().unpolish(notice)
         notice.style().polish(notice)
         notice.setVisible(bool(text))
+
+    @property
+    def waiting(self) -> bool:
+        """The notice says the reply is on its way ("Thinking…", "Waiting for its turn…")."""
+        return self._notice_kind == "waiting"
 
     def set_finish(self, finish: Finish) -> None:
         if self._notice_kind == "waiting":

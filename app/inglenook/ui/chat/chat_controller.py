@@ -3,7 +3,9 @@
 Binds the visible ChatSession to the chat view, the composer and the context meter, and routes
 the engine's events to the session each reply belongs to — on screen or not. Switching chats
 changes which session the views show; replies keep going, queued one at a time by the engine's
-scheduler, and the sidebar marks the chats that are writing or waiting.
+scheduler, and the sidebar marks the chats that are writing or waiting. A reply shows what the
+model thought above its answer (live, then folded), and the cards of the tools it called
+(ui/tools/chat_tools.py: approvals, runs, and the model going on afterwards).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.core.session import (
     ChatSession,
     ChatSettings,
+    Reply,
+    ReplyOptions,
     Sessions,
     conversation_of,
 )
@@ -38,6 +42,8 @@ from inglenook.ui.chat.inline_edit import InlineEdit
 from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.chat.queue_notice import QueueNotice
+from inglenook.ui.tools.chat_tools import ChatTools
+from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 
 CLOSED = "Stopped: Inglenook was closed while this reply was being written."
@@ -78,6 +84,11 @@ class ChatController(QObject):
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
         self._reply_bubble: MessageBubble | None = None
+        self._drawn: tuple[object, ...] = ()  # what the reply bubble shows (see _draw_reply)
+        self._preparing: set[ChatSession] = set()  # chats whose tools are being listed
+        self.tools = ToolController(parent)  # MCP servers, started on first use
+        self.calls = ChatTools(self.tools, banner, self._bubble_of,
+                               lambda s: self._request_reply(s, continuing=True), self)
         self._marked: MessageBubble | None = None  # the bubble with the left-out marker
         self._queue = QueueState(None, ())
         self._can_send = False
@@ -149,7 +160,8 @@ class ChatController(QObject):
             bubble = self._add_bubble(message)
             if reply is not None and message.id == reply.message_id:
                 self._reply_bubble = bubble
-                bubble.set_text(reply.text)
+                self._drawn = ()
+                self._draw_reply(bubble, reply)
                 bubble.set_streaming(True)
                 if reply.stats is not None:
                     bubble.set_stats(reply.stats)
@@ -172,7 +184,7 @@ class ChatController(QObject):
 
     def send(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         session = self.session
-        if not self._can_send or session.reply is not None:
+        if not self._can_send or session.reply is not None or session in self._preparing:
             self.composer.restore(text, attachments)  # never lose what was typed
             return
         problem = will_not_fit(self.session, self._model()[0], inline(text, attachments))
@@ -208,11 +220,24 @@ class ChatController(QObject):
             self.view.remove_last()
         self._request_reply()
 
-    def _request_reply(self) -> None:
-        session = self.session
+    def _request_reply(self, session: ChatSession | None = None,
+                       continuing: bool = False) -> None:
+        """Ask for a reply in this chat (the one on screen by default): to its last question,
+        or, `continuing`, to the results of the tools the last reply called."""
+        session = session or self.session
+        if session in self._preparing:
+            return
+        self._preparing.add(session)
+        self.calls.prepare(session, self._model()[0],
+                           lambda options: self._begin(session, options, continuing))
+
+    def _begin(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
+        self._preparing.discard(session)
+        if not self._can_send:  # the model went while the chat's tools were listed
+            return
         self._next_id += 1
         try:
-            request = session.begin_reply(self._next_id)
+            request = session.begin_reply(self._next_id, options, continuing=continuing)
         except StoreError as exc:
             self.banner.show_message(f"Could not start the reply: {exc}")
             return
@@ -220,11 +245,13 @@ class ChatController(QObject):
             return
         self.last_request = request
         self.sessions.keep(session)
-        for older in self.view.bubbles:
-            older.regenerate_button.hide()  # only the last reply can be regenerated
-        self._reply_bubble = self._add_bubble(session.path[-1])
-        self._reply_bubble.set_streaming(True)
-        self._update_controls()
+        if session is self.session:
+            for older in self.view.bubbles:
+                older.regenerate_button.hide()  # only the last reply can be regenerated
+            self._reply_bubble = self._add_bubble(session.path[-1])
+            self._reply_bubble.set_streaming(True)
+            self._drawn = ()
+            self._update_controls()
         self.worker.generate(request, session.owner)
         self.reply_started.emit(request.request_id)
 
@@ -235,9 +262,20 @@ class ChatController(QObject):
             self.status.setText("Copied the last reply.")
 
     def stop(self) -> None:
-        """Stop the reply of the chat on screen (waiting or being written)."""
+        """Stop the reply of the chat on screen (waiting or being written), or the tool calls
+        it waits on."""
         if self.session.reply is not None:
             self.worker.cancel(self.session.reply.request_id)
+        else:
+            self.calls.stop(self.session)
+
+    def show_tools(self) -> None:
+        """The Tools dialog: servers, their tools, and which this chat uses."""
+        from inglenook.ui.tools.tools_dialog import ToolsDialog
+
+        dialog = ToolsDialog(self.tools, self.session, self._model()[0], self._parent)
+        dialog.chat_tools_changed.connect(lambda: self.session_changed.emit(self.session))
+        dialog.open()
 
     def stop_conversation(self, conv_id: int) -> None:
         session = self.sessions.find(conv_id)
@@ -342,11 +380,34 @@ class ChatController(QObject):
             return bubble
         model, _ = self._model()
         present(bubble, message, model.name if model else "")
+        self.calls.show(bubble, self.session, message)
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
         bubble.details_requested.connect(lambda b=bubble: self.show_details(b))
         bubble.regenerate_button.setEnabled(self._can_send)
         return bubble
+
+    def _bubble_of(self, session: ChatSession, message_id: int) -> MessageBubble | None:
+        if session is not self.session:
+            return None
+        return next((b for b in self.view.bubbles if b.message_id == message_id), None)
+
+    def _draw_reply(self, bubble: MessageBubble, reply: Reply) -> None:
+        """The reply so far: its reasoning (open while the model thinks), its answer, and a
+        notice while it writes a tool call. Drawn only when something changed."""
+        parts = reply.parts
+        state = (parts.answer, parts.reasoning, parts.thinking, parts.calling)
+        if state == self._drawn:
+            return
+        self._drawn = state
+        ended, started = parts.reasoning_ended_at, parts.reasoning_started_at
+        bubble.set_reasoning(parts.reasoning, live=parts.thinking,
+                             seconds=ended - started if ended and started else None)
+        bubble.set_text(parts.answer)
+        if parts.calling:
+            bubble.set_notice("Writing a tool call…", "waiting")
+        elif bubble.waiting and (parts.answer or parts.reasoning):
+            bubble.set_notice("")
 
     def _update_controls(self) -> None:
         replying = self.session.reply is not None
@@ -432,12 +493,12 @@ class ChatController(QObject):
     def _flush(self) -> None:
         self._flush_timer.stop()
         reply, bubble = self.session.reply, self._reply_bubble
-        if reply is None or bubble is None or bubble.text == reply.text:
+        if reply is None or bubble is None:
             return
-        if not bubble.text:
+        if not self._drawn and (reply.text or reply.reasoning or reply.parts.calling):
             self.status.setText("")
             self.progress.hide()
-        bubble.set_text(reply.text)
+        self._draw_reply(bubble, reply)
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         session = self.sessions.by_request(rid)
@@ -472,6 +533,10 @@ class ChatController(QObject):
                 bubble.set_finish(finish)
                 if message is not None:
                     bubble.set_siblings(message.sibling_index, message.sibling_count)
+                    bubble.set_reasoning(message.reasoning,
+                                         seconds=message.provenance.thinking_s)
+                    bubble.set_text(message.content)
+                    self.calls.show(bubble, session, message)
             self.status.setText("")
             self.progress.hide()
             self.queue_notice.hide()
@@ -483,6 +548,7 @@ class ChatController(QObject):
             self.banner.show_message(finish.message, "error",
                                      ("Leave out the middle", self._leave_out_middle))
         self.reply_finished.emit(rid, finish)
+        self.calls.reply_ended(session)  # its tool calls: asked about, run, then go on
 
     def _leave_out_middle(self) -> None:
         """The fix offered when a chat set to stop is full: leave history out, and retry."""
@@ -502,3 +568,4 @@ class ChatController(QObject):
             with contextlib.suppress(StoreError):  # else it is marked interrupted on next start
                 session.finish_reply(Finish("cancelled", CLOSED), model, sha256)
             self.sessions.reply_ended(rid)
+        self.tools.close()  # calls still running are abandoned; their cards read "not run"

@@ -8,10 +8,12 @@ from inglenook.ui.chat.chat_view import MessageBubble
 
 
 def present(bubble: MessageBubble, message: StoredMessage, model_name: str) -> None:
-    """Fill an assistant bubble from its stored reply: who wrote it, its figures, and a
-    notice when it did not end normally (a stopped or failed reply is always marked)."""
+    """Fill an assistant bubble from its stored reply: who wrote it, what it thought (folded),
+    its figures, and a notice when it did not end normally (a stopped or failed reply is
+    always marked)."""
     provenance = message.provenance
     bubble.author.setText(provenance.model_name or model_name or "Assistant")
+    bubble.set_reasoning(message.reasoning, seconds=provenance.thinking_s)
     if provenance.stats is not None:
         bubble.set_stats(provenance.stats)
     if message.status == "interrupted":

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from inglenook.core.load import KV_CACHE_TYPES, LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
+from inglenook.ui.side.reply_section import ReplySection
 from inglenook.ui.widgets.controls import (
     SPIN_WIDTH,
     CollapsibleSection,
@@ -89,6 +90,8 @@ class SamplingPanel(QWidget):
         column.setSpacing(18)
         column.addWidget(self._build_prompt_section())
         column.addWidget(self._build_overflow_section())
+        self.reply_section = ReplySection(self)  # the model's thinking switch, the chat's tools
+        column.addWidget(self.reply_section)
         column.addWidget(self._build_sampling_section())
         column.addWidget(self._build_load_section())
         column.addStretch(1)

@@ -1,5 +1,6 @@
-"""The side panel bound to the chat on screen: its preset, system prompt and sampling (saved
-with that chat), and the app's load options and per-model defaults (saved in settings.json)."""
+"""The side panel bound to the chat on screen: its preset, system prompt and sampling, its
+thinking switch, effort and tools (saved with that chat), and the app's load options and
+per-model defaults (saved in settings.json)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
-from inglenook.core.load import LoadParams, ModelDefaults
+from inglenook.core.load import LoadParams, ModelDefaults, ModelInfo
 from inglenook.core.session import ChatSession, ChatSettings
 from inglenook.core.settings import Settings
 from inglenook.store import Preset, Store, StoreError
@@ -49,6 +50,9 @@ class SideController(QObject):
         panel.sampling_changed.connect(lambda _s: self._edited())
         panel.system_prompt_changed.connect(lambda _s: self._edited())
         panel.overflow_changed.connect(lambda _s: self._edited())
+        panel.reply_section.thinking_changed.connect(lambda on: self._chat_change(thinking=on))
+        panel.reply_section.effort_changed.connect(
+            lambda effort: self._chat_change(reasoning_effort=effort))
         panel.settings_changed.connect(self.settings_changed)
         bar.preset_chosen.connect(self.apply_preset)
         bar.save_requested.connect(self.save_preset)
@@ -72,7 +76,18 @@ class SideController(QObject):
         self.panel.set_settings(dataclasses.replace(
             self.settings, sampling=chat.sampling, system_prompt=chat.system_prompt))
         self.panel.set_overflow(chat.overflow)
+        self.panel.reply_section.show_chat(chat)
         self.bar.show_current(chat.matching_preset(self.presets))
+
+    def model_loaded(self, info: ModelInfo) -> None:
+        """Show the switches this model's template reads, and whether it can call tools."""
+        self.panel.reply_section.show_model(info.traits, info.tool_format)
+
+    def _chat_change(self, **changes: object) -> None:
+        if self.session is not None:
+            self.session.set_settings(self.session.settings.replace(**changes))
+            self.panel.reply_section.show_chat(self.session.settings)
+            self._save_chat.start()
 
     def flush(self) -> None:
         """Save the bound chat's settings now (on switching, closing, and after edits)."""
@@ -93,6 +108,10 @@ class SideController(QObject):
         self._use(values)
 
     def _use(self, values: ChatSettings) -> None:
+        if self.session is not None:  # a preset or an edit leaves the switches and tools
+            chat = self.session.settings
+            values = values.replace(thinking=chat.thinking, tools=chat.tools,
+                                    reasoning_effort=chat.reasoning_effort)
         self.settings = dataclasses.replace(self._with_load_options(), sampling=values.sampling,
                                             system_prompt=values.system_prompt,
                                             overflow=values.overflow)

@@ -69,6 +69,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
         )),
         Menu("&Chat", (
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
+            Command("tools", "Tools…", chats.show_tools,
+                    tip="MCP tool servers, their tools, and which this chat uses"),
             Command("stop", "Stop the reply", lambda: w.composer.cancel_pending() or chats.stop(),
                     ["Esc"],
                     "Stop the reply of this chat, wherever the focus is"),

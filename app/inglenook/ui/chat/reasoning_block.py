@@ -1,0 +1,87 @@
+"""What a thinking model wrote before its answer, above the answer in its bubble.
+
+While the model thinks the block is open and says "Thinking…", its text growing as it streams;
+when the answer begins it folds to one line, "Thought for 12 s" (or "Reasoning" when the time
+is not known: an imported reply), and a click opens it again. The text is the model's own
+Markdown, in a quieter style than the answer; Copy on the bubble never includes it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+from inglenook.core.provenance import format_seconds
+from inglenook.ui.chat.markdown_view import MarkdownView
+
+LIVE = "Thinking…"
+
+
+def title(seconds: float | None) -> str:
+    return f"Thought for {format_seconds(seconds)}" if seconds is not None else "Reasoning"
+
+
+class ReasoningBlock(QFrame):
+    """Signals:
+        toggled(bool): the user opened (True) or folded (False) the block.
+    """
+
+    toggled = Signal(bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("reasoningBlock")
+        self.live = False
+        self.header = QToolButton(self)
+        self.header.setObjectName("reasoningHeader")
+        self.header.setAutoRaise(True)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.header.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.header.setAccessibleDescription("Show or hide what the model thought before it "
+                                             "answered")
+        self.header.setToolTip("What the model thought before it answered (not copied "
+                               "with the reply)")
+        self.header.clicked.connect(self._on_click)
+        self.body = MarkdownView(self)
+        self.body.setObjectName("reasoningBody")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 2)
+        layout.setSpacing(2)
+        layout.addWidget(self.header, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.body)
+        self._title = LIVE
+        self.set_open(False)
+
+    @property
+    def text(self) -> str:
+        return self.body.markdown()
+
+    @property
+    def is_open(self) -> bool:
+        return not self.body.isHidden()
+
+    def show_live(self, text: str) -> None:
+        """The model is thinking: open, with what it has written so far."""
+        self.live = True
+        self._title = LIVE
+        self.body.set_markdown(text)
+        self.set_open(True)
+
+    def show_done(self, text: str, seconds: float | None) -> None:
+        """Thinking is over: folded to its title (opened only by the user)."""
+        was_live, self.live = self.live, False
+        self._title = title(seconds)
+        self.body.set_markdown(text)
+        self.body.flush()
+        self.set_open(self.is_open and not was_live)
+
+    def set_open(self, open_: bool) -> None:
+        self.body.setVisible(open_)
+        self.header.setArrowType(Qt.ArrowType.DownArrow if open_ else Qt.ArrowType.RightArrow)
+        self.header.setText(self._title)
+        self.header.setAccessibleName(self._title)
+
+    def _on_click(self) -> None:
+        self.set_open(not self.is_open)
+        self.toggled.emit(self.is_open)

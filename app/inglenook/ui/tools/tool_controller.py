@@ -1,0 +1,127 @@
+"""The window's MCP tool servers: mcp.json, and the ToolManager that runs them.
+
+The manager (and the MCP SDK it imports, ~0.7 s) is made on first use: a window whose chats use
+no tools never pays for it. Its futures complete on the manager's thread; their results come
+back here as queued signals, so the GUI thread never waits on a tool.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QWidget
+
+from inglenook.tools import results
+from inglenook.tools.approval import ChatToolPolicy
+from inglenook.tools.catalog import ToolCatalog, ToolInfo
+from inglenook.tools.config import McpConfig, ServerConfig, load_config, save_config
+from inglenook.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from inglenook.tools.manager import ToolManager
+
+DEFAULT_CALL_TIMEOUT = 60.0  # tools.manager's; repeated so that importing it waits for use
+Listed = Callable[[ToolCatalog, Mapping[str, str]], None]  # the catalog, server → error
+
+
+class ToolController(QObject):
+    """Signals:
+        servers_changed(): mcp.json was read again or saved.
+        server_state(object): a server started, runs, failed or stopped (ServerState).
+        _done(int, object): a future finished (from the manager's thread; queued to this one).
+    """
+
+    servers_changed = Signal()
+    server_state = Signal(object)
+    _done = Signal(int, object)
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.call_timeout = DEFAULT_CALL_TIMEOUT
+        self.config: McpConfig = load_config()
+        self._manager: ToolManager | None = None
+        self._waiting: dict[int, Callable[[object], None]] = {}
+        self._ids = itertools.count(1)
+        self._done.connect(self._finished)
+
+    # ---- configuration ------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self._manager is not None
+
+    def servers(self) -> tuple[ServerConfig, ...]:
+        return self.config.servers
+
+    def usable(self, policy: ChatToolPolicy) -> list[str]:
+        """The servers a chat uses that are on in mcp.json."""
+        return [s.name for s in self.config.enabled if policy.uses(s.name)]
+
+    def reload(self) -> None:
+        self.config = load_config()
+        if self._manager is not None:
+            self._manager.configure(self.config.servers)
+        self.servers_changed.emit()
+
+    def save(self, servers: Sequence[ServerConfig]) -> None:
+        """Write mcp.json (ConfigError, OSError for the caller to show) and use it."""
+        save_config(servers)
+        self.reload()
+
+    # ---- work on the manager's thread ---------------------------------------------------
+    def manager(self) -> ToolManager:
+        if self._manager is None:
+            from inglenook.tools.manager import ToolManager  # the MCP SDK: only when used
+
+            self._manager = ToolManager(self.config.servers, on_state=self.server_state.emit)
+        return self._manager
+
+    def list_tools(self, server: str, done: Callable[[object], None]) -> None:
+        """`done(tuple of ToolInfo | Exception)` on this thread."""
+        self._when_done(self.manager().list_tools(server), done)
+
+    def catalog(self, servers: Iterable[str], done: Listed) -> None:
+        """The tools of these servers as one catalog, and why any could not be listed."""
+        def listed(outcome: object) -> None:
+            tools: tuple[ToolInfo, ...] = getattr(outcome, "tools", ())
+            errors: Mapping[str, str] = getattr(outcome, "errors", {}) or (
+                {"": str(outcome)} if isinstance(outcome, BaseException) else {})
+            done(ToolCatalog(tools), errors)
+
+        self._when_done(self.manager().list_all_tools(list(servers)), listed)
+
+    def call(self, server: str, tool: str, arguments: Mapping[str, Any],
+             done: Callable[[ToolResult], None]) -> None:
+        def called(outcome: object) -> None:
+            done(outcome if isinstance(outcome, ToolResult) else
+                 results.failed(str(outcome) or type(outcome).__name__))
+
+        future = self.manager().call_tool(server, tool, arguments, timeout=self.call_timeout)
+        self._when_done(future, called)
+
+    def close(self) -> None:
+        """Stop every server (on quit); safe to call when none ran."""
+        manager, self._manager = self._manager, None
+        self._waiting.clear()
+        if manager is not None:
+            manager.close()
+
+    def _when_done(self, future: Future[Any], done: Callable[[object], None]) -> None:
+        key = next(self._ids)
+        self._waiting[key] = done
+
+        def report(f: Future[Any]) -> None:  # the manager's thread
+            if f.cancelled():
+                return
+            error = f.exception()
+            self._done.emit(key, error if error is not None else f.result())
+
+        future.add_done_callback(report)
+
+    def _finished(self, key: int, outcome: object) -> None:
+        done = self._waiting.pop(key, None)
+        if done is not None:
+            done(outcome)
