@@ -278,6 +278,7 @@ class ChatSession:
         (with the original's attachments)."""
         original = next(m for m in self.path if m.id == message_id)
         assert self.conv_id is not None
+        self.stop_calls()
         self.store.add_message(self.conv_id, "user", text, original.parent_id,
                                attachments=original.attachments)
         self.reload()
@@ -285,6 +286,7 @@ class ChatSession:
 
     def select_sibling(self, message_id: int, step: int) -> None:
         """Show the version `step` away (‹ -1, › +1) of the message on screen."""
+        self.stop_calls()  # another branch: what waits on this one is answered as stopped
         ids = [m.id for m in self.store.siblings(message_id)]
         target = ids.index(message_id) + step
         if 0 <= target < len(ids):
@@ -292,9 +294,11 @@ class ChatSession:
 
     def show_message(self, message_id: int) -> None:
         """Put a message (a search hit on another branch) on screen."""
+        self.stop_calls()
         self.path = self.store.select_sibling(message_id)
 
     def delete_from(self, message_id: int) -> None:
+        self.stop_calls()
         self.store.delete_from(message_id)
         self.reload()
 

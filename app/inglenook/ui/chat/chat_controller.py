@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QWidget
+from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
 from inglenook.core.attachments import Attachment, inline
 from inglenook.core.load import ModelInfo
@@ -37,10 +37,8 @@ from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, mark_left_out, will_not_fit
-from inglenook.ui.chat.details import DetailsDialog
-from inglenook.ui.chat.inline_edit import InlineEdit
+from inglenook.ui.chat.message_actions import MessageActions
 from inglenook.ui.chat.presenter import present
-from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
@@ -49,7 +47,7 @@ from inglenook.ui.widgets.banner import Banner
 CLOSED = "Stopped: Inglenook was closed while this reply was being written."
 
 
-class ChatController(QObject):
+class ChatController(MessageActions, QObject):
     """`model()` gives the loaded model and its sha256 (or None, ""); `new_settings()` what a
     new chat starts with; `presets()` the presets a stored chat may name.
 
@@ -291,79 +289,6 @@ class ChatController(QObject):
     def _stop_running(self) -> None:
         if self._queue.running and self._queue.running[1] is not None:
             self.worker.cancel(self._queue.running[1])
-
-    def edit_message(self, bubble: MessageBubble) -> None:
-        if self.session.reply is not None or bubble.message_id is None or not self._can_send:
-            return
-        editor = InlineEdit(bubble.text, bubble)  # in place of the text, until sent or cancelled
-        bubble.body.hide()
-        bubble.layout().insertWidget(0, editor)
-        editor.editor.setFocus()
-        message_id = bubble.message_id
-
-        def done() -> None:
-            editor.deleteLater()
-            bubble.body.show()
-
-        def send(text: str) -> None:
-            done()
-            if self._can_send and self.session.reply is None and self._write(
-                    lambda: self.session.edit_user(message_id, text)):
-                self.render()
-                self._request_reply()
-
-        editor.submitted.connect(send)
-        editor.cancelled.connect(done)
-
-    def show_sibling(self, bubble: MessageBubble, step: int) -> None:
-        if self.session.reply is None and bubble.message_id is not None and self._write(
-                lambda: self.session.select_sibling(bubble.message_id, step)):
-            self.render()
-
-    def delete_from(self, bubble: MessageBubble) -> None:
-        """Delete a message and everything after it on this branch, after asking."""
-        if self.session.reply is not None or bubble.message_id is None:
-            return
-        answer = QMessageBox.question(
-            self._parent, "Delete messages", "Delete this message and everything after it?")
-        message_id = bubble.message_id
-        if answer == QMessageBox.StandardButton.Yes and self._write(
-                lambda: self.session.delete_from(message_id)):
-            self.render()
-
-    def show_details(self, bubble: MessageBubble) -> None:
-        message = next((m for m in self.session.path if m.id == bubble.message_id), None)
-        if message is not None:
-            dialog = DetailsDialog(message, self._parent)
-            dialog.prompt_requested.connect(lambda: self.show_prompt(message.id))
-            dialog.open()
-
-    def show_prompt(self, message_id: int) -> None:
-        """The exact prompt a reply was made from, as the loaded model would see it now."""
-        if self._model()[0] is None:
-            self.banner.show_message("Load a model to see the prompt it is sent.", "info")
-            return
-        self._next_id += 1
-        request = self.session.request_for(message_id, self._next_id)
-        if request is not None:
-            self._inspecting = request.request_id
-            self.worker.inspect(request, self.session.owner)
-
-    def _on_inspected(self, rid: int, view: object) -> None:
-        if rid != self._inspecting:
-            return
-        if isinstance(view, str):
-            self.banner.show_message(f"Could not show the prompt: {view}")
-        else:
-            PromptDialog(view, self._parent).open()  # type: ignore[arg-type]
-
-    def _write(self, action: Callable[[], object]) -> bool:
-        try:
-            action()
-        except StoreError as exc:
-            self.banner.show_message(f"Could not save the conversation: {exc}")
-            return False
-        return True
 
     # ---- the view -------------------------------------------------------------------------
     def _add_bubble(self, message: StoredMessage) -> MessageBubble:
