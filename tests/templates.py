@@ -133,6 +133,7 @@ type {{ tool.name }} = (_: {
 # its own control-token slots 3…, so their embeddings stay valid).
 CONTROL_TOKENS = {
     "qwen3": (),  # <think> and <tool_call> are ordinary (user-defined) tokens in Qwen3
+    "deepseek-r1": (),  # so are its think tags
     "magistral": ("[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]", "[INST]", "[/INST]",
                   "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]",
                   "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"),
