@@ -24,7 +24,8 @@ from inglenook.ui.tools.chat_tools import NO_TOOL_SUPPORT
 from inglenook.ui.tools.tools_dialog import ToolsDialog
 from tests.gui.conftest import Script, chat, start_reply
 from tests.gui.test_reasoning_window import window_with
-from tests.templates import QWEN3
+from tests.templates import GPT_OSS, MAGISTRAL, QWEN3
+from tests.unit.test_tools_formats import LLAMA32
 
 SERVER = Path(__file__).resolve().parents[1] / "helpers" / "mcp_server.py"
 WAIT_MS = 60_000  # a server starts in a second or two; the machine may be busy
@@ -51,13 +52,18 @@ def mcp_json() -> Path:
     return path
 
 
+def tool_window(qtbot: QtBot, script: Script, tmp_path: Path, template: str) -> MainWindow:
+    window = window_with(qtbot, script, tmp_path, template)
+    session = window.chats.session
+    session.set_settings(session.settings.replace(tools=ChatToolPolicy(frozenset({"calc"}))))
+    return window
+
+
 @pytest.fixture
 def win(qtbot: QtBot, script: Script, tmp_path: Path, mcp_json: Path) -> Iterator[MainWindow]:
     """Qwen3's template on the fake engine; the chat on screen uses the calc server."""
     script.write(REPLIES)
-    window = window_with(qtbot, script, tmp_path, QWEN3)
-    session = window.chats.session
-    session.set_settings(session.settings.replace(tools=ChatToolPolicy(frozenset({"calc"}))))
+    window = tool_window(qtbot, script, tmp_path, QWEN3)
     yield window
     window.close()
 
@@ -110,6 +116,31 @@ def test_a_call_waits_for_approval_then_runs_and_the_model_continues(
     reopened = next(b for b in win.chat.bubbles if b.message_id == called.id)
     assert cards(reopened).views[0].status.text() == "Ran"
     assert not cards(reopened).views[0].buttons["once"].isVisibleTo(reopened)
+
+
+@pytest.mark.parametrize(("template", "reply"), [
+    (QWEN3, '<think>Use add.</think><tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}'
+            "</tool_call>"),
+    (LLAMA32, '{"name": "add", "parameters": {"a": 2, "b": 3}}'),
+    (MAGISTRAL, '[THINK]Use add.[/THINK][TOOL_CALLS]add[ARGS]{"a": 2, "b": 3}'),
+    (GPT_OSS, "<|channel|>analysis<|message|>Use add.<|end|><|start|>assistant to=functions.add"
+              '<|channel|>commentary <|constrain|>json<|message|>{"a": 2, "b": 3}'),
+], ids=["hermes", "llama", "mistral", "harmony"])
+def test_each_tool_call_format_makes_a_card_that_runs_once_approved(
+        qtbot: QtBot, script: Script, tmp_path: Path, mcp_json: Path, template: str,
+        reply: str) -> None:
+    script.write([{"match": "add", "text": reply}, *REPLIES[-1:]])
+    window = tool_window(qtbot, script, tmp_path, template)
+    assert window.chats.session.settings.tools.uses("calc")
+    bubble = ask(qtbot, window, "Please add 2 and 3.")
+    view = cards(bubble).views[0]
+    assert view.title.text() == "Tool call: add · calc"
+    assert json.loads(view.arguments.text()) == {"a": 2, "b": 3}
+    assert window.chats.last_request.tools[0]["function"]["name"] == "add"
+    assert "Use add" not in bubble.text and "{" not in bubble.text  # no markup in the answer
+    qtbot.mouseClick(view.buttons["once"], Qt.MouseButton.LeftButton)
+    assert answered(qtbot, window) == "The tool said: 5.0"
+    window.close()
 
 
 def test_a_denied_call_never_runs_and_the_model_is_told(qtbot: QtBot,
@@ -211,3 +242,18 @@ def test_a_template_without_tool_support_says_so_instead_of_offering_tools(
     chat(qtbot, window, "Add 2 and 3.")
     assert window.chats.last_request.tools == ()
     assert not window.chats.tools.started
+
+
+def test_cards_the_reasoning_block_and_the_dialog_name_every_control(
+        qtbot: QtBot, win: MainWindow, script: Script) -> None:
+    from tests.gui.test_accessibility import unnamed
+
+    script.write([{"match": "add", "text": f"<think>Add.</think>{call('add', a=2, b=3)}"}])
+    bubble = ask(qtbot, win, "Please add 2 and 3.")
+    assert cards(bubble).views[0].buttons["once"].isVisible()
+    assert bubble.reasoning.header.isVisible()
+    assert unnamed(bubble) == []
+    win.chats.show_tools()
+    dialog = win.findChild(ToolsDialog)
+    assert dialog is not None and unnamed(dialog) == []
+    dialog.close()

@@ -126,6 +126,7 @@ class ToolsDialog(QDialog):
         add.addWidget(self.target_edit, 3)
         add.addWidget(self.add_button)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         close.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.notice)
