@@ -6,6 +6,7 @@ template without tool support says so."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -257,3 +258,25 @@ def test_cards_the_reasoning_block_and_the_dialog_name_every_control(
     dialog = win.findChild(ToolsDialog)
     assert dialog is not None and unnamed(dialog) == []
     dialog.close()
+
+
+def test_closing_the_window_stops_the_tool_servers(qtbot: QtBot, win: MainWindow) -> None:
+    import psutil
+
+    bubble = ask(qtbot, win, "Please add 2 and 3.")
+    qtbot.mouseClick(cards(bubble).views[0].buttons["once"], Qt.MouseButton.LeftButton)
+    answered(qtbot, win)
+
+    def servers() -> list[psutil.Process]:
+        """The test server's processes still running."""
+        found = []
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if str(SERVER) in " ".join(child.cmdline()) and \
+                        child.status() != psutil.STATUS_ZOMBIE:
+                    found.append(child)
+        return found
+
+    assert len(servers()) == 1 and win.chats.tools.started
+    win.close()
+    assert not win.chats.tools.started and servers() == []
