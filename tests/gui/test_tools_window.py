@@ -280,3 +280,19 @@ def test_closing_the_window_stops_the_tool_servers(qtbot: QtBot, win: MainWindow
     assert len(servers()) == 1 and win.chats.tools.started
     win.close()
     assert not win.chats.tools.started and servers() == []
+
+
+def test_a_model_that_keeps_calling_allowed_tools_is_stopped_after_a_while(
+        qtbot: QtBot, win: MainWindow, script: Script, monkeypatch: pytest.MonkeyPatch) -> None:
+    from inglenook.ui.tools import chat_tools
+
+    monkeypatch.setattr(chat_tools, "MAX_TOOL_ROUNDS", 3)
+    script.write([{"match": "add", "text": call("add", a=2, b=3)},
+                  {"role": "tool", "match": "", "text": call("add", a=2, b=3)}])
+    bubble = ask(qtbot, win, "Please add 2 and 3.")
+    qtbot.mouseClick(cards(bubble).views[0].buttons["always"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "stopped after 3 replies" in win.banner.text(), timeout=WAIT_MS)
+    session = win.chats.session
+    assert session.tool_rounds() == 3 and session.tool_round is None and session.reply is None
+    assert all(m.tool_cards[0].result.text == "5.0"  # type: ignore[union-attr]
+               for m in session.path[1:])

@@ -148,3 +148,18 @@ def test_regenerating_a_reply_that_called_tools_starts_from_the_question(store: 
     request = session.begin_reply(2, QWEN)
     assert request is not None and request.messages[-1].content == "What is 2 + 3?"
     assert session.tool_round is None
+
+
+def test_replies_in_a_row_that_call_tools_are_counted(store: Store) -> None:
+    session = called(store)
+    assert session.tool_rounds() == 1
+    session.decide_call(0, "once")
+    session.call_finished(0, ToolResult("ok", "5.0"))
+    session.begin_reply(2, QWEN, continuing=True)
+    session.reply_delta(CALL)
+    session.finish_reply(Finish("stop"), None)
+    assert session.tool_rounds() == 2
+    session.end_tool_round()
+    assert session.tool_round is None
+    session.add_user("Thanks.")
+    assert session.tool_rounds() == 0

@@ -430,6 +430,20 @@ class ChatSession:
             self._save_cards()
             self.tool_round = None
 
+    def tool_rounds(self) -> int:
+        """How many replies in a row since the last question called tools: a model that
+        keeps calling (tools it may run without asking) is not let go on forever."""
+        rounds = 0
+        for message in reversed(self.path):
+            if message.role != "assistant" or not message.tool_cards:
+                break
+            rounds += 1
+        return rounds
+
+    def end_tool_round(self) -> None:
+        """Every call is answered, but the model is not asked to go on."""
+        self.tool_round = None
+
     def _save_cards(self) -> None:
         tools = self.tool_round
         message = next((m for m in self.path if tools and m.id == tools.message_id), None)

@@ -26,6 +26,7 @@ from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 
 T = TypeVar("T")
+MAX_TOOL_ROUNDS = 10  # replies in a row that call tools before the chat waits for the user
 NO_TOOL_SUPPORT = ("This model's chat template has no tool support that Inglenook can read, "
                    "so it cannot call tools.")
 
@@ -113,8 +114,15 @@ class ChatTools(QObject):
         if tools is None:
             return
         self._redraw(session, tools.message_id)
-        if tools.done:
-            self._continue(session)
+        if not tools.done:
+            return
+        if session.tool_rounds() >= MAX_TOOL_ROUNDS:
+            session.end_tool_round()
+            self.banner.show_message(
+                f"«{session.title}» stopped after {MAX_TOOL_ROUNDS} replies in a row that "
+                "called tools. Send a message to let the model go on.", "info")
+            return
+        self._continue(session)
 
     def _redraw(self, session: ChatSession, message_id: int) -> None:
         bubble = self._bubble_of(session, message_id)
