@@ -54,6 +54,11 @@ def test_the_block_is_live_while_the_model_thinks_then_folds(
     qtbot.waitUntil(lambda: "step 2." in block.text, timeout=20_000)
     assert block.live and block.is_open and block.header.text() == "Thinking…"
     assert qwen.chat.bubbles[-1].text == ""  # no answer yet
+    qtbot.mouseClick(block.header, Qt.MouseButton.LeftButton)  # folded while it thinks…
+    shown = block.text
+    qtbot.waitUntil(lambda: block.text != shown, timeout=20_000)
+    assert block.live and not block.is_open  # …stays folded as more comes
+    qtbot.mouseClick(block.header, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: qwen.chats.session.reply is None, timeout=20_000)
     bubble = qwen.chat.bubbles[-1]
     assert not block.live and not block.is_open

@@ -62,11 +62,12 @@ class ReasoningBlock(QFrame):
         return not self.body.isHidden()
 
     def show_live(self, text: str) -> None:
-        """The model is thinking: open, with what it has written so far."""
-        self.live = True
+        """The model is thinking: open (unless the user folded it since), with what it has
+        written so far."""
+        opening, self.live = not self.live, True
         self._title = LIVE
         self.body.set_markdown(text)
-        self.set_open(True)
+        self.set_open(opening or self.is_open)
 
     def show_done(self, text: str, seconds: float | None) -> None:
         """Thinking is over: folded to its title (opened only by the user)."""
