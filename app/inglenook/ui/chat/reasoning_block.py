@@ -43,13 +43,18 @@ class ReasoningBlock(QFrame):
         self.header.setToolTip("What the model thought before it answered (not copied "
                                "with the reply)")
         self.header.clicked.connect(self._on_click)
-        self.body = MarkdownView(self)
+        self._rule = QFrame(self)  # the text behind a rule on its left, like a quotation
+        self._rule.setObjectName("reasoningText")
+        self.body = MarkdownView(self._rule)
         self.body.setObjectName("reasoningBody")
+        quoted = QVBoxLayout(self._rule)
+        quoted.setContentsMargins(10, 0, 0, 0)
+        quoted.addWidget(self.body)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 2)
         layout.setSpacing(2)
         layout.addWidget(self.header, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.body)
+        layout.addWidget(self._rule)
         self._title = LIVE
         self.set_open(False)
 
@@ -59,7 +64,7 @@ class ReasoningBlock(QFrame):
 
     @property
     def is_open(self) -> bool:
-        return not self.body.isHidden()
+        return not self._rule.isHidden()
 
     def show_live(self, text: str) -> None:
         """The model is thinking: open (unless the user folded it since), with what it has
@@ -78,7 +83,7 @@ class ReasoningBlock(QFrame):
         self.set_open(self.is_open and not was_live)
 
     def set_open(self, open_: bool) -> None:
-        self.body.setVisible(open_)
+        self._rule.setVisible(open_)
         self.header.setArrowType(Qt.ArrowType.DownArrow if open_ else Qt.ArrowType.RightArrow)
         self.header.setText(self._title)
         self.header.setAccessibleName(self._title)
