@@ -296,3 +296,14 @@ def test_a_model_that_keeps_calling_allowed_tools_is_stopped_after_a_while(
     assert session.tool_rounds() == 3 and session.tool_round is None and session.reply is None
     assert all(m.tool_cards[0].result.text == "5.0"  # type: ignore[union-attr]
                for m in session.path[1:])
+
+
+def test_a_server_that_cannot_start_is_named_and_the_reply_goes_on_without_it(
+        qtbot: QtBot, win: MainWindow, mcp_json: Path) -> None:
+    mcp_json.write_text(json.dumps({"mcpServers": {"calc": {
+        "command": sys.executable, "args": [str(SERVER), "--exit-at-start"]}}}))
+    win.chats.tools.reload()
+    chat(qtbot, win, "Hello")
+    assert "Some tools are not available: calc" in win.banner.text()
+    assert win.chats.last_request.tools == ()
+    assert win.chats.session.path[-1].content == "Echo: Hello"

@@ -271,6 +271,7 @@ class ChatController(MessageActions, QObject):
         """The Tools dialog: servers, their tools, and which this chat uses."""
         from inglenook.ui.tools.tools_dialog import ToolsDialog
 
+        self.tools.reload()  # mcp.json may have been edited by hand (or by another app)
         dialog = ToolsDialog(self.tools, self.session, self._model()[0], self._parent)
         dialog.chat_tools_changed.connect(lambda: self.session_changed.emit(self.session))
         dialog.open()
