@@ -228,6 +228,10 @@ class Provenance:
             rows.append(("Speed", f"first token after {st.ttft_s * 1000:,.0f} ms, "
                                   f"{st.decode_tok_s:.1f} tok/s, prompt "
                                   f"{st.prompt_tok_s:,.0f} tok/s"))
+            if st.drafted_tokens:
+                rows.append(("Speculation", f"{st.accepted_tokens:,} of {st.drafted_tokens:,} "
+                                            f"guessed tokens accepted "
+                                            f"({st.accepted_tokens / st.drafted_tokens:.0%})"))
             rows.append(("Context", f"{st.context_used:,} of {st.n_ctx:,} tokens used"
                          + (f"; {st.dropped_messages} oldest messages left out"
                             if st.dropped_messages else "")))

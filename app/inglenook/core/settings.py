@@ -48,6 +48,7 @@ LOAD_LIMITS: dict[str, Number] = {
     "n_ctx": Number(int, 0, MAX_CTX),
     "n_gpu_layers": Number(int, -1, 999),
     "n_threads": Number(int, 0, 512),
+    "n_threads_batch": Number(int, 0, 512),
     "n_batch": Number(int, 1, 8192),
     "api_port": Number(int, 1, 65535),
 }
@@ -72,6 +73,9 @@ class Settings:
     use_mmap: bool = True
     use_mlock: bool = False
     allow_beyond_trained: bool = False  # a context longer than the model was trained on
+    n_threads_batch: int = 0  # prompt threads; 0: all logical cores
+    prompt_lookup: bool = True  # speculative decoding from the prompt (never slower)
+    draft_model_path: str = ""  # a small model with the same vocabulary that guesses ahead
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
@@ -110,6 +114,9 @@ class Settings:
             use_mmap=self.use_mmap,
             use_mlock=self.use_mlock,
             allow_beyond_trained=self.allow_beyond_trained,
+            n_threads_batch=self.n_threads_batch,
+            prompt_lookup=self.prompt_lookup,
+            draft_model_path=self.draft_model_path,
         )
 
     def to_dict(self) -> dict:
@@ -159,7 +166,8 @@ class Settings:
             elif f.name == "theme":
                 value, problem = check_text(f.name, raw, default, 16, THEMES)
             else:
-                limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY,
+                limit = {"last_model": MAX_PATH, "draft_model_path": MAX_PATH,
+                         "window_geometry": MAX_GEOMETRY,
                          "splitter_state": MAX_GEOMETRY}
                 value, problem = check_text(f.name, raw, default, limit.get(f.name, MAX_TEXT))
             values[f.name] = value

@@ -43,6 +43,7 @@ class EngineWorker(QObject):
         queue_changed(object): scheduler.QueueState: which request runs, which wait.
         prompt_inspected(int, object): request id and the protocol.PromptView (or a str: why
             there is none) asked for with inspect().
+        tuned(object): protocol.TuneResult of tune() (or a str: why there is none).
     """
 
     engine_ready = Signal(object)
@@ -57,6 +58,7 @@ class EngineWorker(QObject):
     engine_crashed = Signal(str)
     queue_changed = Signal(object)
     prompt_inspected = Signal(int, object)
+    tuned = Signal(object)
 
     def __init__(self, client: EngineClient | EngineRouter | None = None) -> None:
         super().__init__()
@@ -84,6 +86,18 @@ class EngineWorker(QObject):
     def inspect(self, request: GenerationRequest, owner: str = "") -> None:
         """Ask for the exact prompt a request would give, token by token (nothing generated)."""
         self.scheduler.submit(Job(lambda: self._inspect(request), owner=owner))
+
+    def tune(self, request_id: int) -> None:
+        """Measure threads and batch sizes with the loaded model; the fastest threads are used
+        from now on. cancel(request_id) stops it."""
+        def run() -> None:
+            tune = getattr(self.client, "tune", None)  # a remote engine has nothing to tune
+            try:
+                result: object = tune(request_id) if tune else "Remote engines tune themselves."
+            except EngineError as exc:
+                result = str(exc)
+            self.tuned.emit(result)
+        self.scheduler.submit(Job(run, owner="engine", request_id=request_id))
 
     def forget(self, conversation: str) -> None:
         """The engine may drop the KV-cache state it keeps for a conversation (deleted)."""

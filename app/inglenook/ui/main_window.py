@@ -166,6 +166,7 @@ class MainWindow(QMainWindow):
             lambda on: self.folder.want("side_panel", on, self.width()))
         self.panel_button.toggled.connect(self._schedule_save)
         self.panel.reload_requested.connect(models.reload)
+        self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
         side.settings_changed.connect(self._schedule_save)
         self.server.settings_changed.connect(self._schedule_save)
         if side.settings.api_enabled:
@@ -193,8 +194,7 @@ class MainWindow(QMainWindow):
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
-        self.chat.empty.welcome_dismissed.connect(
-            lambda: (setattr(self.side.settings, "welcomed", True), self._schedule_save()))
+        self.chat.empty.welcome_dismissed.connect(self.side.welcomed)
 
     # ---- commands of the menus -----------------------------------------------------------
     def toggle_sidebar(self) -> None:

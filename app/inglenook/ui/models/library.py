@@ -47,6 +47,7 @@ from inglenook.models.library import (
 )
 from inglenook.ui.models.bridge import BackgroundTasks
 from inglenook.ui.models.page import notice_label, page_header
+from inglenook.ui.models.quantize_dialog import QuantizeDialog
 
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")
 PENDING = "…"
@@ -173,6 +174,10 @@ class LibraryPage(QWidget):
         self.reveal_button.setObjectName("revealModelButton")
         self.reveal_button.setToolTip("Open the folder that holds this model's file")
         self.reveal_button.clicked.connect(self.reveal_selected)
+        self.quantize_button = QPushButton("Smaller copy…", card)
+        self.quantize_button.setObjectName("quantizeModelButton")
+        self.quantize_button.setToolTip("Make a quantized copy that needs less memory")
+        self.quantize_button.clicked.connect(self.quantize_selected)
         self.delete_button = QPushButton("Delete…", card)
         self.delete_button.setObjectName("deleteModelButton")
         self.delete_button.clicked.connect(self.delete_selected)
@@ -180,6 +185,7 @@ class LibraryPage(QWidget):
         buttons.addWidget(self.use_button)
         buttons.addWidget(self.defaults_button)
         buttons.addWidget(self.reveal_button)
+        buttons.addWidget(self.quantize_button)
         buttons.addStretch(1)
         buttons.addWidget(self.delete_button)
         card_layout = QVBoxLayout(card)
@@ -298,7 +304,7 @@ class LibraryPage(QWidget):
     def _show_selected(self) -> None:
         entry = self.selected_entry()
         for button in (self.use_button, self.defaults_button, self.reveal_button,
-                       self.delete_button):
+                       self.quantize_button, self.delete_button):
             button.setEnabled(entry is not None)
         if entry is None:
             self.detail_name.setText("No models yet")
@@ -419,6 +425,20 @@ class LibraryPage(QWidget):
     def _import_finished(self) -> None:
         self.importing = False
         self.import_button.setEnabled(True)
+
+    def quantize_selected(self) -> None:
+        entry = self.selected_entry()
+        if entry is None:
+            return
+        dialog = QuantizeDialog(entry.path, self)
+        dialog.made.connect(self._quantized)
+        dialog.open()
+
+    def _quantized(self, path: str) -> None:
+        self.show_notice(f"{Path(path).name} was made, checked and added to the library.")
+        self.refresh()
+        self.select(path)
+        self.models_changed.emit()
 
     def show_notice(self, text: str, error: bool = False) -> None:
         self.notice.setText(text)

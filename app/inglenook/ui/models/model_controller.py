@@ -6,11 +6,13 @@ import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
 from inglenook.core.load import LoadParams, ModelInfo
+from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
@@ -20,6 +22,7 @@ from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
 from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
+from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.widgets.banner import Banner
 
 
@@ -63,6 +66,7 @@ class ModelController(QObject):
         self.is_loading = False
         self.sha256 = ""
         self._restarting = False
+        self._tune_id = -1  # tune requests count down: they never meet a reply's id
         worker.engine_ready.connect(self.engine_started)
         worker.engine_ready.connect(self._on_engine_ready)
         worker.model_loading.connect(self._on_loading)
@@ -104,6 +108,32 @@ class ModelController(QObject):
         dialog = ProvidersDialog(self.picker.providers, self._parent)
         dialog.providers_changed.connect(self.picker.refresh_remote)
         dialog.open()
+
+    def tune(self, panel: SamplingPanel) -> None:
+        """Tune: measure with the loaded model, then show the fastest settings in the panel
+        (saved with the settings; the batch size applies at the next load)."""
+        speed = panel.speed
+        if self.model is None:
+            speed.show_tune("Load a model first: tuning measures it.")
+            return
+        speed.show_tune("Measuring… (a few seconds)", busy=True)
+
+        def done(result: object) -> None:
+            self.worker.tuned.disconnect(done)
+            if isinstance(result, str) or cast(p.TuneResult, result).error:
+                speed.show_tune(f"Could not tune: {getattr(result, 'error', result)}")
+                return
+            best = cast(p.TuneResult, result)
+            panel.n_threads_spin.setValue(best.n_threads)
+            speed.threads_batch.setValue(best.n_threads_batch)
+            panel.n_batch_spin.setValue(best.n_batch)
+            speed.show_tune(f"Fastest here: {best.n_threads} threads for replies "
+                            f"({best.decode_tok_s:.0f} tok/s), {best.n_threads_batch} for "
+                            f"prompts, batch {best.n_batch}. Kept.")
+
+        self.worker.tuned.connect(done)
+        self._tune_id -= 1
+        self.worker.tune(self._tune_id)
 
     def defaults_saved(self, path: str) -> None:
         """New defaults for a model: offer to reload it now when it is the one loaded."""
@@ -183,7 +213,15 @@ class ModelController(QObject):
         self.status.setText("")
         self.model_label.setText("No model")
         fix = self._load_fix(message)
-        action = (fix[0], lambda: (fix[1](), self.load(path))) if fix else None
+        action: tuple[str, Callable[[], None]] | None = None
+        if fix is not None:
+            label, change = fix
+
+            def fix_and_load() -> None:
+                change()
+                self.load(path)
+
+            action = (label, fix_and_load)
         name = model_name_of(path) if is_remote_ref(path) else Path(path).name
         self.banner.show_message(f"Could not load {name}. {message}", "error", action)
         self.failed.emit(path, message)

@@ -25,6 +25,7 @@ from inglenook.core.load import KV_CACHE_TYPES, LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.reply_section import ReplySection
+from inglenook.ui.side.speed_options import SpeedOptions
 from inglenook.ui.widgets.controls import (
     SPIN_WIDTH,
     CollapsibleSection,
@@ -321,6 +322,10 @@ class SamplingPanel(QWidget):
             "Without this, a context length above the model's trained length is refused: "
             "beyond it, replies are often incoherent.")
 
+        self.speed = SpeedOptions(section.body)
+        self.speed.changed.connect(self._on_load_edited)
+        layout.addWidget(self.speed)
+
         self.reload_button = QPushButton("Reload model")
         self.reload_button.setObjectName("reload_button")
         self.reload_button.setToolTip("Load the current model again with these options.")
@@ -358,6 +363,7 @@ class SamplingPanel(QWidget):
             self.use_mmap_check.setChecked(settings.use_mmap)
             self.use_mlock_check.setChecked(settings.use_mlock)
             self.beyond_trained_check.setChecked(settings.allow_beyond_trained)
+            self.speed.show_settings(settings)
             if self._kv_quantized():  # stored by hand or an older version: keep it loadable
                 self.flash_attn_check.setChecked(True)
         finally:
@@ -389,6 +395,7 @@ class SamplingPanel(QWidget):
             use_mmap=self.use_mmap_check.isChecked(),
             use_mlock=self.use_mlock_check.isChecked(),
             allow_beyond_trained=self.beyond_trained_check.isChecked(),
+            **self.speed.values(),  # type: ignore[arg-type]
         )
 
     def load_params(self, model_path: str) -> LoadParams:

@@ -206,6 +206,11 @@ class SideController(QObject):
         self.settings_changed.emit()
         self.defaults_saved.emit(path)
 
+    def welcomed(self) -> None:
+        """The first-run welcome was dismissed: not shown again."""
+        self.settings.welcomed = True
+        self.settings_changed.emit()
+
     def current_settings(self) -> Settings:
         """Everything to save in settings.json, with the load options the panel shows now."""
         self.settings = self._with_load_options()

@@ -1,0 +1,65 @@
+"""Speed in the window (issue 12): the speculation and thread options reach the load, Tune
+keeps the fastest settings, and a smaller copy is made from the Library."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QSpinBox
+from pytestqt.qtbot import QtBot
+
+from inglenook import paths
+from inglenook.ui.main_window import MainWindow
+from inglenook.ui.models.quantize_dialog import QuantizeDialog
+from tests.gui.conftest import LOAD_TIMEOUT_MS
+
+
+def test_speed_options_reach_the_load(qtbot: QtBot, window: MainWindow) -> None:
+    window.panel.findChild(QCheckBox, "prompt_lookup_check").setChecked(False)
+    window.panel.findChild(QSpinBox, "n_threads_batch_spin").setValue(3)
+    params = window.side.load_params(window.models.path)
+    assert params.prompt_lookup is False and params.n_threads_batch == 3
+    window.close()
+    from inglenook.core.settings import load_settings
+
+    stored = load_settings()
+    assert stored.prompt_lookup is False and stored.n_threads_batch == 3
+
+
+def test_tune_keeps_the_fastest_settings(qtbot: QtBot, window: MainWindow) -> None:
+    speed = window.panel.speed
+    qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Fastest here" in speed.tune_note.text()
+                    or "Could not" in speed.tune_note.text(), timeout=LOAD_TIMEOUT_MS)
+    assert "Fastest here" in speed.tune_note.text() and speed.tune_button.isEnabled()
+    assert window.panel.n_threads_spin.value() > 0
+
+
+def test_a_smaller_copy_is_made_checked_and_listed(
+        qtbot: QtBot, real_window: MainWindow, bundled_model: Path) -> None:
+    source = paths.models_dir() / "Copy-Q4_1.gguf"
+    shutil.copyfile(bundled_model, source)
+    dialog = QuantizeDialog(str(source), real_window)
+    qtbot.addWidget(dialog)
+    dialog.type.setCurrentText("Q4_K_M")
+    assert "Copy-Q4_K_M.gguf" in dialog.note.text() and "loses a little more" in dialog.note.text()
+    with qtbot.waitSignal(dialog.made, timeout=120_000) as made:
+        dialog.start()
+    made_path = Path(made.args[0])
+    assert made_path.is_file() and made_path.parent == paths.models_dir()
+    assert not list(paths.models_dir().glob("*.quantizing"))
+
+
+@pytest.mark.parametrize("kind", ["Q4_1"])
+def test_a_copy_of_the_same_type_is_refused_before_starting(
+        qtbot: QtBot, bundled_model: Path, kind: str) -> None:
+    source = paths.models_dir() / "Same.gguf"
+    shutil.copyfile(bundled_model, source)
+    dialog = QuantizeDialog(str(source))
+    qtbot.addWidget(dialog)
+    dialog.type.addItem(kind)
+    dialog.type.setCurrentText(kind)
+    assert "already" in dialog.note.text() and not dialog.start_button.isEnabled()
