@@ -9,6 +9,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   store_*                 bench/store_bench.py: 10,000 conversations, switching, search, writes
   window_*                bench/window_memory.py: RSS with 80 messages, growth over 200 switches
   ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow
+  spec_*, quantize_*      bench/spec_bench.py: prompt lookup, a draft model, Q8_0 → Q4_K_M
   api_*                   bench/server_bench.py: inglenook serve vs raw and llama_cpp.server
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -241,6 +242,9 @@ def main() -> int:
 
         log("KV state per conversation: switching back, overflow, restore…")
         results.update(run_script("kv_bench.py", quick))
+
+        log("Speculative decoding and quantizing…")
+        results.update(run_script("spec_bench.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))

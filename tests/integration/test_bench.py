@@ -18,6 +18,8 @@ README_KEYS = (
     "model_ready_s", "api_decode_over_raw", "api_concurrent4_aggregate_over_single",
     "api_concurrent4_p95_ttft_ms", "ttft_switch_back_over_cold",
     "ttft_after_overflow_over_turn1", "kv_state_ram_mb", "kv_state_restore_ms",
+    "spec_prompt_lookup_code_speedup", "spec_prompt_lookup_prose_ratio", "spec_draft_speedup",
+    "spec_acceptance_rate", "quantize_q8_to_q4km_s",
 )
 
 
