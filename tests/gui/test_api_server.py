@@ -40,7 +40,7 @@ def ask_api(port: int, text: str, result: dict) -> None:
 @pytest.fixture
 def serving(qtbot: QtBot, window: MainWindow) -> tuple[MainWindow, int]:
     port = free_port()
-    window.actions["apiServer"].trigger()
+    window.command_actions["apiServer"].trigger()
     dialog = window.findChild(ServerDialog)
     dialog.port.setValue(port)
     dialog.enabled.setChecked(True)
@@ -84,7 +84,7 @@ def test_the_server_setting_is_kept_and_switched_off(
 
 def test_a_network_address_without_a_token_is_refused(
         qtbot: QtBot, window: MainWindow) -> None:
-    window.actions["apiServer"].trigger()
+    window.command_actions["apiServer"].trigger()
     dialog = window.findChild(ServerDialog)
     dialog.host.setCurrentIndex(1)  # 0.0.0.0
     dialog.token.clear()

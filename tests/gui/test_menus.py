@@ -18,12 +18,12 @@ from tests.gui.conftest import REPLY_TIMEOUT_MS, chat
 def test_the_menu_bar_has_the_usual_menus(window: MainWindow) -> None:
     titles = [a.text().replace("&", "") for a in window.menuBar().actions()]
     assert titles == ["File", "Edit", "View", "Chat", "Models", "Help"]
-    assert window.actions["quit"].shortcut() == QKeySequence("Ctrl+Q")
-    assert window.actions["preferences"].shortcut() == QKeySequence("Ctrl+,")
+    assert window.command_actions["quit"].shortcut() == QKeySequence("Ctrl+Q")
+    assert window.command_actions["preferences"].shortcut() == QKeySequence("Ctrl+,")
 
 
 def test_no_two_commands_share_a_key(window: MainWindow) -> None:
-    keys = Counter(k.toString() for a in window.actions.values() for k in a.shortcuts())
+    keys = Counter(k.toString() for a in window.command_actions.values() for k in a.shortcuts())
     assert [k for k, n in keys.items() if n > 1] == []
 
 
@@ -33,13 +33,13 @@ def test_the_shortcuts_sheet_lists_every_key(qtbot: QtBot, window: MainWindow) -
     assert sheet is not None and sheet.isVisible()
     commands = [sheet.table.item(r, 1).text() for r in range(sheet.table.rowCount())]
     assert "Search conversations" in commands and "Stop the reply" in commands
-    shown = sum(len(a.shortcuts()) > 0 for a in window.actions.values())
+    shown = sum(len(a.shortcuts()) > 0 for a in window.command_actions.values())
     assert sheet.table.rowCount() == shown
     sheet.close()
 
 
 def test_about_names_the_versions(qtbot: QtBot, window: MainWindow) -> None:
-    window.actions["about"].trigger()
+    window.command_actions["about"].trigger()
     about = window.findChild(AboutDialog)
     rows = dict(about.rows)
     assert rows["Inglenook"] and "PySide6" in rows["Qt"]
@@ -60,7 +60,7 @@ def test_copy_last_reply_and_regenerate_from_the_keyboard(
 
 
 def test_the_sidebar_can_be_hidden_and_stays_hidden(qtbot: QtBot, window: MainWindow) -> None:
-    window.actions["toggleSidebar"].trigger()
+    window.command_actions["toggleSidebar"].trigger()
     assert window.sidebar.isHidden()
     window.close()
     assert load_settings().sidebar_visible is False
@@ -78,7 +78,7 @@ def test_the_window_is_usable_at_700_by_600(qtbot: QtBot, window: MainWindow) ->
     assert window.side_panel.isHidden() and not window.sidebar.isHidden()  # folded for room
     qtbot.waitUntil(lambda: window.chat.width() >= 300, timeout=5_000)
     assert window.composer.button.isVisible()
-    window.actions["toggleSidePanel"].trigger()  # asked for: it gets the room
+    window.command_actions["toggleSidePanel"].trigger()  # asked for: it gets the room
     assert not window.side_panel.isHidden() and window.sidebar.isHidden()
     window.resize(1400, 900)
     qtbot.waitUntil(lambda: not window.sidebar.isHidden(), timeout=5_000)

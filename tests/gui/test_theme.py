@@ -149,10 +149,10 @@ def test_the_view_menu_switches_the_theme_and_it_is_kept(
         qtbot: QtBot, window: MainWindow, themes: theme.ThemeManager) -> None:
     chat(qtbot, window, "Hello")
     reply = window.chat.bubbles[-1]
-    dark = window.actions["themeDark"]
-    assert window.actions["themeSystem"].isChecked() and not dark.isChecked()
+    dark = window.command_actions["themeDark"]
+    assert window.command_actions["themeSystem"].isChecked() and not dark.isChecked()
     dark.trigger()
-    assert dark.isChecked() and not window.actions["themeSystem"].isChecked()
+    assert dark.isChecked() and not window.command_actions["themeSystem"].isChecked()
     assert themes.theme is theme.DARK and window_colour() == theme.DARK.colors.window
     assert reply.body.markdown_palette() == theme.DARK.markdown
     set_scheme(Qt.ColorScheme.Light)
@@ -167,8 +167,8 @@ def test_choices_made_elsewhere_show_when_the_menu_opens(
     view_menu = next(a.menu() for a in window.menuBar().actions() if "View" in a.text())
     theme_menu = next(a.menu() for a in view_menu.actions() if a.text() == "Theme")
     theme_menu.aboutToShow.emit()
-    assert window.actions["themeLight"].isChecked()
-    assert not window.actions["themeSystem"].isChecked()
+    assert window.command_actions["themeLight"].isChecked()
+    assert not window.command_actions["themeSystem"].isChecked()
 
 
 def test_a_message_shown_in_full_is_drawn_again_in_the_new_theme(

@@ -236,7 +236,7 @@ def test_room_limits_the_guesses() -> None:
 
 def test_a_judged_proposer_starts_with_two_plain_steps() -> None:
     """A draft model is judged by what its guesses gain: plain steps are timed first."""
-    out, model, tally = run([1, 2], counting, Fixed([3, 4, 5, 6]), 6)
+    out, model, _tally = run([1, 2], counting, Fixed([3, 4, 5, 6]), 6)
     assert out == [3, 4, 5, 6, 7, 8]
     assert model.batches[:2] == [[2], [3]] and len(model.batches[2]) > 1
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from inglenook.store import Store
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(commands: argparse._SubParsersAction) -> None:
     conversations = commands.add_parser("conversations",
                                         help="list, export and import conversations")
     sub = conversations.add_subparsers(dest="conversations_command", required=True,

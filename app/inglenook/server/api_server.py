@@ -19,6 +19,7 @@ from collections.abc import Callable
 import uvicorn
 
 from inglenook.engine.client import EngineClient
+from inglenook.engine.remote_router import EngineRouter
 from inglenook.engine.scheduler import Scheduler
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink
@@ -36,7 +37,8 @@ class ApiServer:
     """`on_engine_lost(message)` runs on the engine thread when the engine died during an API
     reply; `on_status(ServerStatus)` on the server's thread whenever a figure changes."""
 
-    def __init__(self, scheduler: Scheduler, client: EngineClient, config: ServerConfig,
+    def __init__(self, scheduler: Scheduler, client: EngineClient | EngineRouter,
+                 config: ServerConfig,
                  on_engine_lost: Callable[[str], None] | None = None,
                  on_status: Callable[[ServerStatus], None] | None = None) -> None:
         config.check()

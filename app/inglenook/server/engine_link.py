@@ -20,6 +20,7 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineCrashed, EngineError
+from inglenook.engine.remote_router import EngineRouter
 from inglenook.engine.scheduler import Job, Scheduler
 from inglenook.server.errors import ApiError
 from inglenook.server.status import StatusBoard
@@ -70,7 +71,7 @@ class EngineLink:
     (a crash, or the stop watchdog): whoever owns the engine decides whether to reload.
     """
 
-    def __init__(self, scheduler: Scheduler, client: EngineClient, max_pending: int,
+    def __init__(self, scheduler: Scheduler, client: EngineClient | EngineRouter, max_pending: int,
                  board: StatusBoard,
                  on_engine_lost: Callable[[str], None] | None = None) -> None:
         self.scheduler = scheduler

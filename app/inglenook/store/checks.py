@@ -71,7 +71,7 @@ def role(value: object, what: str) -> str:
     if value not in ROLES:
         raise InvalidImport(f"{what} has the role {shown(value)}; a role must be one of "
                             f"{', '.join(ROLES)}.")
-    return value  # type: ignore[return-value]
+    return str(value)
 
 
 def is_number(value: object) -> bool:

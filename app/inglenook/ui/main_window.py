@@ -139,11 +139,12 @@ class MainWindow(QMainWindow):
         for index, widget in enumerate((self.sidebar, column, self.side_panel)):
             self.splitter.addWidget(widget)
             self.splitter.setStretchFactor(index, 1 if widget is column else 0)
-        self.setCentralWidget(_column("central", top, self.splitter))
+        central = _column("central", top, self.splitter)
+        self.setCentralWidget(central)
         self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button)
         # The panels fold away before the chat gets too narrow (resizeEvent), so the window
         # may be narrower than all three side by side.
-        self.centralWidget().setMinimumSize(MIN_WIDTH, 360)
+        central.setMinimumSize(MIN_WIDTH, 360)
 
         (self.model_label, self.status_text, self.server_label, self.progress,
          self.context_label) = fill_status_bar(self.statusBar())
@@ -151,10 +152,10 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history
         self.menus = window_menus(self)
-        self.actions = commands.build(self, self.menus)
+        self.command_actions = commands.build(self, self.menus)
         for name in ("search", "exportChat", "exportAll", "importChats", None, "models",
                      "modelDefaults"):
-            self.menu_button.menu().addAction(self.actions[name]) if name else \
+            self.menu_button.menu().addAction(self.command_actions[name]) if name else \
                 self.menu_button.menu().addSeparator()
         self.models_button.clicked.connect(models.show_dialog)
         models.defaults_requested.connect(side.edit_model_defaults)
@@ -173,8 +174,7 @@ class MainWindow(QMainWindow):
             self.server.start()
         side.store_failed.connect(self.banner.show_message)
         side.defaults_saved.connect(models.defaults_saved)
-        models.loading.connect(lambda _path: (chats.stop_all(), chats.set_can_send(False),
-                                              self.composer.set_loading(True)))
+        models.loading.connect(chats.model_loading)
         models.ready.connect(self._model_ready)
         models.ready.connect(side.model_loaded)  # the thinking switch, the tools' support
         self.panel.reply_section.tools_requested.connect(chats.show_tools)
@@ -186,7 +186,7 @@ class MainWindow(QMainWindow):
         history.new_requested.connect(chats.new_chat)
         history.deleting.connect(chats.stop_conversation)
         history.deleted.connect(lambda conv_id: self.worker.forget(f"{OWNER_PREFIX}{conv_id}"))
-        history.deleted.connect(lambda conv_id: chats.conv_id == conv_id and chats.new_chat())
+        history.deleted.connect(chats.conversation_deleted)
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)
         chats.session_changed.connect(lambda s: self.sidebar.select(s.conv_id))

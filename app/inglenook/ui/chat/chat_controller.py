@@ -259,6 +259,21 @@ class ChatController(MessageActions, QObject):
             QGuiApplication.clipboard().setText(reply.content)
             self.status.setText("Copied the last reply.")
 
+    def escape(self) -> None:
+        """Esc: a message waiting for the model becomes editable again, else the reply stops."""
+        if not self.composer.cancel_pending():
+            self.stop()
+
+    def model_loading(self, _path: str) -> None:
+        """Another model is loading: every reply stops; what is typed waits for it."""
+        self.stop_all()
+        self.set_can_send(False)
+        self.composer.set_loading(True)
+
+    def conversation_deleted(self, conv_id: int) -> None:
+        if self.conv_id == conv_id:
+            self.new_chat()
+
     def stop(self) -> None:
         """Stop the reply of the chat on screen (waiting or being written), or the tool calls
         it waits on."""

@@ -123,7 +123,7 @@ class ChatView(QScrollArea):
             if bubble.message_id == message_id:
                 self._follow = False
                 if words:
-                    bubble.body.find(words)
+                    bubble.body.find_words(words)
                 # Rows above it are still being laid out: keep it in view while the column
                 # grows (until the next message or chat).
                 self._target = row

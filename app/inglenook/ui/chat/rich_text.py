@@ -354,7 +354,7 @@ class RichTextView(QWidget):
         self._clamp_selection()
         self.update()
 
-    def find(self, words: Sequence[str]) -> bool:
+    def find_words(self, words: Sequence[str]) -> bool:
         """Select the first place any of `words` occurs (case and accents as typed are
         ignored the way QTextDocument.find does); False when none does."""
         for index, part in enumerate(self._parts):

@@ -232,8 +232,9 @@ class LibraryPage(QWidget):
                              f"{describe_size(total)} · stored in {paths.models_dir()}")
         index = next((i for i, e in enumerate(self.entries)
                       if selected and e.path == selected.path), 0)
-        if self.entries:
-            self.table.setCurrentItem(self.table.topLevelItem(index))
+        current = self.table.topLevelItem(index) if self.entries else None
+        if current is not None:
+            self.table.setCurrentItem(current)
         self._show_selected()
 
     @property
@@ -278,14 +279,15 @@ class LibraryPage(QWidget):
         item.setToolTip(0, tip)
 
     def _on_header(self, key: object, value: object) -> None:
-        generation, path, header = cast(tuple[int, str, object], value)
+        generation, path, header = cast(tuple[int, str, "GGUFHeader | str"], value)
         self._cache[self._cache_key(path)] = header
         if generation != self._generation:
             return
         self.headers[path] = header
         for i, entry in enumerate(self.entries):
-            if entry.path == path:
-                self._fill(self.table.topLevelItem(i), entry)
+            item = self.table.topLevelItem(i)
+            if entry.path == path and item is not None:
+                self._fill(item, entry)
         self._show_selected()
 
     # -- the selected model -----------------------------------------------------------------------
@@ -298,8 +300,9 @@ class LibraryPage(QWidget):
 
     def select(self, path: str) -> None:
         for i, entry in enumerate(self.entries):
-            if entry.path == path:
-                self.table.setCurrentItem(self.table.topLevelItem(i))
+            item = self.table.topLevelItem(i)
+            if entry.path == path and item is not None:
+                self.table.setCurrentItem(item)
 
     def _show_selected(self) -> None:
         entry = self.selected_entry()

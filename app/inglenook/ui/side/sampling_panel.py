@@ -372,7 +372,7 @@ class SamplingPanel(QWidget):
         self._update_mirostat_rows()
 
     def sampling(self) -> SamplingParams:
-        values = {name: pair.value() for name, pair in self._pairs.items()}
+        values: dict[str, object] = {name: pair.value() for name, pair in self._pairs.items()}
         values["mirostat_mode"] = self.mirostat_combo.currentIndex()
         values["stop"] = self.stop_edit.stop_strings()
         return SamplingParams.from_dict(values)
@@ -422,6 +422,8 @@ class SamplingPanel(QWidget):
         label = self.findChild(QLabel, "n_gpu_layers_label")
         tip = self._gpu_tooltip if supported else reason
         for w in (label, self.n_gpu_layers_spin):
+            if w is None:
+                continue
             w.setEnabled(supported)
             w.setToolTip(tip)
         self.gpu_unsupported_label.setText(reason)

@@ -128,7 +128,7 @@ class SliderSpin(QObject):
         return float(self.spin.value())
 
     def set_value(self, value: float) -> None:
-        self.spin.setValue(int(value) if self.is_int else value)
+        self.spin.setValue(int(value) if self.is_int else value)  # type: ignore[arg-type]
 
     def set_tooltip(self, text: str) -> None:
         for w in self.widgets():

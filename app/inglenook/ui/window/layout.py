@@ -45,15 +45,15 @@ class PanelFolder:
                 room -= need[name]
         show_sidebar, show_panel = show["sidebar"], show["side_panel"]
         side_panel = self.side_panel
-        for name, widget, show in (("sidebar", self.sidebar, show_sidebar),
-                                   ("side_panel", side_panel, show_panel)):
-            if widget.isHidden() == show:
-                widget.setVisible(show)
+        for name, widget, visible in (("sidebar", self.sidebar, show_sidebar),
+                                      ("side_panel", side_panel, show_panel)):
+            if widget.isHidden() == visible:
+                widget.setVisible(visible)
                 if widget is side_panel:  # the Settings button says what is on screen
                     self.panel_button.blockSignals(True)
-                    self.panel_button.setChecked(show)
+                    self.panel_button.setChecked(visible)
                     self.panel_button.blockSignals(False)
-            if self.wanted[name] and not show:
+            if self.wanted[name] and not visible:
                 self.folded.add(name)
             else:
                 self.folded.discard(name)

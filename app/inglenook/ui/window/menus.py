@@ -71,7 +71,7 @@ def window_menus(w: MainWindow) -> list[Menu]:
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
             Command("tools", "Tools…", chats.show_tools,
                     tip="MCP tool servers, their tools, and which this chat uses"),
-            Command("stop", "Stop the reply", lambda: w.composer.cancel_pending() or chats.stop(),
+            Command("stop", "Stop the reply", chats.escape,
                     ["Esc"],
                     "Stop the reply of this chat, wherever the focus is"),
             None,
