@@ -63,3 +63,9 @@ def test_a_copy_of_the_same_type_is_refused_before_starting(
     dialog.type.addItem(kind)
     dialog.type.setCurrentText(kind)
     assert "already" in dialog.note.text() and not dialog.start_button.isEnabled()
+
+
+def test_model_loading_says_how_much_of_recent_chats_is_kept(
+        qtbot: QtBot, real_window: MainWindow) -> None:
+    note = real_window.panel.speed.state_note
+    assert not note.isHidden() and "in memory" in note.text() and "on disk" in note.text()

@@ -90,8 +90,7 @@ class ReplyResponse:
             body = self.fmt.complete("".join(text), FINISH_REASONS[finish.reason], self.stats)
             response = JSONResponse(body)
         else:
-            self.error = finish_error(finish)
-            response = self.error.response()
+            response = self._fail(finish).response()
         await response(scope, receive, send)
         self.responded = True
 
@@ -124,20 +123,25 @@ class ReplyResponse:
                 await body(sse(self.fmt.usage_chunk(self.stats)))
             await body(sse("[DONE]"), more=False)
             return
-        self.error = finish_error(finish)
+        error = self._fail(finish)
         if not started:
-            await self.error.response()(scope, receive, send)
+            await error.response()(scope, receive, send)
             self.responded = True
         else:  # the status is sent: an error event, which OpenAI's clients raise
-            await body(sse(self.error.body()))
+            await body(sse(error.body()))
             await body(b"", more=False)
+
+    def _fail(self, finish: Finish) -> ApiError:
+        """Counted before the client hears of it, so the status never lags the reply."""
+        self.error = finish_error(finish)
+        self.board.failed(self.error.message)
+        return self.error
 
     def _record(self, path: str) -> None:
         if self.client_left:
             outcome = "the client left; stopped"
         elif self.error is not None:
             outcome = f"{self.error.status} {self.error.message}"
-            self.board.failed(self.error.message)
         else:
             outcome = "200"
         s = self.stats

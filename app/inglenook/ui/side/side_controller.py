@@ -82,6 +82,7 @@ class SideController(QObject):
     def model_loaded(self, info: ModelInfo) -> None:
         """Show the switches this model's template reads, and whether it can call tools."""
         self.panel.reply_section.show_model(info.traits, info.tool_format)
+        self.panel.speed.show_state_budget(info.kv_state_ram_budget, info.kv_state_disk_budget)
 
     def _chat_change(self, **changes: object) -> None:
         if self.session is not None:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.settings import Settings
+from inglenook.models.library import describe_size
 from inglenook.ui.widgets.controls import SpinBox, helper_label
 
 
@@ -72,6 +73,11 @@ class SpeedOptions(QWidget):
         self.tune_button.clicked.connect(self.tune_requested)
         self.tune_note = helper_label("", name="tune_note_label")
         self.tune_note.hide()
+        self.state_note = helper_label("", name="state_budget_label")
+        self.state_note.setToolTip("After a reply, the engine keeps each recent chat's cache so "
+                                   "switching back continues at once; the oldest go to disk, "
+                                   "then are dropped. They are dropped when the model reloads.")
+        self.state_note.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
@@ -80,6 +86,7 @@ class SpeedOptions(QWidget):
         layout.addLayout(draft_row)
         layout.addWidget(self.tune_button)
         layout.addWidget(self.tune_note)
+        layout.addWidget(self.state_note)
         self.threads_batch.valueChanged.connect(self.changed)
         self.lookup.toggled.connect(self.changed)
         self.draft.editingFinished.connect(self.changed)
@@ -102,6 +109,15 @@ class SpeedOptions(QWidget):
         self.tune_button.setEnabled(not busy)
         self.tune_note.setText(text)
         self.tune_note.setVisible(bool(text))
+
+    def show_state_budget(self, ram_bytes: int, disk_bytes: int) -> None:
+        """How much the engine keeps of recent chats' caches (derived from free memory)."""
+        if ram_bytes <= 0 and disk_bytes <= 0:
+            self.state_note.hide()
+            return
+        self.state_note.setText(f"Recent chats' caches kept: up to {describe_size(ram_bytes)} "
+                                f"in memory, {describe_size(disk_bytes)} on disk.")
+        self.state_note.show()
 
     def _choose_draft(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose a draft model", str(Path.home()),
