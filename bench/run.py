@@ -11,6 +11,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow
   spec_*, quantize_*      bench/spec_bench.py: prompt lookup, a draft model, Q8_0 → Q4_K_M
   api_*                   bench/server_bench.py: inglenook serve vs raw and llama_cpp.server
+A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
 the suite); its figures mean nothing. `--output PATH` writes the JSON elsewhere.
@@ -30,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from chart import draw  # bench/chart.py: this script's folder is on sys.path
 from inglenook import paths
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
@@ -257,7 +259,8 @@ def main() -> int:
         print(f"{key:<{width}}  {value}")
     results["quick"] = quick
     args.output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.output}")
+    chart = draw(results, args.output.with_suffix(".png"))
+    print(f"\nwrote {args.output} and {chart}")
     return 0
 
 

@@ -5,9 +5,10 @@ Same model (the bundled one), threads, context and greedy sampling everywhere; o
 a time. Prints progress on stderr and one JSON object as the last line of stdout:
   api_decode_tok_s, raw_decode_tok_s, peer_decode_tok_s   streamed decode speed (median)
   api_decode_over_raw, api_decode_over_peer_server        their ratios
-  api_ttft_turn12_ms, peer_ttft_turn12_ms, api_ttft_turn12_over_peer
-                                         TTFT of turn 12 of a conversation resent every turn
-                                         (median of 3 conversations)
+  {api,peer,raw}_ttft_turn{1,12}_ms, api_ttft_turn12_over_peer
+                                         TTFT of turns 1 and 12 of a conversation resent every
+                                         turn (median of 3 conversations; raw: llama-cpp-python
+                                         in this process)
   api_concurrent4_aggregate_over_single  tokens/s of 4 clients at once ÷ of one client alone
                                          (median over rounds that alternate the two)
   api_concurrent4_p95_ttft_ms            p95 time to first text of those 4 clients
@@ -175,15 +176,44 @@ def decode_rates(model: str, threads: int, urls: dict[str, str], runs: int,
 
 
 def ttft_turns(url: str, turns: int) -> list[float]:
+    with client(url) as api:
+        return resent_chat(lambda messages: stream(api, messages, 64), turns)
+
+
+def raw_ttft_turns(model: str, threads: int, turns: int) -> list[float]:
+    """The same conversation through llama-cpp-python in this process (its own prefix reuse)."""
+    import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host.py
+
+    llm = llama_cpp.Llama(model, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=threads,
+                          n_threads_batch=threads, verbose=False)
+
+    def ask(messages: list[dict[str, str]]) -> dict[str, Any]:
+        sent, first, text = time.perf_counter(), 0.0, []
+        for chunk in llm.create_chat_completion(messages, stream=True, max_tokens=64,  # type: ignore[arg-type]
+                                                **SAMPLING, **EXTRA):
+            piece = chunk["choices"][0]["delta"].get("content")  # type: ignore[index]
+            if piece:
+                first = first or time.perf_counter()
+                text.append(piece)
+        return {"text": "".join(text), "ttft": first - sent}
+
+    try:
+        ask([{"role": "user", "content": "Hello"}])  # page the weights in
+        return resent_chat(ask, turns)
+    finally:
+        llm.close()
+
+
+def resent_chat(ask: Any, turns: int) -> list[float]:
+    """TTFT of each turn of a conversation whose whole history is sent every turn."""
     messages = [{"role": "system", "content": "You are a helpful assistant."}]
     ttfts = []
-    with client(url) as api:
-        for turn in range(turns):
-            messages.append({"role": "user", "content": f"Tell me one interesting fact about "
-                             f"{TOPICS[turn]}, in two sentences, and why it matters to people."})
-            reply = stream(api, messages, 64)
-            ttfts.append(reply["ttft"])
-            messages.append({"role": "assistant", "content": reply["text"]})
+    for turn in range(turns):
+        messages.append({"role": "user", "content": f"Tell me one interesting fact about "
+                         f"{TOPICS[turn]}, in two sentences, and why it matters to people."})
+        reply = ask(messages)
+        ttfts.append(reply["ttft"])
+        messages.append({"role": "assistant", "content": reply["text"]})
     return ttfts
 
 
@@ -262,17 +292,23 @@ def main() -> int:
                            api_decode_over_peer_server=round(rates["api"] / rates["peer"], 3))
 
         log(f"TTFT of turn {turns} of a conversation resent every turn ({reps} times)…")
-        api_ttfts, peer_ttfts = [], []
+        runs_of: dict[str, list[list[float]]] = {"api": [], "peer": [], "raw": []}
         for _ in range(reps):  # interleaved, as above
-            api_ttfts.append(ttft_turns(url, turns)[-1])
+            runs_of["api"].append(ttft_turns(url, turns))
             if peer:
-                peer_ttfts.append(ttft_turns(peer, turns)[-1])
-        api_ttft = statistics.median(api_ttfts)
-        results.update(api_ttft_turn12_ms=round(api_ttft * 1000, 1))
+                runs_of["peer"].append(ttft_turns(peer, turns))
+            runs_of["raw"].append(raw_ttft_turns(str(model), threads, turns))
+        # Turn 1 too: a turn 12 no slower than turn 1 shows that only the new tokens were
+        # evaluated (llama-cpp-python reuses the longest common prefix as well).
+        ttft = {f"{name}_ttft_turn{turn}_ms": round(1000 * statistics.median(
+                    run[turn - 1] for run in runs), 1)
+                for name, runs in runs_of.items() if runs for turn in (1, turns)}
+        # (--quick has 3 turns: the last is still reported as turn 12)
+        results.update({key.replace(f"turn{turns}_", "turn12_"): value
+                        for key, value in ttft.items()})
         if peer:
-            peer_ttft = statistics.median(peer_ttfts)
-            results.update(peer_ttft_turn12_ms=round(peer_ttft * 1000, 1),
-                           api_ttft_turn12_over_peer=round(api_ttft / peer_ttft, 3))
+            results.update(api_ttft_turn12_over_peer=round(
+                results["api_ttft_turn12_ms"] / results["peer_ttft_turn12_ms"], 3))
 
         log(f"One client, then four at once ({rounds} rounds of {concurrent_tokens} tokens)…")
         both = concurrency(url, rounds, concurrent_tokens)

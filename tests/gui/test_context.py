@@ -81,8 +81,13 @@ def test_a_full_chat_set_to_stop_offers_to_leave_history_out(
         window.models.reload()
     combo = window.panel.findChild(QComboBox, "overflow_combo")
     combo.setCurrentIndex(combo.findData("stop"))
+    # Room for a 200-token reply is kept free, but replies end at their first full stop: the
+    # engine refuses a prompt past 312 tokens while the window's own check (history + message
+    # over 512) has no reason to refuse first, whatever the replies say.
+    window.panel.findChild(QSpinBox, "max_tokens_spin").setValue(200)
+    window.panel.stop_edit.set_stop_strings([".", "\n"])
     paragraph = "The keeper counted the waves and wrote each number in his log. " * 5
-    for n in range(6):
+    for n in range(8):
         chat(qtbot, window, f"Note {n}: {paragraph}")
         if window.banner.action_button.isVisible():
             break

@@ -19,7 +19,8 @@ README_KEYS = (
     "api_concurrent4_p95_ttft_ms", "ttft_switch_back_over_cold",
     "ttft_after_overflow_over_turn1", "kv_state_ram_mb", "kv_state_restore_ms",
     "spec_prompt_lookup_code_speedup", "spec_prompt_lookup_prose_ratio", "spec_draft_speedup",
-    "spec_acceptance_rate", "quantize_q8_to_q4km_s",
+    "spec_acceptance_rate", "quantize_q8_to_q4km_s", "api_ttft_turn12_ms", "raw_ttft_turn12_ms",
+    "api_decode_tok_s", "raw_decode_tok_s", "engine_decode_tok_s", "ttft_turn12_ms",
 )
 
 
@@ -35,3 +36,4 @@ def test_the_benchmark_runs_to_the_end(tmp_path: Path) -> None:
     assert not missing, f"bench no longer reports {missing}"
     assert all(isinstance(results[key], (int, float)) for key in README_KEYS)
     assert results["quick"] is True
+    assert output.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

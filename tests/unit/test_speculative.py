@@ -241,6 +241,24 @@ def test_a_judged_proposer_starts_with_two_plain_steps() -> None:
     assert model.batches[:2] == [[2], [3]] and len(model.batches[2]) > 1
 
 
+
+def test_a_primed_model_gives_its_first_token_without_a_forward_pass() -> None:
+    """The host evaluates the whole prompt, its last token included, in the prompt's batch: the
+    first token is sampled from those logits, one forward pass before the first guess."""
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2]
+    plain, _, _ = run(prompt, counting, PromptLookup(3, 2), 8)
+    model, tally = FakeModel(prompt, counting), Tally()
+    model.evaluate(prompt[-1:])  # as the prompt's last batch leaves it
+    model.batches.clear()
+    tokens = decode(model, TokenHistory(prompt), PromptLookup(3, 2), DraftLength(8), tally,
+                    lambda: 8, model.clock, primed=True)
+    assert next(tokens) == 3 and model.batches == []
+    out = [3, *(next(tokens) for _ in range(7))]
+    tokens.close()
+    assert out == plain
+    assert model.batches[0][0] == 3  # the first step evaluates the first token, with guesses
+    assert model.kv == [*prompt, *out[:-1]]
+
 # -- a draft model's vocabulary ------------------------------------------------------------------
 def header(tokens: int = 49152, model: str = "gpt2", bos: int = 1, eos: int = 2) -> GGUFHeader:
     return GGUFHeader("m.gguf", 3, 0, 4, 32, 0, 0, {

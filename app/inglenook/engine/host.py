@@ -737,7 +737,8 @@ class EngineHost:
             self._finish(rid, "error", "The chat template produced an empty prompt.")
             return
         # The KV cache is made to hold as much of the prompt as it can (the live cache, a saved
-        # state, a shift past left-out history); the last token is always evaluated again.
+        # state, a shift past left-out history); the last token is always evaluated again,
+        # with the rest of the prompt, so that its logits give the first token.
         reuse = s.states.prepare(request.conversation, tokens, may_shift=fit.dropped > 0)
         cached = reuse.cached
         boundary = s.system_prefix(request.messages, tokens) if request.conversation else 0
@@ -770,7 +771,7 @@ class EngineHost:
             return min(left, s.most, n_ctx - 2 - llm.n_tokens)
 
         generator = decode(_Target(llm, sampler), TokenHistory(tokens), s.proposer,
-                           DraftLength(s.most), tally, room)
+                           DraftLength(s.most), tally, room, primed=True)
         try:
             for token in generator:
                 if n_gen == 0:
@@ -823,12 +824,12 @@ class EngineHost:
 
     def _prefill(self, s: Session, rid: int, tokens: list[int], cached: int,
                  keep_at: int = 0) -> bool:
-        """Evaluate the prompt (all but its last token, which generate() evaluates) in batches,
-        reporting progress; when `keep_at` is set, the state of that many tokens (a long system
-        prompt) is kept on the way. False when cancelled."""
+        """Evaluate the prompt in batches (its last token's logits are then the first reply
+        token's), reporting progress; when `keep_at` is set, the state of that many tokens (a
+        long system prompt) is kept on the way. False when cancelled."""
         llm = s.llm
         llm.n_tokens = cached
-        end = len(tokens) - 1
+        end = len(tokens)
         total = end - cached
         step = llm.n_batch
         stops = [keep_at, end] if cached < keep_at < end else [end]

@@ -222,16 +222,23 @@ class Tally:
 
 def decode(target: Target, history: TokenHistory, proposer: Proposer | None,
            length: DraftLength, tally: Tally, room: Callable[[], int],
-           clock: Callable[[], float] = time.perf_counter) -> Generator[int, None, None]:
+           clock: Callable[[], float] = time.perf_counter,
+           primed: bool = False) -> Generator[int, None, None]:
     """The reply's tokens, one at a time. The target's KV cache holds the history but its last
-    token; `room()` says how many more tokens may be guessed (the rest of max_tokens, of the
-    context). When the caller stops (closes the generator), the KV cache is left holding the
-    tokens yielded but the last, as plain decoding leaves it."""
+    token, or (`primed`) all of it, with the logits of its last token the last evaluated: the
+    first token is then sampled at once, one forward pass sooner. `room()` says how many more
+    tokens may be guessed (the rest of max_tokens, of the context). When the caller stops
+    (closes the generator), the KV cache is left holding the tokens yielded but the last, as
+    plain decoding leaves it."""
     pending = history.tokens[-1]
     keep = target.n_past()
     if isinstance(proposer, PromptLookup):
         length.judging = False
     try:
+        if primed:
+            pending = target.sample(-1)
+            history.extend([pending])
+            yield pending
         while True:
             started = clock()
             asked = min(length.limit(), room()) if proposer is not None else 0
