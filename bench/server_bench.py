@@ -175,12 +175,12 @@ def decode_rates(model: str, threads: int, urls: dict[str, str], runs: int,
     return {name: statistics.median(values) for name, values in rates.items()}
 
 
-def ttft_turns(url: str, turns: int) -> list[float]:
+def ttft_turns(url: str, turns: int, rep: int) -> list[float]:
     with client(url) as api:
-        return resent_chat(lambda messages: stream(api, messages, 64), turns)
+        return resent_chat(lambda messages: stream(api, messages, 64), turns, rep)
 
 
-def raw_ttft_turns(model: str, threads: int, turns: int) -> list[float]:
+def raw_ttft_turns(model: str, threads: int, turns: int, rep: int) -> list[float]:
     """The same conversation through llama-cpp-python in this process (its own prefix reuse)."""
     import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host.py
 
@@ -199,14 +199,15 @@ def raw_ttft_turns(model: str, threads: int, turns: int) -> list[float]:
 
     try:
         ask([{"role": "user", "content": "Hello"}])  # page the weights in
-        return resent_chat(ask, turns)
+        return resent_chat(ask, turns, rep)
     finally:
         llm.close()
 
 
-def resent_chat(ask: Any, turns: int) -> list[float]:
-    """TTFT of each turn of a conversation whose whole history is sent every turn."""
-    messages = [{"role": "system", "content": "You are a helpful assistant."}]
+def resent_chat(ask: Any, turns: int, rep: int) -> list[float]:
+    """TTFT of each turn of a conversation whose whole history is sent every turn; each `rep`
+    starts differently, so that its turn 1 is not read from the last one's KV cache."""
+    messages = [{"role": "system", "content": f"You are a helpful assistant. (Chat {rep})"}]
     ttfts = []
     for turn in range(turns):
         messages.append({"role": "user", "content": f"Tell me one interesting fact about "
@@ -293,11 +294,11 @@ def main() -> int:
 
         log(f"TTFT of turn {turns} of a conversation resent every turn ({reps} times)…")
         runs_of: dict[str, list[list[float]]] = {"api": [], "peer": [], "raw": []}
-        for _ in range(reps):  # interleaved, as above
-            runs_of["api"].append(ttft_turns(url, turns))
+        for rep in range(reps):  # interleaved, as above
+            runs_of["api"].append(ttft_turns(url, turns, rep))
             if peer:
-                runs_of["peer"].append(ttft_turns(peer, turns))
-            runs_of["raw"].append(raw_ttft_turns(str(model), threads, turns))
+                runs_of["peer"].append(ttft_turns(peer, turns, rep))
+            runs_of["raw"].append(raw_ttft_turns(str(model), threads, turns, rep))
         # Turn 1 too: a turn 12 no slower than turn 1 shows that only the new tokens were
         # evaluated (llama-cpp-python reuses the longest common prefix as well).
         ttft = {f"{name}_ttft_turn{turn}_ms": round(1000 * statistics.median(
