@@ -13,9 +13,9 @@
                                    that it loads and answers)
   quantize_q4km_over_q8_size       the Q4_K_M copy's size ÷ the Q8_0's
 
-Greedy; two engine hosts, one speculating and one not, both with flash attention on (speculation
-turns it on, so the ratio is speculation's alone), asked in turn; each ratio is of the best
-round of each (on a shared machine a neighbour's burst stalls llama.cpp's spinning threads for
+Greedy; two engine hosts, one speculating and one not, both with the default load settings
+(flash attention off, as a user has them), asked in turn; each ratio is of the best round of
+each (on a shared machine a neighbour's burst stalls llama.cpp's spinning threads for
 whole seconds, so the best round is the one that ran alone). Decode speed is the engine's own
 figure (first token to last). A 135M model on a CPU is
 the worst case for speculation: checking a batch costs it much more than one token, relative to
@@ -116,7 +116,7 @@ def clients(tmp: Path, plain: LoadParams, fast: LoadParams) -> tuple[EngineClien
 
 
 def prompt_lookup(tmp: Path, model: str, quick: bool) -> dict[str, float]:
-    params = LoadParams(model, n_ctx=4096, flash_attn=True, prompt_lookup=False)
+    params = LoadParams(model, n_ctx=4096, prompt_lookup=False)
     plain, fast = clients(tmp, params, params.replace(prompt_lookup=True))
     rounds = 1 if quick else 3
     try:
@@ -139,7 +139,7 @@ def prompt_lookup(tmp: Path, model: str, quick: bool) -> dict[str, float]:
 
 
 def draft_model(tmp: Path, target: Path, draft: str, quick: bool) -> dict[str, float]:
-    params = LoadParams(str(target), n_ctx=4096, flash_attn=True, prompt_lookup=False)
+    params = LoadParams(str(target), n_ctx=4096, prompt_lookup=False)
     plain, fast = clients(tmp, params, params.replace(draft_model_path=draft))
     rounds = 1 if quick else 2
     try:

@@ -495,7 +495,10 @@ class EngineHost:
         # can flip a near-tie and change the reply; with it they match exactly, except that an
         # f16 cache of 512 cells or more sums a lone token's attention in per-thread chunks
         # (q8_0 and q4_0 caches always match). See tests/integration/test_speculative.py.
-        flash = params.flash_attn or bool(params.speculation)
+        # Speculation does not turn flash attention on for that: on a CPU it made a long
+        # chat's next prompt 30-65% slower to read (bench: ttft_turn12_over_turn1), and an
+        # f16 cache is not exact past 512 cells anyway. Who wants the exact reply turns it on.
+        flash = params.flash_attn
         threads = (n_threads, n_threads_batch, n_gpu_layers, flash)
         try:
             llm = self._construct(params.model_path, params, n_ctx, *threads)

@@ -306,8 +306,8 @@ class SamplingPanel(QWidget):
         self.flash_attn_check = self._check(
             layout, "flash_attn", "Flash attention",
             "Faster attention that uses less memory on supported hardware. Needed for a "
-            "quantized KV cache; always on while guessing ahead (prompt lookup, a draft "
-            "model).")
+            "quantized KV cache. With it, guessing ahead (prompt lookup, a draft model) gives "
+            "exactly the reply plain decoding gives; on a CPU it can be slower.")
         self.flash_attn_check.toggled.connect(self._on_flash_attn_toggled)
         self.kv_note_label = helper_label("", name="kv_note_label")
         self.kv_note_label.hide()

@@ -51,9 +51,9 @@ class SpeedOptions(QWidget):
         self.lookup.setObjectName("prompt_lookup_check")
         self.lookup.setToolTip(
             "Proposes the continuation of text the reply repeats (code being edited, quotes) "
-            "and checks several tokens in one step: the same reply, faster. Guessing turns "
-            "flash attention on, whatever its box says (it keeps the reply the same token for "
-            "token); on a CPU that makes reading a long chat's new message slower.")
+            "and checks several tokens in one step: the same reply, faster. (Token for token "
+            "with flash attention on; without it, on a CPU, rounding can rarely pick another "
+            "near-tie word.)")
         self.draft = QLineEdit(self)
         self.draft.setObjectName("draft_model_edit")
         self.draft.setAccessibleName("Draft model")
