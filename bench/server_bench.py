@@ -9,6 +9,9 @@ a time. Prints progress on stderr and one JSON object as the last line of stdout
                                          TTFT of turns 1 and 12 of a conversation resent every
                                          turn (median of 3 conversations; raw: llama-cpp-python
                                          in this process)
+  api_ttft_alternating_ms, peer_ttft_alternating_ms, api_ttft_alternating_over_peer
+                                         TTFT of turn 12 of one of two conversations resent in
+                                         alternation by two clients (each names its `user`)
   api_concurrent4_aggregate_over_single  tokens/s of 4 clients at once ÷ of one client alone
                                          (median over rounds that alternate the two)
   api_concurrent4_p95_ttft_ms            p95 time to first text of those 4 clients
@@ -180,6 +183,19 @@ def ttft_turns(url: str, turns: int, rep: int) -> list[float]:
         return resent_chat(lambda messages: stream(api, messages, 64), turns, rep)
 
 
+def alternating_ttft(url: str, turns: int, rep: int) -> float:
+    """Two clients, each naming its `user`, take turns resending their growing conversations:
+    the TTFT of the first client's last turn, asked right after the other client's turn."""
+    with client(url) as api:
+        chats = [resent_chat_steps(lambda m, u=user: stream(api, m, 64, user=u), turns,
+                                   rep * 2 + i) for i, user in enumerate(("ann", "bob"))]
+        last = 0.0
+        for _ in range(turns):
+            last = next(chats[0])
+            next(chats[1])
+        return last
+
+
 def raw_ttft_turns(model: str, threads: int, turns: int, rep: int) -> list[float]:
     """The same conversation through llama-cpp-python in this process (its own prefix reuse)."""
     import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host.py
@@ -207,15 +223,17 @@ def raw_ttft_turns(model: str, threads: int, turns: int, rep: int) -> list[float
 def resent_chat(ask: Any, turns: int, rep: int) -> list[float]:
     """TTFT of each turn of a conversation whose whole history is sent every turn; each `rep`
     starts differently, so that its turn 1 is not read from the last one's KV cache."""
+    return list(resent_chat_steps(ask, turns, rep))
+
+
+def resent_chat_steps(ask: Any, turns: int, rep: int) -> Iterator[float]:
     messages = [{"role": "system", "content": f"You are a helpful assistant. (Chat {rep})"}]
-    ttfts = []
     for turn in range(turns):
         messages.append({"role": "user", "content": f"Tell me one interesting fact about "
                          f"{TOPICS[turn]}, in two sentences, and why it matters to people."})
         reply = ask(messages)
-        ttfts.append(reply["ttft"])
         messages.append({"role": "assistant", "content": reply["text"]})
-    return ttfts
+        yield reply["ttft"]
 
 
 def at_once(api: openai.OpenAI, clients: int, max_tokens: int, salt: int) -> dict[str, Any]:
@@ -310,6 +328,16 @@ def main() -> int:
         if peer:
             results.update(api_ttft_turn12_over_peer=round(
                 results["api_ttft_turn12_ms"] / results["peer_ttft_turn12_ms"], 3))
+
+        log(f"TTFT of turn {turns} of two conversations resent in alternation ({reps} times)…")
+        alternating = {name: statistics.median(alternating_ttft(address, turns, 10 + rep)
+                                               for rep in range(reps))
+                       for name, address in urls.items()}
+        results.update(api_ttft_alternating_ms=round(alternating["api"] * 1000, 1))
+        if peer:
+            results.update(peer_ttft_alternating_ms=round(alternating["peer"] * 1000, 1),
+                           api_ttft_alternating_over_peer=round(
+                               alternating["api"] / alternating["peer"], 3))
 
         log(f"One client, then four at once ({rounds} rounds of {concurrent_tokens} tokens)…")
         both = concurrency(url, rounds, concurrent_tokens)

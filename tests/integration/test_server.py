@@ -97,6 +97,23 @@ def test_a_resent_history_reuses_the_kv_cache(api: openai.OpenAI) -> None:
     assert second.usage.prompt_tokens > cached
 
 
+def test_a_client_that_names_its_user_gets_its_kv_state_back_after_another_ran(
+        api: openai.OpenAI) -> None:
+    """Two clients alternate their conversations: each continues from its own saved state
+    (without `user`, the other's turn would have replaced the cache)."""
+    histories = {user: [{"role": "user", "content": f"Tell me about {animal}: where they live, "
+                         "what they eat, and how they raise their young, in a few sentences."}]
+                 for user, animal in (("ann", "owls"), ("bob", "bees"))}
+    firsts = {}
+    for user, history in histories.items():
+        firsts[user] = greedy(api, history, user=user)
+        history += [{"role": "assistant", "content": firsts[user].choices[0].message.content},
+                    {"role": "user", "content": "Tell me more."}]
+    for user, history in histories.items():
+        cached = greedy(api, history, user=user).usage.prompt_tokens_details.cached_tokens
+        assert cached >= firsts[user].usage.prompt_tokens
+
+
 def test_a_prompt_longer_than_the_context_is_a_400(served: Served) -> None:
     response = request(served.port, "POST", "/v1/chat/completions",
                        chat_body("word " * 6000, stream=True))

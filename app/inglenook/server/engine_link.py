@@ -88,7 +88,9 @@ class EngineLink:
         return model.name if model is not None else None
 
     def start(self, messages: tuple[Message, ...], sampling: SamplingParams,
-              owner: str) -> Reply:
+              owner: str, conversation: str = "") -> Reply:
+        """`conversation` (a client that names its `user`): the engine keeps its KV state
+        when another conversation runs, as it does for a chat of the window."""
         if self.client.model is None:
             raise ApiError(503, "No model is loaded.", code="model_not_loaded")
         rid = next_request_id()
@@ -99,7 +101,7 @@ class EngineLink:
                                "generating or waiting); try again shortly.", code="server_busy")
             self._pending[rid] = reply
         self.board.reply_started()
-        request = GenerationRequest(rid, messages, sampling)
+        request = GenerationRequest(rid, messages, sampling, conversation=conversation)
         job = Job(lambda: self._run(request, reply), owner=owner, request_id=rid,
                   dropped=lambda: self._end(reply, p.Finished(rid, Finish("cancelled"))))
         try:

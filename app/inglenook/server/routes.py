@@ -55,7 +55,9 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
         try:
             call = parse(parse_json(await read_body(request, config.max_body_bytes)))
             model = link.model_name or ""
-            reply = link.start(call.messages, call.sampling, owner_of(request, call.user))
+            owner = owner_of(request, call.user)
+            reply = link.start(call.messages, call.sampling, owner,
+                               conversation=owner if call.user else "")
         except ApiError as exc:
             board.refused(exc.message)
             raise
