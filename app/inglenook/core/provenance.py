@@ -231,7 +231,7 @@ class Provenance:
             if st.drafted_tokens:
                 rows.append(("Speculation", f"{st.accepted_tokens:,} of {st.drafted_tokens:,} "
                                             f"guessed tokens accepted "
-                                            f"({st.accepted_tokens / st.drafted_tokens:.0%})"))
+                                            f"({st.acceptance_rate:.0%})"))
             rows.append(("Context", f"{st.context_used:,} of {st.n_ctx:,} tokens used"
                          + (f"; {st.dropped_messages} oldest messages left out"
                             if st.dropped_messages else "")))

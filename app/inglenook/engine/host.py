@@ -64,7 +64,7 @@ from inglenook.core.template import (
     render_prompt,
 )
 from inglenook.engine import protocol as p
-from inglenook.engine.kv_reuse import ConversationStates
+from inglenook.engine.kv_reuse import ConversationStates, KvMemory
 from inglenook.engine.kv_states import StateCache, common_prefix, count, pack
 from inglenook.engine.model_traits import stream_markers, template_traits
 from inglenook.engine.speculative import (
@@ -640,10 +640,8 @@ class EngineHost:
             return
         llm = s.llm
         with self._running(rid):
-            # An anonymous request: the live conversation's state is saved first, as when
-            # another chat runs, so that it is restored afterwards rather than lost.
-            s.states.prepare("", [llm.token_bos(), llm.token_bos()], may_shift=False)
-            bench = _TuneBench(llm, self._abort_cb)
+            s.states.park()
+            bench = _TuneBench(llm, s.states.memory, self._abort_cb)
             try:
                 tuned = tune(bench, physical_cores(), logical_cores(), llm.n_batch,
                              max(0.05, request.seconds_per_trial), self._abort.is_set)
@@ -869,9 +867,9 @@ class _TuneBench:
     trials run with the abort callback, so that a stop ends one mid-batch; decoding trials are
     short, and the callback would slow them (see _prefill)."""
 
-    def __init__(self, llm: Any, abort_cb: Any) -> None:
+    def __init__(self, llm: Any, memory: KvMemory, abort_cb: Any) -> None:
         self.llm = llm
-        self.memory = _LlamaMemory(llm)
+        self.memory = memory
         self.abort_cb = abort_cb
         text = b"The keeper climbed the stairs of the lighthouse and lit the lamp. " * 400
         self.tokens = llm.tokenize(text, add_bos=False)[: max(64, llm.n_ctx() - 64)]

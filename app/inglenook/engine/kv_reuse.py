@@ -133,6 +133,12 @@ class ConversationStates:
         tokens = self.memory.tokens()
         self.cache.put(prefix_key(tokens), tokens, self.memory.save())
 
+    def park(self) -> None:
+        """Something other than a conversation will use the KV cache (tuning): the live
+        conversation's state is saved, as when another chat runs, to be restored later."""
+        self._save_live()
+        self.live = ""
+
     def forget(self, conversation: str) -> None:
         """A conversation was deleted: its state goes, and the live cache is not saved."""
         self.cache.drop(conversation)

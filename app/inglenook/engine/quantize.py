@@ -90,16 +90,22 @@ class Progress:
     eta_s: float | None = None  # None until a few percent are done
 
 
+def read_headers(source: Path) -> list[GGUFHeader]:
+    """The headers of every part of a model (QuantizeError when one cannot be read)."""
+    try:
+        return [read_header(part) for part in split_parts(source)]
+    except GGUFError as exc:
+        raise QuantizeError(str(exc)) from None
+
+
 def plan(source: Path, type_name: str, *, allow_requantize: bool = False,
-         models_dir: Path | None = None) -> Plan:
-    """Check everything that can be checked before starting; raises QuantizeError."""
+         models_dir: Path | None = None, headers: list[GGUFHeader] | None = None) -> Plan:
+    """Check everything that can be checked before starting; raises QuantizeError. `headers`:
+    the source's, already read (read_headers), for planning several types."""
     kind = type_name.upper()
     if kind not in TYPES:
         raise QuantizeError(f"Unknown type {type_name!r}; one of {', '.join(TYPES)}.")
-    try:
-        headers = [read_header(part) for part in split_parts(source)]
-    except GGUFError as exc:
-        raise QuantizeError(str(exc)) from None
+    headers = headers if headers is not None else read_headers(source)
     have = headers[0].quantization or parse_quant(source.name).upper()
     if have == kind:
         raise QuantizeError(f"{source.name} is already {kind}.")

@@ -175,10 +175,6 @@ class Theme:
                                code_border=c.border, muted=c.text_muted,
                                table_border=c.table_border, code_style=self.code_style)
 
-    @property
-    def dark(self) -> bool:
-        return self.name == "dark"
-
 
 LIGHT = Theme("light", LIGHT_COLORS, "default")
 DARK = Theme("dark", DARK_COLORS, "github-dark")

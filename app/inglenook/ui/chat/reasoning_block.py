@@ -8,7 +8,7 @@ Markdown, in a quieter style than the answer; Copy on the bubble never includes 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from inglenook.core.provenance import format_seconds
@@ -22,12 +22,6 @@ def title(seconds: float | None) -> str:
 
 
 class ReasoningBlock(QFrame):
-    """Signals:
-        toggled(bool): the user opened (True) or folded (False) the block.
-    """
-
-    toggled = Signal(bool)
-
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("reasoningBlock")
@@ -90,4 +84,3 @@ class ReasoningBlock(QFrame):
 
     def _on_click(self) -> None:
         self.set_open(not self.is_open)
-        self.toggled.emit(self.is_open)

@@ -26,7 +26,9 @@ from inglenook.engine.quantize import (
     QuantizeError,
     Quantizer,
     plan,
+    read_headers,
 )
+from inglenook.models.gguf import GGUFHeader
 from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import BackgroundTasks
 
@@ -52,7 +54,6 @@ class QuantizeDialog(QDialog):
                              "original, bigger. Q3/IQ4: smaller, less exact.")
         self.type.addItems(CHOICES)
         self.type.currentTextChanged.connect(self._plan)
-        self.requantize = False
         self.note = QLabel(self)
         self.note.setObjectName("quantizeNote")
         self.note.setWordWrap(True)
@@ -81,12 +82,15 @@ class QuantizeDialog(QDialog):
         self._tasks.failed.connect(self._on_failed)
         self._quantizer: Quantizer | None = None
         self._plan_now: Plan | None = None
+        self._headers: list[GGUFHeader] | None = None
         self._plan()
 
     def _plan(self) -> None:
         try:
+            if self._headers is None:  # read once: a choice of type only redoes the sums
+                self._headers = read_headers(self.source)
             self._plan_now = plan(self.source, self.type.currentText(),
-                                  allow_requantize=True)
+                                  allow_requantize=True, headers=self._headers)
         except QuantizeError as exc:
             self._plan_now = None
             self.note.setText(str(exc))

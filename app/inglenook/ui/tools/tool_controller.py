@@ -18,7 +18,13 @@ from PySide6.QtWidgets import QWidget
 from inglenook.tools import results
 from inglenook.tools.approval import ChatToolPolicy
 from inglenook.tools.catalog import ToolCatalog, ToolInfo
-from inglenook.tools.config import McpConfig, ServerConfig, load_config, save_config
+from inglenook.tools.config import (
+    McpConfig,
+    ServerConfig,
+    load_config,
+    save_config,
+    set_server_enabled,
+)
 from inglenook.tools.results import ToolResult
 
 if TYPE_CHECKING:
@@ -69,6 +75,11 @@ class ToolController(QObject):
     def save(self, servers: Sequence[ServerConfig]) -> None:
         """Write mcp.json (ConfigError, OSError for the caller to show) and use it."""
         save_config(servers)
+        self.reload()
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        """Turn one server on or off in mcp.json as it is on disk (hand edits kept)."""
+        set_server_enabled(name, enabled)
         self.reload()
 
     # ---- work on the manager's thread ---------------------------------------------------

@@ -6,7 +6,6 @@ tools says so here, and its chats cannot turn servers on.
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -241,6 +240,9 @@ class ToolsDialog(QDialog):
 
     def _toggle_power(self) -> None:
         server = self._server()
-        if server is not None:
-            self._save([replace(s, enabled=not s.enabled) if s.name == server.name else s
-                        for s in self.tools.servers()])
+        if server is None:
+            return
+        try:
+            self.tools.set_enabled(server.name, not server.enabled)
+        except (ConfigError, OSError) as exc:
+            self.state.setText(f"Could not save mcp.json: {exc}")
