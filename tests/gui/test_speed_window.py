@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 from inglenook import paths
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
-from tests.gui.conftest import LOAD_TIMEOUT_MS
+from tests.gui.conftest import LOAD_TIMEOUT_MS, Script, start_reply
 
 
 def test_speed_options_reach_the_load(qtbot: QtBot, window: MainWindow) -> None:
@@ -36,6 +36,19 @@ def test_tune_keeps_the_fastest_settings(qtbot: QtBot, window: MainWindow) -> No
                     or "Could not" in speed.tune_note.text(), timeout=LOAD_TIMEOUT_MS)
     assert "Fastest here" in speed.tune_note.text() and speed.tune_button.isEnabled()
     assert window.panel.n_threads_spin.value() > 0
+
+
+def test_a_tune_cancelled_while_it_waits_changes_nothing(
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    """A tune queued behind a reply and dropped before it ran still answers the window."""
+    script.write(default={"text": "word " * 300, "token_ms": 20})
+    start_reply(qtbot, window, "A long one, please.")
+    speed, threads = window.panel.speed, window.panel.n_threads_spin.value()
+    qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
+    assert not speed.tune_button.isEnabled()
+    window.models.worker.cancel(window.models._tune_id)
+    qtbot.waitUntil(lambda: "cancelled" in speed.tune_note.text(), timeout=LOAD_TIMEOUT_MS)
+    assert speed.tune_button.isEnabled() and window.panel.n_threads_spin.value() == threads
 
 
 def test_a_smaller_copy_is_made_checked_and_listed(

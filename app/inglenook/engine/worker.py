@@ -97,7 +97,9 @@ class EngineWorker(QObject):
             except EngineError as exc:
                 result = str(exc)
             self.tuned.emit(result)
-        self.scheduler.submit(Job(run, owner="engine", request_id=request_id))
+        def dropped() -> None:
+            self.tuned.emit("it was cancelled before it started.")
+        self.scheduler.submit(Job(run, owner="engine", request_id=request_id, dropped=dropped))
 
     def forget(self, conversation: str) -> None:
         """The engine may drop the KV-cache state it keeps for a conversation (deleted)."""

@@ -124,6 +124,9 @@ class ModelController(QObject):
                 speed.show_tune(f"Could not tune: {getattr(result, 'error', result)}")
                 return
             best = cast(p.TuneResult, result)
+            if best.cancelled:
+                speed.show_tune("Stopped: nothing was changed.")
+                return
             panel.n_threads_spin.setValue(best.n_threads)
             speed.threads_batch.setValue(best.n_threads_batch)
             panel.n_batch_spin.setValue(best.n_batch)
