@@ -15,6 +15,8 @@ Speculation = Literal["", "prompt lookup", "draft model"]
 MAX_LOOKUP_NGRAM = 8
 LOOKUP_MIN_NGRAM = 3  # shorter matches guess wrong too often on prose (bench: 2 gave prose 0.97x)
 MAX_SPECULATED = 64
+MAX_SLOTS = 16  # replies decoded at once (llama.cpp's own limit is 256)
+DEFAULT_SLOTS = 4  # the most that are chosen automatically (llama-server's default too)
 
 
 class LoadParamsError(ValueError):
@@ -55,6 +57,9 @@ class LoadParams:
     draft_model_path: str = ""
     draft_tokens: int = 8
     draft_p_min: float = 0.5
+    # Replies decoded at once (slots, "lanes"): each has a KV cache of n_ctx tokens of its own.
+    # 0: automatic, up to DEFAULT_SLOTS as free memory allows (see models/fit.py).
+    n_slots: int = 0
 
     def replace(self, **changes: object) -> LoadParams:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -80,6 +85,8 @@ class LoadParams:
             raise LoadParamsError(f"Tokens proposed must be 1 to {MAX_SPECULATED}.")
         if not 0.0 <= self.draft_p_min <= 1.0:
             raise LoadParamsError("The draft model's confidence cutoff must be 0 to 1.")
+        if not 0 <= self.n_slots <= MAX_SLOTS:
+            raise LoadParamsError(f"Replies at once must be 0 (automatic) to {MAX_SLOTS}.")
 
     @property
     def speculation(self) -> Speculation:
@@ -172,3 +179,26 @@ class ModelInfo:
     # calls (tools.formats.ToolFormat; "": it has no tool support we can read).
     traits: TemplateTraits = field(default_factory=TemplateTraits)
     tool_format: str = ""
+    n_slots: int = 1  # replies decoded at once, each with a KV cache of n_ctx tokens
+    kv_bytes: int = 0  # the KV cache of all slots together
+    memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
+
+
+RefusalReason = Literal["memory", "beyond_trained"]
+
+
+@dataclass(frozen=True)
+class LoadRefusal:
+    """Why a load was not tried, with what would make it load: the window offers those as
+    one-click fixes. `message` is for the user.
+
+    memory: the estimate needs more than the free memory; `largest_context` fits with these
+    slots (0: not even the smallest), `largest_slots` fit at this context (0: not even one).
+    beyond_trained: a context longer than the model was trained on (`trained_context`) was not
+    allowed explicitly."""
+
+    reason: RefusalReason
+    message: str
+    largest_context: int = 0
+    largest_slots: int = 0
+    trained_context: int = 0

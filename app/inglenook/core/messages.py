@@ -13,6 +13,7 @@ ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 OverflowPolicy = Literal["stop", "middle", "rolling"]
 OVERFLOW_POLICIES: tuple[OverflowPolicy, ...] = ("stop", "middle", "rolling")
 DEFAULT_OVERFLOW: OverflowPolicy = "middle"
+WINDOW = ""  # the principal of the window's chats (and of the command line)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,10 @@ class GenerationRequest:
     Passed into the chat template as its variables: `tools` (OpenAI-style function specs, the
     template's `tools`; empty: none offered), `enable_thinking` (None: the template's default)
     and `reasoning_effort` ("": the template's default). The window sets the last two only for
-    a template that reads them (ModelInfo.traits)."""
+    a template that reads them (ModelInfo.traits).
+
+    `principal` scopes the conversation: two principals' requests never reuse each other's KV
+    cells, however alike their prompts, so neither can tell what the other sent."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -73,6 +77,10 @@ class GenerationRequest:
     tools: tuple[dict[str, Any], ...] = ()
     enable_thinking: bool | None = None
     reasoning_effort: str = ""
+    # Whose request this is: KV state and prefix reuse never cross principals (see
+    # engine/kv_reuse.py). WINDOW: the window's chats and the CLI; the API server names each
+    # token's principal, and one for clients without a token.
+    principal: str = ""
 
 
 def build_messages(system_prompt: str, turns: list[Message]) -> tuple[Message, ...]:

@@ -1,26 +1,35 @@
-"""Which part of a prompt the engine need not evaluate again, and making the KV cache hold it.
+"""Which part of a prompt the engine need not evaluate again, and making a sequence's KV cells
+hold it.
 
-The KV cache holds one conversation at a time (the live one). Before a request of another
-conversation overwrites it, its state is saved in the StateCache under its key (so a state is
-copied only when a chat is switched away from, never after every reply). A request then starts
-from whichever holds more of its prompt: the live cache, its own saved state, or the saved state
-of a long system prompt it starts with. Restored tokens are checked against the
-new prompt: only their common prefix is kept, the rest is evaluated.
+The engine decodes several sequences at once, each in a slot of its own (a llama.cpp sequence
+id). A slot keeps what it holds after its reply, so a conversation that comes back while its
+slot was not needed continues at once. When a slot is given to something else, what it holds
+is saved in the StateCache first (only then: never after every reply). A request starts from
+whichever holds more of its prompt: what its slot holds, what another slot holds (copied, not
+read again: llama_memory_seq_cp), or a saved state (a conversation's, or a long system
+prompt's), found by the longest common prefix of tokens. Only the common prefix is kept; the
+rest is evaluated.
 
-When history was left out of the middle of a conversation to fit the context, the cache is
-shifted instead of evaluated again (llama.cpp's context shift): the block of tokens left out is
-removed and the positions of the tokens after it are moved down. Their KV entries were computed
-with the left-out block in view, as in llama.cpp's own context shift; only done when the
-request's messages were left out, never to follow an edit of earlier messages.
+Every key is scoped to a principal (the window; one API token; clients without a token): a
+slot's cells and a saved state are reused only by requests of the same principal. A cache
+shared between principals is a channel: how much of a guessed prompt was cached (and how fast
+the reply started) would tell one client what another sent.
 
-No llama_cpp here: the host hands in its KV cache as a `KvMemory`.
+When history was left out of the middle of a conversation to fit the context, the cells are
+shifted instead of evaluated again (llama.cpp's context shift): the block left out is removed
+and the positions after it are moved down. Their KV entries were computed with the left-out
+block in view, as in llama.cpp's own context shift; only done when the request's messages were
+left out, never to follow an edit of earlier messages.
+
+No llama_cpp here: the host hands in its sequences as `KvMemory`s.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -35,17 +44,38 @@ from inglenook.engine.kv_states import (
 
 MIN_SAVE_TOKENS = 64  # below this, evaluating again is about as fast as restoring
 MIN_GAIN_TOKENS = 16  # a saved state is restored only when it spares this many more tokens
+MIN_COPY_TOKENS = 64  # another slot's cells are copied (a whole KV stream) only for this many
 MIN_SHIFT_MATCH = 32  # tokens that must line up after a removed block before it is shifted
 MIN_PREFIX_TOKENS = 256  # a system prompt this long keeps a state of its own
+ADOPT_SLACK = 4  # an unnamed request continues a state it extends to within this many tokens
 _MAX_SHIFT_CANDIDATES = 256
 _T = TOKEN_BYTES
 
-PREFIX = "prefix:"  # the keys of system prompt states
-CacheSource = Literal["", "live", "ram", "disk"]
+SEP = "\x1f"  # between a key's principal and its name
+PREFIX = "prefix:"  # the names of system prompt states
+ANON = "anon:"  # the names given to conversations their client did not name
+CacheSource = Literal["", "live", "slot", "ram", "disk"]
+
+
+def scoped(principal: str, name: str) -> str:
+    """The key of a conversation (or a system prompt) `name` of a principal."""
+    return f"{principal}{SEP}{name}"
+
+
+def principal_of(key: str) -> str:
+    return key.partition(SEP)[0]
+
+
+def name_of(key: str) -> str:
+    return key.partition(SEP)[2]
+
+
+def prefix_key(tokens: bytes) -> str:
+    return f"{PREFIX}{count(tokens)}:{zlib.crc32(tokens):08x}"
 
 
 class KvMemory(Protocol):
-    """The engine's KV cache of one sequence, as the host drives llama.cpp."""
+    """One sequence's KV cells, as the host drives llama.cpp."""
 
     def tokens(self) -> bytes:
         """The tokens it holds, packed (kv_states.pack)."""
@@ -59,10 +89,14 @@ class KvMemory(Protocol):
         """Remove positions [start, end) and move later tokens down; False when it cannot."""
         ...
 
+    def copy_from(self, other: KvMemory, n: int) -> None:
+        """Hold the first n tokens of another sequence (what it held before is gone)."""
+        ...
+
     def save(self) -> bytearray: ...
 
     def restore(self, data: bytearray, tokens: bytes) -> bool:
-        """Load a saved state; False (and the cache empty) when llama.cpp refuses it."""
+        """Load a saved state; False (and nothing held) when llama.cpp refuses it."""
         ...
 
     def clear(self) -> None: ...
@@ -70,104 +104,182 @@ class KvMemory(Protocol):
 
 @dataclass(frozen=True)
 class Reuse:
-    cached: int = 0  # prompt tokens already in the KV cache, not evaluated again
+    cached: int = 0  # prompt tokens already in the KV cells, not evaluated again
     source: CacheSource = ""  # where they came from ("" when none)
-    shifted: int = 0  # tokens removed from the middle of the cache by a context shift
-    restore_s: float = 0.0  # time to read and load a saved state
+    shifted: int = 0  # tokens removed from the middle of the cells by a context shift
+    restore_s: float = 0.0  # time to read and load a saved state, or to copy another slot
+    key: str = ""  # the key the slot's content is kept under from now on
 
 
-def prefix_key(tokens: bytes) -> str:
-    return f"{PREFIX}{count(tokens)}:{zlib.crc32(tokens):08x}"
+class SlotStates:
+    """The slots of one loaded model and the states it keeps, shared by all of them."""
 
-
-class ConversationStates:
-    def __init__(self, memory: KvMemory, cache: StateCache) -> None:
-        self.memory = memory
+    def __init__(self, memories: Sequence[KvMemory], cache: StateCache) -> None:
+        self.memories = list(memories)
         self.cache = cache
-        self.live = ""  # the conversation the KV cache holds ("" when none is to be kept)
+        self.live = [""] * len(self.memories)  # each slot's key; "" when it holds nothing known
+        self._used = [0] * len(self.memories)  # when each slot was last given out
+        self._clock = itertools.count(1)
+        self._anon = itertools.count(1)
 
-    def prepare(self, conversation: str, prompt: Sequence[int], may_shift: bool) -> Reuse:
-        """Make the KV cache hold as much of `prompt` (but its last token, which is always
-        evaluated for fresh logits) as can be had; the caller evaluates the rest."""
-        if self.live != conversation:
-            self._save_live()
-        self.live = conversation
+    # ---- giving a request a slot --------------------------------------------------------------
+    def admit(self, key: str, prompt: Sequence[int], may_shift: bool,
+              busy: Collection[int] = ()) -> tuple[int, Reuse]:
+        """A free slot for a request of `key` (a name of "" when its client named none), made
+        to hold as much of `prompt` as can be had but its last token (always evaluated, for
+        fresh logits): the caller evaluates the rest. Raises LookupError when all are busy."""
+        principal = principal_of(key)
         target = pack(prompt)
-        live_gain = self._gain(self.memory.tokens(), target, may_shift)
-        state, gain = self._best_saved(conversation, target, may_shift)
+        slot = self._choose(principal, target, may_shift, set(busy))
+        self._used[slot] = next(self._clock)
+        memory = self.memories[slot]
+        if not self.live[slot] or principal_of(self.live[slot]) != principal:
+            self._evict(slot)  # another principal's cells are never read
+        own = self._gain(memory.tokens(), target, may_shift) if self.live[slot] else 0
+        donor, copied = self._donor(slot, principal, target, busy)
+        state, saved = self._best_saved(principal, key, target, may_shift)
         source: CacheSource = "live"
         restore_s = 0.0
-        if state is not None and gain >= live_gain + MIN_GAIN_TOKENS:
-            started = time.perf_counter()
+        content, content_tokens, gain = self.live[slot], memory.tokens(), own
+        started = time.perf_counter()
+        if donor is not None and copied >= max(own + MIN_COPY_TOKENS, saved):
+            content, content_tokens, gain = self.live[donor], self.memories[donor].tokens(), copied
+            self._evict(slot)
+            memory.copy_from(self.memories[donor], copied)
+            source, restore_s = "slot", time.perf_counter() - started
+            if donor not in busy and _adoptable(key, content, content_tokens, gain):
+                self.live[donor] = scoped(principal, "")  # its conversation moves here
+        elif state is not None and saved >= own + MIN_GAIN_TOKENS:
+            content, content_tokens, gain = state.key, state.tokens, saved
+            self._evict(slot)
             spilled = state.data is None
-            data = self.cache.load(state)  # None: a bad file, the live cache stays
+            data = self.cache.load(state)  # None: a bad file; nothing is restored
             if data is not None:
                 source = "disk" if spilled else "ram"
-                if not self.memory.restore(data, state.tokens):
+                if not memory.restore(data, state.tokens):
                     self.cache.drop(state.key)  # llama.cpp refused it (another build, say)
-                    self.memory.clear()
+                    memory.clear()
             restore_s = time.perf_counter() - started
-        live = self.memory.tokens()
-        cached = common_prefix(live, target)
-        shifted = 0
-        if may_shift and cached < count(live):
-            end, match = find_shift(live, target, cached)
-            if match >= MIN_SHIFT_MATCH and self.memory.cut(cached, end):
-                shifted = end - cached
-                cached = common_prefix(self.memory.tokens(), target)
-        cached = min(cached, len(prompt) - 1)
-        if not self.memory.keep(cached):
-            self.memory.clear()  # recurrent memory cannot be trimmed to a prefix: start over
-            cached = 0
-        return Reuse(cached, source if cached else "", shifted, restore_s)
+        new_key = key
+        if not name_of(key):
+            new_key = (content if _adoptable(key, content, content_tokens, gain)
+                       else scoped(principal, f"{ANON}{next(self._anon)}"))
+        if source == "live" and self.live[slot] != new_key:
+            self._save(slot)  # what the slot holds is about to change: keep it first
+        self.live[slot] = new_key
+        cached, shifted = self._trim(memory, target, len(prompt), may_shift)
+        return slot, Reuse(cached, source if cached else "", shifted, restore_s, new_key)
 
-    def wants_prefix(self, prompt: Sequence[int], boundary: int, cached: int) -> bool:
+    def _choose(self, principal: str, target: bytes, may_shift: bool, busy: set[int]) -> int:
+        """llama.cpp decodes only sequences with consecutive ids in one forward pass, so the
+        slot must keep the busy ones together; among those, the one holding most of the
+        prompt, else an empty one, else the one used longest ago."""
+        free = [s for s in range(len(self.memories)) if s not in busy]
+        if not free:
+            raise LookupError("every slot is busy")
+        fewest = min(_runs(busy | {s}) for s in free)
+        placeable = [s for s in free if _runs(busy | {s}) == fewest]
+
+        def gain(s: int) -> int:
+            if not self.live[s] or principal_of(self.live[s]) != principal:
+                return 0
+            return self._gain(self.memories[s].tokens(), target, may_shift)
+
+        best = max(placeable, key=gain)
+        if gain(best) >= MIN_GAIN_TOKENS:
+            return best
+        empty = [s for s in placeable if not count(self.memories[s].tokens())]
+        return empty[0] if empty else min(placeable, key=self._used.__getitem__)
+
+    def _donor(self, slot: int, principal: str, target: bytes,
+               busy: Collection[int]) -> tuple[int | None, int]:
+        """The other slot of this principal sharing the longest prefix with the prompt (busy or
+        not: a reply in progress keeps its prompt's cells), and how long."""
+        best, length = None, 0
+        for s, memory in enumerate(self.memories):
+            if s == slot or not self.live[s] or principal_of(self.live[s]) != principal:
+                continue
+            n = min(common_prefix(memory.tokens(), target), count(target) - 1)
+            if n > length:
+                best, length = s, n
+        return best, length
+
+    def _trim(self, memory: KvMemory, target: bytes, n_prompt: int,
+              may_shift: bool) -> tuple[int, int]:
+        held = memory.tokens()
+        cached = common_prefix(held, target)
+        shifted = 0
+        if may_shift and cached < count(held):
+            end, match = find_shift(held, target, cached)
+            if match >= MIN_SHIFT_MATCH and memory.cut(cached, end):
+                shifted = end - cached
+                cached = common_prefix(memory.tokens(), target)
+        cached = min(cached, n_prompt - 1)
+        if not memory.keep(cached):
+            memory.clear()  # recurrent memory cannot be trimmed to a prefix: start over
+            cached = 0
+        return cached, shifted
+
+    def release(self, slot: int) -> None:
+        """The slot's reply ended; what it holds stays for whoever continues it."""
+        self._used[slot] = next(self._clock)
+
+    # ---- system prompts -----------------------------------------------------------------------
+    def wants_prefix(self, slot: int, prompt: Sequence[int], boundary: int, cached: int) -> bool:
         """Whether to keep a state of the prompt's first `boundary` tokens (a long system
         prompt) when evaluation passes them."""
-        return (bool(self.live) and boundary >= MIN_PREFIX_TOKENS
-                and cached < boundary < len(prompt) - 1
-                and self.cache.get(prefix_key(pack(prompt[:boundary]))) is None)
+        principal = principal_of(self.live[slot])
+        return (boundary >= MIN_PREFIX_TOKENS and cached < boundary < len(prompt) - 1
+                and self.cache.get(scoped(principal, prefix_key(pack(prompt[:boundary]))))
+                is None)
 
-    def keep_prefix(self) -> None:
-        """Called when the KV cache holds exactly the system prompt's tokens."""
-        tokens = self.memory.tokens()
-        self.cache.put(prefix_key(tokens), tokens, self.memory.save())
+    def keep_prefix(self, slot: int) -> None:
+        """Called when the slot holds exactly the system prompt's tokens."""
+        memory = self.memories[slot]
+        tokens = memory.tokens()
+        key = scoped(principal_of(self.live[slot]), prefix_key(tokens))
+        self.cache.put(key, tokens, memory.save())
 
-    def park(self) -> None:
-        """Something other than a conversation will use the KV cache (tuning): the live
-        conversation's state is saved, as when another chat runs, to be restored later."""
-        self._save_live()
-        self.live = ""
+    # ---- changes ------------------------------------------------------------------------------
+    def park(self, slot: int) -> None:
+        """Something other than a conversation will use this slot (tuning): what it holds is
+        saved, as when another chat takes it, to be restored later."""
+        self._evict(slot)
 
-    def forget(self, conversation: str) -> None:
-        """A conversation was deleted: its state goes, and the live cache is not saved."""
-        self.cache.drop(conversation)
-        if self.live == conversation:
-            self.live = ""
+    def forget(self, key: str) -> None:
+        """A conversation was deleted: its state goes, and its slot's cells are not saved."""
+        self.cache.drop(key)
+        for slot, live in enumerate(self.live):
+            if live == key:
+                self.live[slot] = scoped(principal_of(key), "")
 
     def reset(self) -> None:
         """The model or its settings changed: no state is valid any more."""
         self.cache.clear()
-        self.live = ""
+        self.live = [""] * len(self.memories)
 
-    def _save_live(self) -> None:
-        tokens = self.memory.tokens()
-        if self.live and count(tokens) >= MIN_SAVE_TOKENS:
-            self.cache.put(self.live, tokens, self.memory.save())
+    # ---- inside -------------------------------------------------------------------------------
+    def _save(self, slot: int) -> None:
+        tokens = self.memories[slot].tokens()
+        if name_of(self.live[slot]) and count(tokens) >= MIN_SAVE_TOKENS:
+            self.cache.put(self.live[slot], tokens, self.memories[slot].save())
 
-    def _best_saved(self, conversation: str, target: bytes,
+    def _evict(self, slot: int) -> None:
+        if self.live[slot]:
+            self._save(slot)
+        self.memories[slot].clear()
+        self.live[slot] = ""
+
+    def _best_saved(self, principal: str, key: str, target: bytes,
                     may_shift: bool) -> tuple[SavedState | None, int]:
-        # Another conversation's state is never restored, even for the same tokens: how fast
-        # a reply starts would tell an API client what another chat holds. System prompt
-        # states are shared.
         best, gain = self.cache.longest_prefix(
-            target, lambda key: key == conversation or key.startswith(PREFIX))
-        own = self.cache.get(conversation) if conversation else None
+            target, lambda k: principal_of(k) == principal)
+        own = self.cache.get(key) if name_of(key) else None
         if own is not None and may_shift:  # its own state may line up after a shift
             own_gain = self._gain(own.tokens, target, may_shift)
             if own_gain > gain:
                 best, gain = own, own_gain
-        return best, gain
+        return best, min(gain, count(target) - 1)
 
     @staticmethod
     def _gain(tokens: bytes, target: bytes, may_shift: bool) -> int:
@@ -178,6 +290,18 @@ class ConversationStates:
             if match >= MIN_SHIFT_MATCH:
                 n += match
         return n
+
+
+def _adoptable(key: str, content: str, tokens: bytes, gain: int) -> bool:
+    """An unnamed request continues an unnamed conversation whose cells it extends."""
+    return (not name_of(key) and name_of(content).startswith(ANON)
+            and principal_of(content) == principal_of(key)
+            and gain >= count(tokens) - ADOPT_SLACK)
+
+
+def _runs(slots: Collection[int]) -> int:
+    """How many runs of consecutive ids `slots` makes ({0, 1, 3}: 2)."""
+    return sum(1 for s in slots if s - 1 not in slots)
 
 
 def find_shift(live: bytes, target: bytes, start: int) -> tuple[int, int]:

@@ -15,8 +15,8 @@ import typing
 from dataclasses import dataclass
 from typing import IO, Any
 
-from inglenook.core.load import LoadParams, ModelInfo
-from inglenook.core.messages import GenerationRequest
+from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
+from inglenook.core.messages import WINDOW, GenerationRequest
 from inglenook.core.replies import Finish, Stats
 
 MAX_FRAME = 64 * 1024 * 1024
@@ -61,6 +61,7 @@ class DropState:
     """Forget the KV-cache state kept for a conversation (it was deleted); no answer."""
 
     conversation: str
+    principal: str = WINDOW
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Loaded:
 @dataclass(frozen=True)
 class LoadFailed:
     message: str
+    refusal: LoadRefusal | None = None  # a load not tried, with what would make it load
 
 
 @dataclass(frozen=True)

@@ -220,50 +220,78 @@ class Tally:
     accepted: int = 0
 
 
+class Guesser:
+    """Speculation for one sequence, one step at a time: `propose` before a step, `verify`
+    once the batch holding [the pending token, *guesses] was evaluated (the host's batch loop
+    drives several sequences this way; `decode` drives one)."""
+
+    def __init__(self, proposer: Proposer, length: DraftLength, tally: Tally,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.proposer, self.length, self.tally, self.clock = proposer, length, tally, clock
+        if isinstance(proposer, PromptLookup):
+            length.judging = False
+        self._started = self._evaluating = 0.0
+        self._asked = 0
+
+    def propose(self, history: TokenHistory, room: int) -> list[int]:
+        """At most `room` guesses of the tokens after the history (none while they do not
+        pay). Timed from here to the end of verify()."""
+        self._started = self.clock()
+        self._asked = asked = min(self.length.limit(), room)
+        draft = self.proposer.propose(history, asked)[:asked] if asked > 0 else []
+        self._evaluating = self.clock()
+        return draft
+
+    def verify(self, draft: Sequence[int], sample: Callable[[int], int]) -> list[int]:
+        """The model's own tokens: sampled at each row of the batch while they equal the
+        guesses, and the first that differs. The caller keeps the KV cells of the pending
+        token and of the accepted guesses (len(result) rows) and drops the rest."""
+        out: list[int] = []
+        for i in range(len(draft) + 1):
+            out.append(sample(i))
+            if i == len(draft) or out[i] != draft[i]:
+                break
+        # Timed with their sampling, one sample a token with guesses or without.
+        done = self.clock()
+        length = self.length
+        if draft:
+            length.timed(len(draft), len(out), done - self._started)
+            accepted = len(out) - 1
+            self.tally.drafted += len(draft)
+            self.tally.accepted += accepted
+            length.record(len(draft), accepted)
+        else:
+            length.timed(0, 1, done - self._evaluating,
+                         self._evaluating - self._started if self._asked > 0 else 0)
+        return out
+
+
 def decode(target: Target, history: TokenHistory, proposer: Proposer | None,
            length: DraftLength, tally: Tally, room: Callable[[], int],
            clock: Callable[[], float] = time.perf_counter,
            primed: bool = False) -> Generator[int, None, None]:
-    """The reply's tokens, one at a time. The target's KV cache holds the history but its last
-    token, or (`primed`) all of it, with the logits of its last token the last evaluated: the
-    first token is then sampled at once, one forward pass sooner. `room()` says how many more
-    tokens may be guessed (the rest of max_tokens, of the context). When the caller stops
-    (closes the generator), the KV cache is left holding the tokens yielded but the last, as
-    plain decoding leaves it."""
+    """The reply's tokens, one at a time, for one sequence. The target's KV cache holds the
+    history but its last token, or (`primed`) all of it, with the logits of its last token the
+    last evaluated: the first token is then sampled at once, one forward pass sooner. `room()`
+    says how many more tokens may be guessed (the rest of max_tokens, of the context). When the
+    caller stops (closes the generator), the KV cache is left holding the tokens yielded but
+    the last, as plain decoding leaves it."""
     pending = history.tokens[-1]
     keep = target.n_past()
-    if isinstance(proposer, PromptLookup):
-        length.judging = False
+    guesser = Guesser(proposer, length, tally, clock) if proposer is not None else None
     try:
         if primed:
             pending = target.sample(-1)
             history.extend([pending])
             yield pending
         while True:
-            started = clock()
-            asked = min(length.limit(), room()) if proposer is not None else 0
-            draft = proposer.propose(history, asked)[:asked] if proposer and asked > 0 else []
+            draft = guesser.propose(history, room()) if guesser is not None else []
             base = target.n_past()
-            evaluating = clock()
             target.evaluate([pending, *draft])
-            out: list[int] = []
-            for i in range(len(draft) + 1):
-                out.append(target.sample(i))
-                if i == len(draft) or out[i] != draft[i]:
-                    break
-            # Timed with their sampling, one sample a token with guesses or without.
-            done = clock()
-            if draft:
-                length.timed(len(draft), len(out), done - started)
-            else:
-                length.timed(0, 1, done - evaluating, evaluating - started if asked > 0 else 0)
-            accepted = len(out) - 1
-            if accepted < len(draft):
-                target.keep(base + 1 + accepted)
-            if draft:
-                tally.drafted += len(draft)
-                tally.accepted += accepted
-                length.record(len(draft), accepted)
+            out = guesser.verify(draft, target.sample) if guesser is not None else [
+                target.sample(0)]
+            if len(out) - 1 < len(draft):
+                target.keep(base + len(out))
             history.extend(out)
             for j, token in enumerate(out):
                 keep = base + 1 + j

@@ -22,7 +22,7 @@ from typing import BinaryIO, Literal
 import httpx2
 import psutil
 
-from inglenook.core.load import KV_CACHE_TYPES
+from inglenook.core.load import DEFAULT_SLOTS, KV_CACHE_TYPES, LoadRefusal
 from inglenook.models import hub
 from inglenook.models.filenames import UnsafeFileName, local_name, parse_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
@@ -198,10 +198,11 @@ def _gb(n: float) -> str:
 
 
 def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
-          draft: ModelShape | None = None) -> tuple[FitPlan, float]:
-    """The plan, and the share of free RAM it needs."""
+          draft: ModelShape | None = None, slots: int = 1) -> tuple[FitPlan, float]:
+    """The plan, and the share of free RAM it needs. Each slot (a reply decoded at once) has a
+    KV cache of n_ctx of its own; the compute buffers are sized for one batch either way."""
     weights = max(0, shape.weights_bytes)
-    kv = kv_cache_bytes(shape, n_ctx, kv_type)
+    kv = kv_cache_bytes(shape, n_ctx, kv_type) * max(1, slots)
     overhead = overhead_bytes(shape, n_ctx)
     drafting = draft_bytes(draft, n_ctx, kv_type)
     total = weights + kv + overhead + drafting
@@ -239,14 +240,14 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
 
 
 def plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
-         draft: ModelShape | None = None) -> FitPlan:
+         draft: ModelShape | None = None, slots: int = 1) -> FitPlan:
     """Weights + KV cache + compute buffers at n_ctx and kv_type, against free memory.
 
     fits: what RAM must hold is at most 75% of free RAM; tight: at most 100%; else won't fit.
     With gpu_offload and a known vram_free, as many layers (weights plus their KV share) as fill
     at most 90% of free VRAM go to the GPU (gpu_layers; -1 when all do) and the rest stays in RAM;
     the compute buffers (and a draft model, see draft_bytes) are counted in RAM either way."""
-    return _plan(shape, n_ctx, kv_type, memory, draft)[0]
+    return _plan(shape, n_ctx, kv_type, memory, draft, slots)[0]
 
 
 # -- before loading -------------------------------------------------------------------------------
@@ -254,12 +255,12 @@ CONTEXT_STEP = 256  # llama.cpp pads the context to a multiple of 256
 
 
 def largest_context(shape: ModelShape, kv_type: str, memory: Memory, upper: int,
-                    draft: ModelShape | None = None) -> int:
+                    draft: ModelShape | None = None, slots: int = 1) -> int:
     """The largest context, a multiple of CONTEXT_STEP and at most `upper`, whose plan does not
     need more than the free memory ("won't fit"); 0 when not even CONTEXT_STEP does. The need
     grows with the context, so this is a binary search: ~30 plans even for 10^9 tokens."""
     def fits(steps: int) -> bool:
-        return _plan(shape, steps * CONTEXT_STEP, kv_type, memory, draft)[1] <= 1.0
+        return _plan(shape, steps * CONTEXT_STEP, kv_type, memory, draft, slots)[1] <= 1.0
 
     lo, hi = 0, max(0, upper) // CONTEXT_STEP  # invariant: lo steps fit (0 trivially)
     if hi == 0 or not fits(1):
@@ -273,39 +274,80 @@ def largest_context(shape: ModelShape, kv_type: str, memory: Memory, upper: int,
     return lo * CONTEXT_STEP
 
 
-def load_refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
-                 allow_beyond_trained: bool = False,
-                 draft: ModelShape | None = None) -> str | None:
-    """Why loading this model at n_ctx should not be tried, for the user; None when it may be.
+def most_slots(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, upper: int,
+               draft: ModelShape | None = None, share: float = 1.0) -> int:
+    """The most slots, at most `upper`, whose plan at n_ctx needs at most `share` of the free
+    memory; 0 when not even one does."""
+    best = 0
+    for slots in range(1, max(0, upper) + 1):
+        if _plan(shape, n_ctx, kv_type, memory, draft, slots)[1] > share:
+            break
+        best = slots
+    return best
+
+
+def default_slots(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
+                  draft: ModelShape | None = None) -> int:
+    """Replies decoded at once when the user left it automatic: as many as still "fit" (at most
+    FITS_SHARE of free memory), up to DEFAULT_SLOTS; at least one."""
+    return max(1, most_slots(shape, n_ctx, kv_type, memory, DEFAULT_SLOTS, draft, FITS_SHARE))
+
+
+def refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
+            allow_beyond_trained: bool = False, draft: ModelShape | None = None,
+            slots: int = 1) -> LoadRefusal | None:
+    """Why loading this model at n_ctx (with `slots` KV caches of it) should not be tried;
+    None when it may be.
 
     Refused: a plan that needs more than the free memory ("won't fit": llama.cpp would try to
-    allocate it and be killed, or fail after a long wait), naming the largest context that fits;
-    and a context beyond the model's trained length unless `allow_beyond_trained`."""
+    allocate it and be killed, or fail after a long wait), with the largest context that fits
+    and the most slots that fit; and a context beyond the model's trained length unless
+    `allow_beyond_trained`."""
+    slots = max(1, slots)
     trained = shape.n_ctx_train
     beyond = 0 < trained < n_ctx and not allow_beyond_trained
-    need, share = _plan(shape, n_ctx, kv_type, memory, draft)
+    need, share = _plan(shape, n_ctx, kv_type, memory, draft, slots)
     if share <= 1.0 and not beyond:
         return None
     where = "free RAM" if memory.gpu_offload else "free"
     if share <= 1.0:
-        return (f"This model was trained on a context of {trained:,} tokens; {n_ctx:,} is beyond "
-                "that, where replies are often incoherent. Choose at most "
-                f"{trained:,} tokens, or allow a context beyond the trained length explicitly.")
+        return LoadRefusal("beyond_trained", (
+            f"This model was trained on a context of {trained:,} tokens; {n_ctx:,} is beyond "
+            "that, where replies are often incoherent. Choose at most "
+            f"{trained:,} tokens, or allow a context beyond the trained length explicitly."),
+            trained_context=trained)
     largest = largest_context(shape, kv_type, memory,
-                              min(n_ctx, trained) if beyond else n_ctx, draft)
+                              min(n_ctx, trained) if beyond else n_ctx, draft, slots)
+    fewer = most_slots(shape, n_ctx, kv_type, memory, slots - 1, draft) if slots > 1 else 0
     in_ram = share * memory.ram_free if memory.ram_free > 0 else need.total_bytes
     on_gpu = " beyond what fits on the GPU" if need.total_bytes - in_ram > 1e6 else ""
     drafting = f", {_gb(need.draft_bytes)} for the draft model" if need.draft_bytes else ""
-    needs = (f"A context of {n_ctx:,} tokens needs about {_gb(in_ram)}{on_gpu} "
+    lanes = f" for each of {slots} replies at once" if slots > 1 else ""
+    needs = (f"A context of {n_ctx:,} tokens{lanes} needs about {_gb(in_ram)}{on_gpu} "
              f"({_gb(need.weights_bytes)} of weights, {_gb(need.kv_bytes)} of KV cache, "
              f"{_gb(need.overhead_bytes)} of buffers{drafting}) but only "
              f"{_gb(memory.ram_free)} is {where}.")
+    fix_slots = (f" At this context, {fewer} {'reply' if fewer == 1 else 'replies'} at once "
+                 "would fit.") if fewer else ""
     if largest == 0:
-        return (f"{needs} Not even a context of {CONTEXT_STEP} tokens fits: close other "
-                "programs or choose a smaller quantization of this model.")
-    trained_note = (f" (this model was trained on {trained:,} tokens; a longer context needs an "
-                    "explicit choice)") if beyond else ""
-    return f"{needs} The largest context that fits is {largest:,} tokens{trained_note}."
+        message = (f"{needs} Not even a context of {CONTEXT_STEP} tokens fits: close other "
+                   f"programs or choose a smaller quantization of this model.{fix_slots}")
+    else:
+        trained_note = (f" (this model was trained on {trained:,} tokens; a longer context "
+                        "needs an explicit choice)") if beyond else ""
+        message = (f"{needs} The largest context that fits is {largest:,} tokens"
+                   f"{trained_note}.{fix_slots}")
+    return LoadRefusal("memory", message, largest_context=largest, largest_slots=fewer,
+                       trained_context=trained)
+
+
+def load_refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
+                 allow_beyond_trained: bool = False,
+                 draft: ModelShape | None = None, slots: int = 1) -> str | None:
+    """refusal()'s message, or None."""
+    found = refusal(shape, n_ctx, kv_type, memory, allow_beyond_trained=allow_beyond_trained,
+                    draft=draft, slots=slots)
+    return found.message if found is not None else None
 
 
 # -- which quantization ---------------------------------------------------------------------------

@@ -1,0 +1,3 @@
+from inglenook.engine.host import main
+
+raise SystemExit(main())

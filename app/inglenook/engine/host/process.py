@@ -1,0 +1,391 @@
+"""The engine process: requests from the pipe, the batch loop, events back.
+
+Requests arrive on stdin, events leave on the process's original stdout; fd 1 is then pointed
+at stderr so that anything llama.cpp prints cannot corrupt the protocol. A reader thread takes
+Cancel requests as they arrive (the main thread is busy decoding), so a stop lands within one
+step, and mid-prompt through llama.cpp's abort callback.
+
+The main thread answers requests between steps of the batch loop. A reply waits in line when
+every slot is busy (the window's scheduler sends no more than there are slots), and one whose
+prompt starts like a prompt another sequence is reading now waits for that reading, then copies
+it (an API request for `n` choices is n requests of one prompt). A load, unload, tune or
+quantize waits until no reply runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import queue
+import random
+import sys
+import threading
+import time
+from collections import deque
+from typing import IO, Any
+
+from inglenook.core.context import ContextOverflow, Fit, fit_messages, policy_of, reply_reserve
+from inglenook.core.load import LoadParams
+from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.replies import Finish
+from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
+from inglenook.engine import protocol as p
+from inglenook.engine.host.batch import BatchLoop
+from inglenook.engine.host.jobs import TuneBench, run_quantize
+from inglenook.engine.host.llama import (
+    Sampler,
+    abort_callback,
+    gpu_memory,
+    gpu_offload_supported,
+)
+from inglenook.engine.host.loading import LoadedModel, LoadFailure, load, with_threads
+from inglenook.engine.host.machine import logical_cores, physical_cores
+from inglenook.engine.host.sequences import Sequence
+from inglenook.engine.kv_reuse import MIN_COPY_TOKENS, principal_of, scoped
+from inglenook.engine.kv_states import common_prefix, pack
+from inglenook.engine.speculative import DraftLength, Guesser, Tally
+from inglenook.engine.tune import tune
+
+_EXCLUSIVE = (p.Load, p.Unload, p.Tune, p.Quantize)  # wait until no reply runs
+_RECENT = 4096  # finished request ids remembered, so that a late Cancel is dropped
+
+
+@dataclasses.dataclass
+class _Waiting:
+    request: GenerationRequest
+    tokens: list[int]
+    fit: Fit
+    received: float
+
+
+class EngineHost:
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self.loaded: LoadedModel | None = None
+        self.loop: BatchLoop | None = None
+        self.waiting: deque[_Waiting] = deque()
+        self._lock = threading.Lock()
+        self._cancels: set[int] = set()
+        self._finished: deque[int] = deque(maxlen=_RECENT)
+        self._finished_set: set[int] = set()
+        self._stopping = False
+        self._abortable_rid = -1  # a tune, or a prompt read alone: a stop aborts its batch
+        # Kept alive for as long as a context may call it.
+        self._abort_cb = abort_callback(self._should_abort)
+
+    def send(self, message: Any) -> None:
+        if isinstance(message, p.Finished):
+            self._done(message.request_id)
+        p.write_frame(self._out, message)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or (self.loop is not None and self.loop.active))
+
+    # ---- stopping (the reader thread) ---------------------------------------------------------
+    def cancel(self, request_id: int) -> None:
+        with self._lock:
+            if request_id not in self._finished_set:
+                self._cancels.add(request_id)
+
+    def abort_all(self) -> None:
+        self._stopping = True
+
+    def _should_abort(self) -> bool:
+        if self._stopping:
+            return True
+        loop = self.loop
+        seq = loop.abortable if loop is not None else None
+        rid = seq.rid if seq is not None else self._abortable_rid
+        return rid in self._cancels
+
+    def _done(self, request_id: int) -> None:
+        with self._lock:
+            self._cancels.discard(request_id)
+            if len(self._finished) == self._finished.maxlen:
+                self._finished_set.discard(self._finished[0])
+            self._finished.append(request_id)
+            self._finished_set.add(request_id)
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def run(self, inbox: queue.Queue[Any]) -> None:
+        """Until Shutdown (or the end of the pipe)."""
+        backlog: deque[Any] = deque()
+        while True:
+            try:  # what has arrived; wait for something only when there is nothing to do
+                backlog.append(inbox.get(block=not self.busy and not backlog))
+                while True:
+                    backlog.append(inbox.get_nowait())
+            except queue.Empty:
+                pass
+            if any(isinstance(m, p.Shutdown) for m in backlog):
+                return
+            while backlog and not (isinstance(backlog[0], _EXCLUSIVE) and self.busy):
+                self.handle(backlog.popleft())
+            if self.busy:
+                self.step()
+
+    def handle(self, message: Any) -> None:
+        if isinstance(message, p.Load):
+            self.load(message.params)
+        elif isinstance(message, p.Unload):
+            self.unload()
+            self.send(p.Unloaded())
+        elif isinstance(message, p.Generate):
+            self.generate(message.request)
+        elif isinstance(message, p.Inspect):
+            self.inspect(message.request)
+        elif isinstance(message, p.DropState):
+            if self.loaded is not None:
+                self.loaded.slots.forget(scoped(message.principal, message.conversation))
+        elif isinstance(message, p.StateUsage):
+            self.send(self.state_report())
+        elif isinstance(message, p.Tune):
+            self.tune(message)
+        elif isinstance(message, p.Quantize):
+            run_quantize(message, self.send)
+
+    def step(self) -> None:
+        loop = self.loop
+        if loop is None:
+            return
+        with self._lock:
+            cancels = set(self._cancels)
+        if self._stopping:  # the window went away
+            cancels |= {s.rid for s in loop.active} | {
+                w.request.request_id for w in self.waiting}
+        for seq in loop.active:
+            seq.cancelled = seq.cancelled or seq.rid in cancels
+        for waiting in [w for w in self.waiting if w.request.request_id in cancels]:
+            self.waiting.remove(waiting)
+            rid = waiting.request.request_id
+            self.send(p.Started(rid))
+            self.send(p.Finished(rid, Finish("cancelled")))
+        self._admit()
+        try:
+            loop.step()
+        except Exception as exc:  # the replies fail; the host and the model stay up
+            for seq in loop.active:
+                seq.fail("error", f"The engine failed: {exc}")
+            loop.step()
+
+    # ---- loading ------------------------------------------------------------------------------
+    def load(self, params: LoadParams) -> None:
+        self.unload()
+        try:
+            loaded = load(params, self.send, self._abort_cb)
+        except LoadFailure as exc:
+            self.send(p.LoadFailed(str(exc), exc.refusal))
+            return
+        self.loaded = loaded
+        self.loop = BatchLoop(loaded.ctx, loaded.slots, self.send, self._abort_cb,
+                              loaded.most, loaded.draft)
+        self.send(p.Loaded(loaded.info))
+
+    def unload(self) -> None:
+        """Also forgets every kept conversation state: it belongs to this model and settings."""
+        for waiting in self.waiting:
+            rid = waiting.request.request_id
+            self.send(p.Started(rid))
+            self.send(p.Finished(rid, Finish("cancelled", "The model was unloaded.")))
+        self.waiting.clear()
+        if self.loop is not None:
+            self.loop.close()
+            self.loop = None
+        if self.loaded is not None:
+            self.loaded.close()
+            self.loaded = None
+
+    def state_report(self) -> p.StateReport:
+        if self.loaded is None:
+            return p.StateReport()
+        cache = self.loaded.slots.cache
+        use = cache.usage()
+        return p.StateReport(use.ram_bytes, use.disk_bytes, use.in_ram, use.on_disk,
+                             cache.ram_budget, cache.disk_budget)
+
+    # ---- replies ------------------------------------------------------------------------------
+    def generate(self, request: GenerationRequest) -> None:
+        rid, received = request.request_id, time.perf_counter()
+        if self.loaded is None:
+            self.send(p.Started(rid))
+            self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
+            return
+        try:
+            _, tokens, fit = self._fit(self.loaded, request)
+            failure = None if tokens else Finish(
+                "error", "The chat template produced an empty prompt.")
+        except ContextOverflow as exc:
+            failure = Finish("error", str(exc), context_full=True)
+        except TemplateError as exc:
+            failure = Finish("error", str(exc))
+        except Exception as exc:  # the reply fails; the host and the model stay up
+            failure = Finish("error", f"The engine failed: {exc}")
+        if failure is not None:
+            self.send(p.Started(rid))
+            self.send(p.Finished(rid, failure))
+            return
+        self.waiting.append(_Waiting(request, tokens, fit, received))
+
+    def _admit(self) -> None:
+        """Waiting replies into free slots, in the order they came."""
+        loaded, loop = self.loaded, self.loop
+        if loaded is None or loop is None:
+            return
+        for waiting in list(self.waiting):
+            busy = loop.busy
+            if len(busy) >= len(loaded.slots.memories):
+                return
+            if self._reading_alike(waiting):
+                continue
+            self.waiting.remove(waiting)
+            try:
+                loop.add(self._sequence(loaded, waiting, busy))
+            except Exception as exc:  # the reply fails; the host and the model stay up
+                rid = waiting.request.request_id
+                self.send(p.Started(rid))
+                self.send(p.Finished(rid, Finish("error", f"The engine failed: {exc}")))
+
+    def _reading_alike(self, waiting: _Waiting) -> bool:
+        """Whether a sequence of the same principal is reading a prompt that starts as this
+        one's and has not read that far yet: then this one copies it when it has."""
+        assert self.loop is not None and self.loaded is not None
+        target = pack(waiting.tokens)
+        principal = waiting.request.principal
+        for seq in self.loop.active:
+            if not seq.reading or seq.request.principal != principal:
+                continue
+            shared = min(common_prefix(pack(seq.prompt), target), len(waiting.tokens) - 1)
+            if shared >= MIN_COPY_TOKENS and seq.read < shared:
+                return True
+        return False
+
+    def _sequence(self, loaded: LoadedModel, waiting: _Waiting, busy: set[int]) -> Sequence:
+        request, tokens, fit = waiting.request, waiting.tokens, waiting.fit
+        sp = request.sampling
+        key = scoped(request.principal, request.conversation)
+        slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
+        assert principal_of(reuse.key) == request.principal
+        boundary = loaded.tokenizer.system_prefix(request.messages, tokens)
+        keep_at = boundary if loaded.slots.wants_prefix(slot, tokens, boundary,
+                                                         reuse.cached) else 0
+        seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
+        guesser = None
+        if loaded.proposer is not None:
+            guesser = Guesser(loaded.proposer, DraftLength(loaded.most), Tally())
+        self.send(p.Started(request.request_id))
+        return Sequence(request, tokens, fit, waiting.received, slot, loaded.memories[slot],
+                        reuse, keep_at, Sampler(loaded.model, sp, seed), seed, loaded.tokenizer,
+                        loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
+
+    @staticmethod
+    def _fit(loaded: LoadedModel, request: GenerationRequest
+             ) -> tuple[RenderedPrompt, list[int], Fit]:
+        """The prompt for a request, history left out under its overflow policy until it fits,
+        its tokens, and what was left out."""
+        tokenizer, n_ctx = loaded.tokenizer, loaded.ctx.n_ctx_seq
+        rendered: dict[tuple[Message, ...], tuple[RenderedPrompt, list[int]]] = {}
+        context = TemplateContext(request.tools, request.enable_thinking,
+                                  request.reasoning_effort)
+
+        def count_tokens(messages: Any) -> int:
+            prompt = tokenizer.render(messages, context)
+            rendered[tuple(messages)] = prompt, tokenizer.tokenize_prompt(prompt)
+            return len(rendered[tuple(messages)][1])
+
+        fit = fit_messages(request.messages, count_tokens, n_ctx,
+                           reply_reserve(n_ctx, request.sampling.max_tokens),
+                           policy_of(request.overflow))
+        prompt, tokens = rendered.get(fit.messages) or (tokenizer.render(fit.messages, context),
+                                                        [])
+        return prompt, tokens or tokenizer.tokenize_prompt(prompt), fit
+
+    def inspect(self, request: GenerationRequest) -> None:
+        """Answer with the prompt a Generate of this request would evaluate; generates nothing
+        and leaves the KV cells as they are."""
+        rid = request.request_id
+        if self.loaded is None:
+            self.send(p.PromptView(rid, error="No model is loaded."))
+            return
+        try:
+            prompt, tokens, fit = self._fit(self.loaded, request)
+            self.send(self.loaded.tokenizer.view(rid, prompt, tokens, fit,
+                                                 self.loaded.ctx.n_ctx_seq))
+        except (TemplateError, ContextOverflow) as exc:
+            self.send(p.PromptView(rid, error=str(exc)))
+        except Exception as exc:  # the host and the model stay up
+            self.send(p.PromptView(rid, error=f"The engine failed: {exc}"))
+
+    # ---- tuning -------------------------------------------------------------------------------
+    def tune(self, request: p.Tune) -> None:
+        rid, loaded = request.request_id, self.loaded
+        if loaded is None:
+            self.send(p.TuneResult(rid, error="No model is loaded."))
+            return
+        if rid in self._cancels:  # stopped before it began
+            self.send(p.TuneResult(rid, cancelled=True))
+            return
+        info = loaded.info
+        loaded.slots.park(0)
+        bench = TuneBench(loaded.model, loaded.ctx, self._abort_cb)
+        self._abortable_rid = rid
+        try:
+            tuned = tune(bench, physical_cores(), logical_cores(), loaded.ctx.n_batch,
+                         max(0.05, request.seconds_per_trial), lambda: rid in self._cancels)
+        except Exception as exc:  # Stopped, or llama.cpp's abort: a stop; else a failure
+            tuned = None
+            if rid not in self._cancels:
+                self.send(p.TuneResult(rid, error=f"The engine failed: {exc}"))
+                return
+        finally:
+            self._abortable_rid = -1
+            bench.restore(info.n_threads, info.n_threads_batch)
+            bench.close()
+            self._done(rid)
+        if tuned is None:
+            self.send(p.TuneResult(rid, cancelled=True))
+            return
+        if request.apply:
+            bench.restore(tuned.n_threads, tuned.n_threads_batch)
+            if loaded.draft is not None:
+                loaded.draft.set_threads(tuned.n_threads, tuned.n_threads_batch)
+            loaded.info = with_threads(info, tuned.n_threads, tuned.n_threads_batch)
+        self.send(p.TuneResult(
+            rid, tuned.n_threads, tuned.n_threads_batch, tuned.n_batch, tuned.decode_tok_s,
+            tuned.prompt_tok_s, tuple(p.TuneTrial(t.kind, t.n_threads, t.n_batch, t.tok_s)
+                                      for t in tuned.trials), applied=request.apply))
+
+
+def _read_requests(stream: IO[bytes], host: EngineHost, inbox: queue.Queue[Any]) -> None:
+    while True:
+        try:
+            message = p.read_frame(stream)
+        except p.ProtocolError:
+            message = None
+        if message is None:  # the window went away: stop what we are doing, then exit
+            host.abort_all()
+            inbox.put(p.Shutdown())
+            return
+        if isinstance(message, p.Cancel):
+            host.cancel(message.request_id)
+        else:
+            inbox.put(message)
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    host = EngineHost(out)
+    inbox: queue.Queue[Any] = queue.Queue()
+    threading.Thread(target=_read_requests, args=(sys.stdin.buffer, host, inbox),
+                     daemon=True, name="requests").start()
+    host.send(p.Ready(os.getpid(), gpu_offload_supported(), physical_cores(), *gpu_memory()))
+    with contextlib.suppress(KeyboardInterrupt):
+        host.run(inbox)
+    host.unload()
+    out.flush()
+    # The reader thread is blocked inside a buffered read of stdin; a normal exit would abort on
+    # that buffer's lock. Nothing is left to clean up, so leave at once.
+    os._exit(0)

@@ -1,0 +1,139 @@
+"""One reply being written: its prompt and how much of it the KV cells hold, its sampler chain
+and stop strings, text not sent yet, speculation, and its figures. The batch loop (batch.py)
+decodes it with the others; everything here belongs to this reply alone."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from inglenook.core.context import Fit
+from inglenook.core.messages import GenerationRequest
+from inglenook.core.replies import Finish, FinishReason, Stats
+from inglenook.core.streaming import StopMatcher, Utf8Stream
+from inglenook.engine import protocol as p
+from inglenook.engine.host.llama import Sampler, SeqMemory
+from inglenook.engine.host.tokenizing import Tokenizer
+from inglenook.engine.kv_reuse import Reuse
+from inglenook.engine.speculative import Guesser, Tally, TokenHistory
+
+# Deltas are coalesced so the window's process wakes ~60 times a second, not once per token:
+# on a 2-core machine every wake-up competes with llama.cpp's threads.
+DELTA_BATCH_S = 0.015
+
+
+class Sequence:
+    """`memory` is the sequence's KV slot, already holding `reuse.cached` prompt tokens.
+    `keep_at`: a long system prompt's length, whose state is kept as the prompt passes it."""
+
+    def __init__(self, request: GenerationRequest, tokens: list[int], fit: Fit,
+                 received: float, slot: int, memory: SeqMemory, reuse: Reuse, keep_at: int,
+                 sampler: Sampler, seed: int, tokenizer: Tokenizer, is_eog: Callable[[int], bool],
+                 n_ctx: int, guesser: Guesser | None = None) -> None:
+        self.request, self.rid = request, request.request_id
+        self.prompt, self.fit = tokens, fit
+        self.slot, self.memory, self.reuse, self.keep_at = slot, memory, reuse, keep_at
+        self.read = reuse.cached  # prompt tokens in the KV cells
+        self.sampler, self.seed = sampler, seed
+        self.tokenizer, self.is_eog, self.n_ctx = tokenizer, is_eog, n_ctx
+        self.guesser = guesser
+        self.tally = guesser.tally if guesser is not None else Tally()
+        self.history = TokenHistory(tokens) if guesser is not None else None
+        self.pending: int | None = None  # the last token chosen, decoded in the next step
+        self.generated = 0
+        self.reason: FinishReason | None = None  # set when the reply ends
+        self.message = ""
+        self.cancelled = False
+        self._utf8, self._stops = Utf8Stream(), StopMatcher(request.sampling.stop)
+        self._stopped_by_string = False
+        self._text: list[str] = []
+        self._sent_at = 0.0
+        self.received = received
+        self.started = time.perf_counter()  # admitted: reading the prompt from here
+        self.prefilled = self.first_at = 0.0
+
+    @property
+    def reading(self) -> bool:
+        return self.pending is None and self.reason is None
+
+    @property
+    def reading_stopped(self) -> bool:
+        return self.read < len(self.prompt)
+
+    @property
+    def unread(self) -> int:
+        return len(self.prompt) - self.read
+
+    def room(self, most: int) -> int:
+        """Guesses that could still be used: within max_tokens, the context, `most`."""
+        max_tokens = self.request.sampling.max_tokens
+        left = max_tokens - self.generated - 1 if max_tokens > 0 else most
+        return min(left, most, self.n_ctx - 2 - self.memory.n)
+
+    def take(self, token: int, now: float) -> bool:
+        """A token the model chose. False when the reply ends here: then the token is not
+        decoded, and the KV cells hold the prompt and the tokens before it."""
+        if not self.first_at:
+            self.first_at = now
+        if self.is_eog(token):
+            return self._end("stop")
+        self.generated += 1
+        text, stopped = self._stops.feed(self._utf8.feed(self.tokenizer.piece(token)))
+        if text:
+            self._text.append(text)
+        if stopped:
+            self._stopped_by_string = True
+            return self._end("stop")
+        if self.cancelled:
+            return self._end("cancelled")
+        max_tokens = self.request.sampling.max_tokens
+        if self.generated == max_tokens or len(self.prompt) + self.generated >= self.n_ctx:
+            return self._end("length")
+        self.pending = token
+        return True
+
+    def _end(self, reason: FinishReason) -> bool:
+        self.reason, self.pending = reason, None
+        return False
+
+    def fail(self, reason: FinishReason, message: str = "") -> None:
+        self.reason, self.message, self.pending = reason, message, None
+
+    def flush(self, send: Callable[[Any], None], now: float) -> None:
+        """Send the text written since the last delta, at most every DELTA_BATCH_S."""
+        if self._text and now - self._sent_at >= DELTA_BATCH_S:
+            send(p.Delta(self.rid, "".join(self._text)))
+            self._text.clear()
+            self._sent_at = now
+
+    def finish(self, send: Callable[[Any], None]) -> None:
+        """The last text, the figures and the Finished event."""
+        if not self._stopped_by_string:  # bytes of an unfinished character, held-back text
+            text, _ = self._stops.feed(self._utf8.flush())
+            self._text.append(text + self._stops.flush())
+        if "".join(self._text):
+            send(p.Delta(self.rid, "".join(self._text)))
+        self._text.clear()
+        self.sampler.close()
+        reason = self.reason or "error"
+        # A reply stopped while its prompt was read, or failed, has no figures to give.
+        if reason != "error" and not (reason == "cancelled" and self.reading_stopped):
+            send(p.ReplyStats(self.rid, self.stats()))
+        send(p.Finished(self.rid, Finish(reason, self.message)))
+
+    def stats(self) -> Stats:
+        done = time.perf_counter()
+        first, reuse, n_gen = self.first_at, self.reuse, self.generated
+        new_prompt = len(self.prompt) - reuse.cached
+        prefilled = self.prefilled or done
+        return Stats(
+            prompt_tokens=len(self.prompt), cached_tokens=reuse.cached, generated_tokens=n_gen,
+            ttft_s=(first or done) - self.received,
+            decode_tok_s=(n_gen - 1) / (done - first) if n_gen > 1 and done > first else 0.0,
+            prompt_tok_s=new_prompt / (prefilled - self.started)
+            if prefilled > self.started else 0.0,
+            context_used=self.memory.n, n_ctx=self.n_ctx, dropped_messages=self.fit.dropped,
+            seed=self.seed, dropped_start=self.fit.dropped_start, cache_source=reuse.source,
+            state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted,
+            drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted)

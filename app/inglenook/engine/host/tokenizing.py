@@ -1,0 +1,181 @@
+"""Prompts to tokens, so that only the chat template's markup can produce control tokens (see
+core/template.py), and tokens back to text.
+
+Markup is read with special tokens on, message text with them off, and the plain text between
+two control tokens is tokenized as one piece, exactly as llama.cpp reads a whole prompt, so an
+ordinary conversation gets the same tokens as before.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Collection, Sequence
+
+from inglenook.core.context import Fit
+from inglenook.core.messages import Message
+from inglenook.core.template import (
+    ChatTemplate,
+    ControlStrings,
+    RenderedPrompt,
+    TemplateContext,
+    TemplateError,
+    defuse,
+    render_prompt,
+)
+from inglenook.engine import protocol as p
+from inglenook.engine.host.llama import (
+    ATTR_CONTROL,
+    ATTR_LSTRIP,
+    ATTR_RSTRIP,
+    ATTR_USER_DEFINED,
+    Model,
+)
+from inglenook.engine.kv_states import common_prefix, pack
+
+PREFIX_MIN_CHARS = 600  # a system prompt shorter than this cannot be MIN_PREFIX_TOKENS long
+_C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip token
+
+
+class Tokenizer:
+    """`markers`: texts the window reads replies by (reasoning channels, tool-call tags). Where
+    the model writes one as a control token, which plain detokenizing drops, its text is kept
+    in the reply; prompts still read such text from markup only (tokenize_prompt)."""
+
+    def __init__(self, model: Model, template: ChatTemplate,
+                 markers: Collection[str] = ()) -> None:
+        self.model = model
+        self.template = template
+        self._pieces: dict[int, bytes] = {}
+        self._system_probes: dict[str, bytes] = {}
+        self._markup, self.control = self._control_tokens()
+        for token, (raw, attr) in self._markup.items():
+            if attr & ATTR_CONTROL and raw.decode("utf-8") in markers:
+                self._pieces[token] = model.piece(token, special=True)  # what piece(token) gives
+
+    def _control_tokens(self) -> tuple[dict[int, tuple[bytes, int]], ControlStrings]:
+        """The tokens only markup may produce ({id: (text, attributes)}) and their texts.
+
+        Control and unknown tokens, plus the user-defined tokens that the template writes:
+        llama.cpp reads user-defined tokens even in plain text, and some models mark markup
+        that way (gpt-oss's `<|start|>`, `<|message|>`, `<|channel|>`)."""
+        markup: dict[int, tuple[bytes, int]] = {}
+        every, in_plain_text = [], []
+        for token in range(self.model.n_vocab):
+            attr = self.model.attr(token)
+            if not attr & (ATTR_CONTROL | ATTR_USER_DEFINED):
+                continue
+            raw = self.model.text(token)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # cannot occur in text, so nothing to find or defuse
+            if not text:
+                continue
+            if attr & ATTR_CONTROL:
+                every.append(text)
+            elif text in self.template.source:
+                every.append(text)
+                in_plain_text.append(text)
+            else:
+                continue
+            markup[token] = (raw, attr)
+        return markup, ControlStrings(every, in_plain_text)
+
+    def piece(self, token: int) -> bytes:
+        cached = self._pieces.get(token)
+        if cached is None:
+            cached = self._pieces[token] = self.model.piece(token)
+        return cached
+
+    def special_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self.model.piece(token, special=True).decode("utf-8", errors="replace")
+
+    def render(self, messages: Sequence[Message],
+               context: TemplateContext | None = None) -> RenderedPrompt:
+        return render_prompt(self.template, messages, control=self.control, context=context)
+
+    def tokenize(self, messages: Sequence[Message]) -> list[int]:
+        return self.tokenize_prompt(self.render(messages))
+
+    def tokenize_prompt(self, prompt: RenderedPrompt) -> list[int]:
+        """Markup is read with special tokens on; each control token found there splits the
+        prompt, and the plain text between two of them (markup and message text together) is
+        tokenized with special tokens off, as one piece: llama.cpp tokenizes each stretch
+        between special tokens on its own, so this gives the tokens of the whole prompt read at
+        once, except that message text cannot produce control tokens."""
+        bos = self.model.bos
+        tokens = [bos] if self.model.add_bos else []
+        run: list[tuple[bytes, bool]] = []  # (text, from a message) since the last control token
+        before = 0  # attributes of that control token
+        for segment in prompt.segments:
+            data = segment.text.encode("utf-8", errors="replace")
+            if segment.from_message:
+                run.append((data, True))
+                continue
+            pos = 0
+            for token in self.model.tokenize(data, special=True):
+                found = self._markup.get(token)
+                at = data.find(found[0], pos) if found else -1
+                if found is None or at < 0:
+                    continue  # plain text; a control token not found as text: left to _plain
+                run.append((data[pos:at], False))
+                tokens += self._plain(run, before, found[1])
+                tokens.append(token)
+                run, before, pos = [], found[1], at + len(found[0])
+            run.append((data[pos:], False))
+        tokens += self._plain(run, before, 0)
+        # Templates that write the BOS text themselves would otherwise give two BOS tokens.
+        if len(tokens) > 1 and tokens[0] == tokens[1] == bos:
+            tokens = tokens[1:]
+        return tokens
+
+    def _plain(self, run: list[tuple[bytes, bool]], before: int, after: int,
+               again: bool = True) -> list[int]:
+        text = b"".join(data for data, _ in run)
+        if before & ATTR_RSTRIP:  # llama.cpp drops the whitespace these tokens say to
+            text = text.lstrip(_C_SPACE)
+        if after & ATTR_LSTRIP:
+            text = text.rstrip(_C_SPACE)
+        if not text:
+            return []
+        tokens = self.model.tokenize(text, special=False)
+        if again and any(from_message for _, from_message in run) and any(
+                t in self._markup for t in tokens):
+            # Plain text merged into a control token (a vocabulary whose merges can spell one):
+            # read it again with the control strings in message text defused.
+            run = [(defuse(d.decode("utf-8", errors="replace"), self.control.every).encode()
+                    if m else d, m) for d, m in run]
+            return self._plain(run, before, after, again=False)
+        return tokens
+
+    def system_prefix(self, messages: Sequence[Message], tokens: list[int]) -> int:
+        """How many leading tokens of a prompt are its system prompt's (and the markup after
+        it that any conversation would share); 0 for a short one, or when it cannot be told."""
+        if not messages or messages[0].role != "system" or len(
+                messages[0].content) < PREFIX_MIN_CHARS:
+            return 0
+        probe = self._system_probes.get(messages[0].content)
+        if probe is None:
+            try:  # a stand-in first message: some templates refuse a system prompt alone
+                probe = pack(self.tokenize([messages[0], Message("user", "\u2026")]))
+            except TemplateError:
+                probe = b""
+            if len(self._system_probes) > 32:
+                self._system_probes.clear()
+            self._system_probes[messages[0].content] = probe
+        return common_prefix(probe, pack(tokens))
+
+    def view(self, request_id: int, prompt: RenderedPrompt, tokens: list[int], fit: Fit,
+             n_ctx: int) -> p.PromptView:
+        """The prompt as the model sees it: its text and every token. A character whose bytes
+        span several tokens is shown with the token that completes it, so the pieces add up to
+        the text."""
+        utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        shown = tuple(p.PromptToken(t, utf8.decode(self.model.piece(t, special=True)),
+                                    t in self._markup) for t in tokens)
+        text = "".join(t.piece for t in shown) + utf8.decode(b"", final=True)
+        return p.PromptView(request_id, text, shown, n_ctx=n_ctx,
+                            dropped_messages=fit.dropped, defused=prompt.defused,
+                            dropped_start=fit.dropped_start)
