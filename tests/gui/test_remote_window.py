@@ -16,7 +16,7 @@ from pytestqt.qtbot import QtBot
 from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
 from inglenook.engine.providers import ProviderStore
-from inglenook.engine.remote_router import EngineRouter
+from inglenook.engine.router import EngineRouter
 from inglenook.engine.worker import EngineWorker
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import (

@@ -21,7 +21,7 @@ from inglenook.engine.client import EngineClient, EngineError
 from inglenook.engine.providers import ProviderStore, model_ref
 from inglenook.engine.remote import NO_INSPECT, RemoteClient
 from inglenook.engine.remote_api import Endpoint, RemoteError
-from inglenook.engine.remote_router import EngineRouter
+from inglenook.engine.router import EngineRouter
 from tests.helpers import keyrings
 from tests.helpers.api import Served, serving
 from tests.helpers.keyrings import MemoryKeyring

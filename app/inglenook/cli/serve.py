@@ -1,4 +1,5 @@
-"""`inglenook serve`: the OpenAI-compatible API for one model, without the window."""
+"""`inglenook serve`: the OpenAI-compatible API, without the window: one model loaded at start,
+and any other of the library loaded when a request names it."""
 
 from __future__ import annotations
 
@@ -32,11 +33,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=DEFAULT_PORT,
                        help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--token", default=None,
-                       help=f"require 'Authorization: Bearer TOKEN' (or set {TOKEN_ENV})")
+                       help=f"require 'Authorization: Bearer TOKEN' (or set {TOKEN_ENV}); "
+                       "several, separated by spaces: one per tool, each with a KV cache of "
+                       "its own")
     serve.add_argument("--ctx", type=int, default=0,
                        help="context length (default: the model's, at most 8192)")
     serve.add_argument("--threads", type=int, default=0,
                        help="CPU threads (default: all physical cores)")
+    serve.add_argument("--parallel", type=int, default=0, metavar="N",
+                       help="replies decoded at once, each with a KV cache of --ctx tokens "
+                       "(default: up to 4, as free memory allows)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="URL",
                        help="a web page origin allowed to call the API, e.g. "
                        "http://localhost:3000 (repeat for more)")
@@ -46,7 +52,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inglenook.engine.client import EngineClient, EngineError
+    from inglenook.engine.client import EngineError
+    from inglenook.engine.router import EngineRouter
     from inglenook.engine.scheduler import Job, Scheduler
     from inglenook.server import ApiServer
 
@@ -62,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
         return fail("no model given and the bundled model is not installed (make setup).")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)
-    load = LoadParams(str(model), n_ctx=args.ctx, n_threads=args.threads)
-    client = EngineClient()
+    load = LoadParams(str(model), n_ctx=args.ctx, n_threads=args.threads,
+                      n_slots=args.parallel)
+    # A model a request names loads with the same options.
+    client = EngineRouter(api_params=lambda path: load.replace(model_path=path))
     print(f"Loading {model} …", file=sys.stderr, flush=True)
     try:
         info = client.load(load)
@@ -73,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         client.close()
         return 130
-    scheduler = Scheduler(client.cancel)
+    scheduler = Scheduler(client.cancel, lanes=client.lanes)
 
     def reload() -> None:
         try:
@@ -98,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot listen on {config.url}: {exc}")
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    print(f"Serving {info.name} at {url}/v1 (n_ctx {info.n_ctx}); Ctrl+C stops.", flush=True)
+    replies = f", {info.n_slots} replies at once" if info.n_slots > 1 else ""
+    print(f"Serving {info.name} at {url}/v1 (n_ctx {info.n_ctx}{replies}); Ctrl+C stops.",
+          flush=True)
     if config.token:
         print("Clients must send 'Authorization: Bearer <token>'.", flush=True)
     try:

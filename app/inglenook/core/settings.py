@@ -25,7 +25,7 @@ from inglenook import paths
 from inglenook.core.filelock import TIMEOUT_S, LockTimeout, file_lock
 from inglenook.core.files import keep_aside, write_atomic
 from inglenook.core.jsonload import MAX_BYTES, JsonLoadError, load_json
-from inglenook.core.load import KV_CACHE_TYPES, LoadParams, ModelDefaults
+from inglenook.core.load import KV_CACHE_TYPES, MAX_SLOTS, LoadParams, ModelDefaults
 from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.values import (
@@ -50,7 +50,9 @@ LOAD_LIMITS: dict[str, Number] = {
     "n_threads": Number(int, 0, 512),
     "n_threads_batch": Number(int, 0, 512),
     "n_batch": Number(int, 1, 8192),
+    "n_slots": Number(int, 0, MAX_SLOTS),
     "api_port": Number(int, 1, 65535),
+    "model_idle_minutes": Number(int, -1, 7 * 24 * 60),
 }
 MAX_PATH = 4096
 MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
@@ -76,6 +78,7 @@ class Settings:
     n_threads_batch: int = 0  # prompt threads; 0: all logical cores
     prompt_lookup: bool = True  # speculative decoding from the prompt (never slower)
     draft_model_path: str = ""  # a small model with the same vocabulary that guesses ahead
+    n_slots: int = 0  # replies decoded at once; 0: automatic (see LoadParams)
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
@@ -91,6 +94,8 @@ class Settings:
     api_port: int = 8080
     api_token: str = ""
     api_cors_origins: str = ""  # space-separated browser origins allowed to call it
+    # A model an API request named (loaded for it) is unloaded when idle this long; -1: never.
+    model_idle_minutes: int = 5
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
 
     def defaults_for(self, model_path: str) -> ModelDefaults:
@@ -117,6 +122,7 @@ class Settings:
             n_threads_batch=self.n_threads_batch,
             prompt_lookup=self.prompt_lookup,
             draft_model_path=self.draft_model_path,
+            n_slots=self.n_slots,
         )
 
     def to_dict(self) -> dict:

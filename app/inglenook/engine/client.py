@@ -1,6 +1,7 @@
-"""Qt-free client of the engine host process (used by the CLI and the window's worker).
+"""Qt-free client of one engine host process (used by the CLI, the router and the tests).
 
-One thread drives the client (load, generate); `cancel()` may be called from any thread.
+Replies stream on as many threads as the host has slots; `cancel()` may be called from any
+thread.
 If the host dies, the client raises EngineCrashed with a readable reason and starts a fresh host
 on the next load(); it never reloads on its own.
 """
@@ -22,8 +23,8 @@ from typing import IO, Any
 
 import inglenook
 from inglenook import paths
-from inglenook.core.load import LoadParams, ModelInfo
-from inglenook.core.messages import GenerationRequest
+from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
+from inglenook.core.messages import WINDOW, GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
 
@@ -42,8 +43,20 @@ class EngineCrashed(EngineError):
     pass
 
 
+class LoadRefused(EngineError):
+    """A load that was not tried: `refusal` says why and what would make it load (a smaller
+    context, fewer replies at once, an explicit choice of a longer context)."""
+
+    def __init__(self, refusal: LoadRefusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
 class _Ended:
-    """Put on the inbox when the host's output closes."""
+    """Put on every queue of a host whose output closed."""
+
+
+_ENDED = _Ended()
 
 
 def default_host_command() -> list[str]:
@@ -54,17 +67,65 @@ def default_host_command() -> list[str]:
     return [sys.executable, "-m", "inglenook.engine.host"]
 
 
+class _Channel:
+    """One host process and where its events go: each request's own queue (by request id),
+    and one queue for the rest (loads, reports, quantizing)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.control: queue.Queue[Any] = queue.Queue()
+        self._streams: dict[int, queue.Queue[Any]] = {}
+        self._lock = threading.Lock()
+        self.ended = False
+        self.crash: str | None = None  # why the process ended, once read
+
+    def route(self, event: Any) -> None:
+        rid = getattr(event, "request_id", None)
+        with self._lock:
+            target = self.control if rid is None else self._streams.get(rid)
+        if target is not None:  # else a late event of a request nobody waits for
+            target.put(event)
+
+    def end(self) -> None:
+        with self._lock:
+            self.ended = True
+            queues = [self.control, *self._streams.values()]
+        for q in queues:
+            q.put(_ENDED)
+
+    def open(self, rid: int) -> queue.Queue[Any]:
+        q: queue.Queue[Any] = queue.Queue()
+        with self._lock:
+            if self.ended:
+                q.put(_ENDED)
+            self._streams[rid] = q
+        return q
+
+    def close(self, rid: int) -> None:
+        with self._lock:
+            self._streams.pop(rid, None)
+
+
 class EngineClient:
     """`command` runs the host (default: this Python running inglenook.engine.host); tests give
-    a fake host that speaks the same protocol (tests/helpers/fake_host.py)."""
+    a fake host that speaks the same protocol (tests/helpers/fake_host.py).
+
+    Several threads may stream replies at once (the host decodes them together, one per
+    slot); loads, unloads and reports are one at a time. `cancel()` may be called from any
+    thread."""
+
+    can_tune = True  # engine.interface.Engine's capabilities
+    keeps_states = True
+    can_inspect = True
+    accepted_sampling: frozenset[str] | None = None  # every sampling setting
 
     def __init__(self, log_path: Path | None = None,
                  command: Sequence[str] | None = None) -> None:
         self._log_path = log_path or paths.engine_log_file()
         self._command = list(command or default_host_command())
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._inbox: queue.Queue[Any] = queue.Queue()
+        self._channel: _Channel | None = None
         self._write_lock = threading.Lock()
+        self._control_lock = threading.RLock()  # one load, report or quantize at a time
         self._cancel_at: dict[int, float] = {}
         self.ready: p.Ready | None = None
         self.model: ModelInfo | None = None
@@ -74,6 +135,10 @@ class EngineClient:
 
     # ---- process -------------------------------------------------------------------------
     @property
+    def _proc(self) -> subprocess.Popen[bytes] | None:
+        return self._channel.proc if self._channel is not None else None
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
@@ -81,71 +146,81 @@ class EngineClient:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def lanes(self) -> int:
+        """Replies the engine decodes at once (its slots; 1 before a model is loaded)."""
+        return self.model.n_slots if self.model is not None else 1
+
     def start(self) -> p.Ready:
-        if self.alive and self.ready:
-            return self.ready
-        self._stop_process()
-        env = dict(os.environ)
-        source_root = str(Path(inglenook.__file__).resolve().parents[1])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root, env.get("PYTHONPATH")]))
-        log: IO[bytes] = open(self._log_path, "ab")  # noqa: SIM115 - handed to the child
-        try:
-            self._proc = subprocess.Popen(
-                self._command,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
-        finally:
-            log.close()
-        self._inbox = queue.Queue()
-        threading.Thread(target=self._read_events,
-                         args=(self._proc, self._inbox, self._exited),
-                         daemon=True, name="engine-events").start()
-        event = self._next(START_TIMEOUT_S)
-        if not isinstance(event, p.Ready):
-            raise EngineCrashed(f"The engine did not start ({event!r}).")
-        self.ready = event
-        return event
+        with self._control_lock:
+            if self.alive and self.ready:
+                return self.ready
+            self._stop_process()
+            env = dict(os.environ)
+            source_root = str(Path(inglenook.__file__).resolve().parents[1])
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root,
+                                                              env.get("PYTHONPATH")]))
+            log: IO[bytes] = open(self._log_path, "ab")  # noqa: SIM115 - handed to the child
+            try:
+                proc = subprocess.Popen(
+                    self._command,
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+            finally:
+                log.close()
+            channel = self._channel = _Channel(proc)
+            threading.Thread(target=self._read_events, args=(channel, self._exited),
+                             daemon=True, name="engine-events").start()
+            event = self._next(channel, channel.control, START_TIMEOUT_S)
+            if not isinstance(event, p.Ready):
+                raise EngineCrashed(f"The engine did not start ({event!r}).")
+            self.ready = event
+            return event
 
     @staticmethod
-    def _read_events(proc: subprocess.Popen[bytes], inbox: queue.Queue[Any],
-                     on_exit: Callable[[], None] | None) -> None:
-        assert proc.stdout is not None
+    def _read_events(channel: _Channel, on_exit: Callable[[], None] | None) -> None:
+        stdout = channel.proc.stdout
+        assert stdout is not None
         try:
-            while (event := p.read_frame(proc.stdout)) is not None:
-                inbox.put(event)
+            while (event := p.read_frame(stdout)) is not None:
+                channel.route(event)
         except (p.ProtocolError, OSError, ValueError):
             pass
-        inbox.put(_Ended())
+        channel.end()
         if on_exit is not None:
             on_exit()
 
-    def _next(self, timeout: float | None = None) -> Any:
+    def _next(self, channel: _Channel, q: queue.Queue[Any], timeout: float | None = None) -> Any:
         try:
-            event = self._inbox.get(timeout=timeout)
+            event = q.get(timeout=timeout)
         except queue.Empty:
             return None
-        if isinstance(event, _Ended):
-            self._inbox.put(event)  # every later read sees the end too
-            raise EngineCrashed(self._crash_reason())
+        if event is _ENDED:
+            q.put(event)  # every later read sees the end too
+            raise EngineCrashed(self._crash_reason(channel))
         return event
 
-    def _crash_reason(self) -> str:
-        assert self._proc is not None
-        try:
-            code = self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            code = self._proc.wait()
-        self.model = None
-        if code < 0:
+    def _crash_reason(self, channel: _Channel) -> str:
+        with self._control_lock:
+            if channel.crash is not None:
+                return channel.crash
+            proc = channel.proc
             try:
-                how = f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"killed by signal {-code}"
-        else:
-            how = f"exit status {code}"
-        detail = _last_line(self._log_path)
-        detail = f" Last message: {detail}" if detail else ""
-        return f"The engine stopped unexpectedly ({how}).{detail}"
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            if channel is self._channel:
+                self.model = None
+            if code < 0:
+                try:
+                    how = f"killed by {signal.Signals(-code).name}"
+                except ValueError:
+                    how = f"killed by signal {-code}"
+            else:
+                how = f"exit status {code}"
+            detail = _last_line(self._log_path)
+            detail = f" Last message: {detail}" if detail else ""
+            channel.crash = f"The engine stopped unexpectedly ({how}).{detail}"
+            return channel.crash
 
     def _send(self, message: Any) -> None:
         proc = self._proc  # cancel() may run on another thread while the process changes
@@ -161,18 +236,26 @@ class EngineClient:
         if self.on_exit is not None:
             self.on_exit()
 
+    def _control(self) -> _Channel:
+        channel = self._channel
+        if channel is None:
+            raise EngineCrashed("The engine is not running.")
+        return channel
+
     def check(self) -> None:
         """Raise EngineCrashed if the host died while a model was loaded (the reason is read
         from its exit status and log). Call from the thread that drives the client."""
-        if self._proc is not None and self.model is not None and not self.alive:
-            while self._next(1.0) is not None:  # events left before the end: skipped
+        channel = self._channel
+        if channel is not None and self.model is not None and not self.alive:
+            while self._next(channel, channel.control, 1.0) is not None:  # events before the end
                 pass
 
     def _stop_process(self) -> None:
-        proc, self._proc = self._proc, None
+        channel, self._channel = self._channel, None
         self.model = None
-        if proc is None:
+        if channel is None:
             return
+        proc = channel.proc
         if proc.poll() is None:
             try:
                 assert proc.stdin is not None
@@ -187,57 +270,66 @@ class EngineClient:
                 stream.close()
 
     def close(self) -> None:
-        self._stop_process()
+        with self._control_lock:
+            self._stop_process()
 
     def kill(self) -> None:
         """Kill the host abruptly (tests and the stop watchdog)."""
-        if self._proc and self._proc.poll() is None:
-            self._proc.kill()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
     # ---- requests ------------------------------------------------------------------------
     def load(self, params: LoadParams,
              on_progress: Callable[[float], None] | None = None) -> ModelInfo:
-        self.start()
-        self._send(p.Load(params))
-        while True:
-            event = self._next()
-            if isinstance(event, p.LoadProgress):
-                if on_progress:
-                    on_progress(event.fraction)
-            elif isinstance(event, p.Loaded):
-                self.model = event.info
-                return event.info
-            elif isinstance(event, p.LoadFailed):
-                self.model = None
-                raise EngineError(event.message)
+        """Raises LoadRefused for a load the fit planner refused, EngineError for others."""
+        with self._control_lock:
+            self.start()
+            channel = self._control()
+            self._send(p.Load(params))
+            while True:
+                event = self._next(channel, channel.control)
+                if isinstance(event, p.LoadProgress):
+                    if on_progress:
+                        on_progress(event.fraction)
+                elif isinstance(event, p.Loaded):
+                    self.model = event.info
+                    return event.info
+                elif isinstance(event, p.LoadFailed):
+                    self.model = None
+                    if event.refusal is not None:
+                        raise LoadRefused(event.refusal)
+                    raise EngineError(event.message)
 
     def unload(self) -> None:
-        if self.alive and self.model is not None:
-            self._send(p.Unload())
-            while not isinstance(self._next(), p.Unloaded):
-                pass
-        self.model = None
+        with self._control_lock:
+            if self.alive and self.model is not None:
+                channel = self._control()
+                self._send(p.Unload())
+                while not isinstance(self._next(channel, channel.control), p.Unloaded):
+                    pass
+            self.model = None
 
     def generate(self, request: GenerationRequest) -> Iterator[Any]:
         """Yield the host's events for this request, ending with exactly one Finished."""
         rid = request.request_id
-        self._send(p.Generate(request))
-        last_event, slowest = time.monotonic(), 0.0
+        channel = self._control()
+        stream = channel.open(rid)
         try:
+            self._send(p.Generate(request))
+            last_event, slowest = time.monotonic(), 0.0
             while True:
-                event = self._next(timeout=0.1)
+                event = self._next(channel, stream, timeout=0.1)
                 now = time.monotonic()
                 # A host that goes on (or goes silent) after a stop is killed: checked whether
                 # or not events still arrive.
                 if self._cancel_overdue(rid, max(CANCEL_GRACE_S, 3 * slowest)):
                     self.kill()  # the host will be restarted on the next load
                     while True:
-                        self._next()  # raises EngineCrashed once the host is gone
+                        self._next(channel, stream)  # raises EngineCrashed once the host is gone
                 if event is None:
                     continue
                 slowest, last_event = max(slowest, now - last_event), now
-                if getattr(event, "request_id", rid) != rid:
-                    continue  # a late event of an earlier request
                 yield event
                 if isinstance(event, p.Finished):
                     return
@@ -248,63 +340,78 @@ class EngineClient:
                 return
             raise exc
         finally:
+            channel.close(rid)
             self._cancel_at.pop(rid, None)
+
+    def _answer(self, rid: int, message: Any, kind: type) -> Any:
+        """Send a request answered by one event of `kind` carrying its id."""
+        channel = self._control()
+        stream = channel.open(rid)
+        try:
+            self._send(message)
+            while True:
+                event = self._next(channel, stream)
+                if isinstance(event, kind):
+                    return event
+        finally:
+            channel.close(rid)
 
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         """The prompt the model would see for this request, after context fitting, token by
         token; nothing is generated. Raises EngineError when there is none (no model loaded, a
         template error, a message longer than the context)."""
-        self._send(p.Inspect(request))
-        while True:
-            event = self._next()
-            if isinstance(event, p.PromptView) and event.request_id == request.request_id:
-                if event.error:
-                    raise EngineError(event.error)
-                return event
+        view = self._answer(request.request_id, p.Inspect(request), p.PromptView)
+        if view.error:
+            raise EngineError(view.error)
+        return view
 
-    def drop_state(self, conversation: str) -> None:
+    def drop_state(self, conversation: str, principal: str = WINDOW) -> None:
         """Have the engine forget the KV-cache state it keeps for a conversation (deleted).
         Nothing comes back; a dead engine has nothing to forget."""
         if self.alive:
             with contextlib.suppress(EngineCrashed):
-                self._send(p.DropState(conversation))
+                self._send(p.DropState(conversation, principal))
 
     def state_report(self) -> p.StateReport:
         """The KV-cache states the engine keeps for conversations, and its budgets."""
-        self._send(p.StateUsage())
-        while True:
-            event = self._next()
-            if isinstance(event, p.StateReport):
-                return event
+        with self._control_lock:
+            channel = self._control()
+            self._send(p.StateUsage())
+            while True:
+                event = self._next(channel, channel.control)
+                if isinstance(event, p.StateReport):
+                    return event
 
     def tune(self, request_id: int, seconds_per_trial: float = 0.5,
              apply: bool = True) -> p.TuneResult:
         """Measure threads and batch sizes with the loaded model (see protocol.Tune); a few
         seconds. With `apply`, the fastest thread counts are used from now on and `model`
         says so. cancel(request_id) stops it (cancelled=True)."""
-        self._send(p.Tune(request_id, seconds_per_trial, apply))
-        while True:
-            event = self._next()
-            if isinstance(event, p.TuneResult) and event.request_id == request_id:
-                self._cancel_at.pop(request_id, None)
-                if event.applied and self.model is not None:
-                    self.model = dataclasses.replace(self.model, n_threads=event.n_threads,
-                                                     n_threads_batch=event.n_threads_batch)
-                return event
+        try:
+            event = self._answer(request_id, p.Tune(request_id, seconds_per_trial, apply),
+                                 p.TuneResult)
+        finally:
+            self._cancel_at.pop(request_id, None)
+        if event.applied and self.model is not None:
+            self.model = dataclasses.replace(self.model, n_threads=event.n_threads,
+                                             n_threads_batch=event.n_threads_batch)
+        return event
 
     def quantize(self, request: p.Quantize,
                  on_progress: Callable[[p.QuantizeProgress], None] | None = None
                  ) -> p.Quantized:
         """Run llama.cpp's quantizer in this client's host (engine/quantize.py gives it a host
         of its own and checks the result). It cannot be interrupted: kill() the host."""
-        self.start()
-        self._send(request)
-        while True:
-            event = self._next()
-            if isinstance(event, p.QuantizeProgress) and on_progress is not None:
-                on_progress(event)
-            elif isinstance(event, p.Quantized):
-                return event
+        with self._control_lock:
+            self.start()
+            channel = self._control()
+            self._send(request)
+            while True:
+                event = self._next(channel, channel.control)
+                if isinstance(event, p.QuantizeProgress) and on_progress is not None:
+                    on_progress(event)
+                elif isinstance(event, p.Quantized):
+                    return event
 
     def _cancel_overdue(self, rid: int, grace: float) -> bool:
         at = self._cancel_at.get(rid)

@@ -46,7 +46,12 @@ _MAX_EARLY_CANCELS = 64  # stops asked for requests not running yet (bounded: id
 
 
 class RemoteClient:
-    """`endpoint` is the server (its name, if any, is used in messages)."""
+    """`endpoint` is the server (its name, if any, is used in messages). One reply at a time:
+    the server batches requests of its own clients; this one is one of them."""
+
+    can_tune = False  # engine.interface.Engine's capabilities
+    keeps_states = False
+    can_inspect = False
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -74,6 +79,9 @@ class RemoteClient:
     def accepted_sampling(self) -> frozenset[str]:
         """The SamplingParams fields this server gets; the others are not sent."""
         return dialect(self.server).accepted
+
+    def lanes(self) -> int:
+        return 1
 
     def start(self) -> p.Ready:
         self._closed = False
@@ -198,11 +206,15 @@ class RemoteClient:
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         raise RemoteError(NO_INSPECT)
 
-    def drop_state(self, conversation: str) -> None:
+    def drop_state(self, conversation: str, principal: str = "") -> None:
         """The server keeps (or not) its own caches; there is nothing here to forget."""
 
     def state_report(self) -> p.StateReport:
         return p.StateReport()
+
+    def tune(self, request_id: int, seconds_per_trial: float = 0.5,
+             apply: bool = True) -> p.TuneResult:
+        raise RemoteError("Remote engines tune themselves.")
 
 
 def _choose(wanted: str, models: tuple[RemoteModel, ...], label: str) -> RemoteModel:

@@ -1,24 +1,25 @@
-"""The window's link to the engine: Qt signals over the Qt-free scheduler and client.
+"""The window's link to the engines: Qt signals over the Qt-free scheduler and router.
 
-Every engine call runs on the scheduler's thread (engine/scheduler.py), one at a time, so the GUI
-thread never waits. The signals below are emitted from that thread; Qt queues them to receivers
-on the GUI thread. Stop is a direct call (`cancel`): a queued stop would sit behind the very
-generation it should stop.
+Every engine call runs on a scheduler thread (engine/scheduler.py): replies on lanes, several at
+once, loads alone; the GUI thread never waits. The signals below are emitted from those threads;
+Qt queues them to receivers on the GUI thread. Stop is a direct call (`cancel`): a queued stop
+would sit behind the very generation it should stop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 
 from PySide6.QtCore import QObject, Signal
 
-from inglenook.core.load import LoadParams
+from inglenook.core.load import LoadParams, LoadRefusal
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
-from inglenook.engine.client import EngineClient, EngineCrashed, EngineError
-from inglenook.engine.remote_router import EngineRouter
+from inglenook.engine.client import EngineClient, EngineCrashed, EngineError, LoadRefused
+from inglenook.engine.router import EngineRouter
 from inglenook.engine.scheduler import Job, QueueState, Scheduler
 
 DELTA_INTERVAL_S = 0.03  # the GUI repaints at most ~30 times a second
@@ -32,7 +33,9 @@ class EngineWorker(QObject):
         engine_ready(object): the host started (protocol.Ready: GPU offload support, cores).
         model_loading(str, float): path and load progress 0..1.
         model_loaded(object): ModelInfo of the model now loaded.
-        model_load_failed(str, str): path and a message for the user.
+        model_load_failed(str, str, object): path, a message for the user, and the
+            core.load.LoadRefusal of a load that was not tried (what would make it load), or
+            None.
         generation_started(int): request id; the engine began on it.
         prompt_progress(int, int, int): request id, prompt tokens evaluated, to evaluate.
         token_delta(int, str): request id and new text (whole characters, batched ~30 ms).
@@ -44,12 +47,13 @@ class EngineWorker(QObject):
         prompt_inspected(int, object): request id and the protocol.PromptView (or a str: why
             there is none) asked for with inspect().
         tuned(object): protocol.TuneResult of tune() (or a str: why there is none).
+        models_changed(): what is loaded changed (a model the API loaded, or unloaded).
     """
 
     engine_ready = Signal(object)
     model_loading = Signal(str, float)
     model_loaded = Signal(object)
-    model_load_failed = Signal(str, str)
+    model_load_failed = Signal(str, str, object)
     generation_started = Signal(int)
     prompt_progress = Signal(int, int, int)
     token_delta = Signal(int, str)
@@ -59,15 +63,20 @@ class EngineWorker(QObject):
     queue_changed = Signal(object)
     prompt_inspected = Signal(int, object)
     tuned = Signal(object)
+    models_changed = Signal()
 
-    def __init__(self, client: EngineClient | EngineRouter | None = None) -> None:
+    def __init__(self, client: EngineRouter | EngineClient | None = None) -> None:
         super().__init__()
-        # Local files and remote endpoints alike (a bare EngineClient in tests).
-        self.client: EngineClient | EngineRouter = client or EngineRouter()
-        self.client.on_exit = self._host_exited
-        self.scheduler = Scheduler(self.client.cancel, self.queue_changed.emit)
+        # Local files, remote endpoints and the models API requests name (an EngineClient is
+        # the window's local engine).
+        router = client if isinstance(client, EngineRouter) else EngineRouter(client)
+        self.client: EngineRouter = router
+        router.on_exit = self._host_exited
+        router.on_change = self.models_changed.emit
+        self.scheduler = Scheduler(router.cancel, self.queue_changed.emit, router.lanes)
         self._last_load: LoadParams | None = None
         self._crash_reported = False
+        self._restarting = threading.Lock()
 
     # ---- asking (any thread; returns at once) -------------------------------------------
     def load(self, params: LoadParams) -> None:
@@ -77,11 +86,20 @@ class EngineWorker(QObject):
         self.scheduler.submit(Job(self._unload, owner="engine", exclusive=True))
 
     def generate(self, request: GenerationRequest, owner: str = "") -> None:
-        """Queue a reply; `owner` (a conversation, an API client) takes turns with the others."""
+        """Queue a reply; `owner` (a conversation, an API client) takes turns with the others
+        for a lane of the window's engine."""
         rid = request.request_id
         self.scheduler.submit(Job(
             lambda: self._generate(request), owner=owner, request_id=rid,
             dropped=lambda: self.generation_finished.emit(rid, Finish("cancelled"))))
+
+    def unload_model(self, key: str) -> None:
+        """Unload a model the API loaded ("": the window's), once its replies ended."""
+        if not key:
+            self.unload()
+            return
+        self.scheduler.submit(Job(lambda: self.client.unload_model(key), owner="engine",
+                                  exclusive=True, group=key))
 
     def inspect(self, request: GenerationRequest, owner: str = "") -> None:
         """Ask for the exact prompt a request would give, token by token (nothing generated)."""
@@ -91,21 +109,24 @@ class EngineWorker(QObject):
         """Measure threads and batch sizes with the loaded model; the fastest threads are used
         from now on. cancel(request_id) stops it."""
         def run() -> None:
-            tune = getattr(self.client, "tune", None)  # a remote engine has nothing to tune
             try:
-                result: object = tune(request_id) if tune else "Remote engines tune themselves."
+                result: object = self.client.tune(request_id) if self.client.can_tune \
+                    else "Remote engines tune themselves."
             except EngineError as exc:
                 result = str(exc)
             self.tuned.emit(result)
+
         def dropped() -> None:
             self.tuned.emit("it was cancelled before it started.")
-        self.scheduler.submit(Job(run, owner="engine", request_id=request_id, dropped=dropped))
+        # Alone on the engine: it waits for the replies running now, and measures undisturbed.
+        self.scheduler.submit(Job(run, owner="engine", request_id=request_id, dropped=dropped,
+                                  exclusive=True))
 
     def forget(self, conversation: str) -> None:
         """The engine may drop the KV-cache state it keeps for a conversation (deleted)."""
-        drop = getattr(self.client, "drop_state", None)  # a remote engine keeps none
-        if drop is not None:
-            self.scheduler.submit(Job(lambda: drop(conversation), owner="engine"))
+        if self.client.keeps_states:
+            self.scheduler.submit(Job(lambda: self.client.drop_state(conversation),
+                                      owner="engine"))
 
     def cancel(self, request_id: int) -> None:
         """Stop a reply, waiting or running; takes effect within one token."""
@@ -115,10 +136,9 @@ class EngineWorker(QObject):
         return self.scheduler.state()
 
     def close(self) -> None:
-        """Stop what runs, then the engine. Safe to call twice."""
-        state = self.scheduler.state()
-        if state.running and state.running[1] is not None:
-            self.client.cancel(state.running[1])
+        """Stop what runs, then the engines. Safe to call twice."""
+        for rid in self.scheduler.running_ids():
+            self.client.cancel(rid)
         if not self.scheduler.close():
             self.client.kill()  # a load cannot be interrupted; don't wait for it
         self.client.on_exit = None
@@ -135,10 +155,13 @@ class EngineWorker(QObject):
                 self._crash_reported = False
             info = self.client.load(params, lambda f: self.model_loading.emit(path, f))
         except EngineCrashed as exc:
-            self.model_load_failed.emit(path, str(exc))
+            self.model_load_failed.emit(path, str(exc), None)
             self._crashed(str(exc))
+        except LoadRefused as exc:
+            refusal: LoadRefusal = exc.refusal
+            self.model_load_failed.emit(path, str(exc), refusal)
         except EngineError as exc:
-            self.model_load_failed.emit(path, str(exc))
+            self.model_load_failed.emit(path, str(exc), None)
         else:
             self.model_loaded.emit(info)
 
@@ -183,16 +206,25 @@ class EngineWorker(QObject):
             finish = Finish("error", f"Unexpected error: {exc}")
         if pending:
             self.token_delta.emit(rid, "".join(pending))
-        if not self.client.alive and not self._crash_reported and self._last_load is not None:
+        if not self.client.alive and self._last_load is not None and \
+                "restarting the engine" in finish.message:
             # The stop watchdog killed a stuck host: the reply is marked stopped (the client
-            # says so) and the model comes back by itself.
-            finish = Finish("cancelled", RESTARTED)
-            self.generation_finished.emit(rid, finish)
-            self.engine_crashed.emit(RESTARTED)
-            self._crash_reported = True
-            self._load(self._last_load)
+            # says so) and the model comes back by itself, once (other replies on that host
+            # end the same way).
+            self.generation_finished.emit(rid, Finish("cancelled", RESTARTED))
+            if self._restarting.acquire(blocking=False):
+                if not self._crash_reported:
+                    self._crash_reported = True
+                    self.engine_crashed.emit(RESTARTED)
+                    params = self._last_load
+                    self.scheduler.submit(Job(lambda: self._reload(params), owner="engine",
+                                              exclusive=True))
+                self._restarting.release()
             return
         self.generation_finished.emit(rid, finish)
+
+    def _reload(self, params: LoadParams) -> None:
+        self._load(params)
 
     def _inspect(self, request: GenerationRequest) -> None:
         try:

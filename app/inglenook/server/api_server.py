@@ -19,7 +19,7 @@ from collections.abc import Callable
 import uvicorn
 
 from inglenook.engine.client import EngineClient
-from inglenook.engine.remote_router import EngineRouter
+from inglenook.engine.router import EngineRouter
 from inglenook.engine.scheduler import Scheduler
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink

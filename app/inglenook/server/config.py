@@ -27,7 +27,9 @@ class ConfigError(ValueError):
 class ServerConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT  # 0: any free port (tests)
-    token: str = ""  # when set, every request needs `Authorization: Bearer <token>`
+    # When set, every request needs `Authorization: Bearer <token>`. Several tokens separated
+    # by spaces: one per tool, each tool a principal of its own (its KV cache its own).
+    token: str = ""
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_pending: int = DEFAULT_MAX_PENDING
@@ -41,12 +43,14 @@ class ServerConfig:
             raise ConfigError("The address to listen on is empty.")
         if self.token and (self.token != self.token.strip() or not self.token.isprintable()):
             raise ConfigError("The token must be printable text without surrounding spaces.")
+        if len(set(self.tokens)) != len(self.tokens):
+            raise ConfigError("The same token is given twice.")
         if not is_loopback(self.host):
             if not self.token:
                 raise ConfigError(
                     f"Listening on {self.host} lets other machines use the model: give a token "
                     f"(--token or {TOKEN_ENV}) that clients send as a bearer token.")
-            if len(self.token) < MIN_NETWORK_TOKEN:
+            if min(len(t) for t in self.tokens) < MIN_NETWORK_TOKEN:
                 raise ConfigError(
                     f"A token for a network address needs at least {MIN_NETWORK_TOKEN} "
                     "characters; make one with: python -c "
@@ -55,6 +59,10 @@ class ServerConfig:
             check_origin(origin)
         if self.max_body_bytes < 1024 or self.max_pending < 1:
             raise ConfigError("The body limit must be at least 1 KiB and the queue at least 1.")
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return tuple(self.token.split())
 
     @property
     def url(self) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -15,7 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from inglenook.server.config import ServerConfig
-from inglenook.server.engine_link import EngineLink
+from inglenook.server.engine_link import Ask, EngineLink
 from inglenook.server.errors import (
     ApiError,
     api_error_handler,
@@ -28,16 +31,19 @@ from inglenook.server.security import SecurityMiddleware
 from inglenook.server.status import StatusBoard
 from inglenook.server.streaming import ReplyResponse
 
+API_ANONYMOUS = "api"  # the principal of every client of a server without tokens
+API_TOKEN = "api-token:"  # + a hash of the token: one principal per token
+
 
 def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
               on_startup: Callable[[], None] = lambda: None) -> Starlette:
     created = int(time.time())
 
     async def list_models(_request: Request) -> JSONResponse:
-        return JSONResponse(models_list(link.model_name, created))
+        return JSONResponse(models_list(link.model_names(), created))
 
     async def get_model(request: Request) -> JSONResponse:
-        listed = models_list(link.model_name, created)["data"]
+        listed = models_list(link.model_names(), created)["data"]
         found = [m for m in listed if m["id"] == request.path_params["model"]]
         if not found:
             raise ApiError(404, "No such model is loaded.", param="model",
@@ -54,10 +60,13 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                      fmt: type[Format]) -> ReplyResponse:
         try:
             call = parse(parse_json(await read_body(request, config.max_body_bytes)))
-            model = link.model_name or ""
-            owner = owner_of(request, call.user)
-            reply = link.start(call.messages, call.sampling, owner,
-                               conversation=owner if call.user else "")
+            principal = principal_of(request, config)
+            owner = owner_of(request, call.user, principal)
+            group = link.resolve(call.model)
+            model = Path(group).stem if group else link.model_name or ""
+            reply = link.start(Ask(call.messages, call.sampling, owner, principal,
+                                   conversation=f"user:{call.user}" if call.user else "",
+                                   group=group, n=call.n, keep_alive=call.keep_alive))
         except ApiError as exc:
             board.refused(exc.message)
             raise
@@ -95,10 +104,26 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def owner_of(request: Request, user: str) -> str:
-    """Whose turn a reply is on the scheduler: the `user` the client names, or else its
-    connection, so that two clients take turns like two chats do."""
+def owner_of(request: Request, user: str, principal: str = API_ANONYMOUS) -> str:
+    """Whose turn a reply is on the scheduler: the `user` the client names (within its
+    principal), or else its connection, so that two clients take turns like two chats do."""
+    within = "" if principal == API_ANONYMOUS else f"{principal[len(API_TOKEN):]}/"
     if user:
-        return f"api:{user}"
+        return f"api:{within}{user}"
     client = request.client
     return f"api:{client.host}:{client.port}" if client else "api:"
+
+
+def principal_of(request: Request, config: ServerConfig) -> str:
+    """Whose KV cache a request may reuse: the token it was let in with (the server may give
+    each tool its own), or, on a server without tokens, every client's together. Never the
+    window's chats (core.messages.WINDOW)."""
+    tokens = config.tokens
+    if not tokens:
+        return API_ANONYMOUS
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    presented = given.strip().encode("utf-8", errors="replace")
+    for token in tokens:
+        if scheme.lower() == "bearer" and hmac.compare_digest(presented, token.encode()):
+            return API_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:16]
+    return API_ANONYMOUS  # not reached: the security middleware let only tokens in

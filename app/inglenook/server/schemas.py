@@ -2,7 +2,7 @@
 
 Everything a client sends is untrusted: a wrong type, NaN, a value out of range or an unknown
 role is a 400 naming the field, never an exception further in. Fields the engine cannot honour
-(n > 1, logprobs, JSON mode) are refused rather than silently ignored; fields that change nothing
+(logprobs, JSON mode) are refused rather than silently ignored; fields that change nothing
 here (tools, metadata) are ignored, as other local servers do.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ from inglenook.server.errors import ApiError
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_USER_LENGTH = 64
+MAX_CHOICES = 8  # `n`: that many sequences of one prompt, decoded side by side
+MAX_KEEP_ALIVE_S = 7 * 24 * 3600
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 _SAMPLING_NUMBERS = ("temperature", "top_p", "top_k", "min_p", "presence_penalty",
                      "frequency_penalty", "repeat_penalty")
@@ -34,6 +39,8 @@ class ApiCall:
     include_usage: bool = False
     model: str = ""
     user: str = ""
+    n: int = 1
+    keep_alive: float | None = None  # seconds a model loaded for it stays idle; -1: always
 
 
 def parse_json(body: bytes) -> Any:
@@ -79,8 +86,7 @@ def parse_completion(data: Any) -> ApiCall:
 
 def _call(body: dict[str, Any], messages: tuple[Message, ...], max_tokens_field: str,
           default_max: int) -> ApiCall:
-    if body.get("n") not in (None, 1):
-        raise ApiError(400, "'n' must be 1: one reply per request.", param="n")
+    n = _number(body, "n", 1, MAX_CHOICES, integer=True)
     if body.get("logprobs") not in (None, False):
         raise ApiError(400, "'logprobs' is not supported.", param="logprobs")
     response_format = body.get("response_format")
@@ -95,7 +101,23 @@ def _call(body: dict[str, Any], messages: tuple[Message, ...], max_tokens_field:
     model = _text(body, "model", 256)
     user = _text(body, "user", MAX_USER_LENGTH)
     return ApiCall(messages, _sampling(body, max_tokens_field, default_max), stream,
-                   include_usage, model, user)
+                   include_usage, model, user, int(n or 1), _keep_alive(body.get("keep_alive")))
+
+
+def _keep_alive(raw: Any) -> float | None:
+    """Ollama's `keep_alive`: seconds, or a duration such as "5m"; negative: always; 0: unload
+    as soon as the reply ends."""
+    if raw is None:
+        return None
+    value: float | None = None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw):
+        value = float(raw)
+    elif isinstance(raw, str) and (found := _DURATION.match(raw)):
+        value = float(found[1]) * _UNIT_S[found[2]]
+    if value is None:
+        raise ApiError(400, "'keep_alive' must be seconds or a duration such as \"5m\".",
+                       param="keep_alive", code="invalid_value")
+    return -1.0 if value < 0 else min(value, MAX_KEEP_ALIVE_S)
 
 
 def _sampling(body: dict[str, Any], max_tokens_field: str, default_max: int) -> SamplingParams:

@@ -5,7 +5,8 @@
 2. Origin: browsers name the page making the request. Only listed origins get CORS headers,
    and a request from any other page is refused outright (403): a page can send a "simple"
    POST without asking first, and it would run even though the page cannot read the answer.
-3. Token: when one is set, `Authorization: Bearer <token>`, compared in constant time.
+3. Token: when one is set, `Authorization: Bearer <token>`, compared in constant time (with
+   each of several, when the server gives each tool its own).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class SecurityMiddleware:
         self.app = app
         self.hosts = allowed_hosts(config)
         self.origins = frozenset(config.cors_origins)
-        self.token = config.token.encode()
+        self.tokens = [t.encode() for t in config.tokens]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -63,7 +64,7 @@ class SecurityMiddleware:
             if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
                 await _preflight(send, cors, headers.get("access-control-request-headers", ""))
                 return
-        if self.token and not self._authorized(headers.get("authorization", "")):
+        if self.tokens and not self._authorized(headers.get("authorization", "")):
             await _refuse(send, 401, "A valid API key is needed: send the server's token as "
                           "'Authorization: Bearer <token>'.", "invalid_api_key", cors,
                           [(b"www-authenticate", b"Bearer")])
@@ -81,8 +82,10 @@ class SecurityMiddleware:
 
     def _authorized(self, header: str) -> bool:
         scheme, _, given = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode("utf-8", errors="replace"), self.token)
+        presented = given.strip().encode("utf-8", errors="replace")
+        # Every token compared, so the time taken does not say which one came close.
+        matches = [hmac.compare_digest(presented, token) for token in self.tokens]
+        return scheme.lower() == "bearer" and any(matches)
 
 
 async def _preflight(send: Send, cors: list[tuple[bytes, bytes]], requested: str) -> None:

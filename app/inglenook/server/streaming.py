@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 
 from inglenook.core.replies import Finish, Stats
 from inglenook.engine import protocol as p
-from inglenook.server.engine_link import ENGINE_LOST, EngineLink, Reply
+from inglenook.server.engine_link import ENGINE_LOST, NOT_LOADED, EngineLink, Reply
 from inglenook.server.errors import ApiError
 from inglenook.server.responses import FINISH_REASONS, Format, sse
 from inglenook.server.schemas import ApiCall
@@ -37,6 +37,8 @@ def finish_error(finish: Finish) -> ApiError:
         return ApiError(503, message, code="model_not_loaded")
     if message == ENGINE_LOST or message.startswith("The engine stopped"):
         return ApiError(503, message, code="engine_unavailable")
+    if NOT_LOADED in message:
+        return ApiError(503, message, param="model", code="model_not_loaded")
     if message.startswith("The engine failed") or not message:
         return ApiError(500, message or "The engine failed.", code="engine_error")
     if "the context holds" in message:
@@ -77,26 +79,35 @@ class ReplyResponse:
         scope.cancel()
 
     async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
-        text: list[str] = []
-        finish = Finish("error")
-        async for event in self.reply.events():
+        n = len(self.reply.request_ids)
+        texts: list[list[str]] = [[] for _ in range(n)]
+        finishes = [Finish("error")] * n
+        stats: list[Stats | None] = [None] * n
+        async for choice, event in self.reply.events():
             if isinstance(event, p.Delta):
-                text.append(event.text)
+                texts[choice].append(event.text)
             elif isinstance(event, p.ReplyStats):
-                self.stats = event.stats
+                stats[choice] = event.stats
             elif isinstance(event, p.Finished):
-                finish = event.finish
-        if finish.reason in FINISH_REASONS:
-            body = self.fmt.complete("".join(text), FINISH_REASONS[finish.reason], self.stats)
+                finishes[choice] = event.finish
+        self.stats = stats[0]
+        failed = next((f for f in finishes if f.reason not in FINISH_REASONS), None)
+        if failed is None:
+            body = self.fmt.complete(["".join(t) for t in texts],
+                                     [FINISH_REASONS[f.reason] for f in finishes],
+                                     [s for s in stats if s is not None])
             response = JSONResponse(body)
         else:
-            response = self._fail(finish).response()
+            response = self._fail(failed).response()
         await response(scope, receive, send)
         self.responded = True
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        n = len(self.reply.request_ids)
         started = False
-        finish = Finish("error")
+        opened: set[int] = set()
+        stats: list[Stats | None] = [None] * n
+        failed: Finish | None = None
 
         async def body(data: bytes, more: bool = True) -> None:
             nonlocal started
@@ -104,26 +115,35 @@ class ReplyResponse:
                 started = True
                 await send({"type": "http.response.start", "status": 200,
                             "headers": SSE_HEADERS})
-                opening = self.fmt.opening()
-                if opening is not None:
-                    await body(sse(opening))
             await send({"type": "http.response.body", "body": data, "more_body": more})
             self.responded = not more
 
-        async for event in self.reply.events():
-            if isinstance(event, p.Delta) and event.text:
-                await body(sse(self.fmt.chunk(event.text)))
+        async def choice_text(choice: int, text: str | None, finish: str | None = None) -> None:
+            if choice not in opened:
+                opened.add(choice)
+                opening = self.fmt.opening(choice)
+                if opening is not None:
+                    await body(sse(opening))
+            await body(sse(self.fmt.chunk(text, finish, choice)))
+
+        async for choice, event in self.reply.events():
+            if isinstance(event, p.Delta) and event.text and failed is None:
+                await choice_text(choice, event.text)
             elif isinstance(event, p.ReplyStats):
-                self.stats = event.stats
+                stats[choice] = event.stats
             elif isinstance(event, p.Finished):
-                finish = event.finish
-        if finish.reason in FINISH_REASONS:
-            await body(sse(self.fmt.chunk(None, FINISH_REASONS[finish.reason])))
+                if event.finish.reason in FINISH_REASONS and failed is None:
+                    await choice_text(choice, None, FINISH_REASONS[event.finish.reason])
+                elif failed is None and event.finish.reason not in FINISH_REASONS:
+                    failed = event.finish
+                    self.link.cancel(self.reply)  # the other choices go too
+        self.stats = stats[0]
+        if failed is None:
             if self.call.include_usage:
-                await body(sse(self.fmt.usage_chunk(self.stats)))
+                await body(sse(self.fmt.usage_chunk([s for s in stats if s is not None])))
             await body(sse("[DONE]"), more=False)
             return
-        error = self._fail(finish)
+        error = self._fail(failed)
         if not started:
             await error.response()(scope, receive, send)
             self.responded = True

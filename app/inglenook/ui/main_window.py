@@ -83,8 +83,7 @@ class MainWindow(QMainWindow):
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
 
         self.side = SideController(self.panel, self.preset_bar, self.store, settings,
-                                   lambda: bool(getattr(self.worker.client.ready,
-                                                        "gpu_offload_supported", False)), self)
+                                   self._gpu_supported, self)
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
                                       self.downloads, self.side.load_fix, self)
@@ -215,6 +214,10 @@ class MainWindow(QMainWindow):
     def show_shortcuts(self) -> None:
         ShortcutsDialog(commands.shortcut_rows(self.menus), self).open()
 
+    def _gpu_supported(self) -> bool:
+        ready = self.worker.client.ready
+        return ready is not None and ready.gpu_offload_supported
+
     def show_about(self) -> None:
         ready = self.worker.client.ready
         AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
@@ -230,7 +233,7 @@ class MainWindow(QMainWindow):
         self.chats.set_can_send(True)  # sends a message typed while it loaded
         self.composer.set_loading(False)
         self.chats.show_context()
-        self.panel.limit_sampling(getattr(self.worker.client, "accepted_sampling", None))
+        self.panel.limit_sampling(self.worker.client.accepted_sampling)
         self.composer.edit.setFocus()
         self.model_ready.emit(info)
 

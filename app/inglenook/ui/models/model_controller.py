@@ -6,12 +6,11 @@ import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
-from inglenook.core.load import LoadParams, ModelInfo
+from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of
 from inglenook.engine.worker import EngineWorker
@@ -51,7 +50,7 @@ class ModelController(QObject):
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
                  model_label: QLabel, status: QLabel, progress: QProgressBar,
                  load_params: Callable[[str], LoadParams], downloads: DownloadBridge,
-                 load_fix: Callable[[str], tuple[str, Callable[[], None]] | None],
+                 load_fix: Callable[[LoadRefusal | None], tuple[str, Callable[[], None]] | None],
                  parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.picker, self.banner = worker, picker, banner
@@ -118,12 +117,13 @@ class ModelController(QObject):
             return
         speed.show_tune("Measuring… (a few seconds)", busy=True)
 
-        def done(result: object) -> None:
+        def done(result: p.TuneResult | str) -> None:
             self.worker.tuned.disconnect(done)
-            if isinstance(result, str) or cast(p.TuneResult, result).error:
-                speed.show_tune(f"Could not tune: {getattr(result, 'error', result)}")
+            if isinstance(result, str) or result.error:
+                why = result if isinstance(result, str) else result.error
+                speed.show_tune(f"Could not tune: {why}")
                 return
-            best = cast(p.TuneResult, result)
+            best = result
             if best.cancelled:
                 speed.show_tune("Stopped: nothing was changed.")
                 return
@@ -166,9 +166,9 @@ class ModelController(QObject):
         self._dialog.activateWindow()
 
     # ---- from the engine ------------------------------------------------------------------
-    def _on_engine_ready(self, ready: object) -> None:
-        if getattr(ready, "gpu_offload_supported", False):
-            vram = ready.vram_free  # type: ignore[attr-defined]
+    def _on_engine_ready(self, ready: p.Ready) -> None:
+        if ready.gpu_offload_supported:
+            vram = ready.vram_free
             fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
 
     def _on_loading(self, path: str, fraction: float) -> None:
@@ -209,13 +209,13 @@ class ModelController(QObject):
         if self.model is not None and self.model.path == path:
             self.sha256 = digest
 
-    def _on_failed(self, path: str, message: str) -> None:
+    def _on_failed(self, path: str, message: str, refusal: LoadRefusal | None) -> None:
         self.is_loading = False
         self.model = None
         self.progress.hide()
         self.status.setText("")
         self.model_label.setText("No model")
-        fix = self._load_fix(message)
+        fix = self._load_fix(refusal)
         action: tuple[str, Callable[[], None]] | None = None
         if fix is not None:
             label, change = fix

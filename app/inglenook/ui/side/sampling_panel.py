@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.core.load import KV_CACHE_TYPES, LoadParams
+from inglenook.core.load import DEFAULT_SLOTS, KV_CACHE_TYPES, MAX_SLOTS, LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.reply_section import ReplySection
@@ -290,6 +290,12 @@ class SamplingPanel(QWidget):
             "n_batch", "Batch size", 1, 8192, 128, "",
             "Prompt tokens processed per step. Larger is faster for long prompts and uses "
             "more memory.")
+        self.n_slots_spin = spin(
+            "n_slots", "Replies at once", 0, MAX_SLOTS, 1, "Automatic",
+            "How many replies the model writes at the same time (chats, API clients), each "
+            "with a KV cache of the context length of its own: more costs memory. Several "
+            "decoded together are faster in total than one after another. Automatic: up to "
+            f"{DEFAULT_SLOTS}, as free memory allows.")
 
         self.kv_cache_combo = ComboBox()
         self.kv_cache_combo.setObjectName("kv_cache_combo")
@@ -359,6 +365,7 @@ class SamplingPanel(QWidget):
             self.n_gpu_layers_spin.setValue(settings.n_gpu_layers)
             self.n_threads_spin.setValue(settings.n_threads)
             self.n_batch_spin.setValue(settings.n_batch)
+            self.n_slots_spin.setValue(settings.n_slots)
             self.flash_attn_check.setChecked(settings.flash_attn)
             self.kv_cache_combo.setCurrentText(settings.kv_cache_type)
             self.use_mmap_check.setChecked(settings.use_mmap)
@@ -391,6 +398,7 @@ class SamplingPanel(QWidget):
             n_gpu_layers=self.n_gpu_layers_spin.value(),
             n_threads=self.n_threads_spin.value(),
             n_batch=self.n_batch_spin.value(),
+            n_slots=self.n_slots_spin.value(),
             flash_attn=self.flash_attn_check.isChecked(),
             kv_cache_type=self.kv_cache_combo.currentText(),
             use_mmap=self.use_mmap_check.isChecked(),
@@ -407,6 +415,10 @@ class SamplingPanel(QWidget):
         self.n_ctx_spin.setValue(n_ctx)
         if allow_beyond_trained is not None:
             self.beyond_trained_check.setChecked(allow_beyond_trained)
+
+    def set_slots(self, n_slots: int) -> None:
+        """Set how many replies load at once (a fix offered when a load was refused)."""
+        self.n_slots_spin.setValue(n_slots)
 
     def limit_sampling(self, accepted: frozenset[str] | None) -> None:
         """A remote engine takes only some settings: the others are shown disabled (None: all,

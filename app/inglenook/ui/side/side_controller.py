@@ -5,22 +5,21 @@ per-model defaults (saved in settings.json)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
-from inglenook.core.load import LoadParams, ModelDefaults, ModelInfo
+from inglenook.core.load import LoadParams, LoadRefusal, ModelDefaults, ModelInfo
 from inglenook.core.session import ChatSession, ChatSettings
 from inglenook.core.settings import Settings
+from inglenook.engine import protocol as p
 from inglenook.store import Preset, Store, StoreError
 from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 
 SAVE_DELAY_MS = 500
-LARGEST = re.compile(r"largest context that fits is ([\d,]+) tokens")
 CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
             "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
 
@@ -168,25 +167,30 @@ class SideController(QObject):
         self.refresh_presets()
 
     # ---- loading ------------------------------------------------------------------------
-    def engine_started(self, ready: object) -> None:
+    def engine_started(self, ready: p.Ready) -> None:
         """A new engine process says what this build can do."""
-        self.panel.set_gpu_offload_supported(bool(getattr(ready, "gpu_offload_supported", 0)),
-                                             CPU_ONLY)
-        self.panel.set_physical_cores(getattr(ready, "physical_cores", 0))
+        self.panel.set_gpu_offload_supported(ready.gpu_offload_supported, CPU_ONLY)
+        self.panel.set_physical_cores(ready.physical_cores)
 
     def load_params(self, path: str) -> LoadParams:
         """The panel's load options with this model's own defaults over them."""
         return self.settings.defaults_for(path).apply(self.panel.load_params(path))
 
-    def load_fix(self, message: str) -> tuple[str, Callable[[], None]] | None:
+    def load_fix(self, refusal: LoadRefusal | None) -> tuple[str, Callable[[], None]] | None:
         """For a load refused as too large or beyond the trained length: the change that
-        makes it load, as a banner action (it sets the panel's options, then reloads)."""
-        largest = LARGEST.search(message)
-        if largest:
-            n_ctx = int(largest.group(1).replace(",", ""))
-            return f"Use {n_ctx:,} tokens", lambda: self.panel.set_context(n_ctx)
-        if "beyond the trained length explicitly" in message:
+        makes it load, as a banner action (it sets the panel's options, then reloads). Fewer
+        replies at once are offered first: the context the chat sees stays as it is."""
+        if refusal is None:
+            return None
+        if refusal.reason == "beyond_trained":
             return "Allow it", lambda: self.panel.set_context(self.panel.n_ctx_spin.value(), True)
+        if refusal.largest_slots:
+            slots = refusal.largest_slots
+            label = "Write 1 reply at a time" if slots == 1 else f"Write {slots} replies at once"
+            return label, lambda: self.panel.set_slots(slots)
+        if refusal.largest_context:
+            n_ctx = refusal.largest_context
+            return f"Use {n_ctx:,} tokens", lambda: self.panel.set_context(n_ctx)
         return None
 
     def model_defaults(self, path: str) -> ModelDefaults:
