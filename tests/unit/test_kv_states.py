@@ -1,64 +1,17 @@
-"""Conversation KV states without llama.cpp: the store (RAM, spilling, checked files) and the
-choice of what a prompt can reuse, on a fake KV cache that holds tokens."""
+"""Conversation KV states without llama.cpp: the store (RAM, spilling, checked files). What a
+prompt reuses is tests/unit/test_kv_reuse.py."""
 
 from __future__ import annotations
 
 import os
-from array import array
 from pathlib import Path
 
 import psutil
 import pytest
 
 from inglenook import paths
-from inglenook.engine.kv_reuse import (
-    MIN_PREFIX_TOKENS,
-    MIN_SAVE_TOKENS,
-    ConversationStates,
-    find_shift,
-    prefix_key,
-)
+from inglenook.engine.kv_reuse import find_shift
 from inglenook.engine.kv_states import StateCache, common_prefix, pack
-
-
-class FakeMemory:
-    """A KV cache of tokens; its saved state is the tokens' bytes behind a tag."""
-
-    def __init__(self) -> None:
-        self.held: list[int] = []
-        self.shiftable = True
-        self.saves = 0
-
-    def tokens(self) -> bytes:
-        return pack(self.held)
-
-    def keep(self, n: int) -> bool:
-        del self.held[n:]
-        return True
-
-    def cut(self, start: int, end: int) -> bool:
-        if self.shiftable:
-            del self.held[start:end]
-        return self.shiftable
-
-    def save(self) -> bytearray:
-        self.saves += 1
-        return bytearray(b"S" + pack(self.held))
-
-    def restore(self, data: bytearray, tokens: bytes) -> bool:
-        if bytes(data) != b"S" + tokens:
-            self.held = []
-            return False
-        self.held = list(array("i", tokens))
-        return True
-
-    def clear(self) -> None:
-        self.held = []
-
-    def evaluate(self, prompt: list[int], cached: int) -> None:
-        """What the host does after prepare(): evaluate the rest of the prompt and a reply."""
-        assert self.held == prompt[:cached]
-        self.held = [*prompt[:-1], prompt[-1], 7, 7]
 
 
 def cache(ram: int = 10**9, disk: int = 10**9) -> StateCache:
@@ -141,125 +94,3 @@ def test_folders_of_engines_that_died_are_removed() -> None:
     states.put("a", pack([1]), bytearray(10))
     assert not dead.exists() and alive.exists()
     assert (root / f"{me.pid}-{int(me.create_time() * 1000)}").is_dir()
-
-
-# -- what a prompt reuses ------------------------------------------------------------------------
-def prompt(*parts: range) -> list[int]:
-    return [t for part in parts for t in part]
-
-
-SYSTEM = range(1000, 1000 + MIN_PREFIX_TOKENS + 20)
-A = prompt(SYSTEM, range(0, 200))
-B = prompt(range(5000, 5300))
-
-
-def run(states: ConversationStates, memory: FakeMemory, conversation: str, tokens: list[int],
-        may_shift: bool = False) -> tuple[int, str, int]:
-    reuse = states.prepare(conversation, tokens, may_shift)
-    memory.evaluate(tokens, reuse.cached)
-    return reuse.cached, reuse.source, reuse.shifted
-
-
-def test_switching_saves_the_live_conversation_and_restores_it_later() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    assert run(states, memory, "chat:1", A) == (0, "", 0)
-    a2 = [*A, 7, 7, 300, 301]  # the reply (7, 7) and a new message
-    assert run(states, memory, "chat:1", a2) == (len(A) + 2, "live", 0)  # no switch: no save
-    assert memory.saves == 0
-    assert run(states, memory, "chat:2", B) == (0, "", 0)
-    assert memory.saves == 1  # chat:1 saved as it was switched away from
-    a3 = [*a2, 7, 7, 400, 401]
-    cached, source, _ = run(states, memory, "chat:1", a3)
-    assert (cached, source) == (len(a2) + 2, "ram")
-    assert states.cache.get("chat:2") is not None
-
-
-def test_restored_tokens_that_differ_are_evaluated_again() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    run(states, memory, "chat:1", A)
-    run(states, memory, "chat:2", B)
-    edited = [*A[:250], 999, *A[251:]]  # an earlier message was edited
-    cached, source, shifted = run(states, memory, "chat:1", edited)
-    assert (cached, source, shifted) == (250, "ram", 0)
-
-
-def test_a_refused_state_is_forgotten_and_the_prompt_evaluated() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    run(states, memory, "chat:1", A)
-    run(states, memory, "chat:2", B)
-    saved = states.cache.get("chat:1")
-    assert saved is not None and saved.data is not None
-    saved.data[0] = ord("X")  # llama.cpp would refuse it
-    assert run(states, memory, "chat:1", [*A, 7, 7, 1]) == (0, "", 0)
-    assert states.cache.get("chat:1") is None
-
-
-def test_a_long_system_prompt_keeps_a_state_a_new_chat_starts_from() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    boundary = len(SYSTEM)
-    reuse = states.prepare("chat:1", A, False)
-    assert states.wants_prefix(A, boundary, reuse.cached)
-    memory.held = A[:boundary]  # the host evaluates up to the boundary, then keeps it
-    states.keep_prefix()
-    memory.evaluate(A, boundary)
-    assert not states.wants_prefix(A, boundary, 0)  # kept once
-    assert states.cache.get(prefix_key(pack(SYSTEM))) is not None
-    run(states, memory, "chat:2", B)
-    other = prompt(SYSTEM, range(8000, 8050))
-    assert run(states, memory, "chat:3", other)[:2] == (boundary, "ram")
-    assert not states.wants_prefix(A, MIN_PREFIX_TOKENS - 1, 0)  # short ones are not kept
-
-
-def test_left_out_history_is_shifted_out_only_when_messages_were_left_out() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    long = prompt(SYSTEM, range(0, 400))
-    run(states, memory, "chat:1", long)
-    shorter = prompt(SYSTEM, range(100, 400), [7, 7, 900, 901])  # 100 tokens left out
-    assert run(states, memory, "chat:1", shorter, True) == (len(shorter) - 2, "live", 100)
-    memory.held = list(long)
-    assert run(states, memory, "chat:1", shorter, may_shift=False)[0] == len(SYSTEM)
-    memory.held, memory.shiftable = list(long), False  # a model whose cache cannot shift
-    assert run(states, memory, "chat:1", shorter, may_shift=True)[0] == len(SYSTEM)
-
-
-def test_a_switched_away_conversation_is_shifted_after_its_restore() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    run(states, memory, "chat:1", prompt(SYSTEM, range(0, 400)))
-    run(states, memory, "chat:2", B)
-    shorter = prompt(SYSTEM, range(100, 400), [7, 7, 900, 901])
-    assert run(states, memory, "chat:1", shorter, may_shift=True) == (
-        len(shorter) - 2, "ram", 100)
-
-
-def test_unnamed_conversations_and_forgotten_ones_are_not_kept() -> None:
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    run(states, memory, "", A)
-    run(states, memory, "chat:2", B)
-    assert memory.saves == 0
-    states.forget("chat:2")
-    run(states, memory, "chat:3", A)
-    assert memory.saves == 0 and states.cache.get("chat:2") is None
-    run(states, memory, "chat:4", [1] * (MIN_SAVE_TOKENS - 5))
-    run(states, memory, "chat:5", B)
-    assert states.cache.get("chat:4") is None  # too short to be worth keeping
-    states.reset()
-    assert states.cache.usage().in_ram == 0 and states.live == ""
-
-
-def test_another_conversations_state_is_never_restored() -> None:
-    # Even for the same tokens: how fast a reply starts would tell what another chat holds.
-    memory = FakeMemory()
-    states = ConversationStates(memory, cache())
-    run(states, memory, "chat:1", A)
-    run(states, memory, "chat:2", B)
-    assert states.cache.get("chat:1") is not None
-    assert run(states, memory, "api:x", [*A, 7, 7, 1]) == (0, "", 0)
-    run(states, memory, "chat:2", [*B, 7, 7, 1])
-    assert run(states, memory, "", [*A, 7, 7, 1]) == (0, "", 0)

@@ -159,7 +159,7 @@ def test_an_engine_crash_mid_reply_is_an_error_and_the_owner_is_told(
 def test_too_many_requests_at_once_get_503(fake: tuple[EngineClient, Script]) -> None:
     with serving(fake[0], max_pending=1) as s:
         gate = threading.Event()
-        s.scheduler.submit(Job(gate.wait, owner="window"))
+        s.scheduler.submit(Job(gate.wait, owner="window", request_id=1))
         try:
             with sent_stream(s.port, chat_body("first")):
                 s.queue.wait_for(lambda q: len(q.waiting) == 1)
@@ -298,7 +298,7 @@ def test_a_client_leaving_mid_stream_stops_its_reply(served: Served) -> None:
 
 def test_a_client_leaving_while_it_waits_leaves_the_queue(served: Served) -> None:
     gate = threading.Event()
-    served.scheduler.submit(Job(gate.wait, owner="window"))  # the window's chat, generating
+    served.scheduler.submit(Job(gate.wait, owner="window", request_id=1))  # the window's chat, generating
     try:
         with sent_stream(served.port, chat_body("queued")):
             served.queue.wait_for(lambda q: any(o.startswith("api:") for o, _ in q.waiting))
@@ -323,7 +323,7 @@ def test_a_hundred_aborted_streams_and_the_server_still_answers(served: Served) 
 # ---- one engine, many clients -----------------------------------------------------------------
 def test_two_clients_at_once_take_turns_and_both_complete(served: Served) -> None:
     gate = threading.Event()
-    served.scheduler.submit(Job(gate.wait, owner="window"))
+    served.scheduler.submit(Job(gate.wait, owner="window", request_id=1))
     results: dict[str, str] = {}
 
     def ask(user: str, text: str) -> None:

@@ -81,7 +81,7 @@ def test_seeds_of_any_size_fit_llama_cpp() -> None:
     ({"stream_options": {"include_usage": 1}}, "stream_options.include_usage"),
     ({"stop": [1]}, "stop"),
     ({"stop": ["x"] * 33}, "stop"),
-    ({"n": 2}, "n"),
+    ({"n": 9}, "n"), ({"n": 0}, "n"), ({"keep_alive": "soon"}, "keep_alive"),
     ({"logprobs": True}, "logprobs"),
     ({"response_format": {"type": "json_object"}}, "response_format"),
     ({"user": ["me"]}, "user"),

@@ -1,0 +1,253 @@
+"""What a prompt reuses, without llama.cpp: slots that keep what they hold, saved states found by
+their longest common prefix, a slot's cells copied to another, and never anything of another
+principal. On fake sequences that hold tokens."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+import pytest
+
+from inglenook import paths
+from inglenook.engine.kv_reuse import (
+    MIN_PREFIX_TOKENS,
+    MIN_SAVE_TOKENS,
+    KvMemory,
+    SlotStates,
+    name_of,
+    prefix_key,
+    principal_of,
+    scoped,
+)
+from inglenook.engine.kv_states import StateCache, pack
+
+
+class FakeMemory:
+    """A sequence's cells as tokens; its saved state is the tokens' bytes behind a tag."""
+
+    def __init__(self) -> None:
+        self.held: list[int] = []
+        self.shiftable = True
+        self.saves = 0
+        self.copies = 0
+
+    def tokens(self) -> bytes:
+        return pack(self.held)
+
+    def keep(self, n: int) -> bool:
+        del self.held[n:]
+        return True
+
+    def cut(self, start: int, end: int) -> bool:
+        if self.shiftable:
+            del self.held[start:end]
+        return self.shiftable
+
+    def copy_from(self, other: KvMemory, n: int) -> None:
+        assert isinstance(other, FakeMemory)
+        self.copies += 1
+        self.held = other.held[:n]
+
+    def save(self) -> bytearray:
+        self.saves += 1
+        return bytearray(b"S" + pack(self.held))
+
+    def restore(self, data: bytearray, tokens: bytes) -> bool:
+        if bytes(data) != b"S" + tokens:
+            self.held = []
+            return False
+        self.held = list(array("i", tokens))
+        return True
+
+    def clear(self) -> None:
+        self.held = []
+
+    def evaluate(self, prompt: Sequence[int], cached: int) -> None:
+        """What the host does after admit(): evaluate the rest of the prompt and a reply."""
+        assert self.held == list(prompt[:cached])
+        self.held = [*prompt, 7, 7]
+
+
+def states(n: int = 1, ram: int = 10**9) -> tuple[SlotStates, list[FakeMemory]]:
+    memories = [FakeMemory() for _ in range(n)]
+    return SlotStates(memories, StateCache(ram, 10**9, paths.kv_state_dir)), memories
+
+
+def prompt(*parts: range | list[int]) -> list[int]:
+    return [t for part in parts for t in part]
+
+
+SYSTEM = range(1000, 1000 + MIN_PREFIX_TOKENS + 20)
+A = prompt(SYSTEM, range(0, 200))
+B = prompt(range(5000, 5300))
+ME, THEM = "window", "api"
+
+
+def run(s: SlotStates, memories: list[FakeMemory], key: str, tokens: list[int],
+        may_shift: bool = False, busy: Sequence[int] = ()) -> tuple[int, int, str, int]:
+    """(slot, cached, source, shifted) of a request, after evaluating it and a reply."""
+    slot, reuse = s.admit(key, tokens, may_shift, busy)
+    memories[slot].evaluate(tokens, reuse.cached)
+    s.release(slot)
+    return slot, reuse.cached, reuse.source, reuse.shifted
+
+
+def chat(n: int) -> str:
+    return scoped(ME, f"chat:{n}")
+
+
+def test_switching_in_one_slot_saves_the_conversation_and_restores_it_later() -> None:
+    s, m = states()
+    assert run(s, m, chat(1), A) == (0, 0, "", 0)
+    a2 = [*A, 7, 7, 300, 301]  # the reply (7, 7) and a new message
+    assert run(s, m, chat(1), a2) == (0, len(A) + 2, "live", 0)  # no switch: no save
+    assert m[0].saves == 0
+    assert run(s, m, chat(2), B) == (0, 0, "", 0)
+    assert m[0].saves == 1  # chat 1 saved as its slot was taken
+    a3 = [*a2, 7, 7, 400, 401]
+    assert run(s, m, chat(1), a3)[1:3] == (len(a2) + 2, "ram")
+    assert s.cache.get(chat(2)) is not None
+
+
+def test_another_conversation_takes_an_empty_slot_and_nothing_is_saved() -> None:
+    s, m = states(2)
+    assert run(s, m, chat(1), A)[0] == 0
+    assert run(s, m, chat(2), B)[0] == 1
+    assert run(s, m, chat(1), [*A, 7, 7, 9])[:3] == (0, len(A) + 2, "live")
+    assert m[0].saves == m[1].saves == 0
+
+
+def test_busy_slots_stay_together_and_a_prompt_held_elsewhere_is_copied() -> None:
+    s, m = states(4)
+    run(s, m, chat(1), A)  # slot 0
+    run(s, m, chat(2), B)  # slot 1
+    run(s, m, chat(3), prompt(range(8000, 8100)))  # slot 2
+    # Slot 0 busy: chat 2's prompt is in slot 1, next to it: used where it is.
+    assert run(s, m, chat(2), [*B, 7, 7, 1], busy=[0])[:3] == (1, len(B) + 2, "live")
+    # Slots 0 and 1 busy, chat 1 idle in... slot 0 is busy; its cells are copied next door.
+    slot, cached, source, _ = run(s, m, chat(2), [*B, 7, 7, 1, 7, 7, 2], busy=[0, 2])
+    assert (slot, source) == (1, "live")
+    slot, reuse = s.admit(chat(1), [*A, 7, 7, 5], False, busy=[1, 2])
+    assert slot in (0, 3) and (slot == 0 or reuse.source == "slot")
+    assert reuse.cached == len(A) + 2
+
+
+def test_a_shared_system_prompt_is_copied_from_a_busy_slot() -> None:
+    s, m = states(2)
+    slot, reuse = s.admit(chat(1), A, False)
+    m[slot].evaluate(A, reuse.cached)  # slot 0 is writing its reply (busy)
+    other = prompt(SYSTEM, range(9000, 9050))
+    slot2, reuse2 = s.admit(chat(2), other, False, busy=[slot])
+    assert slot2 == 1 and reuse2.source == "slot" and reuse2.cached == len(SYSTEM)
+    assert m[1].copies == 1 and m[1].held == list(SYSTEM)
+
+
+def test_restored_tokens_that_differ_are_evaluated_again() -> None:
+    s, m = states()
+    run(s, m, chat(1), A)
+    run(s, m, chat(2), B)
+    edited = [*A[:250], 999, *A[251:]]  # an earlier message was edited
+    assert run(s, m, chat(1), edited)[1:] == (250, "ram", 0)
+
+
+def test_a_refused_state_is_forgotten_and_the_prompt_evaluated() -> None:
+    s, m = states()
+    run(s, m, chat(1), A)
+    run(s, m, chat(2), B)
+    saved = s.cache.get(chat(1))
+    assert saved is not None and saved.data is not None
+    saved.data[0] = ord("X")  # llama.cpp would refuse it
+    assert run(s, m, chat(1), [*A, 7, 7, 1])[1:] == (0, "", 0)
+    assert s.cache.get(chat(1)) is None
+
+
+def test_a_long_system_prompt_keeps_a_state_a_new_chat_of_the_same_principal_starts_from(
+        ) -> None:
+    s, m = states()
+    boundary = len(SYSTEM)
+    slot, reuse = s.admit(chat(1), A, False)
+    assert s.wants_prefix(slot, A, boundary, reuse.cached)
+    m[slot].held = A[:boundary]  # the host evaluates up to the boundary, then keeps it
+    s.keep_prefix(slot)
+    m[slot].evaluate(A, boundary)
+    assert not s.wants_prefix(slot, A, boundary, 0)  # kept once
+    assert s.cache.get(scoped(ME, prefix_key(pack(SYSTEM)))) is not None
+    run(s, m, chat(2), B)
+    other = prompt(SYSTEM, range(8000, 8050))
+    assert run(s, m, chat(3), other)[1:3] == (boundary, "ram")
+    assert not s.wants_prefix(slot, A, MIN_PREFIX_TOKENS - 1, 0)  # short ones are not kept
+    run(s, m, chat(2), B)
+    assert run(s, m, scoped(THEM, ""), other)[1:3] == (0, "")  # never another principal's
+
+
+def test_left_out_history_is_shifted_out_only_when_messages_were_left_out() -> None:
+    s, m = states()
+    long = prompt(SYSTEM, range(0, 400))
+    run(s, m, chat(1), long)
+    shorter = prompt(SYSTEM, range(100, 400), [7, 7, 900, 901])  # 100 tokens left out
+    assert run(s, m, chat(1), shorter, True)[1:] == (len(shorter) - 2, "live", 100)
+    m[0].held = list(long)
+    assert run(s, m, chat(1), shorter, may_shift=False)[1] == len(SYSTEM)
+    m[0].held, m[0].shiftable = list(long), False  # a model whose cache cannot shift
+    assert run(s, m, chat(1), shorter, may_shift=True)[1] == len(SYSTEM)
+
+
+def test_a_switched_away_conversation_is_shifted_after_its_restore() -> None:
+    s, m = states()
+    run(s, m, chat(1), prompt(SYSTEM, range(0, 400)))
+    run(s, m, chat(2), B)
+    shorter = prompt(SYSTEM, range(100, 400), [7, 7, 900, 901])
+    assert run(s, m, chat(1), shorter, may_shift=True)[1:] == (len(shorter) - 2, "ram", 100)
+
+
+def test_a_client_that_names_no_conversation_gets_its_own_back_by_its_prefix() -> None:
+    s, m = states()
+    anonymous = scoped(THEM, "")
+    slot, first = s.admit(anonymous, A, False)
+    assert principal_of(first.key) == THEM and name_of(first.key).startswith("anon:")
+    m[slot].evaluate(A, 0)
+    run(s, m, scoped(THEM, ""), B)  # another unnamed conversation of the same principal
+    assert s.cache.get(first.key) is not None  # saved under the name it was given
+    again = [*A, 7, 7, 11, 12]
+    slot, reuse = s.admit(anonymous, again, False)
+    assert (reuse.source, reuse.cached, reuse.key) == ("ram", len(A) + 2, first.key)
+
+
+def test_nothing_is_ever_reused_across_principals() -> None:
+    """How much of a guessed prompt was cached would tell one client what another sent."""
+    pin = prompt(range(100, 180), [4, 8, 2, 7], range(200, 260))
+
+    def guess(digits: list[int]) -> list[int]:
+        return prompt(range(100, 180), digits, range(200, 260))
+
+    for n_slots in (1, 2):
+        s, m = states(n_slots)
+        run(s, m, chat(1), pin)  # the window's chat holds the PIN, live or saved
+        # A first guess, then a wrong and the right one: each after a guess of its own.
+        figures = [run(s, m, scoped(THEM, ""), guess(g))[1:3]
+                   for g in ([0, 0, 0, 0], [1, 1, 1, 1], [4, 8, 2, 7])]
+        assert figures[0] == (0, "")
+        assert figures[1] == figures[2]  # its own earlier guess, never the PIN
+        # Within one principal, the same probe tells (as it should: the data is its own).
+        mine = [run(s, m, chat(5), guess(g))[1] for g in ([0, 0, 0, 0], [4, 8, 2, 7])]
+        assert mine[1] > mine[0] or mine[1] >= len(pin) - 60
+
+
+def test_a_forgotten_conversation_is_not_saved_and_a_short_one_not_kept() -> None:
+    s, m = states()
+    run(s, m, chat(2), B)
+    s.forget(chat(2))
+    run(s, m, chat(3), A)
+    assert m[0].saves == 0 and s.cache.get(chat(2)) is None
+    run(s, m, chat(4), [1] * (MIN_SAVE_TOKENS - 5))
+    run(s, m, chat(5), B)
+    assert s.cache.get(chat(4)) is None  # too short to be worth keeping
+    s.reset()
+    assert s.cache.usage().in_ram == 0 and s.live == [""]
+
+
+def test_every_slot_busy_is_refused() -> None:
+    s, _ = states(2)
+    with pytest.raises(LookupError):
+        s.admit(chat(1), A, False, busy=[0, 1])
