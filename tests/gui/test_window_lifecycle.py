@@ -46,7 +46,7 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
 
     # Freeze the idle host, so the Load request waits in its pipe while the worker waits for an
     # answer that will never come; then kill it: the engine dies in the middle of the load.
-    client = window.worker.client
+    client = window.worker.client.local  # the window's engine host, behind the router
     pid = client.pid
     assert pid is not None and client.alive
     load_sent = threading.Event()
