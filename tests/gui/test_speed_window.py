@@ -82,3 +82,16 @@ def test_model_loading_says_how_much_of_recent_chats_is_kept(
         qtbot: QtBot, real_window: MainWindow) -> None:
     note = real_window.panel.speed.state_note
     assert not note.isHidden() and "in memory" in note.text() and "on disk" in note.text()
+
+
+def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: MainWindow) -> None:
+    """The real wiring: the window's engine is the router in front of the real host (issue 16:
+    it once had no tune, and the button always failed with "Remote engines tune themselves")."""
+    speed = real_window.panel.speed
+    assert real_window.worker.client.can_tune
+    qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Fastest here" in speed.tune_note.text()
+                    or "Could not" in speed.tune_note.text(), timeout=180_000)
+    assert "Fastest here" in speed.tune_note.text(), speed.tune_note.text()
+    assert real_window.worker.client.model is not None
+    assert real_window.panel.n_threads_spin.value() == real_window.worker.client.model.n_threads

@@ -120,17 +120,16 @@ def test_another_conversation_takes_an_empty_slot_and_nothing_is_saved() -> None
 
 def test_busy_slots_stay_together_and_a_prompt_held_elsewhere_is_copied() -> None:
     s, m = states(4)
-    run(s, m, chat(1), A)  # slot 0
-    run(s, m, chat(2), B)  # slot 1
-    run(s, m, chat(3), prompt(range(8000, 8100)))  # slot 2
-    # Slot 0 busy: chat 2's prompt is in slot 1, next to it: used where it is.
-    assert run(s, m, chat(2), [*B, 7, 7, 1], busy=[0])[:3] == (1, len(B) + 2, "live")
-    # Slots 0 and 1 busy, chat 1 idle in... slot 0 is busy; its cells are copied next door.
-    slot, cached, source, _ = run(s, m, chat(2), [*B, 7, 7, 1, 7, 7, 2], busy=[0, 2])
-    assert (slot, source) == (1, "live")
-    slot, reuse = s.admit(chat(1), [*A, 7, 7, 5], False, busy=[1, 2])
-    assert slot in (0, 3) and (slot == 0 or reuse.source == "slot")
-    assert reuse.cached == len(A) + 2
+    chats = [A, B, prompt(range(8000, 8100)), prompt(range(9000, 9100))]
+    assert [run(s, m, chat(i), chats[i])[0] for i in range(4)] == [0, 1, 2, 3]
+    # Slot 1 busy: chat 0 continues where it is, next to it.
+    assert run(s, m, chat(0), [*A, 7, 7, 5], busy=[1])[:3] == (0, len(A) + 2, "live")
+    # Slots 0 and 1 busy: chat 3 goes next to them (slot 2, whose chat 2 is saved first),
+    # its cells copied from slot 3, which then holds nothing to save.
+    follow = [*chats[3], 7, 7, 5]
+    assert run(s, m, chat(3), follow, busy=[0, 1])[:3] == (2, len(chats[3]) + 2, "slot")
+    assert m[2].copies == 1 and s.cache.get(chat(2)) is not None
+    assert s.live[2] == chat(3) and name_of(s.live[3]) == ""
 
 
 def test_a_shared_system_prompt_is_copied_from_a_busy_slot() -> None:

@@ -298,7 +298,8 @@ def test_a_client_leaving_mid_stream_stops_its_reply(served: Served) -> None:
 
 def test_a_client_leaving_while_it_waits_leaves_the_queue(served: Served) -> None:
     gate = threading.Event()
-    served.scheduler.submit(Job(gate.wait, owner="window", request_id=1))  # the window's chat, generating
+    # The window's chat, generating.
+    served.scheduler.submit(Job(gate.wait, owner="window", request_id=1))
     try:
         with sent_stream(served.port, chat_body("queued")):
             served.queue.wait_for(lambda q: any(o.startswith("api:") for o, _ in q.waiting))

@@ -135,6 +135,11 @@ class EngineClient:
 
     # ---- process -------------------------------------------------------------------------
     @property
+    def command(self) -> list[str]:
+        """What runs the host (the router starts the hosts of other models the same way)."""
+        return list(self._command)
+
+    @property
     def _proc(self) -> subprocess.Popen[bytes] | None:
         return self._channel.proc if self._channel is not None else None
 

@@ -167,6 +167,9 @@ class SlotStates:
         if source == "live" and self.live[slot] != new_key:
             self._save(slot)  # what the slot holds is about to change: keep it first
         self.live[slot] = new_key
+        for other, live in enumerate(self.live):  # an older copy of it must not be saved
+            if other != slot and live == new_key and other not in busy:
+                self.live[other] = scoped(principal, "")
         cached, shifted = self._trim(memory, target, len(prompt), may_shift)
         return slot, Reuse(cached, source if cached else "", shifted, restore_s, new_key)
 

@@ -80,14 +80,16 @@ class EngineRouter:
                  budget: Callable[[], int] | None = None,
                  keep_alive_s: float = DEFAULT_KEEP_ALIVE_S,
                  command: list[str] | None = None) -> None:
-        self._command = command or default_host_command()
+        self._command = command or (local.command if local is not None
+                                    else default_host_command())
         self.local = local or EngineClient(command=self._command)
         self.providers = providers or ProviderStore()
         self.remote: RemoteClient | None = None
         self._remote_key: tuple[str, Endpoint] | None = None
         self._active: EngineClient | RemoteClient = self.local
         self._library = library or _installed
-        self._api_params = api_params or (lambda path: LoadParams(path))
+        # How a model an API request names is loaded (the window sets its own options).
+        self.api_params: Callable[[str], LoadParams] = api_params or (lambda p: LoadParams(p))
         self._budget = budget or (lambda: 0)
         self.keep_alive_s = keep_alive_s
         self._lock = threading.Lock()
@@ -243,7 +245,7 @@ class EngineRouter:
                     self._reaper.start()
         with hosted.lock:
             if hosted.client.model is None or not hosted.client.alive:
-                params = self._api_params(group)
+                params = self.api_params(group)
                 self._make_room(group, params)
                 try:
                     hosted.client.load(params)
@@ -293,6 +295,11 @@ class EngineRouter:
         """The window now runs this file: the API's host of it goes (its requests move)."""
         if path in self._hosted and self._hosted[path].busy == 0:
             self.unload_model(path)
+
+    def engine_of(self, group: str) -> EngineClient | None:
+        """The engine host of a model the API loaded (None when it is not loaded)."""
+        hosted = self._hosted.get(group)
+        return hosted.client if hosted is not None else None
 
     def loaded_models(self) -> list[LoadedModel]:
         now = time.monotonic()

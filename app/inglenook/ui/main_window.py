@@ -31,6 +31,7 @@ from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
 from inglenook.ui.models.bridge import DownloadBridge
+from inglenook.ui.models.loaded_view import LoadedModels
 from inglenook.ui.models.model_controller import ModelController
 from inglenook.ui.server.server_controller import ServerController
 from inglenook.ui.side.preset_bar import PresetBar
@@ -96,6 +97,8 @@ class MainWindow(QMainWindow):
             lambda: self.side.presets, self)
         self.server = ServerController(self.worker, lambda: self.side.settings,
                                        self.server_label, self)
+        self.loaded = LoadedModels(self.worker, self.lanes_label, lambda: self.side.settings,
+                                   self.side.load_params, self)
         self._wire()
         self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
         self.side.bind(self.chats.session)
@@ -146,7 +149,7 @@ class MainWindow(QMainWindow):
         central.setMinimumSize(MIN_WIDTH, 360)
 
         (self.model_label, self.status_text, self.server_label, self.progress,
-         self.context_label) = fill_status_bar(self.statusBar())
+         self.context_label, self.lanes_label) = fill_status_bar(self.statusBar())
 
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history

@@ -89,6 +89,9 @@ def window_menus(w: MainWindow) -> list[Menu]:
                     "Load the model again with the options in Model loading"),
             Command("remoteEngines", "Remote engines…", models.show_providers,
                     tip="Use a model served by llama-server, vLLM, Ollama, LM Studio…"),
+            Command("loadedModels", "Loaded models…", w.loaded.show_dialog,
+                    tip="What is in memory (the window's model, models the API loaded); "
+                        "unload"),
             None,
             Command("apiServer", "Local API server…", w.server.show_dialog,
                     tip="Serve the loaded model to other programs (OpenAI-compatible)"),

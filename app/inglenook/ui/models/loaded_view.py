@@ -1,0 +1,156 @@
+"""What is loaded: the status bar's lanes (replies written at once, of how many), and a dialog
+listing every loaded model (the window's, and those API requests named) with its memory, its
+replies running and its idle time, each of them with Unload."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QGridLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.core.load import LoadParams
+from inglenook.core.settings import Settings
+from inglenook.engine.router import LoadedModel
+from inglenook.engine.scheduler import QueueState
+from inglenook.engine.worker import EngineWorker
+
+REFRESH_MS = 1000  # idle times tick while the dialog is open
+
+
+def lanes_text(state: QueueState) -> str:
+    """'2 of 4 replies at once' while more than one lane exists or replies wait; '' else."""
+    busy = len(state.busy)
+    waiting = sum(1 for _owner, rid in state.waiting if rid is not None)
+    if state.lanes <= 1 and not waiting:
+        return ""
+    text = f"{busy} of {state.lanes} replies at once"
+    return text + (f", {waiting} waiting" if waiting else "")
+
+
+class LanesIndicator:
+    """Keeps a status bar label showing the window's busy lanes."""
+
+    def __init__(self, worker: EngineWorker, label: QLabel) -> None:
+        self.label = label
+        label.setObjectName("statusLanes")
+        label.setToolTip("Replies the model writes at the same time, for your chats and API "
+                         "clients (Replies at once, in Model loading). Click: what is loaded.")
+        label.hide()
+        worker.queue_changed.connect(self.show)
+
+    def show(self, state: QueueState) -> None:
+        text = lanes_text(state)
+        self.label.setText(text)
+        self.label.setVisible(bool(text))
+
+
+class LoadedModelsDialog(QDialog):
+    def __init__(self, worker: EngineWorker, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("loadedModelsDialog")
+        self.setWindowTitle("Loaded models")
+        self.worker = worker
+        intro = QLabel("Models in memory now. A model an API request named is loaded for it "
+                       "and unloaded when idle; the window's model stays until you choose "
+                       "another.", self)
+        intro.setWordWrap(True)
+        intro.setTextFormat(Qt.TextFormat.PlainText)
+        self.rows = QWidget(self)
+        self.grid = QGridLayout(self.rows)
+        self.grid.setContentsMargins(0, 8, 0, 8)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.rows)
+        layout.addWidget(buttons)
+        self.resize(560, 0)
+        self._timer = QTimer(self, interval=REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
+        worker.models_changed.connect(self.refresh)
+        self.refresh()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._timer.start()
+        self.refresh()
+
+    def hideEvent(self, event) -> None:
+        self._timer.stop()
+        super().hideEvent(event)
+
+    def refresh(self) -> None:
+        while self.grid.count():
+            item = self.grid.takeAt(0)
+            if item is not None and item.widget() is not None:
+                item.widget().deleteLater()  # type: ignore[union-attr]
+        models = self.worker.client.loaded_models()
+        if not models:
+            self._cell(QLabel("No model is loaded."), 0, 0)
+        for row, model in enumerate(models):
+            self._row(row, model)
+
+    def _row(self, row: int, model: LoadedModel) -> None:
+        name = QLabel(model.name)
+        name.setTextFormat(Qt.TextFormat.PlainText)  # a file name is data, never markup
+        name.setToolTip(model.path)
+        who = "the window's" if model.by_window else "for the API"
+        memory = f"{model.memory_bytes / 1e9:.1f} GB" if model.memory_bytes else "—"
+        running = f"{model.busy} of {model.lanes} replies"
+        idle = "" if model.busy else f", idle {_duration(model.idle_s)}"
+        if not model.by_window and model.keep_alive_s >= 0:
+            idle += f" (unloads after {_duration(model.keep_alive_s)})"
+        facts = QLabel(f"{who} · {memory} · {running}{idle}")
+        facts.setTextFormat(Qt.TextFormat.PlainText)
+        unload = QPushButton("Unload")
+        unload.setObjectName(f"unload_{row}")
+        unload.setToolTip("Free its memory; a reply running on it ends first")
+        unload.clicked.connect(lambda _=False, key=model.key: self.worker.unload_model(key))
+        self._cell(name, row, 0)
+        self._cell(facts, row, 1)
+        self._cell(unload, row, 2)
+
+    def _cell(self, widget: QWidget, row: int, column: int) -> None:
+        widget.setParent(self.rows)
+        self.grid.addWidget(widget, row, column)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class LoadedModels(QObject):
+    """The window's part in several models: the router loads a model an API request names with
+    this window's load options (`load_params`) and unloads it after the idle time-out of the
+    settings; the status bar shows the lanes; the dialog what is loaded."""
+
+    def __init__(self, worker: EngineWorker, lanes_label: QLabel,
+                 settings: Callable[[], Settings], load_params: Callable[[str], LoadParams],
+                 parent: QWidget) -> None:
+        super().__init__(parent)
+        self.worker, self._parent = worker, parent
+        self.indicator = LanesIndicator(worker, lanes_label)
+        router = worker.client
+        router.api_params = load_params
+        minutes = settings().model_idle_minutes
+        router.keep_alive_s = -1.0 if minutes < 0 else minutes * 60.0
+        self._dialog: LoadedModelsDialog | None = None
+
+    def show_dialog(self) -> None:
+        if self._dialog is None:
+            self._dialog = LoadedModelsDialog(self.worker, self._parent)
+        self._dialog.show()
+        self._dialog.activateWindow()
