@@ -11,6 +11,9 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow
   spec_*, quantize_*      bench/spec_bench.py: prompt lookup, a draft model, Q8_0 → Q4_K_M
   api_*                   bench/server_bench.py: inglenook serve vs raw and llama_cpp.server
+  raw_batched_*, parallel_*, single_stream_*, prefill_*   bench/batch_bench.py: several
+                          replies at once (raw llama_decode of N sequences, N API clients)
+  two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -250,6 +253,12 @@ def main() -> int:
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))
+
+        log("Several replies at once: raw batches, 1-8 API clients, a long prompt beside…")
+        results.update(run_script("batch_bench.py", quick))
+
+        log("Two chats of the window replying at once…")
+        results.update(run_script("two_chats_stall.py", quick))
 
         log("Start-up: launch → window shown → model ready…")
         results.update({k: round(v, 3) for k, v in window_shown(home / "startup").items()})

@@ -60,11 +60,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def inglenook_serve(model: str, threads: int, home: Path) -> Iterator[str]:
+def inglenook_serve(model: str, threads: int, home: Path, *extra: str) -> Iterator[str]:
     env = dict(os.environ, INGLENOOK_HOME=str(home))
     proc = subprocess.Popen(
         [sys.executable, "-m", "inglenook", "serve", "--model", model, "--port", "0",
-         "--ctx", str(N_CTX), "--threads", str(threads)],
+         "--ctx", str(N_CTX), "--threads", str(threads), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
         assert proc.stdout is not None

@@ -22,6 +22,11 @@ README_KEYS = (
     "spec_acceptance_rate", "quantize_q8_to_q4km_s", "api_ttft_turn12_ms", "raw_ttft_turn12_ms",
     "api_decode_tok_s", "raw_decode_tok_s", "engine_decode_tok_s", "ttft_turn12_ms",
     "api_ttft_alternating_over_peer",
+    "raw_batched_1_tok_s", "raw_batched_2_tok_s", "raw_batched_4_tok_s", "raw_batched_8_tok_s",
+    "parallel_1_aggregate_tok_s", "parallel_2_aggregate_tok_s", "parallel_4_aggregate_tok_s",
+    "parallel_8_aggregate_tok_s", "parallel4_over_single", "parallel4_efficiency",
+    "parallel4_p95_ttft_over_single_ttft", "parallel4_over_peer", "single_stream_over_raw",
+    "prefill_max_stall_ms", "two_chats_max_stall_ms", "two_chats_overlap_s",
 )
 
 

@@ -50,7 +50,7 @@ class LoadParams:
     # earlier match of the last `lookup_ngram` tokens (down to LOOKUP_MIN_NGRAM) in the prompt
     # and the reply, at most `lookup_tokens` at a time. A draft model (same vocabulary, much
     # smaller) guesses instead when set: at most `draft_tokens`, while its own confidence in
-    # the next guess is at least `draft_p_min`. Either turns flash attention on (see host.py).
+    # the next guess is at least `draft_p_min`. See host/loading.py on flash attention.
     prompt_lookup: bool = True
     lookup_ngram: int = 3
     lookup_tokens: int = 8

@@ -2,7 +2,7 @@
 recently used spilled to disk within a cap, found again by the tokens they hold.
 
 A state is llama.cpp's serialised KV cache of one sequence (opaque bytes here) and the tokens it
-holds. No llama_cpp in this module: engine/host.py makes and restores the bytes.
+holds. No llama_cpp in this module: engine/host/ makes and restores the bytes.
 
 Spilled states live in a folder of this engine process under paths.kv_state_dir(), removed when
 the engine closes; folders of engines that died are removed by the next engine that spills.

@@ -1,7 +1,7 @@
 """A smaller copy of a local model: llama.cpp's own quantizer (llama_model_quantize), run in an
 engine host process of its own, the result checked before it is placed in the models folder.
 
-Why a host of its own: llama.cpp stays in engine/host.py (the only module importing llama_cpp,
+Why a host of its own: llama.cpp stays in engine/host/ (the only package importing llama_cpp,
 and what the frozen app runs as `--engine-host`); a quantization takes minutes, reads whatever
 file it is given and has no cancel of its own. In its own process the chat engine keeps
 serving, a cancel ends that process, and a crash costs only the copy.

@@ -6,12 +6,12 @@ sampler chain, and a guess is kept only while the model's sample equals it; the 
 that differs is kept too (it is the model's own next token) and the rest of the batch is
 dropped from the KV cache. So every token of a reply is one the model sampled, in order, from
 the same logits and the same random stream as without speculation: greedy or not, the reply is
-the same token for token (on a CPU only with flash attention on, see host.py). Proposers guess
+the same token for token (on a CPU only with flash attention on, see host/loading.py). Proposers guess
 single tokens, not distributions, and keeping a guess with probability p(guess) is exactly
 rejection sampling's min(1, p/q) with q = 1: nothing to gain from a fancier rule.
 
 Proposers: PromptLookup (the continuation of the longest earlier n-gram match in the prompt and
-the reply so far; no model), or a draft model (host.py). A rejected guess is not free (on a
+the reply so far; no model), or a draft model (host/drafting.py). A rejected guess is not free (on a
 2-core CPU each guessed token adds about a third of a step), so DraftLength proposes fewer
 tokens after misses and backs off entirely while guesses keep failing.
 
@@ -305,7 +305,7 @@ def decode(target: Target, history: TokenHistory, proposer: Proposer | None,
 # -- a draft model's vocabulary ---------------------------------------------------------------
 def draft_header_mismatch(target: GGUFHeader, draft: GGUFHeader) -> str | None:
     """Why a draft model cannot guess this model's tokens, from the two headers (before either
-    is loaded); None when they may share a vocabulary. host.py then compares the tokens."""
+    is loaded); None when they may share a vocabulary. host/drafting.py then compares the tokens."""
     def tokens(h: GGUFHeader) -> int:
         value = h.metadata.get("tokenizer.ggml.tokens")
         return value.length if isinstance(value, ArrayInfo) else 0

@@ -10,7 +10,7 @@ How llama.cpp is asked. It has no API that lists what it supports, and a hand li
 with the next engine update, which is exactly the failure being guarded against. Considered:
 
 - A probe: a child process that loads the vocabulary of a GGUF (vocab_only) and reports
-  llama.cpp's error. Exact, but it needs llama_cpp imported outside engine/host.py (its only
+  llama.cpp's error. Exact, but it needs llama_cpp imported outside engine/host/ (its only
   importer), ~1 s per check, llama.cpp's parser run on a header from the internet, and in the
   frozen app there is no interpreter to run a probe script with.
 - Reading the names compiled into libllama (chosen). Each architecture name is a C string in

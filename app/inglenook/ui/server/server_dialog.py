@@ -41,9 +41,18 @@ class ServerDialog(QDialog):
         self.setWindowTitle("Local API server")
         self.resize(520, 0)
         intro = QLabel("Serve the loaded model to other programs on an OpenAI-compatible API "
-                       "(editors, scripts, agents). They share the engine with your chats, one "
-                       "reply at a time.", self)
+                       "(editors, scripts, agents). They share the model with your chats, "
+                       "several replies at once; a request may name another model of the "
+                       "library, which is loaded for it.", self)
         intro.setWordWrap(True)
+        isolation = QLabel(
+            "What is kept apart: a request never reuses your chats' KV cache, and each token "
+            "has a cache of its own (give each tool its own token: several, separated by "
+            "spaces). Clients without a token share one cache between them: one can learn "
+            "what another sent it, never what your chats hold.", self)
+        isolation.setObjectName("serverIsolation")
+        isolation.setWordWrap(True)
+        isolation.setTextFormat(Qt.TextFormat.PlainText)
         self.enabled = QCheckBox("Serve the loaded model", self)
         self.enabled.setObjectName("serverSwitch")
         self.host = QComboBox(self)
@@ -62,9 +71,16 @@ class ServerDialog(QDialog):
         generate = QPushButton("New token", self)
         generate.setToolTip("Make a new random token")
         generate.clicked.connect(lambda: self.token.setText(secrets.token_urlsafe(24)))
+        add = QPushButton("Add a token", self)
+        add.setObjectName("serverAddToken")
+        add.setToolTip("Another token beside these, for another tool: each token's clients "
+                       "have a KV cache of their own")
+        add.clicked.connect(lambda: self.token.setText(
+            " ".join([*self.token.text().split(), secrets.token_urlsafe(24)])))
         token_row = QHBoxLayout()
         token_row.addWidget(self.token, 1)
         token_row.addWidget(generate)
+        token_row.addWidget(add)
         self.origins = QLineEdit(self)
         self.origins.setObjectName("serverOrigins")
         self.origins.setPlaceholderText("e.g. http://localhost:3000 (none: no browser pages)")
@@ -72,7 +88,8 @@ class ServerDialog(QDialog):
                 (self.enabled, "Start or stop the local API server"),
                 (self.host, "Which network addresses the server listens on"),
                 (self.port, "The TCP port the server listens on"),
-                (self.token, "Clients must send it as a bearer token; needed off 127.0.0.1"),
+                (self.token, "Clients must send it (one of them) as a bearer token; needed "
+                             "off 127.0.0.1. Several, separated by spaces: one per tool"),
                 (self.origins, "Web pages from these origins may call the API")):
             widget.setToolTip(tip)
         form = QFormLayout()
@@ -89,6 +106,7 @@ class ServerDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
+        layout.addWidget(isolation)
         layout.addWidget(self.enabled)
         layout.addLayout(form)
         layout.addWidget(self.status)
