@@ -43,7 +43,7 @@ def test_two_chats_reply_at_once(qtbot: QtBot, real_window: MainWindow) -> None:
 
 def test_the_loaded_models_dialog_lists_the_windows_model(
         qtbot: QtBot, real_window: MainWindow) -> None:
-    dialog = LoadedModelsDialog(real_window.worker, real_window)
+    dialog = LoadedModelsDialog(real_window.worker, 5, real_window)
     qtbot.addWidget(dialog)
     dialog.show()
     texts = [w.text() for w in dialog.rows.findChildren(type(real_window.lanes_label))]

@@ -6,9 +6,10 @@ sampler chain, and a guess is kept only while the model's sample equals it; the 
 that differs is kept too (it is the model's own next token) and the rest of the batch is
 dropped from the KV cache. So every token of a reply is one the model sampled, in order, from
 the same logits and the same random stream as without speculation: greedy or not, the reply is
-the same token for token (on a CPU only with flash attention on, see host/loading.py). Proposers guess
-single tokens, not distributions, and keeping a guess with probability p(guess) is exactly
-rejection sampling's min(1, p/q) with q = 1: nothing to gain from a fancier rule.
+the same token for token (on a CPU only with flash attention on, see host/loading.py).
+Proposers guess single tokens, not distributions, and keeping a guess with probability
+p(guess) is exactly rejection sampling's min(1, p/q) with q = 1: nothing to gain from a
+fancier rule.
 
 Proposers: PromptLookup (the continuation of the longest earlier n-gram match in the prompt and
 the reply so far; no model), or a draft model (host/drafting.py). A rejected guess is not free (on a

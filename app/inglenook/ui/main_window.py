@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
         side.settings_changed.connect(self._schedule_save)
         self.server.settings_changed.connect(self._schedule_save)
+        self.loaded.settings_changed.connect(self._schedule_save)
         if side.settings.api_enabled:
             self.server.start()
         side.store_failed.connect(self.banner.show_message)

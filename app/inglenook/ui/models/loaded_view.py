@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -54,7 +56,14 @@ class LanesIndicator:
 
 
 class LoadedModelsDialog(QDialog):
-    def __init__(self, worker: EngineWorker, parent: QWidget | None = None) -> None:
+    """Signals:
+    idle_minutes_changed(int): the idle time-out for models the API loaded (-1: never).
+    """
+
+    idle_minutes_changed = Signal(int)
+
+    def __init__(self, worker: EngineWorker, idle_minutes: int,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("loadedModelsDialog")
         self.setWindowTitle("Loaded models")
@@ -67,11 +76,25 @@ class LoadedModelsDialog(QDialog):
         self.rows = QWidget(self)
         self.grid = QGridLayout(self.rows)
         self.grid.setContentsMargins(0, 8, 0, 8)
+        self.idle = QSpinBox(self)
+        self.idle.setObjectName("idleMinutes")
+        self.idle.setRange(-1, 7 * 24 * 60)
+        self.idle.setSpecialValueText("never")
+        self.idle.setSuffix(" min")
+        self.idle.setValue(idle_minutes)
+        self.idle.setAccessibleName("Unload a model the API loaded after it is idle for")
+        self.idle.setToolTip("A request's keep_alive overrides it for its model")
+        self.idle.valueChanged.connect(self.idle_minutes_changed)
+        idle_row = QHBoxLayout()
+        idle_row.addWidget(QLabel("Unload a model the API loaded when idle for", self))
+        idle_row.addWidget(self.idle)
+        idle_row.addStretch(1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(self.rows)
+        layout.addLayout(idle_row)
         layout.addWidget(buttons)
         self.resize(560, 0)
         self._timer = QTimer(self, interval=REFRESH_MS)
@@ -135,22 +158,36 @@ def _duration(seconds: float) -> str:
 class LoadedModels(QObject):
     """The window's part in several models: the router loads a model an API request names with
     this window's load options (`load_params`) and unloads it after the idle time-out of the
-    settings; the status bar shows the lanes; the dialog what is loaded."""
+    settings; the status bar shows the lanes; the dialog what is loaded.
+
+    Signals:
+    settings_changed(): the idle time-out changed (save the settings).
+    """
+
+    settings_changed = Signal()
 
     def __init__(self, worker: EngineWorker, lanes_label: QLabel,
                  settings: Callable[[], Settings], load_params: Callable[[str], LoadParams],
                  parent: QWidget) -> None:
         super().__init__(parent)
-        self.worker, self._parent = worker, parent
+        self.worker, self._parent, self._settings = worker, parent, settings
         self.indicator = LanesIndicator(worker, lanes_label)
-        router = worker.client
-        router.api_params = load_params
-        minutes = settings().model_idle_minutes
-        router.keep_alive_s = -1.0 if minutes < 0 else minutes * 60.0
+        worker.client.api_params = load_params
+        self._apply(settings().model_idle_minutes)
         self._dialog: LoadedModelsDialog | None = None
+
+    def _apply(self, minutes: int) -> None:
+        self.worker.client.keep_alive_s = -1.0 if minutes < 0 else minutes * 60.0
+
+    def _idle_changed(self, minutes: int) -> None:
+        self._settings().model_idle_minutes = minutes
+        self._apply(minutes)
+        self.settings_changed.emit()
 
     def show_dialog(self) -> None:
         if self._dialog is None:
-            self._dialog = LoadedModelsDialog(self.worker, self._parent)
+            self._dialog = LoadedModelsDialog(self.worker, self._settings().model_idle_minutes,
+                                              self._parent)
+            self._dialog.idle_minutes_changed.connect(self._idle_changed)
         self._dialog.show()
         self._dialog.activateWindow()
