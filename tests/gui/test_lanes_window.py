@@ -4,6 +4,7 @@ time, the status bar says how many replies run, and the loaded models can be lis
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
 
 from inglenook.engine.scheduler import QueueState
@@ -46,10 +47,31 @@ def test_the_loaded_models_dialog_lists_the_windows_model(
     dialog = LoadedModelsDialog(real_window.worker, 5, real_window)
     qtbot.addWidget(dialog)
     dialog.show()
-    texts = [w.text() for w in dialog.rows.findChildren(type(real_window.lanes_label))]
+    texts = [w.text() for w in dialog.rows.findChildren(QLabel)]
     model = real_window.models.model
     assert model is not None and model.name in texts
     assert any("the window's" in t and "GB" in t for t in texts)
+
+
+def test_loaded_models_lists_the_model_and_unloads_it(qtbot: QtBot, window: MainWindow) -> None:
+    """On the fake engine: Models → Loaded models…, then Unload."""
+    window.command_actions["loadedModels"].trigger()
+    dialog = window.loaded._dialog
+    assert dialog is not None and dialog.isVisible()
+    model = window.models.model
+    assert model is not None
+    texts = [w.text() for w in dialog.rows.findChildren(QLabel)]
+    assert model.name in texts and any("the window's" in t for t in texts)
+    unload = dialog.rows.findChild(QPushButton, "unload_0")
+    assert unload is not None
+    qtbot.mouseClick(unload, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.models.model is None, timeout=REPLY_TIMEOUT_MS)
+    assert window.model_label.text() == "No model"
+    qtbot.waitUntil(lambda: "No model is loaded." in [w.text() for w in
+                                                      dialog.rows.findChildren(QLabel)],
+                    timeout=REPLY_TIMEOUT_MS)
+    assert not window.chats._can_send
+    dialog.close()
 
 
 def test_lanes_text() -> None:

@@ -48,6 +48,7 @@ class EngineWorker(QObject):
             there is none) asked for with inspect().
         tuned(object): protocol.TuneResult of tune() (or a str: why there is none).
         models_changed(): what is loaded changed (a model the API loaded, or unloaded).
+        model_unloaded(): the window's model was unloaded (as asked: no model now).
     """
 
     engine_ready = Signal(object)
@@ -64,6 +65,7 @@ class EngineWorker(QObject):
     prompt_inspected = Signal(int, object)
     tuned = Signal(object)
     models_changed = Signal()
+    model_unloaded = Signal()
 
     def __init__(self, client: EngineRouter | EngineClient | None = None) -> None:
         super().__init__()
@@ -170,6 +172,7 @@ class EngineWorker(QObject):
             self.client.unload()
         except EngineCrashed as exc:
             self._crashed(str(exc))
+        self.model_unloaded.emit()
 
     def _generate(self, request: GenerationRequest) -> None:
         rid = request.request_id

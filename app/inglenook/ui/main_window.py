@@ -183,6 +183,7 @@ class MainWindow(QMainWindow):
         self.panel.reply_section.tools_requested.connect(chats.show_tools)
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
+        models.unloaded.connect(self._model_unloaded)
         models.engine_started.connect(side.engine_started)
         history.open_requested.connect(chats.open)
         history.hit_chosen.connect(chats.open)
@@ -248,6 +249,11 @@ class MainWindow(QMainWindow):
         if self.side.settings.last_model == path:
             self.side.settings.last_model = ""  # never retry a failing model on the next start
             self._schedule_save()
+
+    def _model_unloaded(self) -> None:
+        self.chat.set_empty_text("Choose a model above to start.")
+        self.chats.set_can_send(False)
+        self.composer.set_loading(False)
 
     def _engine_lost(self, message: str) -> None:
         self.chats.set_can_send(False)

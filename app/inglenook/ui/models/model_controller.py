@@ -34,6 +34,7 @@ class ModelController(QObject):
         ready(object): a model finished loading; its ModelInfo.
         failed(str, str): path and message; no model is loaded now.
         lost(str): the engine died; the message shown to the user.
+        unloaded(): the model was unloaded as asked; none is loaded now.
         engine_started(object): protocol.Ready of a new engine process.
         hashed(str, str): path and sha256 of a model file (from a hashing thread).
         defaults_requested(str): the user wants to edit this model's defaults.
@@ -43,6 +44,7 @@ class ModelController(QObject):
     ready = Signal(object)
     failed = Signal(str, str)
     lost = Signal(str)
+    unloaded = Signal()
     engine_started = Signal(object)
     hashed = Signal(str, str)
     defaults_requested = Signal(str)
@@ -72,6 +74,7 @@ class ModelController(QObject):
         worker.model_loaded.connect(self._on_loaded)
         worker.model_load_failed.connect(self._on_failed)
         worker.engine_crashed.connect(self._on_crashed)
+        worker.model_unloaded.connect(self._on_unloaded)
         self.hashed.connect(self._on_hashed)
         picker.model_chosen.connect(self.load)
         picker.open_requested.connect(self.open_file)
@@ -228,6 +231,13 @@ class ModelController(QObject):
         name = model_name_of(path) if is_remote_ref(path) else Path(path).name
         self.banner.show_message(f"Could not load {name}. {message}", "error", action)
         self.failed.emit(path, message)
+
+    def _on_unloaded(self) -> None:
+        self.is_loading = False
+        self.model = None
+        self.model_label.setText("No model")
+        self.status.setText("")
+        self.unloaded.emit()
 
     def _on_crashed(self, message: str) -> None:
         self.model = None
