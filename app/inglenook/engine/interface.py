@@ -38,7 +38,11 @@ class Engine(Protocol):
         ...
 
     # ---- state -----------------------------------------------------------------------------
-    ready: p.Ready | None  # the host's facts about this machine, once started
+    @property
+    def ready(self) -> p.Ready | None:
+        """The host's facts about this machine, once started."""
+        ...
+
     on_exit: Callable[[], None] | None  # called from any thread when a host process ends
 
     @property

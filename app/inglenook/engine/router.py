@@ -421,3 +421,8 @@ def _estimate(params: LoadParams) -> int:
     memory = fit.system_memory()
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory)
     return fit.plan(shape, n_ctx, params.kv_cache_type, memory, slots=slots).total_bytes
+
+
+def _is_an_engine(router: EngineRouter) -> Engine:
+    """For the type checker: the router is an Engine, as the clients behind it are."""
+    return router
