@@ -74,7 +74,9 @@ def long_chat(topic: str, tokens: int) -> tuple[Message, ...]:
 
 def switch_back(client: EngineClient, model: str, threads: int,
                 tokens: int) -> dict[str, float]:
-    client.load(LoadParams(model, n_ctx=4096, n_threads=threads))
+    # One slot, so that the other chat takes its cells and the state is saved and restored
+    # (with more, it would take a free slot and chat A stay where it is).
+    client.load(LoadParams(model, n_ctx=4096, n_threads=threads, n_slots=1))
     timer = Timer(client)
     chat_a, chat_b = long_chat("ship", tokens), long_chat("lantern", tokens)
     reply, cold, stats = timer.ask("chat:a", chat_a, GREEDY)

@@ -33,7 +33,9 @@ def client(tmp_path: Path) -> Iterator[EngineClient]:
 
 def load(client: EngineClient, bundled_model: Path, n_ctx: int = 2048,
          ram_mb: int = -1) -> None:
-    client.load(LoadParams(str(bundled_model), n_ctx=n_ctx, kv_state_ram_mb=ram_mb))
+    """One slot: another conversation then takes the only KV cells there are (with more, it
+    takes a free slot, tests/integration/test_batching.py)."""
+    client.load(LoadParams(str(bundled_model), n_ctx=n_ctx, kv_state_ram_mb=ram_mb, n_slots=1))
 
 
 def say(client: EngineClient, conversation: str, messages: tuple[Message, ...],
