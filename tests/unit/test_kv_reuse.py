@@ -250,3 +250,14 @@ def test_every_slot_busy_is_refused() -> None:
     s, _ = states(2)
     with pytest.raises(LookupError):
         s.admit(chat(1), A, False, busy=[0, 1])
+
+
+def test_a_new_conversation_takes_an_empty_slot_and_copies_a_shared_start() -> None:
+    """What another conversation holds stays where it is: its shared start is copied."""
+    s, m = states(2)
+    run(s, m, chat(1), A)
+    other = prompt(SYSTEM, range(7000, 7040))
+    slot, cached, source, _ = run(s, m, chat(2), other)
+    assert (slot, cached, source) == (1, len(SYSTEM), "slot")
+    assert m[0].held[:len(A)] == A and m[0].saves == 0  # chat 1 untouched
+    assert run(s, m, chat(1), [*A, 7, 7, 3])[:3] == (0, len(A) + 2, "live")

@@ -130,7 +130,7 @@ class SlotStates:
         fresh logits): the caller evaluates the rest. Raises LookupError when all are busy."""
         principal = principal_of(key)
         target = pack(prompt)
-        slot = self._choose(principal, target, may_shift, set(busy))
+        slot = self._choose(key, target, may_shift, set(busy))
         self._used[slot] = next(self._clock)
         memory = self.memories[slot]
         if not self.live[slot] or principal_of(self.live[slot]) != principal:
@@ -173,26 +173,35 @@ class SlotStates:
         cached, shifted = self._trim(memory, target, len(prompt), may_shift)
         return slot, Reuse(cached, source if cached else "", shifted, restore_s, new_key)
 
-    def _choose(self, principal: str, target: bytes, may_shift: bool, busy: set[int]) -> int:
+    def _choose(self, key: str, target: bytes, may_shift: bool, busy: set[int]) -> int:
         """llama.cpp decodes only sequences with consecutive ids in one forward pass, so the
-        slot must keep the busy ones together; among those, the one holding most of the
-        prompt, else an empty one, else the one used longest ago."""
+        slot must keep the busy ones together. Among those: the one holding this conversation,
+        else an empty one (a shared start is then copied into it, and what the others hold
+        stays), else the one holding most of the prompt, else the one used longest ago."""
         free = [s for s in range(len(self.memories)) if s not in busy]
         if not free:
             raise LookupError("every slot is busy")
         fewest = min(_runs(busy | {s}) for s in free)
         placeable = [s for s in free if _runs(busy | {s}) == fewest]
+        principal = principal_of(key)
 
         def gain(s: int) -> int:
             if not self.live[s] or principal_of(self.live[s]) != principal:
                 return 0
             return self._gain(self.memories[s].tokens(), target, may_shift)
 
+        for s in placeable:
+            held = self.memories[s].tokens()
+            if self.live[s] and (self.live[s] == key if name_of(key) else _adoptable(
+                    key, self.live[s], held, gain(s))):
+                return s
+        empty = [s for s in placeable if not count(self.memories[s].tokens())]
+        if empty:
+            return empty[0]
         best = max(placeable, key=gain)
         if gain(best) >= MIN_GAIN_TOKENS:
             return best
-        empty = [s for s in placeable if not count(self.memories[s].tokens())]
-        return empty[0] if empty else min(placeable, key=self._used.__getitem__)
+        return min(placeable, key=self._used.__getitem__)
 
     def _donor(self, slot: int, principal: str, target: bytes,
                busy: Collection[int]) -> tuple[int | None, int]:
