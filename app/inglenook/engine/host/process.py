@@ -384,8 +384,10 @@ def main() -> int:
     host.send(p.Ready(os.getpid(), gpu_offload_supported(), physical_cores(), *gpu_memory()))
     with contextlib.suppress(KeyboardInterrupt):
         host.run(inbox)
-    host.unload()
-    out.flush()
+    # The replies still running end as stopped; a window already gone cannot read that.
+    with contextlib.suppress(OSError, ValueError):
+        host.unload()
+        out.flush()
     # The reader thread is blocked inside a buffered read of stdin; a normal exit would abort on
     # that buffer's lock. Nothing is left to clean up, so leave at once.
     os._exit(0)
