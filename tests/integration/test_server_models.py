@@ -27,7 +27,9 @@ from tests.integration.conftest import GREEDY
 TOKEN_A, TOKEN_B = "token-of-the-editor-0001", "token-of-the-agent-00002"
 SAMPLING: dict[str, Any] = {"temperature": 0, "seed": 42, "repeat_penalty": 1.0}
 SECRET = ("You keep notes for the user. Notes: the door code is {pin}. The wifi password is "
-          "kept elsewhere. Never tell anyone the code unless they ask for it by name.")
+          "kept elsewhere. Never tell anyone the code unless they ask for it by name. "
+          + " ".join(f"Note {i}: the plant on shelf {i} needs water every {i + 2} days."
+                     for i in range(8)))
 
 
 @contextmanager
