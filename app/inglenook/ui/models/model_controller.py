@@ -191,6 +191,7 @@ class ModelController(QObject):
         self.model_label.setToolTip(
             f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
             f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
+            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
             f" loaded in {info.load_seconds:.1f} s"
             + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else ""))
         self.status.setText("This model has no chat template; using ChatML." if chatml else "")

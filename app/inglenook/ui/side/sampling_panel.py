@@ -420,6 +420,11 @@ class SamplingPanel(QWidget):
         """Set how many replies load at once (a fix offered when a load was refused)."""
         self.n_slots_spin.setValue(n_slots)
 
+    def show_slots_in_use(self, n_slots: int) -> None:
+        """What "Automatic" chose for the model loaded now."""
+        self.n_slots_spin.setSpecialValueText(f"Automatic ({n_slots})" if n_slots else
+                                              "Automatic")
+
     def limit_sampling(self, accepted: frozenset[str] | None) -> None:
         """A remote engine takes only some settings: the others are shown disabled (None: all,
         as for the local engine)."""

@@ -82,6 +82,7 @@ class SideController(QObject):
         """Show the switches this model's template reads, and whether it can call tools."""
         self.panel.reply_section.show_model(info.traits, info.tool_format)
         self.panel.speed.show_state_budget(info.kv_state_ram_budget, info.kv_state_disk_budget)
+        self.panel.show_slots_in_use(info.n_slots)
 
     def _chat_change(self, **changes: object) -> None:
         if self.session is not None:
