@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -76,6 +77,7 @@ class LoadedModelsDialog(QDialog):
         self.rows = QWidget(self)
         self.grid = QGridLayout(self.rows)
         self.grid.setContentsMargins(0, 8, 0, 8)
+        self.grid.setColumnStretch(1, 1)
         self.idle = QSpinBox(self)
         self.idle.setObjectName("idleMinutes")
         self.idle.setRange(-1, 7 * 24 * 60)
@@ -92,59 +94,78 @@ class LoadedModelsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         layout.addWidget(intro)
         layout.addWidget(self.rows)
         layout.addLayout(idle_row)
         layout.addWidget(buttons)
-        self.resize(560, 0)
         self._timer = QTimer(self, interval=REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
         worker.models_changed.connect(self.refresh)
+        self._keys: list[str] | None = None
+        self._facts: list[QLabel] = []
         self.refresh()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self._timer.start()
         self.refresh()
+        QTimer.singleShot(0, self._fit)
 
     def hideEvent(self, event) -> None:
         self._timer.stop()
         super().hideEvent(event)
 
     def refresh(self) -> None:
+        models = self.worker.client.loaded_models()
+        keys = [m.key for m in models]
+        if keys != self._keys:  # new rows: built again, and the dialog fits them
+            self._keys = keys
+            self._build(models)
+            QTimer.singleShot(0, self._fit)
+        for model, facts in zip(models, self._facts, strict=True):
+            facts.setText(_facts(model))
+
+    def _fit(self) -> None:
+        self.resize(max(self.width(), 680), self.sizeHint().height())
+
+    def _build(self, models: list[LoadedModel]) -> None:
         while self.grid.count():
             item = self.grid.takeAt(0)
             if item is not None and item.widget() is not None:
                 item.widget().deleteLater()  # type: ignore[union-attr]
-        models = self.worker.client.loaded_models()
+        self._facts = []
         if not models:
             self._cell(QLabel("No model is loaded."), 0, 0)
         for row, model in enumerate(models):
-            self._row(row, model)
-
-    def _row(self, row: int, model: LoadedModel) -> None:
-        name = QLabel(model.name)
-        name.setTextFormat(Qt.TextFormat.PlainText)  # a file name is data, never markup
-        name.setToolTip(model.path)
-        who = "the window's" if model.by_window else "for the API"
-        memory = f"{model.memory_bytes / 1e9:.1f} GB" if model.memory_bytes else "—"
-        running = f"{model.busy} of {model.lanes} replies"
-        idle = "" if model.busy else f", idle {_duration(model.idle_s)}"
-        if not model.by_window and model.keep_alive_s >= 0:
-            idle += f" (unloads after {_duration(model.keep_alive_s)})"
-        facts = QLabel(f"{who} · {memory} · {running}{idle}")
-        facts.setTextFormat(Qt.TextFormat.PlainText)
-        unload = QPushButton("Unload")
-        unload.setObjectName(f"unload_{row}")
-        unload.setToolTip("Free its memory; a reply running on it ends first")
-        unload.clicked.connect(lambda _=False, key=model.key: self.worker.unload_model(key))
-        self._cell(name, row, 0)
-        self._cell(facts, row, 1)
-        self._cell(unload, row, 2)
+            name = QLabel(model.name)
+            name.setTextFormat(Qt.TextFormat.PlainText)  # a file name is data, never markup
+            name.setToolTip(model.path)
+            facts = QLabel(_facts(model))
+            facts.setTextFormat(Qt.TextFormat.PlainText)
+            facts.setWordWrap(True)
+            unload = QPushButton("Unload")
+            unload.setObjectName(f"unload_{row}")
+            unload.setToolTip("Free its memory; a reply running on it ends first")
+            unload.clicked.connect(lambda _=False, key=model.key: self.worker.unload_model(key))
+            self._cell(name, row, 0)
+            self._cell(facts, row, 1)
+            self._cell(unload, row, 2)
+            self._facts.append(facts)
 
     def _cell(self, widget: QWidget, row: int, column: int) -> None:
         widget.setParent(self.rows)
         self.grid.addWidget(widget, row, column)
+
+
+def _facts(model: LoadedModel) -> str:
+    who = "the window's" if model.by_window else "for the API"
+    memory = f"{model.memory_bytes / 1e9:.1f} GB" if model.memory_bytes else "—"
+    running = f"{model.busy} of {model.lanes} replies"
+    idle = "" if model.busy else f", idle {_duration(model.idle_s)}"
+    if not model.by_window and model.keep_alive_s >= 0:
+        idle += f" (unloads after {_duration(model.keep_alive_s)})"
+    return f"{who} · {memory} · {running}{idle}"
 
 
 def _duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -105,6 +106,8 @@ class ServerDialog(QDialog):
         buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
+        # Wrapped text takes the height it needs at the dialog's width: never squeezed.
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         layout.addWidget(intro)
         layout.addWidget(isolation)
         layout.addWidget(self.enabled)
@@ -113,6 +116,9 @@ class ServerDialog(QDialog):
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
+        # Tall enough for its wrapped text and every field at full height.
+        self.resize(560, max(self.sizeHint().height(), layout.heightForWidth(560)
+                             if layout.hasHeightForWidth() else 0))
 
     def load(self, settings: Settings) -> None:
         index = self.host.findData(settings.api_host)
