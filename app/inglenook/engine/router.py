@@ -65,6 +65,12 @@ class _Hosted:
         self.lock = threading.Lock()  # one load at a time
         self.busy = 0
         self.last_used = time.monotonic()
+        self.estimate = 0  # the fit planner's estimate when it was loaded
+
+    @property
+    def memory_bytes(self) -> int:
+        model = self.client.model
+        return (model.memory_bytes if model is not None else 0) or self.estimate
 
 
 class EngineRouter:
@@ -246,7 +252,7 @@ class EngineRouter:
         with hosted.lock:
             if hosted.client.model is None or not hosted.client.alive:
                 params = self.api_params(group)
-                self._make_room(group, params)
+                hosted.estimate = self._make_room(group, params)
                 try:
                     hosted.client.load(params)
                 except EngineError:
@@ -258,20 +264,19 @@ class EngineRouter:
                     self._changed()
         return hosted.client
 
-    def _make_room(self, group: str, params: LoadParams) -> None:
+    def _make_room(self, group: str, params: LoadParams) -> int:
         """Unload idle models the API loaded, least recently used first, until the new one's
-        estimate fits the budget; refuse when it cannot."""
+        estimate fits the budget (returned); refuse when it cannot."""
         need = _estimate(params)
         budget = self._budget() or int(psutil.virtual_memory().total * BUDGET_SHARE)
         while True:
             with self._lock:
                 others = [h for k, h in self._hosted.items() if k != group
                           and h.client.model is not None]
-            used = sum(h.client.model.memory_bytes for h in others
-                       if h.client.model is not None)
+            used = sum(h.memory_bytes for h in others)
             window = self.model.memory_bytes if self.model is not None else 0
             if used + window + need <= budget or need == 0:
-                return
+                return need
             idle = sorted((h for h in others if h.busy == 0), key=lambda h: h.last_used)
             if not idle:
                 gb = budget / 1e9
@@ -315,7 +320,7 @@ class EngineRouter:
         for h in hosted:
             info = h.client.model
             if info is not None:
-                shown.append(LoadedModel(h.key, info.name, info.path, False, info.memory_bytes,
+                shown.append(LoadedModel(h.key, info.name, info.path, False, h.memory_bytes,
                                          info.n_slots, h.busy,
                                          0.0 if h.busy else now - h.last_used, h.keep_alive))
         return shown
