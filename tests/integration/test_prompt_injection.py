@@ -166,12 +166,12 @@ def test_ordinary_prompts_get_the_tokens_of_the_whole_prompt_read_at_once(
         bundled_model: Path) -> None:
     """Tokenizing markup and message text apart must not change an ordinary conversation: the
     model sees the tokens it was trained on, and the KV cache of earlier turns stays valid."""
-    from inglenook.engine.host import EngineHost
+    from inglenook.engine.host.process import EngineHost
 
     host = EngineHost(io.BytesIO())  # in this process: only the tokenizer is needed
     host.load(LoadParams(str(bundled_model), n_ctx=1024, n_threads=1))
-    session = host._session
-    assert session is not None
+    assert host.loaded is not None
+    session = host.loaded.tokenizer
     conversations = [
         [Message("user", "Hi")],
         [Message("system", "Be brief.\n"), Message("user", " leading space, trailing\n\n"),
@@ -183,7 +183,7 @@ def test_ordinary_prompts_get_the_tokens_of_the_whole_prompt_read_at_once(
     try:
         for messages in conversations:
             whole = render_with_fallback(session.template, messages).encode()
-            expected = session.llm.tokenize(whole, add_bos=False, special=True)
+            expected = session.model.tokenize(whole, special=True)  # llama.cpp, at once
             assert session.tokenize(messages) == expected, messages
     finally:
         host.unload()

@@ -132,15 +132,15 @@ def test_a_reply_streams_through_each_template_with_its_tools(
 def test_markers_written_as_control_tokens_keep_their_text_in_replies(
         models: dict[str, Path], family: str, markers: tuple[str, ...],
         not_markers: tuple[str, ...]) -> None:
-    """What the generation loop detokenizes each token with (Session.piece): the text of a
+    """What the generation loop detokenizes each token with (Tokenizer.piece): the text of a
     control token that is a marker of the model's formats, nothing for other control tokens;
     and message text that spells a marker is still not read as one."""
-    from inglenook.engine.host import EngineHost
+    from inglenook.engine.host.process import EngineHost
 
     host = EngineHost(io.BytesIO())  # in this process: the vocabulary is what is tested
     host.load(LoadParams(str(models[family]), n_ctx=1024, n_threads=1))
-    session = host._session
-    assert session is not None
+    assert host.loaded is not None
+    session = host.loaded.tokenizer
     ids = {text: token for token, text in slots(family).items()}
     try:
         for marker in markers:

@@ -150,11 +150,11 @@ class SlotStates:
             if donor not in busy and _adoptable(key, content, content_tokens, gain):
                 self.live[donor] = scoped(principal, "")  # its conversation moves here
         elif state is not None and saved >= own + MIN_GAIN_TOKENS:
-            content, content_tokens, gain = state.key, state.tokens, saved
-            self._evict(slot)
             spilled = state.data is None
-            data = self.cache.load(state)  # None: a bad file; nothing is restored
+            data = self.cache.load(state)  # None: a bad file (forgotten); the slot stays
             if data is not None:
+                content, content_tokens, gain = state.key, state.tokens, saved
+                self._evict(slot)
                 source = "disk" if spilled else "ram"
                 if not memory.restore(data, state.tokens):
                     self.cache.drop(state.key)  # llama.cpp refused it (another build, say)
