@@ -45,7 +45,7 @@ from server_bench import EXTRA, SAMPLING, STORY, TOPICS, inglenook_serve, log, p
 N_CTX = 2048
 
 
-def raw_batched(model: str, threads: int, steps: int) -> dict[str, float]:
+def raw_batched(model: str, threads: int, steps: int, runs: int) -> dict[str, float]:
     """Tokens per second of llama_decode on N sequences, one token each per step."""
     import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host/
 
@@ -57,7 +57,7 @@ def raw_batched(model: str, threads: int, steps: int) -> dict[str, float]:
     try:
         for n in (1, 2, 4, 8):
             best = 0.0
-            for _ in range(2):
+            for _ in range(runs):
                 best = max(best, _raw_run(llama_cpp, loaded, vocab, n, threads, steps))
             results[f"raw_batched_{n}_tok_s"] = round(best, 1)
     finally:
@@ -243,13 +243,13 @@ def main() -> int:
         log("The bundled model is missing: run `make setup`.")
         return 1
     threads = physical_cores()
-    steps, rounds, tokens, sentences, runs = (8, 1, 8, 40, 1) if quick else (
+    steps, rounds, tokens, sentences, runs = (4, 1, 4, 20, 1) if quick else (
         96, 3, 128, 300, 5)
     results: dict[str, Any] = {}
     log("Raw llama_decode of 1, 2, 4 and 8 sequences a step…")
-    results.update(raw_batched(str(model), threads, steps))
+    results.update(raw_batched(str(model), threads, steps, 1 if quick else 2))
     log("One reply through the engine (prompt lookup off) against raw llama-cpp-python…")
-    results.update(single_stream(str(model), threads, runs, 256 if not quick else 16))
+    results.update(single_stream(str(model), threads, runs, 256 if not quick else 8))
     with tempfile.TemporaryDirectory() as tmp:
         with inglenook_serve(str(model), threads, Path(tmp), "--parallel", "8",
                              "--ctx", str(N_CTX)) as url:
@@ -258,7 +258,7 @@ def main() -> int:
             log(f"1, 2, 4 and 8 clients at once ({rounds} rounds of {tokens} tokens)…")
             both = parallel(url, rounds, tokens)
             log("One client streaming while another's long prompt is read…")
-            results.update(prefill_stall(url, 400 if not quick else 24, sentences))
+            results.update(prefill_stall(url, 400 if not quick else 12, sentences))
         rates = both["rates"]
         for n, rate in rates.items():
             results[f"parallel_{n}_aggregate_tok_s"] = round(rate, 1)

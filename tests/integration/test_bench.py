@@ -35,7 +35,7 @@ def test_the_benchmark_runs_to_the_end(tmp_path: Path) -> None:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick",
                            "--output", str(output)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(output.read_text())
     missing = [key for key in README_KEYS if key not in results]
