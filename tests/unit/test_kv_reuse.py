@@ -261,3 +261,15 @@ def test_a_new_conversation_takes_an_empty_slot_and_copies_a_shared_start() -> N
     assert (slot, cached, source) == (1, len(SYSTEM), "slot")
     assert m[0].held[:len(A)] == A and m[0].saves == 0  # chat 1 untouched
     assert run(s, m, chat(1), [*A, 7, 7, 3])[:3] == (0, len(A) + 2, "live")
+
+
+def test_a_state_file_that_cannot_be_read_leaves_the_slot_as_it_was() -> None:
+    s, m = states(1, ram=0)  # every saved state is spilled to disk
+    run(s, m, chat(1), A)
+    run(s, m, chat(2), prompt(SYSTEM, range(6000, 6100)))  # the same system prompt
+    saved = s.cache.get(chat(1))
+    assert saved is not None and saved.path is not None
+    saved.path.write_bytes(b"not a state")
+    # Chat 2's cells still spare chat 1 its system prompt: they are not thrown away.
+    assert run(s, m, chat(1), [*A, 7, 7, 1])[1:3] == (len(SYSTEM), "live")
+    assert s.cache.get(chat(1)) is None  # the bad file is forgotten
