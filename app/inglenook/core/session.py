@@ -34,6 +34,7 @@ from inglenook.core.sessions import Sessions as Sessions
 from inglenook.core.sessions import conversation_of as conversation_of
 from inglenook.core.tool_round import ToolRound, as_turns
 from inglenook.store import Preset, Store, StoredMessage
+from inglenook.store.branch import Branch, Outline
 from inglenook.tools.approval import Decision
 from inglenook.tools.catalog import ToolCatalog
 from inglenook.tools.results import ToolResult
@@ -118,7 +119,7 @@ class ChatSession:
         self.settings = settings or ChatSettings()
         self.conv_id: int | None = None
         self.title = "New chat"
-        self.path: list[StoredMessage] = []
+        self.path = Branch()  # the branch on screen, read page by page
         self.reply: Reply | None = None
         self.tool_round: ToolRound | None = None  # calls waiting for approval or answers
         self.settings_dirty = False
@@ -138,9 +139,20 @@ class ChatSession:
         session.reload()
         return session
 
-    def reload(self) -> None:
-        if self.conv_id is not None:
-            self.path = self.store.active_path(self.conv_id)
+    def reload(self, from_index: int = 0) -> None:
+        """Read the branch again from position `from_index` on (a write changed it there)."""
+        if self.conv_id is None:
+            return
+        if self.path.conv_id != self.conv_id:
+            self.path = Branch(self.store, self.conv_id)
+        else:
+            self.path.refresh_from(from_index)
+
+    def _index_of(self, message_id: int) -> int:
+        index = self.path.index_of(message_id)
+        if index is None:
+            raise KeyError(f"message {message_id} is not on the branch shown")
+        return index
 
     @property
     def replying(self) -> bool:
@@ -164,8 +176,12 @@ class ChatSession:
         last = self.path[-1] if self.path else None
         if last is not None and last.provenance.stats is not None:
             return last.provenance.stats.context_used, True
-        text = "".join(m.content for m in self.messages())
-        return estimate_tokens(text), not text
+        # An estimate from the outline: a long chat is not read for it.
+        outline = self.path.outline
+        chars = sum(outline.chars[i] + outline.attached[i] for i in self._turn_rows(outline))
+        system = self.settings.system_prompt
+        used = estimate_tokens(system) + (chars + 3) // 4 if chars else estimate_tokens(system)
+        return used, not used
 
     # ---- settings -------------------------------------------------------------------------
     def set_settings(self, settings: ChatSettings) -> None:
@@ -212,11 +228,27 @@ class ChatSession:
                 kept.append(message)
         return kept
 
+    @staticmethod
+    def _turn_rows(outline: Outline, stop: int | None = None) -> list[int]:
+        """_turn_messages on the outline (the same rule, without reading the messages): the
+        positions of the messages before `stop` that are turns."""
+        roles, chars, calls = outline.roles, outline.chars, outline.calls_tools
+        kept: list[int] = []
+        for index in range(len(outline) if stop is None else stop):
+            role = roles[index]
+            if role == "assistant" and not chars[index] and not calls[index]:
+                if kept and roles[kept[-1]] == "user":
+                    kept.pop()
+                continue
+            if role in ("user", "assistant", "system", "tool"):
+                kept.append(index)
+        return kept
+
     def left_out(self, reply_id: int) -> list[int]:
         """Ids of the messages the model did not see when it wrote this reply: the run its
         figures name (Stats.dropped_start/dropped_messages index the request's messages, the
         system prompt first when there is one)."""
-        index = next((i for i, m in enumerate(self.path) if m.id == reply_id), None)
+        index = self.path.index_of(reply_id)
         if index is None:
             return []
         reply = self.path[index]
@@ -227,14 +259,15 @@ class ChatSession:
         system = reply.provenance.system_prompt if reply.provenance.sampling is not None \
             else self.settings.system_prompt
         offset = 1 if system.strip() else 0  # the request's messages start with it
-        turns = self._turn_messages(self.path[:index])
+        turns = self._turn_rows(self.path.outline, index)
         start = stats.dropped_start - offset
-        return [m.id for m in turns[max(start, 0):start + stats.dropped_messages]]
+        ids = self.path.outline.ids
+        return [ids[i] for i in turns[max(start, 0):start + stats.dropped_messages]]
 
     def request_for(self, message_id: int, request_id: int) -> GenerationRequest | None:
         """The request that made this reply (its system prompt and sampling as recorded, the
         branch before it), for showing the exact prompt it was made from."""
-        index = next((i for i, m in enumerate(self.path) if m.id == message_id), None)
+        index = self.path.index_of(message_id)
         if index is None:
             return None
         reply = self.path[index]
@@ -268,20 +301,22 @@ class ChatSession:
             except Exception:
                 self.conv_id = None  # nothing was written that the user would miss
                 raise
+        at = len(self.path)
         parent = self.path[-1].id if self.path else None
         self.store.add_message(self.conv_id, "user", text, parent, attachments=attachments)
-        self.reload()
+        self.reload(at)
         return self.path[-1]
 
     def edit_user(self, message_id: int, text: str) -> StoredMessage:
         """A new version of an earlier question: a sibling branch that becomes the one shown
         (with the original's attachments)."""
-        original = next(m for m in self.path if m.id == message_id)
+        at = self._index_of(message_id)
+        original = self.path[at]
         assert self.conv_id is not None
         self.stop_calls()
         self.store.add_message(self.conv_id, "user", text, original.parent_id,
                                attachments=original.attachments)
-        self.reload()
+        self.reload(at)
         return self.path[-1]
 
     def select_sibling(self, message_id: int, step: int) -> None:
@@ -290,17 +325,22 @@ class ChatSession:
         ids = [m.id for m in self.store.siblings(message_id)]
         target = ids.index(message_id) + step
         if 0 <= target < len(ids):
-            self.path = self.store.select_sibling(ids[target])
+            at = self._index_of(message_id)
+            self.store.show(ids[target])
+            self.reload(at)
 
     def show_message(self, message_id: int) -> None:
         """Put a message (a search hit on another branch) on screen."""
         self.stop_calls()
-        self.path = self.store.select_sibling(message_id)
+        self.store.show(message_id)
+        index = self.path.index_of(message_id)
+        self.reload(0 if index is None else index)
 
     def delete_from(self, message_id: int) -> None:
         self.stop_calls()
+        at = self._index_of(message_id)
         self.store.delete_from(message_id)
-        self.reload()
+        self.reload(at)
 
     # ---- the reply ------------------------------------------------------------------------
     def begin_reply(self, request_id: int, options: ReplyOptions | None = None, *,
@@ -315,7 +355,8 @@ class ChatSession:
             return None
         options = options or ReplyOptions()
         traits, last = options.traits, self.path[-1]
-        before = self.path if continuing or last.role != "assistant" else self.path[:-1]
+        kept = len(self.path) if continuing or last.role != "assistant" else len(self.path) - 1
+        before = self.path[:kept]
         turns = self._turns(before, traits.reads_reasoning)
         # After tool results the model continues; regenerating that continuation does too.
         if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
@@ -339,7 +380,7 @@ class ChatSession:
                            if traits.reads_reasoning else "left out")
         self.tool_round = None
         self._saved, self._saved_at = ("", "", 0), self._clock()
-        self.reload()
+        self.reload(kept)
         return request
 
     def reply_started(self) -> None:
@@ -392,8 +433,9 @@ class ChatSession:
             # Every call answered at once (an unknown tool) still needs the model to go on.
             self.tool_round = tools if finish.reason == "stop" else None
         finally:
-            self.reload()
-        return next((m for m in self.path if m.id == reply.message_id), None)
+            at = self.path.index_of(reply.message_id)
+            self.reload(0 if at is None else at)
+        return self.path.find(reply.message_id)
 
     # ---- tool calls -----------------------------------------------------------------------
     def decide_call(self, index: int, decision: Decision) -> None:
@@ -446,9 +488,10 @@ class ChatSession:
 
     def _save_cards(self) -> None:
         tools = self.tool_round
-        message = next((m for m in self.path if tools and m.id == tools.message_id), None)
-        if tools is not None and message is not None:
+        at = self.path.index_of(tools.message_id) if tools is not None else None
+        if tools is not None and at is not None:
+            message = self.path[at]
             try:
                 self.store.update_message(message.id, message.content, tool_cards=tools.cards)
             finally:
-                self.reload()
+                self.reload(at)

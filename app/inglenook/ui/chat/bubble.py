@@ -14,6 +14,7 @@ the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -79,6 +80,18 @@ def format_stats(stats: Stats) -> str:
     if stats.dropped_messages:
         parts.append(f"{stats.dropped_messages} oldest messages left out to fit the context")
     return "  ·  ".join(parts)
+
+
+@dataclass(frozen=True)
+class BubbleState:
+    """What the user changed in a bubble, kept while it is out of view (chat_view.py deletes
+    far bubbles and makes them again)."""
+
+    shown_all: bool = False  # "Show all" of a long message
+    reasoning_open: bool = False  # the folded reasoning, opened
+
+    def differs(self) -> bool:
+        return self.shown_all or self.reasoning_open
 
 
 class _Lazy(Generic[W]):
@@ -235,6 +248,21 @@ class MessageBubble(QFrame):
 
     # --- state -----------------------------------------------------------------------------
 
+    @property
+    def has_reasoning(self) -> bool:
+        return "reasoning" in self._widgets
+
+    def state(self) -> BubbleState:
+        block = self._widgets.get("reasoning")
+        reasoning_open = isinstance(block, ReasoningBlock) and block.is_open and not block.live
+        return BubbleState(self.body.expanded, reasoning_open)
+
+    def restore_state(self, state: BubbleState) -> None:
+        if state.shown_all:
+            self.body.show_all()
+        if state.reasoning_open and self.has_reasoning:
+            self.reasoning.set_open(True)
+
     def set_siblings(self, index: int, count: int) -> None:
         """Show ‹ index/count › when this message has other versions."""
         self._siblings = (index, count)
@@ -272,6 +300,7 @@ class MessageBubble(QFrame):
         if streaming and not self.text:
             self.set_notice("Thinking…", "waiting")
         self._streaming = streaming
+        self.body.live = streaming
         if streaming:
             self._widget("stop")
         else:

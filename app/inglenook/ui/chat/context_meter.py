@@ -7,7 +7,6 @@ from PySide6.QtWidgets import QLabel
 
 from inglenook.core.load import ModelInfo
 from inglenook.core.session import ChatSession, estimate_tokens
-from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 
 NEAR_FULL = 0.8  # the meter turns amber
 OVER = {"stop": "this chat stops at the limit (see the side panel).",
@@ -62,18 +61,14 @@ def will_not_fit(session: ChatSession, model: ModelInfo | None, text: str) -> st
     return ""
 
 
-def mark_left_out(view: ChatView, session: ChatSession, reply_id: int) -> MessageBubble | None:
-    """A marker where history was left out for this reply: on the first message after the
-    run. Returns the bubble marked (the caller clears an older marker)."""
-    left_out = set(session.left_out(reply_id))
-    ids = [m.id for m in session.path]
-    if not left_out & set(ids):
+def left_out_marker(session: ChatSession, reply_id: int) -> tuple[int, str] | None:
+    """Where to say that history was left out for this reply, and what: on the first message
+    after the run (its id), or None when nothing was left out."""
+    left_out = session.left_out(reply_id)
+    path = session.path
+    indices = [i for i in (path.index_of(m) for m in left_out) if i is not None]
+    if not indices or max(indices) + 1 >= len(path):
         return None
-    last = max(ids.index(i) for i in left_out if i in ids)
-    bubbles = {b.message_id: b for b in view.bubbles}
-    if last + 1 >= len(ids) or ids[last + 1] not in bubbles:
-        return None
-    bubble = bubbles[ids[last + 1]]
-    bubble.set_notice(f"↑ {len(left_out)} earlier messages are not seen by the model: they "
-                      "were left out to fit its context.", "info")
-    return bubble
+    return (path.outline.ids[max(indices) + 1],
+            f"↑ {len(left_out)} earlier messages are not seen by the model: they were left out "
+            "to fit its context.")

@@ -126,7 +126,7 @@ class ChatTools(QObject):
 
     def _redraw(self, session: ChatSession, message_id: int) -> None:
         bubble = self._bubble_of(session, message_id)
-        message = next((m for m in session.path if m.id == message_id), None)
+        message = session.path.find(message_id) if bubble is not None else None
         if bubble is not None and message is not None:
             self.show(bubble, session, message)
 
