@@ -21,7 +21,9 @@ README_KEYS = (
     "spec_prompt_lookup_code_speedup", "spec_prompt_lookup_prose_ratio", "spec_draft_speedup",
     "spec_acceptance_rate", "quantize_q8_to_q4km_s", "api_ttft_turn12_ms", "raw_ttft_turn12_ms",
     "api_decode_tok_s", "raw_decode_tok_s", "engine_decode_tok_s", "ttft_turn12_ms",
-    "api_ttft_alternating_over_peer",
+    "api_ttft_alternating_over_peer", "long_chat_open_10k_ms", "long_chat_rss_10k_mb",
+    "long_chat_rss_after_leaving_mb", "long_chat_rss_before_mb", "long_chat_scroll_p99_stall_ms",
+    "long_chat_scroll_max_stall_ms", "window_switch_ms", "gui_send_ms",
 )
 
 

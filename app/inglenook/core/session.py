@@ -15,6 +15,7 @@ child of the one that called).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Literal
 from inglenook.core.attachments import Attachment, estimate_tokens, inline
 from inglenook.core.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
 from inglenook.core.chat_settings import ChatSettings as ChatSettings
+from inglenook.core.context import history_start
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
@@ -72,6 +74,7 @@ class ReplyOptions:
     traits: TemplateTraits = field(default_factory=TemplateTraits)
     tool_format: str = ""
     catalog: ToolCatalog | None = None
+    n_ctx: int = 0  # the model's context: a long chat sends only what could fit (0: all)
 
     @property
     def offers_tools(self) -> bool:
@@ -91,6 +94,7 @@ class Reply:
     prompt_total: int = 0
     history_reasoning: str = ""  # Provenance.history_reasoning
     catalog: ToolCatalog | None = None
+    left_behind: tuple[int, int] = (0, 0)  # (at, messages) not sent at all: see _history
 
     @property
     def request_id(self) -> int:
@@ -202,36 +206,42 @@ class ChatSession:
         left out together with its question, so roles keep alternating. Earlier reasoning goes
         with its reply only for a template that reads it back (`reads_reasoning`); a reply
         that called tools is followed by their results."""
-        return self._turns(self.path, reads_reasoning)
+        return self._history(len(self.path), reads_reasoning)[0]
 
-    @classmethod
-    def _turns(cls, path: Sequence[StoredMessage], reads_reasoning: bool) -> list[Message]:
+    def _history(self, stop: int, reads_reasoning: bool, n_ctx: int = 0
+                 ) -> tuple[list[Message], tuple[int, int]]:
+        """The turns of the branch before position `stop` as they are sent, and the run of
+        messages left behind: a long chat sends only the turns its model could hold (see
+        core/context.history_start), so a 10,000-message chat does not read, copy and send
+        them all. Returns the turns and (where the run starts among the request's messages,
+        how many messages it holds), (0, 0) when all are sent."""
+        outline = self.path.outline
+        rows = self._turn_rows(outline, stop)
+        starts = [n for n, i in enumerate(rows) if outline.roles[i] == "user" or n == 0]
+        units = list(zip(starts, [*starts[1:], len(rows)][:len(starts)], strict=True))[:-1]
+        sizes = [sum(outline.chars[i] + outline.attached[i] for i in rows[a:b])
+                 for a, b in units]
+        first = history_start(sizes, n_ctx, self.settings.overflow)
+        pinned = 1 if self.settings.overflow == "middle" else 0
+        behind = (units[pinned][0], units[first][0]) if first > pinned else (0, 0)
+        sent = rows[:behind[0]] + rows[behind[1]:]
         turns: list[Message] = []
-        for m in cls._turn_messages(path):
+        for index in sent:
+            m = self.path[index]
             reasoning = m.reasoning if reads_reasoning and m.role == "assistant" else ""
             if m.tool_cards:
                 turns += as_turns(m.content, reasoning, m.tool_cards)
             else:
                 turns.append(Message(m.role, inline(m.content, m.attachments),  # type: ignore[arg-type]
                                      reasoning))
-        return turns
-
-    @staticmethod
-    def _turn_messages(path: Sequence[StoredMessage]) -> list[StoredMessage]:
-        kept: list[StoredMessage] = []
-        for message in path:
-            if message.role == "assistant" and not message.content and not message.tool_cards:
-                if kept and kept[-1].role == "user":
-                    kept.pop()
-                continue
-            if message.role in ("user", "assistant", "system", "tool"):
-                kept.append(message)
-        return kept
+        system = 1 if self.settings.system_prompt.strip() else 0
+        return turns, ((system + behind[0], behind[1] - behind[0]) if first > pinned
+                       else (0, 0))
 
     @staticmethod
     def _turn_rows(outline: Outline, stop: int | None = None) -> list[int]:
-        """_turn_messages on the outline (the same rule, without reading the messages): the
-        positions of the messages before `stop` that are turns."""
+        """The positions of the messages before `stop` that are turns (read from the outline:
+        a reply that failed without writing anything goes, and its question with it)."""
         roles, chars, calls = outline.roles, outline.chars, outline.calls_tools
         kept: list[int] = []
         for index in range(len(outline) if stop is None else stop):
@@ -264,16 +274,18 @@ class ChatSession:
         ids = self.path.outline.ids
         return [ids[i] for i in turns[max(start, 0):start + stats.dropped_messages]]
 
-    def request_for(self, message_id: int, request_id: int) -> GenerationRequest | None:
+    def request_for(self, message_id: int, request_id: int, n_ctx: int = 0
+                    ) -> GenerationRequest | None:
         """The request that made this reply (its system prompt and sampling as recorded, the
-        branch before it), for showing the exact prompt it was made from."""
+        branch before it as it was sent to a model of context `n_ctx`), for showing the exact
+        prompt it was made from."""
         index = self.path.index_of(message_id)
         if index is None:
             return None
         reply = self.path[index]
         prov = reply.provenance
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
-        turns = self._turns(self.path[:index], prov.history_reasoning == "sent")
+        turns, _ = self._history(index, prov.history_reasoning == "sent", n_ctx)
         return GenerationRequest(request_id, build_messages(system, turns),
                                  prov.sampling or self.settings.sampling,
                                  overflow=self.settings.overflow,
@@ -354,10 +366,11 @@ class ChatSession:
         if continuing and (self.tool_round is None or not self.tool_round.done):
             return None
         options = options or ReplyOptions()
-        traits, last = options.traits, self.path[-1]
-        kept = len(self.path) if continuing or last.role != "assistant" else len(self.path) - 1
-        before = self.path[:kept]
-        turns = self._turns(before, traits.reads_reasoning)
+        traits, outline = options.traits, self.path.outline
+        kept = len(outline) - (0 if continuing or outline.roles[-1] != "assistant" else 1)
+        if kept == 0:
+            return None
+        turns, behind = self._history(kept, traits.reads_reasoning, options.n_ctx)
         # After tool results the model continues; regenerating that continuation does too.
         if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
             return None
@@ -369,15 +382,16 @@ class ChatSession:
             and options.catalog is not None else (),
             enable_thinking=s.thinking if traits.thinking_switch else None,
             reasoning_effort=s.reasoning_effort if traits.effort else "")
-        parent = before[-1].id
+        parent = outline.ids[kept - 1]
         message_id = self.store.add_message(self.conv_id, "assistant", "", parent,
                                             status="streaming")
-        reasoned = any(m.reasoning for m in before if m.role == "assistant")
+        reasoned = any(outline.reasoning[i] for i in range(kept)
+                       if outline.roles[i] == "assistant")
         parts = ReplyParts(traits.reasoning, options.tool_format,
                            options.catalog if options.offers_tools else None, self.wall_clock)
         self.reply = Reply(request, message_id, parts, catalog=options.catalog,
                            history_reasoning="" if not reasoned else "sent"
-                           if traits.reads_reasoning else "left out")
+                           if traits.reads_reasoning else "left out", left_behind=behind)
         self.tool_round = None
         self._saved, self._saved_at = ("", "", 0), self._clock()
         self.reload(kept)
@@ -407,8 +421,16 @@ class ChatSession:
         return True
 
     def reply_stats(self, stats: Stats) -> None:
-        if self.reply is not None:
-            self.reply.stats = stats
+        """The engine's figures; what was left behind unsent counts as left out (the run the
+        engine left out of what was sent starts where it does, or right after it)."""
+        reply = self.reply
+        if reply is None:
+            return
+        at, count = reply.left_behind
+        if count:
+            stats = dataclasses.replace(stats, dropped_start=at,
+                                        dropped_messages=stats.dropped_messages + count)
+        reply.stats = stats
 
     def finish_reply(self, finish: Finish, model: ModelInfo | None,
                      sha256: str = "") -> StoredMessage | None:

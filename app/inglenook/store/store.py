@@ -222,6 +222,12 @@ class Store:
         return search.search(self._conn, query, limit)
 
     @_guarded
+    def find_in(self, conv_id: int, query: str) -> list[int]:
+        """Ids of the messages of this conversation (any branch) that match `query` as search
+        does: every word, the last as a prefix, ignoring case and accents."""
+        return search.in_conversation(self._conn, conv_id, query)
+
+    @_guarded
     def export_json(self, conv_id: int) -> dict:
         return export.export_json(self._conn, conv_id)
 

@@ -27,6 +27,7 @@ from inglenook.ui import theme
 from inglenook.ui.chat.chat_controller import ChatController
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.find_bar import FindBar, FindInChat
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
@@ -97,6 +98,8 @@ class MainWindow(QMainWindow):
             lambda: self.side.presets, self)
         self.server = ServerController(self.worker, lambda: self.side.settings,
                                        self.server_label, self)
+        self.finder = FindInChat(self.find_bar, self.chat, self.store,
+                                 lambda: self.chats.session, self.focus_composer, self)
         self._wire()
         self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
         self.side.bind(self.chats.session)
@@ -122,12 +125,14 @@ class MainWindow(QMainWindow):
         self.menu_button, self.panel_button = top.menu_button, top.panel_button
 
         self.banner = Banner(self)
+        self.find_bar = FindBar(self)
         self.chat = ChatView(self)
         self.chat.set_empty_text("Loading the model…")
         self.queue_notice = QueueNotice(self)
         self.composer = Composer(self)
         self.composer.set_can_send(False)
-        column = _column("chatColumn", self.banner, self.chat, self.queue_notice, self.composer)
+        column = _column("chatColumn", self.banner, self.find_bar, self.chat, self.queue_notice,
+                         self.composer)
         self.panel = SamplingPanel(self)
         self.preset_bar = PresetBar(self)
         self.side_panel = _column("sidePanel", self.preset_bar, self.panel)
@@ -190,6 +195,7 @@ class MainWindow(QMainWindow):
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)
         chats.session_changed.connect(lambda s: self.sidebar.select(s.conv_id))
+        chats.session_changed.connect(lambda _s: self.finder.chat_changed())
         chats.conversations_changed.connect(history.refresh)
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.reply_started.connect(self.reply_started)
@@ -213,7 +219,7 @@ class MainWindow(QMainWindow):
         self.composer.edit.setFocus()
 
     def show_shortcuts(self) -> None:
-        ShortcutsDialog(commands.shortcut_rows(self.menus), self).open()
+        ShortcutsDialog([*commands.shortcut_rows(self.menus), *commands.KEYS], self).open()
 
     def show_about(self) -> None:
         ready = self.worker.client.ready
@@ -266,6 +272,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._shown_once:
             self._shown_once = True
+            self.composer.edit.setFocus()  # who types at once types a message
             self.shown.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:

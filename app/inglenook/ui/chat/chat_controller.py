@@ -104,6 +104,7 @@ class ChatController(MessageActions, QObject):
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
+        composer.edit.page.connect(view.page)
         queue_notice.stop_own.connect(self.stop)
         queue_notice.stop_other.connect(self._stop_running)
         worker.generation_started.connect(self._on_started)

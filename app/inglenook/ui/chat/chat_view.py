@@ -16,8 +16,9 @@ at the end follows new text while the user is at the bottom (scrolling up pauses
 Bubbles in view are made at once; the margin above and below is filled in short slices between
 events, so scrolling finds them ready. The column is at most MAX_COLUMN_WIDTH wide, centred.
 
-Keys (with the transcript or a message focused): PageUp/PageDown, Up/Down, Home/Ctrl+Home (the
-start), End/Ctrl+End (the latest). A "Jump to the latest" button shows when scrolled up.
+Keys (with the transcript or a message focused): PageUp/PageDown (also from a short draft in the
+message box), Up/Down, Home/Ctrl+Home (the start), End/Ctrl+End (the latest). A "Jump to the
+latest" button shows when scrolled up.
 """
 
 from __future__ import annotations
@@ -269,7 +270,7 @@ class ChatView(QAbstractScrollArea):
         self._arrange()
 
     def scroll_to_top(self) -> None:
-        self.scroll_to_row(0, 0)
+        self.scroll_to_row(0, self._geometry.margin_top)
 
     def scroll_to_row(self, index: int, top: int = TARGET_TOP) -> None:
         """Put row `index` `top` pixels below the top of the view (as near as the ends allow)."""
@@ -295,6 +296,12 @@ class ChatView(QAbstractScrollArea):
             bubble.body.find_words(words)
         return True
 
+    def page(self, direction: int) -> None:
+        """A page up (-1) or down (1), as PageUp and PageDown do."""
+        self.verticalScrollBar().triggerAction(
+            QScrollBar.SliderAction.SliderPageStepSub if direction < 0
+            else QScrollBar.SliderAction.SliderPageStepAdd)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
         bar = self.verticalScrollBar()
@@ -302,10 +309,8 @@ class ChatView(QAbstractScrollArea):
             self.scroll_to_top()
         elif key == Qt.Key.Key_End:
             self.scroll_to_bottom()
-        elif key == Qt.Key.Key_PageUp:
-            bar.triggerAction(QScrollBar.SliderAction.SliderPageStepSub)
-        elif key == Qt.Key.Key_PageDown:
-            bar.triggerAction(QScrollBar.SliderAction.SliderPageStepAdd)
+        elif key in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown):
+            self.page(-1 if key == Qt.Key.Key_PageUp else 1)
         elif key == Qt.Key.Key_Up:
             bar.triggerAction(QScrollBar.SliderAction.SliderSingleStepSub)
         elif key == Qt.Key.Key_Down:
@@ -467,12 +472,11 @@ class ChatView(QAbstractScrollArea):
         bar = self.verticalScrollBar()
         show = bool(self._rows) and not self._follow and \
             bar.maximum() - bar.value() > self.viewport().height() // 2
-        if show:
-            self.jump.adjustSize()
+        if show:  # floating at the foot of the column, over the messages
             size = self.jump.sizeHint()
-            viewport = self.viewport()
-            self.jump.setGeometry(viewport.width() - size.width() - JUMP_MARGIN - SIDE_MARGIN,
-                                  viewport.height() - size.height() - JUMP_MARGIN,
+            x, column = self._column()
+            self.jump.setGeometry(x + (column - size.width()) // 2,
+                                  self.viewport().height() - size.height() - JUMP_MARGIN,
                                   size.width(), size.height())
             self.jump.raise_()
         self.jump.setVisible(show)

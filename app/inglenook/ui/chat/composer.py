@@ -94,12 +94,14 @@ class PromptEdit(QPlainTextEdit):
         paste_refused(int): a paste or drop of this many characters was refused: with the
             draft, the prompt would have been longer than MAX_PROMPT_CHARS.
         files_dropped(list): a paste or drop of files (their paths), not text.
+        page(int): PageUp (-1) or PageDown (1) in a draft too short to scroll: the chat scrolls.
     """
 
     submit = Signal()
     escape = Signal()
     paste_refused = Signal(int)
     files_dropped = Signal(list)
+    page = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -148,6 +150,10 @@ class PromptEdit(QPlainTextEdit):
             return
         if key == Qt.Key.Key_Escape:
             self.escape.emit()
+            return
+        if key in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown) \
+                and self.verticalScrollBar().maximum() == 0:
+            self.page.emit(-1 if key == Qt.Key.Key_PageUp else 1)
             return
         super().keyPressEvent(event)
 

@@ -99,7 +99,9 @@ class MessageActions:
             self.banner.show_message("Load a model to see the prompt it is sent.", "info")
             return
         self._next_id += 1
-        request = self.session.request_for(message_id, self._next_id)
+        model = self._model()[0]
+        request = self.session.request_for(message_id, self._next_id,
+                                           model.n_ctx if model is not None else 0)
         if request is not None:
             self._inspecting = request.request_id
             self.worker.inspect(request, self.session.owner)

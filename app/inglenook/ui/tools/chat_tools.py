@@ -47,16 +47,17 @@ class ChatTools(QObject):
         """`go(options)` with the chat's tools listed (at once when it uses none)."""
         traits = model.traits if model is not None else ReplyOptions().traits
         fmt = model.tool_format if model is not None else ""
+        n_ctx = model.n_ctx if model is not None else 0
         servers = self.tools.usable(session.settings.tools) if fmt else []
         if not servers:
-            go(ReplyOptions(traits, fmt))
+            go(ReplyOptions(traits, fmt, n_ctx=n_ctx))
             return
 
         def listed(catalog: ToolCatalog, errors: Mapping[str, str]) -> None:
             if errors:
                 self.banner.show_message("Some tools are not available: " + "; ".join(
                     f"{name}: {why}" if name else why for name, why in errors.items()))
-            go(ReplyOptions(traits, fmt, catalog))
+            go(ReplyOptions(traits, fmt, catalog, n_ctx))
 
         self.tools.catalog(servers, listed)
 

@@ -17,6 +17,25 @@ from PySide6.QtWidgets import QMainWindow, QMenu
 Keys = Sequence["QKeySequence.StandardKey | str"]
 
 
+# Keys that belong to a part of the window rather than to a command (the Shortcuts sheet
+# lists them after the menus' keys): (where, what, keys).
+KEYS = (
+    ("Message box", "Send", "Enter"),
+    ("Message box", "New line", "Shift+Enter"),
+    ("Message box", "Take back a message waiting for the model, else stop the reply", "Esc"),
+    ("Message box", "Scroll the conversation a page (a short message)", "PgUp, PgDown"),
+    ("Conversation", "Scroll a page up / down", "PgUp, PgDown"),
+    ("Conversation", "Scroll a little", "Up, Down"),
+    ("Conversation", "The first message", "Home, Ctrl+Home"),
+    ("Conversation", "The latest message", "End, Ctrl+End"),
+    ("Conversation", "Select all of a message, copy the selection", "Ctrl+A, Ctrl+C"),
+    ("Find bar", "Next (newer) / previous (older) match", "Enter, Shift+Enter"),
+    ("Find bar", "Close", "Esc"),
+    ("Editing a message", "Send the new version", "Ctrl+Enter"),
+    ("Editing a message", "Cancel", "Esc"),
+)
+
+
 @dataclass(frozen=True)
 class Command:
     name: str  # the action's object name: how tests and the code find it
