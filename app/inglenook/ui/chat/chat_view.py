@@ -5,8 +5,7 @@ store's `Outline` (its role and sizes), but only the rows on screen and a margin
 them have a bubble: a 10,000-message chat holds a screenful of widgets and documents, opens at
 its end in one frame, and gives everything back when it is left. Bubbles are made by the
 controller's factory (`set_rows`), which reads the message from the store's page cache, and are
-deleted once far out of view; what the user changed in one (Show all, an opened reasoning) is
-kept by message and given back when it is made again.
+deleted once far out of view (bubble_pool.py keeps what the user changed in one).
 
 Heights are estimated until a row's bubble has been laid out, then kept by message and width.
 The view scrolls by an anchor — a row and where its top sits in the viewport — so a row above
@@ -24,25 +23,20 @@ latest" button shows when scrolled up.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetricsF, QKeyEvent, QResizeEvent, QShowEvent
-from PySide6.QtWidgets import (
-    QAbstractScrollArea,
-    QApplication,
-    QFrame,
-    QScrollBar,
-    QToolButton,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QScrollBar, QWidget
 
 from inglenook.store.branch import MessageOutline, Outline
 from inglenook.ui import theme
-from inglenook.ui.chat.bubble import BubbleState, MessageBubble, format_stats
+from inglenook.ui.chat.bubble import MessageBubble, format_stats
+from inglenook.ui.chat.bubble_pool import BubblePool, Factory, Prepare
 from inglenook.ui.chat.empty_state import EmptyState
-from inglenook.ui.chat.rows import HeightCache, Metrics, RowGeometry, estimate, estimates
+from inglenook.ui.chat.jump_button import JumpButton
+from inglenook.ui.chat.rows import Metrics, RowGeometry
 
 BOTTOM_SLACK_PX = 40
 MAX_USER_WIDTH = 0.78  # user bubbles keep some room on the left, like a messenger
@@ -54,10 +48,7 @@ KEEP = 4.0  # screens beyond which bubbles are deleted
 PREPARE = 4.0  # screens beyond the margin whose messages are read and rendered ahead
 FILL_SLICE_S = 0.004  # GUI-thread time per turn of the event loop spent filling the margin
 TARGET_TOP = 40  # px: where a message brought into view (a search hit) is placed
-JUMP_MARGIN = 16
 
-Factory = Callable[[int, QWidget], MessageBubble]
-Prepare = Callable[[int], None]
 
 __all__ = ["ChatView", "MessageBubble", "format_stats"]
 
@@ -90,37 +81,24 @@ class ChatView(QAbstractScrollArea):
         self._rows = Outline()
         self._index: dict[int, int] | None = None  # key -> row, made when first needed
         self._geometry = RowGeometry()
-        self._heights = HeightCache()
-        self._live: dict[int, MessageBubble] = {}  # row index -> its bubble
-        self._make: Factory = self._make_standalone
-        self._prepare: Prepare | None = None
-        self._prepared: set[int] = set()  # keys whose messages were rendered ahead
+        self._pool = BubblePool(self.viewport(), self._make_standalone)
+        self._live = self._pool.live  # row index -> its bubble
         self._standalone: dict[int, _Standalone] = {}
         self._next_key = -1
-        self._pinned: set[int] = set()  # keys whose bubbles are never deleted (a reply writing)
-        self._states: dict[int, BubbleState] = {}  # what the user changed in a bubble, by key
-        self._dirty: set[MessageBubble] = set()  # bubbles whose layout changed
         self._width = 0  # the column's width the heights are for
         self._metrics: Metrics | None = None
         self._follow = True
         self._anchor = (0, 0)  # (row, its top relative to the viewport's top) when not following
         self._arranging = False
-        self._writing = False
         self.empty = EmptyState(self.viewport())
         self.empty_label = self.empty.label
-        self.jump = QToolButton(self.viewport())
-        self.jump.setObjectName("jumpToLatest")
-        self.jump.setText("↓  Latest")
-        self.jump.setToolTip("Jump to the latest message (End)")
-        self.jump.setAccessibleName("Jump to the latest message")
-        self.jump.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.jump.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.jump = JumpButton(self.viewport())
         self.jump.clicked.connect(self.scroll_to_bottom)
-        self.jump.hide()
         self._fill_timer = QTimer(self, singleShot=True, interval=0)
         self._fill_timer.timeout.connect(self._fill)
         self._refit_timer = QTimer(self, singleShot=True, interval=0)
-        self._refit_timer.timeout.connect(self._refit)
+        self._refit_timer.timeout.connect(self._arrange)  # which refits the changed bubbles
+        self._pool.layout_changed.connect(self._refit_timer.start)
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         theme.manager().changed.connect(self._theme_changed)
 
@@ -134,13 +112,12 @@ class ChatView(QAbstractScrollArea):
         is where it was stay; `keep_position` keeps the row at the top of the view where it is
         (another version of a message), else the view goes to the end."""
         old = self._rows
-        self._make, self._prepare = make, prepare
-        self._prepared.clear()
         self._rows = rows.copy()
         self._index = None
+        self._pool.use(make, prepare, lambda key: self.index_of(key) is not None)
         for index in list(self._live):
             if index >= len(rows) or index >= len(old) or rows.ids[index] != old.ids[index]:
-                self._release(index)
+                self._pool.release(index, old.ids[index] if index < len(old) else None)
         self._reset_heights()
         if keep_position and not self._follow:
             row, offset = self._anchor
@@ -159,12 +136,14 @@ class ChatView(QAbstractScrollArea):
         self._geometry.insert(index, self._estimate(index), False)
         self._set_follow(True)
         self._arrange()
-        return self._live[index] if index in self._live else self._materialize(index)
+        if index not in self._live:
+            self._materialize(index)
+        return self._live[index]
 
     def remove_last(self) -> None:
         if self._rows:
             index = len(self._rows) - 1
-            self._release(index)
+            self._pool.release(index, None)
             self._index = None
             self._rows.truncate(index)
             self._geometry.truncate(index)
@@ -178,7 +157,7 @@ class ChatView(QAbstractScrollArea):
         """A message shown without a store behind it (the view on its own: tests, benches)."""
         key, self._next_key = self._next_key, self._next_key - 1
         self._standalone[key] = _Standalone(role, text)
-        if self._make != self._make_standalone:
+        if self._pool.make != self._make_standalone:
             self.set_rows(Outline(), self._make_standalone)
         return self.append(MessageOutline(key, role, len(text), 0, text.count("\n"), False, 0,
                                           0))
@@ -195,11 +174,10 @@ class ChatView(QAbstractScrollArea):
             return
         if row is not None:
             self._rows.set(index, row)
-        self._heights.forget(key)
+        self._geometry.cache.forget(key)
         bubble = self._live.get(index)
         if bubble is not None:
-            self._dirty.add(bubble)
-            self._refit_timer.start()
+            self._pool.mark(bubble)
         else:
             self._geometry.set(index, self._estimate(index), False)
             self._arrange()
@@ -208,15 +186,14 @@ class ChatView(QAbstractScrollArea):
         """Keep this message's bubble however far the user scrolls (a reply being written, a
         question being edited)."""
         if pinned:
-            self._pinned.add(key)
+            self._pool.pinned.add(key)
         else:
-            self._pinned.discard(key)
+            self._pool.pinned.discard(key)
             self._schedule_fill()
 
     def set_writing(self, writing: bool) -> None:
         """A reply is being written at the end: the jump button says so."""
-        self._writing = writing
-        self.jump.setText("↓  The reply" if writing else "↓  Latest")
+        self.jump.set_writing(writing)
         self._place_jump()
 
     # ---- what is shown --------------------------------------------------------------------
@@ -224,7 +201,7 @@ class ChatView(QAbstractScrollArea):
     @property
     def bubbles(self) -> list[MessageBubble]:
         """The bubbles that exist now (those in and near the view), in order."""
-        return [self._live[index] for index in sorted(self._live)]
+        return self._pool.ordered()
 
     @property
     def row_count(self) -> int:
@@ -331,12 +308,6 @@ class ChatView(QAbstractScrollArea):
         super().showEvent(event)
         self._arrange()
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.LayoutRequest and isinstance(watched, MessageBubble):
-            self._dirty.add(watched)  # after its own layout has handled the event
-            self._refit_timer.start()
-        return False
-
     def _on_scrolled(self, value: int) -> None:
         if self._arranging:
             return
@@ -370,11 +341,8 @@ class ChatView(QAbstractScrollArea):
         return int(column * MAX_USER_WIDTH) if role == "user" else column
 
     def _estimate(self, index: int) -> int:
-        rows = self._rows
-        width = self._bubble_width(rows.roles[index], self._width or self._column()[1])
-        cached = self._heights.get(rows.ids[index], width)
-        return cached if cached is not None else estimate(rows, index, width,
-                                                          self._font_metrics())
+        width = self._bubble_width(self._rows.roles[index], self._width or self._column()[1])
+        return self._geometry.guess(self._rows, index, width, self._font_metrics())
 
     def _font_metrics(self) -> Metrics:
         if self._metrics is None:
@@ -386,18 +354,9 @@ class ChatView(QAbstractScrollArea):
     def _reset_heights(self) -> None:
         """Heights of every row at the column's width: kept, measured, or estimated."""
         self._width = self._column()[1]
-        rows = self._rows
-        widths = {role: self._bubble_width(role, self._width) for role in set(rows.roles)}
-        heights = estimates(rows, widths, self._font_metrics())
-        measured = [False] * len(heights)
-        cache = self._heights
-        for index, (key, role) in enumerate(zip(rows.ids, rows.roles, strict=True)):
-            cached = cache.get(key, widths[role])
-            if cached is not None:
-                heights[index], measured[index] = cached, True
-        self._geometry.reset(heights, measured)
-        for bubble in self._live.values():
-            self._dirty.add(bubble)
+        widths = {role: self._bubble_width(role, self._width) for role in set(self._rows.roles)}
+        self._geometry.lay_out(self._rows, widths, self._font_metrics())
+        self._pool.mark_all()
 
     def _value(self) -> int:
         """Where the view's top should be in the column: at the end, or by the anchor."""
@@ -426,8 +385,8 @@ class ChatView(QAbstractScrollArea):
         x, column = self._column()
         if column != self._width:
             self._reset_heights()
-        if self._dirty:
-            self._refit_now()
+        if self._pool.has_dirty:
+            self._refit()
         bar = self.verticalScrollBar()
         if not self._rows:
             self._place_empty(height)
@@ -472,74 +431,26 @@ class ChatView(QAbstractScrollArea):
         bar = self.verticalScrollBar()
         show = bool(self._rows) and not self._follow and \
             bar.maximum() - bar.value() > self.viewport().height() // 2
-        if show:  # floating at the foot of the column, over the messages
-            size = self.jump.sizeHint()
-            x, column = self._column()
-            self.jump.setGeometry(x + (column - size.width()) // 2,
-                                  self.viewport().height() - size.height() - JUMP_MARGIN,
-                                  size.width(), size.height())
-            self.jump.raise_()
-        self.jump.setVisible(show)
+        self.jump.place(show, *self._column(), self.viewport().height())
 
     # ---- bubbles --------------------------------------------------------------------------
 
-    def _materialize(self, index: int) -> MessageBubble:
-        bubble = self._make(index, self.viewport())
-        state = self._states.pop(self._rows.ids[index], None)
-        if state is not None:
-            bubble.restore_state(state)
-        bubble.installEventFilter(self)
-        self._live[index] = bubble
+    def _materialize(self, index: int) -> None:
         self._width = self._width or self._column()[1]
+        key = self._rows.ids[index]
         width = self._bubble_width(self._rows.roles[index], self._width)
-        bubble.setGeometry(0, -100_000, width, self._geometry.heights[index])  # out of sight
-        bubble.show()
-        self._fit(index, bubble, width)
-        return bubble
+        height = self._pool.create(index, key, width, self._geometry.heights[index])
+        self._measured(index, width, height)
 
-    def _fit(self, index: int, bubble: MessageBubble, width: int) -> None:
-        """Lay the bubble out at `width` and keep its height (the body lays its documents out
-        when it is resized, so this takes two rounds when its height was a guess)."""
-        height = bubble.heightForWidth(width)
-        for _ in range(3):
-            if bubble.size() != QSize(width, height):
-                bubble.resize(width, height)
-            layout = bubble.layout()
-            if layout is not None:
-                layout.activate()
-            exact = bubble.heightForWidth(width)
-            if exact == height:
-                break
-            height = exact
-        self._dirty.discard(bubble)
-        self._geometry.set(index, height)
-        self._heights.put(self._rows.ids[index], width, height)
+    def _measured(self, index: int, width: int, height: int) -> None:
+        self._geometry.measure(index, self._rows.ids[index], width, height)
 
     def _refit(self) -> None:
-        self._arrange()  # refits the dirty bubbles first
+        def width_of(index: int) -> int:
+            return self._bubble_width(self._rows.roles[index], self._width)
 
-    def _refit_now(self) -> None:
-        dirty, self._dirty = self._dirty, set()
-        for index, bubble in list(self._live.items()):
-            if bubble in dirty:
-                self._fit(index, bubble, self._bubble_width(self._rows.roles[index],
-                                                            self._width))
-
-    def _release(self, index: int) -> None:
-        bubble = self._live.pop(index, None)
-        if bubble is None:
-            return
-        if index < len(self._rows):
-            state = bubble.state()
-            if state.differs():
-                self._states[self._rows.ids[index]] = state
-        self._dirty.discard(bubble)
-        focus = QApplication.focusWidget()
-        if focus is not None and bubble.isAncestorOf(focus):
-            self.setFocus()  # keys keep scrolling the transcript
-        bubble.removeEventFilter(self)
-        bubble.hide()
-        bubble.deleteLater()
+        for index, height in self._pool.refit(width_of):
+            self._measured(index, width_of(index), height)
 
     def _schedule_fill(self) -> None:
         if not self._fill_timer.isActive():
@@ -556,8 +467,8 @@ class ChatView(QAbstractScrollArea):
         keep = (geometry.index_at(int(value - KEEP * height)),
                 geometry.index_at(int(value + height + KEEP * height)))
         for index in [i for i in self._live if not keep[0] <= i <= keep[1]
-                      and self._rows.ids[i] not in self._pinned]:
-            self._release(index)
+                      and self._rows.ids[i] not in self._pool.pinned]:
+            self._pool.release(index, self._rows.ids[index])
         first = geometry.index_at(int(value - MARGIN_ABOVE * height))
         last = geometry.index_at(int(value + height + MARGIN_BELOW * height))
         # Nearest first: below the view, then upwards from its top.
@@ -582,19 +493,11 @@ class ChatView(QAbstractScrollArea):
                 self._arranging = False
 
     def _prepare_ahead(self, first: int, last: int, height: int, deadline: float) -> None:
-        """With the margin made, read and render the messages beyond it (one slice at a time),
+        """With the margin made, read and render the messages beyond it (a slice at a time),
         so the bubbles made next cost only their widgets."""
-        if self._prepare is None:
-            return
-        geometry, value = self._geometry, self.verticalScrollBar().value()
+        geometry, value, ids = self._geometry, self.verticalScrollBar().value(), self._rows.ids
         top = geometry.index_at(int(value - (MARGIN_ABOVE + PREPARE) * height))
         bottom = geometry.index_at(int(value + height + (MARGIN_BELOW + PREPARE) * height))
-        for index in [*range(first - 1, top - 1, -1), *range(last + 1, bottom + 1)]:
-            key = self._rows.ids[index]
-            if key in self._prepared or index in self._live:
-                continue
-            if time.perf_counter() > deadline:
-                self._fill_timer.start()
-                return
-            self._prepared.add(key)
-            self._prepare(index)
+        rows = ((i, ids[i]) for i in [*range(first - 1, top - 1, -1), *range(last + 1, bottom + 1)])
+        if not self._pool.prepare_ahead(rows, lambda: time.perf_counter() > deadline):
+            self._fill_timer.start()

@@ -85,7 +85,7 @@ class HeightCache:
 
 class RowGeometry:
     """Heights and tops of the rows at one width. `top(i)` is where row i starts, counting
-    the top margin and the spacing between rows."""
+    the top margin and the spacing between rows. Measured heights are also kept in `cache`."""
 
     def __init__(self, margin_top: int = 20, margin_bottom: int = 20, spacing: int = 14) -> None:
         self.margin_top, self.margin_bottom, self.spacing = margin_top, margin_bottom, spacing
@@ -93,6 +93,29 @@ class RowGeometry:
         self.measured: list[bool] = []
         self._tops: list[int] = []  # valid for rows 0 .. len(_tops) - 1
         self._sum = 0  # of every height, kept as they change
+        self.cache = HeightCache()
+
+    def lay_out(self, rows: Outline, widths: dict[str, int], metrics: Metrics) -> None:
+        """Every row's height at these bubble widths (by role): measured before, or
+        estimated."""
+        heights = estimates(rows, widths, metrics)
+        measured = [False] * len(heights)
+        cache = self.cache
+        for index, (key, role) in enumerate(zip(rows.ids, rows.roles, strict=True)):
+            cached = cache.get(key, widths[role])
+            if cached is not None:
+                heights[index], measured[index] = cached, True
+        self.reset(heights, measured)
+
+    def guess(self, rows: Outline, index: int, width: int, metrics: Metrics) -> int:
+        """Row `index`'s height at `width` when it has no bubble: measured before, or
+        estimated."""
+        cached = self.cache.get(rows.ids[index], width)
+        return cached if cached is not None else estimate(rows, index, width, metrics)
+
+    def measure(self, index: int, key: int, width: int, height: int) -> None:
+        self.set(index, height)
+        self.cache.put(key, width, height)
 
     def __len__(self) -> int:
         return len(self.heights)
