@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButto
 from inglenook.core.session import ChatSession
 from inglenook.store import Store, StoreError
 from inglenook.ui.chat.chat_view import ChatView
+from inglenook.ui.widgets.keys import keeps_key
 
 DEBOUNCE_MS = 150
 
@@ -30,11 +31,8 @@ class _FindEdit(QLineEdit):
     stepped = Signal(int)
 
     def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) \
-                and event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            event.accept()
-            return True
-        return super().event(event)
+        return keeps_key(event, Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter) \
+            or super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
