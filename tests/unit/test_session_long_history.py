@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
+from inglenook.chat.session import ChatSession, ChatSettings, ReplyOptions
 from inglenook.core.context import SEND_CHARS_PER_TOKEN, SKIP_BLOCK, history_start
 from inglenook.core.replies import Stats
-from inglenook.core.session import ChatSession, ChatSettings, ReplyOptions
 from inglenook.store import Store
 from tests.helpers.long_chat import add_long_chat, text_of
 

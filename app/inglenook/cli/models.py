@@ -83,8 +83,8 @@ def _models_search(args: argparse.Namespace) -> int:
 
 
 def _models_files(args: argparse.Namespace) -> int:
+    from inglenook.core.units import describe_size
     from inglenook.models.hub import list_gguf_files
-    from inglenook.models.library import describe_size
 
     listing = list_gguf_files(args.repo)
     if not listing.models:
@@ -168,10 +168,9 @@ def _models_download(args: argparse.Namespace) -> int:
 def _models_list(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from inglenook.core.units import describe_params, describe_size
     from inglenook.models.gguf import GGUFError, read_header
     from inglenook.models.library import (
-        describe_params,
-        describe_size,
         installed_models,
         quantization,
         split_parts,
@@ -236,7 +235,8 @@ def _remove_model(entry: ModelEntry, yes: bool) -> int:
     """Every part of a split model, or only the link of a linked one: the Library page's plan."""
     import os
 
-    from inglenook.models.library import LibraryError, describe_size, plan_removal, remove
+    from inglenook.core.units import describe_size
+    from inglenook.models.library import LibraryError, plan_removal, remove
 
     removal = plan_removal(entry, paths.models_dir())
     if removal.refusal:
@@ -263,7 +263,8 @@ def _remove_model(entry: ModelEntry, yes: bool) -> int:
 
 
 def _remove_partial(final: Path, yes: bool) -> int:
-    from inglenook.models.library import describe_size, is_inside
+    from inglenook.core.units import describe_size
+    from inglenook.models.library import is_inside
     from inglenook.models.partials import discard_partial, part_path
 
     target = part_path(final)
@@ -281,6 +282,7 @@ def _remove_partial(final: Path, yes: bool) -> int:
 def _models_quantize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from inglenook.core.units import describe_size
     from inglenook.engine.quantize import (
         Progress,
         QuantizeCancelled,
@@ -288,7 +290,7 @@ def _models_quantize(args: argparse.Namespace) -> int:
         Quantizer,
         plan,
     )
-    from inglenook.models.library import describe_size, find_installed, installed_models
+    from inglenook.models.library import find_installed, installed_models
 
     source = Path(args.source)
     if not source.is_file():

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import OWNER_PREFIX
 from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.attachments import Attachment
-from inglenook.models.library import describe_size
+from inglenook.core.units import describe_size
 
 NAME_CHARS = 40  # a longer name is cut in the middle: its start and its extension both matter
 # Palette roles, so the chips follow the light and dark themes until style.qss styles them.

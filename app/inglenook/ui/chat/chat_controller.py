@@ -17,11 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
-from inglenook.core.attachments import Attachment, inline
-from inglenook.core.load import ModelInfo
-from inglenook.core.messages import GenerationRequest
-from inglenook.core.replies import Finish, Stats
-from inglenook.core.session import (
+from inglenook.chat.session import (
     ChatSession,
     ChatSettings,
     Reply,
@@ -29,6 +25,10 @@ from inglenook.core.session import (
     Sessions,
     conversation_of,
 )
+from inglenook.core.attachments import Attachment, inline
+from inglenook.core.load import ModelInfo
+from inglenook.core.messages import GenerationRequest
+from inglenook.core.replies import Finish, Stats
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
@@ -81,6 +81,7 @@ class ChatController(MessageActions, QObject):
         self._parent = parent
         self.sessions = Sessions()
         self.session = ChatSession(store, new_settings())
+        self.sessions.show(self.session)
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
         self._reply_bubble: MessageBubble | None = None
@@ -144,11 +145,9 @@ class ChatController(MessageActions, QObject):
             self.view.scroll_to_message(message_id, words)
 
     def _show(self, session: ChatSession) -> None:
-        previous = self.session
         self._flush()
         self.session = session
-        self.sessions.keep(session)
-        self.sessions.release(previous, session)
+        self.sessions.show(session)
         self.session_changed.emit(session)
         self.render()
 
@@ -439,35 +438,27 @@ class ChatController(MessageActions, QObject):
         self._show_waiting()
 
     def _on_started(self, rid: int) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None:
-            return
-        session.reply_started()
-        if session is self.session:
+        event = self.sessions.started(rid)
+        if event is not None and event.on_screen:
             self.queue_notice.hide()
             self.status.setText("Thinking…")
             if self._reply_bubble is not None and not self._reply_bubble.text:
                 self._reply_bubble.set_notice("Thinking…", "waiting")
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None or session.reply is None:
-            return
-        session.reply.prompt_done, session.reply.prompt_total = done, total
-        if session is self.session:
+        event = self.sessions.prompt_read(rid, done, total)
+        if event is not None and event.on_screen:
             self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
             self.progress.setValue(int(100 * done / max(total, 1)))
             self.progress.setVisible(done < total)
 
     def _on_delta(self, rid: int, text: str) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None:
+        event = self.sessions.delta(rid, text)
+        if event is None:
             return
-        try:
-            session.reply_delta(text)
-        except StoreError as exc:  # kept in memory; saved again at the end
-            self.banner.show_message(f"Could not save the reply as it streams: {exc}")
-        if session is self.session and not self._flush_timer.isActive():
+        if event.problem:
+            self.banner.show_message(event.problem)
+        if event.on_screen and not self._flush_timer.isActive():
             self._flush_timer.start()  # deltas queued while the GUI was busy: drawn once
 
     def _flush(self) -> None:
@@ -481,15 +472,12 @@ class ChatController(MessageActions, QObject):
         self._draw_reply(bubble, reply)
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None:
-            return
-        session.reply_stats(stats)
-        if session is self.session and self._reply_bubble is not None:
-            self._reply_bubble.set_stats(stats)
+        event = self.sessions.stats(rid, stats)
+        reply = event.session.reply if event is not None and event.on_screen else None
+        if reply is not None and reply.stats is not None and self._reply_bubble is not None:
+            self._reply_bubble.set_stats(reply.stats)  # with what was left behind counted
             self.show_context()
-            if session.reply is not None:
-                self._mark_left_out(session.reply.message_id)
+            self._mark_left_out(reply.message_id)
 
     def _on_finished(self, rid: int, finish: Finish) -> None:
         session = self.sessions.by_request(rid)
@@ -498,15 +486,12 @@ class ChatController(MessageActions, QObject):
         visible = session is self.session
         if visible:
             self._flush()
-        model, sha256 = self._model()
-        message: StoredMessage | None = None
         rid_message = session.reply.message_id if session.reply is not None else 0
-        try:
-            message = session.finish_reply(finish, model, sha256)
-        except StoreError as exc:
-            self.banner.show_message(f"Could not save the reply: {exc}")
-        self.sessions.reply_ended(rid)
-        self.sessions.release(session, self.session)
+        event = self.sessions.finished(rid, finish, *self._model())
+        assert event is not None
+        if event.problem:
+            self.banner.show_message(event.problem)
+        message = event.message
         if visible:
             bubble, self._reply_bubble = self._reply_bubble, None
             if bubble is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel
 
+from inglenook.chat.session import ChatSession, estimate_tokens
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession, estimate_tokens
 
 NEAR_FULL = 0.8  # the meter turns amber
 OVER = {"stop": "this chat stops at the limit (see the side panel).",

@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
-from inglenook.core.session import ChatSession
+from inglenook.chat.session import ChatSession
 from inglenook.store import Store, StoreError
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.widgets.keys import keeps_key

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, cast
 
 from PySide6.QtWidgets import QBoxLayout, QMessageBox, QWidget
 
+from inglenook.chat.session import ChatSession
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession
 from inglenook.store import StoreError
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.details import DetailsDialog

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.units import describe_size
 from inglenook.models import compat, fit, hub
 from inglenook.models.advice import (
     FIT_TEXT,
@@ -46,7 +47,6 @@ from inglenook.models.advice import (
 from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
 from inglenook.models.filenames import UnsafeFileName, parse_quant
 from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
-from inglenook.models.library import describe_size
 from inglenook.ui import theme
 from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
 from inglenook.ui.models.page import notice_label, page_header

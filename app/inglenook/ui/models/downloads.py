@@ -15,9 +15,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.units import describe_size
 from inglenook.models.download_queue import DownloadState, DownloadStatus
 from inglenook.models.filenames import UnsafeFileName, local_name
-from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import page_header
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.core.units import describe_params, describe_size
 from inglenook.models import compat
 from inglenook.models.filenames import parse_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
@@ -37,8 +38,6 @@ from inglenook.models.library import (
     ImportMode,
     LibraryError,
     ModelEntry,
-    describe_params,
-    describe_size,
     import_model,
     installed_models,
     plan_removal,

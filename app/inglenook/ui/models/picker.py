@@ -15,10 +15,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QSizePolicy, QWidget
 
+from inglenook.core.units import describe_size
 from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
-from inglenook.models.library import describe_size, installed_models
+from inglenook.models.library import installed_models
 from inglenook.ui.models.bridge import BackgroundTasks
 
 OPEN_ITEM = "open"

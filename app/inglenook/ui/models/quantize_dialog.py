@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.units import describe_size
 from inglenook.engine.quantize import (
     Plan,
     Progress,
@@ -29,7 +30,6 @@ from inglenook.engine.quantize import (
     read_headers,
 )
 from inglenook.models.gguf import GGUFHeader
-from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import BackgroundTasks
 
 CHOICES = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0", "Q3_K_M", "IQ4_XS")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from inglenook.core.chat_settings import EFFORTS, ChatSettings
+from inglenook.chat.chat_settings import EFFORTS, ChatSettings
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.ui.tools.chat_tools import NO_TOOL_SUPPORT
 from inglenook.ui.widgets.controls import CollapsibleSection, ComboBox, helper_label

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
+from inglenook.chat.session import ChatSession, ChatSettings
 from inglenook.core.load import LoadParams, ModelDefaults, ModelInfo
-from inglenook.core.session import ChatSession, ChatSettings
 from inglenook.core.settings import Settings
 from inglenook.store import Preset, Store, StoreError
 from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog

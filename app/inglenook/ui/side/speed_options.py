@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.settings import Settings
-from inglenook.models.library import describe_size
+from inglenook.core.units import describe_size
 from inglenook.ui.widgets.controls import SpinBox, helper_label
 
 

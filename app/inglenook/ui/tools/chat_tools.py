@@ -15,8 +15,9 @@ from typing import TypeVar
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QWidget
 
+from inglenook.chat import tool_round
+from inglenook.chat.session import ChatSession, ReplyOptions
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession, ReplyOptions
 from inglenook.store import StoredMessage, StoreError
 from inglenook.tools.approval import DECISIONS, Decision
 from inglenook.tools.catalog import ToolCatalog
@@ -26,7 +27,6 @@ from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 
 T = TypeVar("T")
-MAX_TOOL_ROUNDS = 10  # replies in a row that call tools before the chat waits for the user
 NO_TOOL_SUPPORT = ("This model's chat template has no tool support that Inglenook can read, "
                    "so it cannot call tools.")
 
@@ -117,11 +117,10 @@ class ChatTools(QObject):
         self._redraw(session, tools.message_id)
         if not tools.done:
             return
-        if session.tool_rounds() >= MAX_TOOL_ROUNDS:
-            session.end_tool_round()
+        if not session.tools_may_go_on():
             self.banner.show_message(
-                f"«{session.title}» stopped after {MAX_TOOL_ROUNDS} replies in a row that "
-                "called tools. Send a message to let the model go on.", "info")
+                f"«{session.title}» stopped after {tool_round.MAX_TOOL_ROUNDS} replies in a row "
+                "that called tools. Send a message to let the model go on.", "info")
             return
         self._continue(session)
 

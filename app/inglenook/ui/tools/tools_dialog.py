@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.chat.session import ChatSession
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession
 from inglenook.store import StoreError
 from inglenook.tools.config import ConfigError, ServerConfig, check_name, check_url
 from inglenook.ui.tools.chat_tools import NO_TOOL_SUPPORT

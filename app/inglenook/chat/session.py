@@ -1,15 +1,15 @@
 """A conversation as a session: its settings, its branch on screen, and its reply in flight.
 
 Qt-free. The window binds the visible session to its views; sessions with a reply in flight live
-on while the user looks at another chat (core.sessions.Sessions keeps them). Everything a chat
+on while the user looks at another chat (chat.sessions.Sessions keeps them). Everything a chat
 owns is here and saved with it: the system prompt and sampling values (the preset they came
 from, or none when edited by hand), the messages, and the reply as it streams — written in
 batches (at most every SAVE_INTERVAL_S), so a crash keeps what the user saw; the store marks a
 reply left 'streaming' as 'interrupted' when it next opens.
 
-A reply is read as it streams (core/reply_parts.py): reasoning and answer apart, each saved in
+A reply is read as it streams (chat/reply_parts.py): reasoning and answer apart, each saved in
 its own column, and tool calls as cards. A reply that called tools is followed by its tool round
-(core/tool_round.py) until every call is answered; then the model continues (a new reply, the
+(chat/tool_round.py) until every call is answered; then the model continues (a new reply, the
 child of the one that called).
 """
 
@@ -21,20 +21,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inglenook.chat import tool_round
+from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
+from inglenook.chat.chat_settings import ChatSettings as ChatSettings
+from inglenook.chat.reply_parts import ReplyParts
+from inglenook.chat.sessions import OWNER_PREFIX as OWNER_PREFIX
+from inglenook.chat.sessions import Sessions as Sessions
+from inglenook.chat.sessions import conversation_of as conversation_of
+from inglenook.chat.tool_round import ToolRound, as_turns
 from inglenook.core.attachments import Attachment, estimate_tokens, inline
-from inglenook.core.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
-from inglenook.core.chat_settings import ChatSettings as ChatSettings
 from inglenook.core.context import history_start
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.replies import Finish, Stats
-from inglenook.core.reply_parts import ReplyParts
-from inglenook.core.sessions import OWNER_PREFIX as OWNER_PREFIX
-from inglenook.core.sessions import Sessions as Sessions
-from inglenook.core.sessions import conversation_of as conversation_of
-from inglenook.core.tool_round import ToolRound, as_turns
 from inglenook.store import Preset, Store, StoredMessage
 from inglenook.store.branch import Branch, Outline
 from inglenook.tools.approval import Decision
@@ -495,18 +496,22 @@ class ChatSession:
             self.tool_round = None
 
     def tool_rounds(self) -> int:
-        """How many replies in a row since the last question called tools: a model that
-        keeps calling (tools it may run without asking) is not let go on forever."""
-        rounds = 0
-        for message in reversed(self.path):
-            if message.role != "assistant" or not message.tool_cards:
+        """How many replies in a row since the last question called tools."""
+        outline, rounds = self.path.outline, 0
+        for index in range(len(outline) - 1, -1, -1):
+            if outline.roles[index] != "assistant" or not outline.calls_tools[index]:
                 break
             rounds += 1
         return rounds
 
-    def end_tool_round(self) -> None:
-        """Every call is answered, but the model is not asked to go on."""
+    def tools_may_go_on(self) -> bool:
+        """Every call of the tool round is answered: may the model be asked to go on? Not
+        after MAX_TOOL_ROUNDS replies in a row that called tools (a model that keeps calling
+        tools it may run without asking is not let go on forever): the round then ends."""
+        if self.tool_rounds() < tool_round.MAX_TOOL_ROUNDS:
+            return True
         self.tool_round = None
+        return False
 
     def _save_cards(self) -> None:
         tools = self.tool_round
