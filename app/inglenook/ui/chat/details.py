@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import StoredMessage
+from inglenook.ui.plain import plain_label
 
 
 def describe(message: StoredMessage) -> str:
@@ -52,11 +53,9 @@ class DetailsDialog(QDialog):
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
         self.values: dict[str, QLabel] = {}
         for label, value in rows:
-            name = QLabel(label, body)
-            name.setObjectName("detailsLabel")
-            text = QLabel(value, body)
-            text.setObjectName("detailsValue")
-            text.setTextFormat(Qt.TextFormat.PlainText)  # system prompts are user text
+            name = plain_label(label, body, name="detailsLabel")
+            # Plain text: system prompts are user text, model names and errors outside text.
+            text = plain_label(value, body, name="detailsValue")
             text.setWordWrap(True)
             text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                          | Qt.TextInteractionFlag.TextSelectableByKeyboard)

@@ -8,6 +8,8 @@ import html
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from inglenook.ui.plain import plain_label
+
 STARTERS = (  # (what the button says, the prompt it puts in the message box)
     ("Explain how rainbows form", "Explain how a rainbow forms, in three short paragraphs."),
     ("Write an invitation", "Write a friendly note inviting my neighbours to a garden party."),
@@ -41,8 +43,7 @@ class EmptyState(QWidget):
         title = QLabel("What shall we talk about?", self)
         title.setObjectName("emptyTitle")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.label = QLabel(self)
-        self.label.setObjectName("emptyLabel")
+        self.label = plain_label("", self, name="emptyLabel")  # it names the model
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.label.setWordWrap(True)
         self.welcome = QWidget(self)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QToolButton, QWidget
+
+from inglenook.ui.plain import plain_label
 
 
 class QueueNotice(QWidget):
@@ -18,8 +20,7 @@ class QueueNotice(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("queueNotice")
-        self.label = QLabel(self)
-        self.label.setObjectName("queueLabel")
+        self.label = plain_label("", self, name="queueLabel")  # it quotes a chat's title
         self.stop_other_button = QToolButton(self)
         self.stop_other_button.setObjectName("queueStopOtherButton")
         self.stop_other_button.setText("Stop that reply")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.store import SearchHit, Store, StoreError
 from inglenook.ui import theme
+from inglenook.ui.plain import plain_label
 
 DEBOUNCE_MS = 150
 
@@ -39,8 +40,7 @@ class SearchDialog(QDialog):
         self.results = QListWidget(self)
         self.results.setObjectName("searchResults")
         self.results.setWordWrap(True)
-        self.status = QLabel("", self)
-        self.status.setObjectName("searchStatus")
+        self.status = plain_label("", self, name="searchStatus")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 14, 14, 14)
         layout.addWidget(self.query)

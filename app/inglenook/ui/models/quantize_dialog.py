@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QVBoxLayout,
@@ -31,6 +30,7 @@ from inglenook.engine.quantize import (
 from inglenook.models.gguf import GGUFHeader
 from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.plain import plain_label
 
 CHOICES = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0", "Q3_K_M", "IQ4_XS")
 
@@ -54,8 +54,7 @@ class QuantizeDialog(QDialog):
                              "original, bigger. Q3/IQ4: smaller, less exact.")
         self.type.addItems(CHOICES)
         self.type.currentTextChanged.connect(self._plan)
-        self.note = QLabel(self)
-        self.note.setObjectName("quantizeNote")
+        self.note = plain_label("", self, name="quantizeNote")  # errors quote file names
         self.note.setWordWrap(True)
         self.progress = QProgressBar(self)
         self.progress.setObjectName("quantizeProgress")
@@ -69,7 +68,7 @@ class QuantizeDialog(QDialog):
         self.buttons.addButton(self.start_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.buttons.rejected.connect(self.reject)
         form = QFormLayout()
-        form.addRow("Model", QLabel(self.source.name, self))
+        form.addRow("Model", plain_label(self.source.name, self))
         form.addRow("Type", self.type)
         layout = QVBoxLayout(self)
         layout.addLayout(form)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from inglenook.core.settings import Settings
 from inglenook.server.config import ServerConfig
 from inglenook.server.status import ServerStatus
+from inglenook.ui.plain import plain_label
 
 LOCAL = "127.0.0.1"
 ANYWHERE = "0.0.0.0"
@@ -80,8 +81,7 @@ class ServerDialog(QDialog):
         form.addRow("Port", self.port)
         form.addRow("Token", token_row)
         form.addRow("Browser origins", self.origins)
-        self.status = QLabel(self)
-        self.status.setObjectName("serverStatus")
+        self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)

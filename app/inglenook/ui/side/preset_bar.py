@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import Preset
+from inglenook.ui.plain import plain_box
 
 CUSTOM = "Custom"
 
@@ -99,6 +100,8 @@ class PresetBar(QWidget):
         preset = self.current()
         if preset is None or preset.builtin:
             return
-        answer = QMessageBox.question(self, "Delete preset", f"Delete the preset “{preset.name}”?")
-        if answer == QMessageBox.StandardButton.Yes:
+        box = plain_box(QMessageBox(  # an imported chat's preset names are outside text
+            QMessageBox.Icon.Question, "Delete preset", f"Delete the preset “{preset.name}”?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self))
+        if box.exec() == QMessageBox.StandardButton.Yes:
             self.delete_requested.emit(preset.name)

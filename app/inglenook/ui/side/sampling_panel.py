@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from inglenook.core.load import KV_CACHE_TYPES, LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
+from inglenook.ui.plain import plain_tip
 from inglenook.ui.side.reply_section import ReplySection
 from inglenook.ui.side.speed_options import SpeedOptions
 from inglenook.ui.widgets.controls import (
@@ -426,7 +427,7 @@ class SamplingPanel(QWidget):
             if w is None:
                 continue
             w.setEnabled(supported)
-            w.setToolTip(tip)
+            w.setToolTip(plain_tip(tip))  # the engine's words
         self.gpu_unsupported_label.setText(reason)
         self.gpu_unsupported_label.setVisible(not supported and bool(reason))
 

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.sampling import ParamSpec
+from inglenook.ui.plain import plain_label
 
 
 class _WheelWhenFocused:
@@ -266,8 +267,8 @@ class CollapsibleSection(QWidget):
 
 
 def helper_label(text: str, parent: QWidget | None = None, *, name: str = "") -> QLabel:
-    """Small grey explanatory text under a control."""
-    label = QLabel(text, parent)
+    """Small grey explanatory text under a control; plain text (notes quote errors, names)."""
+    label = plain_label(text, parent)
     label.setWordWrap(True)
     label.setProperty("role", "helper")  # for stylesheets: QLabel[role="helper"]
     if name:
