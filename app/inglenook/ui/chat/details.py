@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.store import StoredMessage
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.wrapped_text import WrappedText
 
 
 def describe(message: StoredMessage) -> str:
@@ -51,20 +52,21 @@ class DetailsDialog(QDialog):
         form.setVerticalSpacing(8)
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
-        self.values: dict[str, QLabel] = {}
+        self.values: dict[str, WrappedText] = {}
         for label, value in rows:
             name = plain_label(label, body, name="detailsLabel")
-            # Plain text: system prompts are user text, model names and errors outside text.
-            text = plain_label(value, body, name="detailsValue")
-            text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
-                                         | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+            name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+            # Plain text (system prompts are user text, model names and errors outside text)
+            # that wraps inside a path or a sha256 rather than cutting it.
+            text = WrappedText(value, body)
+            text.setObjectName("detailsValue")
             form.addRow(name, text)
             self.values[label] = text
         if not rows:
             form.addRow(QLabel("Nothing was recorded about this reply.", body))
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # it wraps
         scroll.setWidget(body)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         self.copy_button = QPushButton("Copy as JSON", self)

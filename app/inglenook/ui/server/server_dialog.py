@@ -24,6 +24,7 @@ from inglenook.core.settings import Settings
 from inglenook.server.config import ServerConfig
 from inglenook.server.status import ServerStatus
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.content_height import fit_to_content
 
 LOCAL = "127.0.0.1"
 ANYWHERE = "0.0.0.0"
@@ -40,7 +41,6 @@ class ServerDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("serverDialog")
         self.setWindowTitle("Local API server")
-        self.resize(520, 0)
         intro = QLabel("Serve the loaded model to other programs on an OpenAI-compatible API "
                        "(editors, scripts, agents). They share the engine with your chats, one "
                        "reply at a time.", self)
@@ -95,6 +95,7 @@ class ServerDialog(QDialog):
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
+        self._height = fit_to_content(self, 520)
 
     def load(self, settings: Settings) -> None:
         index = self.host.findData(settings.api_host)
