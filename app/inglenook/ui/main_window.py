@@ -141,7 +141,7 @@ class MainWindow(QMainWindow):
             self.splitter.setStretchFactor(index, 1 if widget is column else 0)
         central = _column("central", top, self.splitter)
         self.setCentralWidget(central)
-        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button)
+        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button, column)
         # The panels fold away before the chat gets too narrow (resizeEvent), so the window
         # may be narrower than all three side by side.
         central.setMinimumSize(MIN_WIDTH, 360)

@@ -58,7 +58,7 @@ def will_not_fit(session: ChatSession, model: ModelInfo | None, text: str) -> st
     used, _ = session.context_used()
     if session.settings.overflow == "stop" and used + draft > model.n_ctx:
         return ("This chat is full and set to stop at the limit. Start a new chat, or choose "
-                "what to leave out under “When the chat outgrows the context”.")
+                "what to leave out under “When the chat is full”.")
     return ""
 
 
