@@ -7,12 +7,23 @@ from inglenook.store import StoredMessage
 from inglenook.ui.chat.chat_view import MessageBubble
 
 
+def author(message: StoredMessage, model_name: str) -> str:
+    """Who wrote a reply: the model its provenance names (an import's, when it has one). Only a
+    reply being written now is the loaded model's (`model_name`); one without provenance (an
+    imported chat, a reply cut off by a crash) is not, whatever is loaded."""
+    if message.provenance.model_name:
+        return message.provenance.model_name
+    if message.status == "streaming" and model_name:
+        return model_name
+    return "Assistant"
+
+
 def present(bubble: MessageBubble, message: StoredMessage, model_name: str) -> None:
     """Fill an assistant bubble from its stored reply: who wrote it, what it thought (folded),
     its figures, and a notice when it did not end normally (a stopped or failed reply is
-    always marked)."""
+    always marked). `model_name`: the model loaded now."""
     provenance = message.provenance
-    bubble.author.setText(provenance.model_name or model_name or "Assistant")
+    bubble.author.setText(author(message, model_name))
     bubble.set_reasoning(message.reasoning, seconds=provenance.thinking_s)
     if provenance.stats is not None:
         bubble.set_stats(provenance.stats)
