@@ -33,3 +33,22 @@ def present(bubble: MessageBubble, message: StoredMessage, model_name: str) -> N
         bubble.set_notice(provenance.error or "This reply failed.", "error")
     elif provenance.finish in ("cancelled", "length"):
         bubble.set_finish(Finish(provenance.finish, provenance.error))
+    mark_stopped_thinking(bubble, message)
+
+
+def mark_stopped_thinking(bubble: MessageBubble, message: StoredMessage) -> None:
+    """A reply that ended before its answer began (stopped, or at its length limit) says so, on
+    the notice and on its thinking, rather than "Thought for 38 s" over an empty answer."""
+    provenance = message.provenance
+    if (provenance.finish not in ("cancelled", "length") or message.content.strip()
+            or message.tool_cards or not message.reasoning.strip()):
+        return
+    if provenance.finish == "length":
+        notice = ("The reply reached its length limit while the model was still thinking: no "
+                  "answer was written. A higher Max tokens lets it finish.")
+    elif provenance.error:
+        notice = f"{provenance.error} The model was still thinking: no answer was written."
+    else:
+        notice = "Stopped while the model was thinking: no answer was written."
+    bubble.set_notice(notice, "info")
+    bubble.reasoning.show_stopped(message.reasoning, provenance.thinking_s)
