@@ -7,11 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QApplication, QLabel, QMenu
 from pytestqt.qtbot import QtBot
 
 from inglenook.ui.main_window import MainWindow
-from tests.gui.conftest import Script, start_reply
+from inglenook.ui.window.help import AboutDialog
+from tests.gui.conftest import Script, chat, start_reply
 from tests.gui.test_reasoning_window import window_with
+from tests.gui.test_trust import window_from_disk
 from tests.templates import QWEN3
 
 
@@ -62,3 +66,64 @@ def test_a_reply_that_ends_while_thinking_says_so(
         assert "no answer was written" in shown.notice.text() and shown.text == ""
         assert ("length limit" in shown.notice.text()) == (ending == "length")
     win.close()
+
+
+def menu_of(win: MainWindow, title: str) -> QMenu:
+    return next(a.menu() for a in win.menuBar().actions() if a.text() == title)
+
+
+def test_the_edit_menu_edits_the_focused_widget(qtbot: QtBot, window: MainWindow) -> None:
+    edit_menu = menu_of(window, "&Edit")
+    texts = [a.text() for a in edit_menu.actions() if not a.isSeparator()]
+    assert texts[:6] == ["Undo", "Redo", "Cut", "Copy", "Paste", "Select all"]
+    act = window.command_actions
+    box = window.composer.edit
+    window.activateWindow()
+    box.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is box)
+    box.setPlainText("")
+    qtbot.keyClicks(box, "hello")
+    edit_menu.aboutToShow.emit()  # as it opens: what the message box can do now
+    assert act["undo"].isEnabled() and not act["copy"].isEnabled()
+    edit_menu.aboutToHide.emit()
+    act["selectAll"].trigger()
+    act["copy"].trigger()
+    assert QApplication.clipboard().text() == "hello"
+    act["cut"].trigger()
+    assert box.toPlainText() == ""
+    act["undo"].trigger()
+    assert box.toPlainText() == "hello"
+    box.moveCursor(QTextCursor.MoveOperation.End)
+    act["paste"].trigger()
+    assert box.toPlainText() == "hellohello"
+    chat(qtbot, window, "Say something")  # a reply: read-only text that can be copied
+    reply = window.chat.bubbles[-1].body
+    reply.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is reply)
+    edit_menu.aboutToShow.emit()
+    assert not act["paste"].isEnabled() and not act["undo"].isEnabled()
+    edit_menu.aboutToHide.emit()
+    act["selectAll"].trigger()
+    act["copy"].trigger()
+    assert QApplication.clipboard().text() == window.chat.bubbles[-1].text
+
+
+def test_the_welcome_is_shown_once(qtbot: QtBot, script: Script, tmp_path: Path) -> None:
+    """At the first start, whether or not "Got it" was pressed; not at the next."""
+    first = window_from_disk(qtbot, script, tmp_path / "one.log")
+    qtbot.waitUntil(lambda: first.models.model is not None, timeout=60_000)
+    assert not first.chat.empty.welcome.isHidden()
+    first.close()
+    second = window_from_disk(qtbot, script, tmp_path / "two.log")
+    qtbot.waitUntil(lambda: second.models.model is not None, timeout=60_000)
+    assert second.chat.empty.welcome.isHidden()
+    second.close()
+
+
+def test_about_says_what_can_leave_the_machine(qtbot: QtBot) -> None:
+    about = AboutDialog(False)
+    qtbot.addWidget(about)
+    text = about.findChild(QLabel, "aboutBlurb").text()
+    for what in ("downloads", "Remote engines", "Tool servers", "API server"):
+        assert what in text, what
+    assert "Nothing leaves" not in text

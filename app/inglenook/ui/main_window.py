@@ -110,8 +110,9 @@ class MainWindow(QMainWindow):
         self.resize(1240, 820)  # unless the last run's sizes say otherwise:
         self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
         self.splitter.restoreState(QByteArray.fromBase64(settings.splitter_state.encode()))
-        if not settings.welcomed:  # the first run: a short welcome above the starters
+        if not settings.welcomed:  # the first run: a short welcome above the starters,
             self.chat.empty.show_welcome(str(paths.data_dir()))
+            self.side.welcomed()  # shown once: not again at the next start, dismissed or not
         if autoload and self.picker.path():
             self.models.load(self.picker.path())
 

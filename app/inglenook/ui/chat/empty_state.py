@@ -21,8 +21,9 @@ WELCOME = (
     "<b>Welcome to Inglenook.</b> Everything runs on this computer: your chats, and the model "
     "that answers them. The small model that comes with Inglenook is there to try things out; "
     "for better answers, pick a bigger one under <b>Models</b> (it downloads once, then works "
-    "offline). Nothing leaves this computer unless you ask for a download or connect a remote "
-    "engine. Your conversations are kept in:<br>{data}")
+    "offline). Nothing leaves this computer unless you turn it on: downloads, remote engines, "
+    "tool servers and the API server (Help → About says what each sends). Your conversations "
+    "are kept in:<br>{data}")
 
 
 class EmptyState(QWidget):
