@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QLabel,
     QMessageBox,
+    QTextEdit,
     QToolTip,
     QWidget,
 )
@@ -105,6 +106,8 @@ class Walk:
                 form = widget.textFormat()
                 self._note(f"label:{name}", widget.text(), form == Qt.TextFormat.RichText or (
                     form == Qt.TextFormat.AutoText and GuiQt.mightBeRichText(widget.text())))
+            if isinstance(widget, QTextEdit):  # read-only plain text (Details' values)
+                self._note(f"text:{name}", widget.toPlainText(), rich=False)
             if isinstance(widget, QAbstractButton):
                 self._note(f"button:{name}", widget.text(), rich=False)
             tips = [(f"tip:{name}", widget.toolTip())]
@@ -196,7 +199,7 @@ def test_no_text_from_outside_opens_a_file_in_the_window(
     for where in ("label:statusModel", "label:queueLabel", "label:banner", "label:bubbleAuthor",
                   "label:bubbleNotice", "tip:statusModel", "tip:attachmentChip",
                   "tip:toolCardResult", "label:toolCardTitle", "item:conversationList",
-                  "item:modelPicker", "label:searchHit", "label:detailsValue",
+                  "item:modelPicker", "label:searchHit", "text:detailsValue",
                   "label:qt_msgbox_label"):
         assert where in walk.seen, (where, sorted(walk.seen))
 

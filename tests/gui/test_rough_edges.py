@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication, QLabel, QMenu
 from pytestqt.qtbot import QtBot
 
+from inglenook.ui.history.search_dialog import LIMIT, SearchDialog
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.window.help import AboutDialog
 from tests.gui.conftest import Script, chat, start_reply
@@ -127,3 +129,29 @@ def test_about_says_what_can_leave_the_machine(qtbot: QtBot) -> None:
     for what in ("downloads", "Remote engines", "Tool servers", "API server"):
         assert what in text, what
     assert "Nothing leaves" not in text
+
+
+def test_search_groups_matches_by_chat_and_says_when_there_are_more(
+        qtbot: QtBot, window: MainWindow) -> None:
+    store = window.store
+    for c in range(3):
+        conv = store.create_conversation(f"Chat {c}")
+        parent = None
+        for n in range(30):  # 90 matches in all: more than are shown
+            parent = store.add_message(conv, "user", f"walrus number {n}", parent)
+    dialog = SearchDialog(store, window)
+    qtbot.addWidget(dialog)
+    dialog.query.setText("walrus")
+    dialog.run_query()
+    shown = [dialog.results.item(i).data(Qt.ItemDataRole.UserRole)
+             for i in range(dialog.results.count())]
+    assert len(shown) == LIMIT and "there are more" in dialog.status.text()
+    assert not dialog.status.text().startswith(f"{LIMIT} matches")
+    chats = [conv for conv, _ in shown]
+    assert chats == sorted(chats, key=chats.index)  # each chat's matches together
+    titles = [dialog.results.itemWidget(dialog.results.item(i)).text()
+              for i in range(dialog.results.count())]
+    assert sum("Chat " in t for t in titles) == len(set(chats))  # its title once, above them
+    dialog.query.setText("walrus number 7")  # fewer: the count, no "more"
+    dialog.run_query()
+    assert dialog.status.text() == "3 matches in 3 chats"
