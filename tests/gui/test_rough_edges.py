@@ -15,7 +15,7 @@ from pytestqt.qtbot import QtBot
 from inglenook.ui.history.search_dialog import LIMIT, SearchDialog
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.window.help import AboutDialog
-from tests.gui.conftest import Script, chat, start_reply
+from tests.gui.conftest import Script, chat, start_reply, wait_reply
 from tests.gui.test_reasoning_window import window_with
 from tests.gui.test_trust import window_from_disk
 from tests.templates import QWEN3
@@ -155,3 +155,29 @@ def test_search_groups_matches_by_chat_and_says_when_there_are_more(
     dialog.query.setText("walrus number 7")  # fewer: the count, no "more"
     dialog.run_query()
     assert dialog.status.text() == "3 matches in 3 chats"
+
+
+def test_the_meter_and_tok_s_move_while_a_reply_streams(
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    """The engine counts once, at the end: until then both are estimated from the text so far
+    (marked ≈) and move with it; the exact figures replace them."""
+    script.write(default={"pieces": [f"word{n} " for n in range(60)], "token_ms": 40})
+    chat(qtbot, window, "Hello")  # a first reply: the meter is exact from here
+    meter = window.context_label
+    before = meter.text()
+    assert "≈" not in before
+    script.write(default={"pieces": [f"word{n} " for n in range(120)], "token_ms": 40})
+    start_reply(qtbot, window, "Tell me more")
+    bubble = window.chat.bubbles[-1]
+    readings = []
+
+    def moved() -> bool:
+        readings.append(meter.text())
+        return len(set(readings)) >= 3 and "tok/s" in bubble.stats_label.text()
+
+    qtbot.waitUntil(moved, timeout=20_000)
+    assert window.chats.session.reply is not None  # still streaming
+    assert all("≈" in r for r in readings if r != before) and "≈" in bubble.stats_label.text()
+    wait_reply(qtbot, window)
+    assert "≈" not in meter.text() and "≈" not in bubble.stats_label.text()
+    assert "tok/s" in bubble.stats_label.text()

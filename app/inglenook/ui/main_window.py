@@ -27,6 +27,7 @@ from inglenook.ui import theme
 from inglenook.ui.chat.chat_controller import ChatController
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.context_meter import LiveFigures
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
@@ -97,6 +98,7 @@ class MainWindow(QMainWindow):
             lambda: self.side.presets, self)
         self.server = ServerController(self.worker, lambda: self.side.settings,
                                        self.server_label, self)
+        self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
         self._wire()
         self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
         self.side.bind(self.chats.session)

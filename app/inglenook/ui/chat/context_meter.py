@@ -1,13 +1,29 @@
 """Context you can see: the meter (history + what is being typed, of the context length), the
-check before sending something that will not fit, and the marker where history was left out."""
+check before sending something that will not fit, and the marker where history was left out.
+
+While a reply streams, the meter and the reply's tok/s move with it (LiveFigures): the engine
+reports its exact figures once, when the reply ends, so until then they are estimated from the
+text written so far, redrawn at most every LIVE_MS, and marked "≈"; the exact ones replace them.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel
 
 from inglenook.core.load import ModelInfo
 from inglenook.core.session import ChatSession, estimate_tokens
+from inglenook.engine.worker import EngineWorker
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
+
+if TYPE_CHECKING:
+    from inglenook.ui.chat.chat_controller import ChatController
+
+LIVE_MS = 250
 
 NEAR_FULL = 0.8  # the meter turns amber
 OVER = {"stop": "this chat stops at the limit (see the side panel).",
@@ -29,7 +45,16 @@ class ContextMeter:
             label.hide()
             return
         used, exact = session.context_used()
-        draft = estimate_tokens(draft_text)
+        self._show(session, model, used, exact, estimate_tokens(draft_text))
+
+    def show_live(self, session: ChatSession, model: ModelInfo | None, used: int) -> None:
+        """`used` tokens while a reply streams: an estimate until the engine counts."""
+        if model is not None and model.n_ctx > 0:
+            self._show(session, model, used, False, 0)
+
+    def _show(self, session: ChatSession, model: ModelInfo, used: int, exact: bool,
+              draft: int) -> None:
+        label = self.label
         total, n_ctx = used + draft, model.n_ctx
         level = "over" if total > n_ctx else "near" if total > NEAR_FULL * n_ctx else "ok"
         typed = f" + ≈{draft:,} typed" if draft else ""
@@ -44,6 +69,73 @@ class ContextMeter:
             label.style().unpolish(label)
             label.style().polish(label)
         label.show()
+
+
+def live_context(session: ChatSession) -> int:
+    """Tokens of the chat the model sees with the reply written so far: the engine's count after
+    the last reply that has one, plus an estimate of everything since (the new question, the
+    reply's text and reasoning); all estimated when nothing was counted yet."""
+    reply = session.reply
+    counted, since = None, []
+    for message in reversed(session.path):
+        if reply is not None and message.id == reply.message_id:
+            continue  # the reply itself: its text so far is below, not what was last saved
+        if message.provenance.stats is not None:
+            counted = message.provenance.stats.context_used
+            break
+        since.append(message.content)
+    if counted is None:
+        since.append(session.settings.system_prompt)
+    if reply is not None:
+        since += [reply.parts.answer, reply.parts.reasoning]
+    return (counted or 0) + estimate_tokens("".join(since))
+
+
+class LiveFigures(QObject):
+    """Moves the meter and the streaming reply's figures while it is written (see above)."""
+
+    def __init__(self, worker: EngineWorker, chats: ChatController,
+                 model: Callable[[], ModelInfo | None], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.chats, self._model = chats, model
+        self._first: dict[int, float] = {}  # request id -> when its first text came
+        self._timer = QTimer(self, interval=LIVE_MS)
+        self._timer.timeout.connect(self.tick)
+        worker.token_delta.connect(self._on_delta)
+        worker.generation_stats.connect(self._on_done)  # exact figures from here on
+        worker.generation_finished.connect(self._on_done)
+
+    def _on_delta(self, rid: int, _text: str) -> None:
+        self._first.setdefault(rid, time.monotonic())
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _on_done(self, rid: int, _result: object) -> None:
+        self._first.pop(rid, None)
+        if not self._first:
+            self._timer.stop()
+
+    def tick(self) -> None:
+        """Redraw the estimates for the reply on screen, if it streams and has no exact
+        figures yet."""
+        session = self.chats.session
+        reply = session.reply
+        if reply is None or reply.stats is not None or reply.request_id not in self._first:
+            return
+        self.chats.context.show_live(session, self._model(), live_context(session))
+        bubbles = self.chats.view.bubbles
+        bubble = bubbles[-1] if bubbles else None
+        if bubble is None or bubble.message_id != reply.message_id:
+            return
+        tokens = estimate_tokens(reply.parts.answer + reply.parts.reasoning)
+        elapsed = time.monotonic() - self._first[reply.request_id]
+        if tokens and elapsed > 0.5:  # a rate over less is noise
+            rate = tokens / elapsed
+            speed = f"≈{rate:.1f} tok/s" if rate < 100 else f"≈{rate:,.0f} tok/s"
+            bubble.stats_label.set_forms(f"≈{tokens:,} tokens · {speed}", speed)
+            bubble.stats_label.setToolTip("Estimated from the text so far; the exact figures "
+                                          "come when the reply ends.")
+            bubble.stats_label.show()
 
 
 def will_not_fit(session: ChatSession, model: ModelInfo | None, text: str) -> str:
