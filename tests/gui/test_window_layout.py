@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QAbstractSpinBox, QScrollArea, QSlider, QWidget
 from pytestqt.qtbot import QtBot
 
 from inglenook.ui.main_window import MainWindow
-from inglenook.ui.window.layout import CHAT_MIN
+from inglenook.ui.window.layout import CHAT_MIN, SIDE_PANEL_MIN
 from tests.gui.conftest import chat
 
 
@@ -44,7 +44,8 @@ def cut_in_panel(win: MainWindow) -> list[str]:
 def open_panel(qtbot: QtBot, win: MainWindow, width: int, height: int) -> None:
     win.resize(width, height)
     win.panel_button.setChecked(True)
-    qtbot.waitUntil(lambda: win.side_panel.isVisible() and win.width() == width)
+    qtbot.waitUntil(lambda: win.side_panel.isVisible() and win.width() == width
+                    and win.splitter.sizes()[2] >= SIDE_PANEL_MIN)  # laid out with the panel
     qtbot.waitUntil(lambda: panel_scroll(win).viewport().width() > 0)
 
 
@@ -75,3 +76,19 @@ def test_at_700_by_600_the_bubbles_are_not_cut_under_the_panel(
         edge = bubble.mapTo(view.viewport(), QPoint(bubble.width(), 0)).x()
         assert edge <= view.viewport().width(), (edge, view.viewport().width())
     assert not cut_in_panel(window)
+
+
+@pytest.mark.parametrize(("width", "height"), [(1240, 820), (700, 600)])
+def test_an_empty_chat_shows_its_heading_and_starters_whole(
+        qtbot: QtBot, window: MainWindow, width: int, height: int) -> None:
+    window.splitter.setSizes([200, 600, 420])  # the widest panel
+    open_panel(qtbot, window, width, height)
+    view, empty = window.chat, window.chat.empty
+
+    def whole() -> bool:
+        right = view.viewport().width()
+        return all(b.width() >= b.sizeHint().width() and b.isVisible()
+                   and b.mapTo(view.viewport(), QPoint(b.width(), 0)).x() <= right
+                   for b in empty.starter_buttons)
+
+    qtbot.waitUntil(whole)
