@@ -6,7 +6,8 @@ FIFO hangs the window for good, /dev/zero grows it until it aborts, entities (`&
 slashes. Model headers and file names, Hub answers, conversation titles, attachment names, tool
 and server data, and messages that quote any of those are shown through these helpers:
 
-- `plain_label` / `set_plain`: a label that is plain text whatever its text looks like;
+- `plain_label`: a label that is plain text whatever its text looks like (a label made
+  elsewhere: `setTextFormat(Qt.TextFormat.PlainText)`);
 - `plain_tip`: a tooltip string that shows exactly the given text;
 - `plain_box`: a message box whose texts are plain.
 
@@ -31,12 +32,6 @@ def plain_label(text: str = "", parent: QWidget | None = None, name: str = "") -
     if name:
         label.setObjectName(name)
     return label
-
-
-def set_plain(label: QLabel, text: str) -> None:
-    """Show `text` verbatim in an existing label."""
-    label.setTextFormat(PLAIN)
-    label.setText(text)
 
 
 def plain_tip(text: str) -> str:
