@@ -71,23 +71,21 @@ class ContextMeter:
         label.show()
 
 
-def live_context(session: ChatSession) -> int:
-    """Tokens of the chat the model sees with the reply written so far: the engine's count after
-    the last reply that has one, plus an estimate of everything since (the new question, the
-    reply's text and reasoning); all estimated when nothing was counted yet."""
+def context_before_reply(session: ChatSession) -> int:
+    """Tokens of the chat the model sees before the reply in flight: the engine's count after
+    the last reply that has one, plus an estimate of what came since (the new question); all
+    estimated when nothing was counted yet."""
     reply = session.reply
     counted, since = None, []
     for message in reversed(session.path):
         if reply is not None and message.id == reply.message_id:
-            continue  # the reply itself: its text so far is below, not what was last saved
+            continue  # the reply itself: its text so far is counted apart
         if message.provenance.stats is not None:
             counted = message.provenance.stats.context_used
             break
         since.append(message.content)
     if counted is None:
         since.append(session.settings.system_prompt)
-    if reply is not None:
-        since += [reply.parts.answer, reply.parts.reasoning]
     return (counted or 0) + estimate_tokens("".join(since))
 
 
@@ -99,6 +97,7 @@ class LiveFigures(QObject):
         super().__init__(parent)
         self.chats, self._model = chats, model
         self._first: dict[int, float] = {}  # request id -> when its first text came
+        self._before: dict[int, int] = {}  # request id -> context_before_reply, once
         self._timer = QTimer(self, interval=LIVE_MS)
         self._timer.timeout.connect(self.tick)
         worker.token_delta.connect(self._on_delta)
@@ -112,6 +111,7 @@ class LiveFigures(QObject):
 
     def _on_done(self, rid: int, _result: object) -> None:
         self._first.pop(rid, None)
+        self._before.pop(rid, None)
         if not self._first:
             self._timer.stop()
 
@@ -122,17 +122,20 @@ class LiveFigures(QObject):
         reply = session.reply
         if reply is None or reply.stats is not None or reply.request_id not in self._first:
             return
-        self.chats.context.show_live(session, self._model(), live_context(session))
+        rid = reply.request_id
+        if rid not in self._before:  # once per reply: it walks back through the branch
+            self._before[rid] = context_before_reply(session)
+        written = estimate_tokens(reply.parts.answer + reply.parts.reasoning)
+        self.chats.context.show_live(session, self._model(), self._before[rid] + written)
         bubbles = self.chats.view.bubbles
         bubble = bubbles[-1] if bubbles else None
         if bubble is None or bubble.message_id != reply.message_id:
             return
-        tokens = estimate_tokens(reply.parts.answer + reply.parts.reasoning)
-        elapsed = time.monotonic() - self._first[reply.request_id]
-        if tokens and elapsed > 0.5:  # a rate over less is noise
-            rate = tokens / elapsed
+        elapsed = time.monotonic() - self._first[rid]
+        if written and elapsed > 0.5:  # a rate over less is noise
+            rate = written / elapsed
             speed = f"≈{rate:.1f} tok/s" if rate < 100 else f"≈{rate:,.0f} tok/s"
-            bubble.stats_label.set_forms(f"≈{tokens:,} tokens · {speed}", speed)
+            bubble.stats_label.set_forms(f"≈{written:,} tokens · {speed}", speed)
             bubble.stats_label.setToolTip("Estimated from the text so far; the exact figures "
                                           "come when the reply ends.")
             bubble.stats_label.show()
