@@ -48,6 +48,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     quantize.add_argument("--allow-requantize", action="store_true",
                           help="quantize a source that is already quantized below Q8_0 "
                                "(it loses quality twice)")
+    quantize.add_argument("--even-if-larger", action="store_true",
+                          help="make the copy even when it would be no smaller than the source")
     quantize.add_argument("--threads", type=int, default=0, help="default: all cores")
 
 
@@ -304,8 +306,10 @@ def _models_quantize(args: argparse.Namespace) -> int:
                         threads=args.threads)
     except QuantizeError as exc:
         return fail(str(exc))
+    if not job.plan.smaller and not args.even_if_larger:  # said before anything is written
+        return fail(f"{job.plan.not_smaller()} --even-if-larger makes it anyway.")
     bar = _ProgressLine(job.plan.output.name)
-    print(f"Quantizing {source.name} to {job.plan.type} (up to "
+    print(f"Quantizing {source.name} to {job.plan.type} (about "
           f"{describe_size(job.plan.estimate_bytes)}; {describe_size(job.plan.free_bytes)} "
           "free)…", file=sys.stderr)
 

@@ -75,7 +75,7 @@ def search(conn: sqlite3.Connection, user_text: str, limit: int) -> list[SearchH
     for conv_id, root_id, title, marked in conn.execute(
             _TITLE_HITS, {"query": query, "limit": limit}):
         hits.append(SearchHit(int(conv_id), int(root_id or 0), text(title),
-                              highlight_html(text(marked))))
+                              highlight_html(text(marked)), in_title=True))
     remaining = limit - len(hits)
     if remaining > 0:
         for conv_id, msg_id, title, in_answer, in_reasoning in conn.execute(

@@ -27,6 +27,7 @@ from inglenook.ui import theme
 from inglenook.ui.chat.chat_controller import ChatController
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.context_meter import LiveFigures
 from inglenook.ui.chat.find_bar import FindBar, FindInChat
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
                                        self.server_label, self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
+        self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
         self._wire()
         self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
         self.side.bind(self.chats.session)
@@ -113,8 +115,9 @@ class MainWindow(QMainWindow):
         self.resize(1240, 820)  # unless the last run's sizes say otherwise:
         self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
         self.splitter.restoreState(QByteArray.fromBase64(settings.splitter_state.encode()))
-        if not settings.welcomed:  # the first run: a short welcome above the starters
+        if not settings.welcomed:  # the first run: a short welcome above the starters,
             self.chat.empty.show_welcome(str(paths.data_dir()))
+            self.side.welcomed()  # shown once: not again at the next start, dismissed or not
         if autoload and self.picker.path():
             self.models.load(self.picker.path())
 
@@ -146,7 +149,7 @@ class MainWindow(QMainWindow):
             self.splitter.setStretchFactor(index, 1 if widget is column else 0)
         central = _column("central", top, self.splitter)
         self.setCentralWidget(central)
-        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button)
+        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button, column)
         # The panels fold away before the chat gets too narrow (resizeEvent), so the window
         # may be narrower than all three side by side.
         central.setMinimumSize(MIN_WIDTH, 360)

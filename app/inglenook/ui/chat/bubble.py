@@ -156,6 +156,7 @@ class MessageBubble(QFrame):
         if role == "assistant":
             self.author = QLabel("Assistant", self)
             self.author.setObjectName("bubbleAuthor")
+            self.author.setTextFormat(Qt.TextFormat.PlainText)  # model names are outside text
             self._column.addWidget(self.author)
         self.body = MarkdownView(self)
         self.body.setObjectName("bubbleBody")
@@ -186,6 +187,7 @@ class MessageBubble(QFrame):
         if name == "notice":
             notice = QLabel(self)
             notice.setObjectName("bubbleNotice")
+            notice.setTextFormat(Qt.TextFormat.PlainText)  # errors quote outside text
             notice.setWordWrap(True)
             notice.hide()
             self._column.insertWidget(self._column.indexOf(self.body) + 1, notice)

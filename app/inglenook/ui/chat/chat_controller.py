@@ -40,7 +40,7 @@ from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, left_out_marker, will_not_fit
 from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
-from inglenook.ui.chat.presenter import present
+from inglenook.ui.chat.presenter import mark_stopped_thinking, present
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
@@ -501,6 +501,7 @@ class ChatController(MessageActions, QObject):
                     bubble.set_siblings(message.sibling_index, message.sibling_count)
                     bubble.set_reasoning(message.reasoning,
                                          seconds=message.provenance.thinking_s)
+                    mark_stopped_thinking(bubble, message)
                     bubble.set_text(message.content)
                     self.calls.show(bubble, session, message)
             reply_row = session.path.index_of(rid_message)

@@ -22,7 +22,6 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -45,6 +44,7 @@ from inglenook.ui.chat.attachment_chips import (
     chip_for_reading,
 )
 from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.plain import plain_label
 
 MAX_LINES = 8
 MAX_PROMPT_CHARS = 1_000_000
@@ -200,8 +200,7 @@ class Composer(QWidget):
         self.button.setObjectName("sendButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.setMinimumWidth(84)
-        self.notice = QLabel(self)
-        self.notice.setObjectName("composerNotice")
+        self.notice = plain_label("", self, name="composerNotice")  # quotes file names
         self.notice.setWordWrap(True)
         self.notice.hide()
         self.strip = AttachmentStrip(self)

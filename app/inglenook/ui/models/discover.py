@@ -50,6 +50,7 @@ from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
 from inglenook.ui import theme
 from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
 from inglenook.ui.models.page import notice_label, page_header
+from inglenook.ui.plain import plain_label, plain_tip
 
 OFFLINE_MESSAGE = ("You're offline — search needs the internet. The curated catalog below still "
                    "works.")
@@ -78,8 +79,7 @@ def unreachable_message() -> str:
 def chip(text: str, kind: str, parent: QWidget | None = None, name: str = "fitChip") -> QWidget:
     """A small coloured label (styled by its `kind` property), left-aligned in a table cell."""
     holder = QWidget(parent)
-    label = QLabel(text, holder)
-    label.setObjectName(name)
+    label = plain_label(text, holder, name=name)
     label.setProperty("kind", kind)
     layout = QHBoxLayout(holder)
     layout.setContentsMargins(4, 2, 4, 2)
@@ -171,14 +171,12 @@ class DiscoverPage(QWidget):
 
         panel = QFrame(self)
         panel.setObjectName("repoPanel")
-        self.repo_title = QLabel(panel)
-        self.repo_title.setObjectName("repoTitle")
+        # Plain text: repository names, descriptions and headers come from the Hub.
+        self.repo_title = plain_label("", panel, name="repoTitle")
         self.repo_title.setWordWrap(True)
-        self.repo_meta = QLabel(panel)
-        self.repo_meta.setObjectName("repoMeta")
+        self.repo_meta = plain_label("", panel, name="repoMeta")
         self.repo_meta.setWordWrap(True)
-        self.repo_status = QLabel(panel)
-        self.repo_status.setObjectName("repoStatus")
+        self.repo_status = plain_label("", panel, name="repoStatus")
         self.repo_status.setWordWrap(True)
         self.files = QTreeWidget(panel)
         self.files.setObjectName("repoFiles")
@@ -417,7 +415,7 @@ class DiscoverPage(QWidget):
         if star:
             tip += ("\n\nRecommended by the curated catalog" if self._catalog_entry
                     else "\n\nRecommended for this computer")
-        item.setToolTip(0, tip)
+        item.setToolTip(0, plain_tip(tip))
         item.setText(1, describe_size(model.size))
         self.files.setItemWidget(item, 2, self._fit_chip(model))
         if not model.complete:
@@ -438,17 +436,17 @@ class DiscoverPage(QWidget):
         verdict = self.report.verdict if self.report is not None else None
         if verdict is not None and verdict.wont_load:
             widget = chip("Won't load", "wont")
-            widget.setToolTip(f"{verdict.summary}.\n{verdict.detail}")
+            widget.setToolTip(plain_tip(f"{verdict.summary}.\n{verdict.detail}"))
             return widget
         if self.report is not None and model.name in self.report.plans:
             plan = self.report.plans[model.name]
             kind = {"fits": "fits", "tight": "tight"}.get(plan.label, "wont")
             widget = chip(FIT_TEXT[plan.label], kind)
-            widget.setToolTip(fit_breakdown(plan))
+            widget.setToolTip(plain_tip(fit_breakdown(plan)))
             return widget
         if self.fit_error:
             widget = chip("unknown", "unknown")
-            widget.setToolTip(self.fit_error)
+            widget.setToolTip(plain_tip(self.fit_error))
             return widget
         return chip("checking…", "pending")
 

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
 from inglenook.core.settings import Settings
 from inglenook.server.config import ServerConfig
 from inglenook.server.status import ServerStatus
+from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.content_height import fit_to_content
 
 LOCAL = "127.0.0.1"
 ANYWHERE = "0.0.0.0"
@@ -39,7 +41,6 @@ class ServerDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("serverDialog")
         self.setWindowTitle("Local API server")
-        self.resize(520, 0)
         intro = QLabel("Serve the loaded model to other programs on an OpenAI-compatible API "
                        "(editors, scripts, agents). They share the engine with your chats, one "
                        "reply at a time.", self)
@@ -80,8 +81,7 @@ class ServerDialog(QDialog):
         form.addRow("Port", self.port)
         form.addRow("Token", token_row)
         form.addRow("Browser origins", self.origins)
-        self.status = QLabel(self)
-        self.status.setObjectName("serverStatus")
+        self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
@@ -95,6 +95,7 @@ class ServerDialog(QDialog):
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
+        self._height = fit_to_content(self, 520)
 
     def load(self, settings: Settings) -> None:
         index = self.host.findData(settings.api_host)

@@ -208,7 +208,7 @@ class SideController(QObject):
         self.defaults_saved.emit(path)
 
     def welcomed(self) -> None:
-        """The first-run welcome was dismissed: not shown again."""
+        """The first-run welcome was shown: not shown again."""
         self.settings.welcomed = True
         self.settings_changed.emit()
 
