@@ -224,8 +224,8 @@ def test_no_text_from_outside_opens_a_file_in_the_models_dialog(
         library.table.setCurrentItem(library.table.topLevelItem(row))
         walk(dialog)
     open_repo(qtbot, dialog, "evil", "org/Evil-GGUF")
-    page = dialog.discover
-    qtbot.waitUntil(lambda: page.report is not None or bool(page.fit_error), timeout=WAIT_MS)
+    panel = dialog.discover.repo_panel
+    qtbot.waitUntil(lambda: panel.report is not None or bool(panel.fit_error), timeout=WAIT_MS)
     walk(dialog)
     bridge.close()
     assert watch.opens() == 0
