@@ -4,7 +4,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   decode_ratio_vs_raw     decode tok/s through Inglenook's engine ÷ raw create_chat_completion
   ttft_turn12_over_turn1  TTFT of turn 12 of a conversation ÷ TTFT of turn 1
   stop_latency_*_ms       cancel() → Finished, while decoding and during a 3,000-token prompt
-  gui_max_stall_ms, rss_* measured by bench/gui_stall.py in its own process
+  gui_max_stall_ms, rss_* measured by bench/gui_stall.py in its own process (a 10,000-message chat)
+  long_chat_*             bench/long_chat.py: a 10,000-message chat opened, scrolled, left
   window_shown_s          launch of `python -m inglenook` → main window shown
   store_*                 bench/store_bench.py: 10,000 conversations, switching, search, writes
   window_*                bench/window_memory.py: RSS with 80 messages, growth over 200 switches
@@ -244,6 +245,9 @@ def main() -> int:
 
         log("Window memory: an 80-message chat, 200 switches among 20 chats…")
         results.update(run_script("window_memory.py", quick))
+
+        log("A 10,000-message chat: opening, memory, PageUp to the top, leaving…")
+        results.update(run_script("long_chat.py", quick))
 
         log("KV state per conversation: switching back, overflow, restore…")
         results.update(run_script("kv_bench.py", quick))

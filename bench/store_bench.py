@@ -58,8 +58,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["INGLENOOK_HOME"] = tmp
         from inglenook import paths
+        from inglenook.chat.session import ChatSession
         from inglenook.core.replies import Finish
-        from inglenook.core.session import ChatSession
         from inglenook.store import Store
 
         ids = fill(paths.database_file(), count)

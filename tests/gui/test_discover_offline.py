@@ -112,19 +112,20 @@ def test_a_catalog_model_opened_without_a_network_shows_its_recommended_files(
     discover.results.setCurrentRow(1)  # 0 is the heading
     qtbot.waitUntil(lambda: discover.notice.isVisible(), timeout=WAIT_MS)
     assert_plain_offline_notice(discover, endpoint.split("//")[1])
-    assert discover.repo_title.text() == entry.name
-    assert [name for _q, name, _s, _f in discover.file_rows()] == list(entry.recommended)
+    assert discover.repo_panel.repo_title.text() == entry.name
+    assert [name for _q, name, _s, _f in discover.repo_panel.file_rows()] == list(entry.recommended)
     assert discover.result_ids() == [e.repo for e in load_catalog()]
     assert fake_hub.requests == []
 
     fake_hub.add_repo(entry.repo, [FakeFile(name, 4096) for name in entry.recommended])
     monkeypatch.setenv("HF_ENDPOINT", fake_hub.url)
     discover.retry_button.click()
-    qtbot.waitUntil(lambda: discover.listing is not None, timeout=WAIT_MS)
-    assert sorted(m.name for m in discover.listing.models) == sorted(entry.recommended)
+    qtbot.waitUntil(lambda: discover.repo_panel.listing is not None, timeout=WAIT_MS)
+    assert sorted(m.name for m in discover.repo_panel.listing.models) == sorted(entry.recommended)
     assert not discover.notice.isVisible() and not discover.retry_button.isVisible()
     # The fit planner reads a header (these files have none): let it finish before closing.
-    qtbot.waitUntil(lambda: bool(discover.report or discover.fit_error), timeout=WAIT_MS)
+    panel = discover.repo_panel
+    qtbot.waitUntil(lambda: bool(panel.report or panel.fit_error), timeout=WAIT_MS)
 
 
 def test_offline_mode_is_not_offered_a_retry(qtbot: QtBot, discover: DiscoverPage,
@@ -150,5 +151,6 @@ def test_bringing_the_catalog_back_opens_nothing_on_the_hub(qtbot: QtBot,
     discover.query.clear()  # an emptied search box brings the catalog back
     assert discover.result_ids() == [e.repo for e in load_catalog()]
     assert discover.results.currentRow() == -1
-    assert discover.tasks.running == 0 and not discover.repo_title.isVisible()
+    assert discover.tasks.running == 0 and discover.repo_panel.tasks.running == 0
+    assert not discover.repo_panel.repo_title.isVisible()
     assert fake_hub.requests == []

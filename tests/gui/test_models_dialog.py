@@ -124,11 +124,11 @@ def open_repo(qtbot: QtBot, d: ModelsDialog, query: str, repo: str) -> None:
     qtbot.mouseClick(d.discover.search_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not d.discover.busy, timeout=WAIT_MS)
     d.discover.results.setCurrentRow(d.discover.result_ids().index(repo) + 1)  # 0: heading
-    qtbot.waitUntil(lambda: d.discover.listing is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: d.discover.repo_panel.listing is not None, timeout=WAIT_MS)
 
 
 def download_button(d: ModelsDialog, name: str):
-    files = d.discover.files
+    files = d.discover.repo_panel.files
     for i in range(files.topLevelItemCount()):
         item = files.topLevelItem(i)
         if item.data(0, Qt.ItemDataRole.UserRole) == name:
@@ -138,7 +138,7 @@ def download_button(d: ModelsDialog, name: str):
 
 def start_download(qtbot: QtBot, d: ModelsDialog, name: str = TINY) -> DownloadCard:
     open_repo(qtbot, d, "tiny", REPO)
-    qtbot.waitUntil(lambda: d.discover.report is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: d.discover.repo_panel.report is not None, timeout=WAIT_MS)
     qtbot.mouseClick(download_button(d, name), Qt.MouseButton.LeftButton)
     assert d.current_page() == "downloads"
     card = d.downloads.card_for(name)
@@ -282,8 +282,8 @@ def test_a_repository_lists_files_by_quant_with_fit_labels(
     monkeypatch.setattr(fit, "system_memory", lambda gpu_offload=False: memory)
 
     open_repo(qtbot, dialog, "tiny", REPO)
-    qtbot.waitUntil(lambda: dialog.discover.report is not None, timeout=WAIT_MS)
-    rows = dialog.discover.file_rows()
+    qtbot.waitUntil(lambda: dialog.discover.repo_panel.report is not None, timeout=WAIT_MS)
+    rows = dialog.discover.repo_panel.file_rows()
     assert [(q, n, f) for q, n, _s, f in rows] == [  # smallest first
         ("Q2_K", TINY, "Fits"),
         ("Q5_K_M", "Tiny-Chat-Q5_K_M.gguf", "Fits"),
@@ -292,7 +292,7 @@ def test_a_repository_lists_files_by_quant_with_fit_labels(
         ("Q4_K_M", "Tiny-Chat-Q4_K_M.gguf", "Tight"),
     ]
     assert (rows[3][2], rows[4][2]) == ("3 MB", "12 MB")
-    files = dialog.discover.files
+    files = dialog.discover.repo_panel.files
     group = files.topLevelItem(1)
     assert group.childCount() == 2 and "Q5_K_M" in group.text(0)  # one quant, two files
     assert "(2 parts)" in files.topLevelItem(2).text(0)
@@ -302,8 +302,8 @@ def test_a_repository_lists_files_by_quant_with_fit_labels(
     # Opened again: planned again (memory changes), but the header is not fetched again.
     monkeypatch.setattr(fit, "system_memory", lambda gpu_offload=False: fit.Memory(1, 1))
     open_repo(qtbot, dialog, "tiny", REPO)
-    qtbot.waitUntil(lambda: dialog.discover.report is not None, timeout=WAIT_MS)
-    assert {f for *_, f in dialog.discover.file_rows()} == {"Won't fit"}
+    qtbot.waitUntil(lambda: dialog.discover.repo_panel.report is not None, timeout=WAIT_MS)
+    assert {f for *_, f in dialog.discover.repo_panel.file_rows()} == {"Won't fit"}
     assert len(fake_hub.file_requests(served.path)) == header_reads
 
 
@@ -319,7 +319,7 @@ def test_offline_search_says_so_and_sends_nothing(qtbot: QtBot, dialog: ModelsDi
     assert discover.notice.isVisible() and discover.notice.text() == OFFLINE_MESSAGE
     assert discover.result_ids() == [e.repo for e in load_catalog()]
     discover.results.setCurrentRow(1)  # a catalog entry: its recommended files, no request
-    assert discover.file_rows()[0][1] == load_catalog()[0].recommended[0]
+    assert discover.repo_panel.file_rows()[0][1] == load_catalog()[0].recommended[0]
     assert not download_button(dialog, load_catalog()[0].recommended[0]).isEnabled()
     assert fake_hub.requests == []
 
@@ -331,10 +331,10 @@ def test_the_catalog_is_browsable_offline(qtbot: QtBot, dialog: ModelsDialog) ->
     assert discover.result_ids() == [e.repo for e in catalog]  # shown while the box is empty
     discover.results.setCurrentRow(2)
     entry = catalog[1]
-    assert discover.repo_title.text() == entry.name
-    assert entry.description in discover.repo_meta.text()
-    assert [n for _q, n, _s, _f in discover.file_rows()] == list(entry.recommended)
-    assert "offline" in discover.repo_status.text()
+    assert discover.repo_panel.repo_title.text() == entry.name
+    assert entry.description in discover.repo_panel.repo_meta.text()
+    assert [n for _q, n, _s, _f in discover.repo_panel.file_rows()] == list(entry.recommended)
+    assert "offline" in discover.repo_panel.repo_status.text()
 
 
 # -- downloads -----------------------------------------------------------------------------------

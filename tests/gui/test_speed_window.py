@@ -57,8 +57,12 @@ def test_a_smaller_copy_is_made_checked_and_listed(
     shutil.copyfile(bundled_model, source)
     dialog = QuantizeDialog(str(source), real_window)
     qtbot.addWidget(dialog)
-    dialog.type.setCurrentText("Q4_K_M")
-    assert "Copy-Q4_K_M.gguf" in dialog.note.text() and "loses a little more" in dialog.note.text()
+    dialog.type.setCurrentText("Q4_K_M")  # its rows fall back to bigger types: not smaller
+    assert "would not be smaller" in dialog.note.text() and "Q4_0 (92 MB)" in dialog.note.text()
+    assert not dialog.start_button.isEnabled()
+    dialog.type.setCurrentText("Q4_0")
+    assert "Copy-Q4_0.gguf" in dialog.note.text() and "loses a little more" in dialog.note.text()
+    assert "about 92 MB (now 98 MB" in dialog.note.text() and dialog.start_button.isEnabled()
     with qtbot.waitSignal(dialog.made, timeout=120_000) as made:
         dialog.start()
     made_path = Path(made.args[0])

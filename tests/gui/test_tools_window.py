@@ -284,9 +284,9 @@ def test_closing_the_window_stops_the_tool_servers(qtbot: QtBot, win: MainWindow
 
 def test_a_model_that_keeps_calling_allowed_tools_is_stopped_after_a_while(
         qtbot: QtBot, win: MainWindow, script: Script, monkeypatch: pytest.MonkeyPatch) -> None:
-    from inglenook.ui.tools import chat_tools
+    from inglenook.chat import tool_round
 
-    monkeypatch.setattr(chat_tools, "MAX_TOOL_ROUNDS", 3)
+    monkeypatch.setattr(tool_round, "MAX_TOOL_ROUNDS", 3)
     script.write([{"match": "add", "text": call("add", a=2, b=3)},
                   {"role": "tool", "match": "", "text": call("add", a=2, b=3)}])
     bubble = ask(qtbot, win, "Please add 2 and 3.")

@@ -3,7 +3,8 @@
 Its tools cover what a client has to survive: plain answers (add, echo, pid), a tool error
 (fail), a slow tool that leaves the server responsive (sleep), one that blocks the whole
 server (freeze) and one that kills it (crash). `--exit-at-start` makes it die before the
-handshake, as a misconfigured server does.
+handshake, as a misconfigured server does. `--describe TEXT` adds a tool `described` whose
+description is TEXT (what any server may say about its tools).
 
 `--http TOKEN` serves streamable HTTP on 127.0.0.1 instead, to clients that send
 `Authorization: Bearer TOKEN`; the first line it prints is its port (it is listening by then).
@@ -23,8 +24,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 
-def build(name: str) -> MCPServer:
+def build(name: str, description: str = "") -> MCPServer:
     server: MCPServer = MCPServer(name)
+
+    if description:
+        @server.tool(description=description)
+        def described() -> str:
+            return "described"
 
     @server.tool(description="Add two numbers.")
     def add(a: float, b: float) -> float:
@@ -86,14 +92,15 @@ def main() -> None:
     parser.add_argument("--name", default="test-tools")
     parser.add_argument("--exit-at-start", action="store_true")
     parser.add_argument("--http", metavar="TOKEN")
+    parser.add_argument("--describe", default="", metavar="TEXT")
     args = parser.parse_args()
     if args.exit_at_start:
         print("refusing to start", file=sys.stderr, flush=True)
         sys.exit(2)
     if args.http:
-        serve_http(build(args.name), args.http)
+        serve_http(build(args.name, args.describe), args.http)
     else:
-        build(args.name).run()
+        build(args.name, args.describe).run()
 
 
 if __name__ == "__main__":

@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 
 from inglenook import paths
+from inglenook.core.units import describe_params, describe_size
 from inglenook.models.library import (
     LibraryError,
     ModelEntry,
     Removal,
-    describe_params,
-    describe_size,
     find_installed,
     import_model,
     installed_models,

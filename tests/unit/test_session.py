@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from inglenook.core.messages import Message
-from inglenook.core.replies import Finish, Stats
-from inglenook.core.sampling import SamplingParams
-from inglenook.core.session import (
+from inglenook.chat.session import (
     SAVE_INTERVAL_S,
     ChatSession,
     ChatSettings,
     Sessions,
     title_from,
 )
+from inglenook.core.messages import Message
+from inglenook.core.replies import Finish, Stats
+from inglenook.core.sampling import SamplingParams
 from inglenook.store import Store
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from inglenook.chat.session import ChatSession, ChatSettings, ReplyOptions
 from inglenook.core.reasoning import ReasoningFormat, TemplateTraits
 from inglenook.core.replies import Finish
-from inglenook.core.session import ChatSession, ChatSettings, ReplyOptions
 from inglenook.store import Store
 
 THINK = TemplateTraits(ReasoningFormat("think"), thinking_switch=True, reads_reasoning=True)

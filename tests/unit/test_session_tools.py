@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from inglenook.chat import tool_round
+from inglenook.chat.session import ChatSession, ChatSettings, ReplyOptions
 from inglenook.core.reasoning import ReasoningFormat, TemplateTraits
 from inglenook.core.replies import Finish
-from inglenook.core.session import ChatSession, ChatSettings, ReplyOptions
 from inglenook.store import Store
 from inglenook.tools.approval import ChatToolPolicy
 from inglenook.tools.catalog import ToolCatalog, ToolInfo
@@ -150,7 +151,8 @@ def test_regenerating_a_reply_that_called_tools_starts_from_the_question(store: 
     assert session.tool_round is None
 
 
-def test_replies_in_a_row_that_call_tools_are_counted(store: Store) -> None:
+def test_replies_in_a_row_that_call_tools_are_counted(store: Store,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     session = called(store)
     assert session.tool_rounds() == 1
     session.decide_call(0, "once")
@@ -158,8 +160,9 @@ def test_replies_in_a_row_that_call_tools_are_counted(store: Store) -> None:
     session.begin_reply(2, QWEN, continuing=True)
     session.reply_delta(CALL)
     session.finish_reply(Finish("stop"), None)
-    assert session.tool_rounds() == 2
-    session.end_tool_round()
+    assert session.tool_rounds() == 2 and session.tools_may_go_on()
+    monkeypatch.setattr(tool_round, "MAX_TOOL_ROUNDS", 2)
+    assert not session.tools_may_go_on()  # the limit: the round ends, the model waits
     assert session.tool_round is None
     session.add_user("Thanks.")
     assert session.tool_rounds() == 0

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from inglenook.chat.session import ChatSession
 from inglenook.core.attachments import Attachment, inline
-from inglenook.core.session import ChatSession
 from inglenook.store import Store
 from inglenook.store.checks import InvalidImport
 

@@ -77,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return self_test.run()
     if args.command in COMMANDS:
         return COMMANDS[args.command].run(args)
+    from inglenook.ui.platform_check import problem
+
+    if message := problem(qt_args):  # said plainly, instead of Qt's raw plugin error and abort
+        print(message, file=sys.stderr)
+        return 1
     from inglenook.ui.app import run_app
 
     return run_app(qt_args)

@@ -48,6 +48,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     quantize.add_argument("--allow-requantize", action="store_true",
                           help="quantize a source that is already quantized below Q8_0 "
                                "(it loses quality twice)")
+    quantize.add_argument("--even-if-larger", action="store_true",
+                          help="make the copy even when it would be no smaller than the source")
     quantize.add_argument("--threads", type=int, default=0, help="default: all cores")
 
 
@@ -83,8 +85,8 @@ def _models_search(args: argparse.Namespace) -> int:
 
 
 def _models_files(args: argparse.Namespace) -> int:
+    from inglenook.core.units import describe_size
     from inglenook.models.hub import list_gguf_files
-    from inglenook.models.library import describe_size
 
     listing = list_gguf_files(args.repo)
     if not listing.models:
@@ -168,10 +170,9 @@ def _models_download(args: argparse.Namespace) -> int:
 def _models_list(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from inglenook.core.units import describe_params, describe_size
     from inglenook.models.gguf import GGUFError, read_header
     from inglenook.models.library import (
-        describe_params,
-        describe_size,
         installed_models,
         quantization,
         split_parts,
@@ -236,7 +237,8 @@ def _remove_model(entry: ModelEntry, yes: bool) -> int:
     """Every part of a split model, or only the link of a linked one: the Library page's plan."""
     import os
 
-    from inglenook.models.library import LibraryError, describe_size, plan_removal, remove
+    from inglenook.core.units import describe_size
+    from inglenook.models.library import LibraryError, plan_removal, remove
 
     removal = plan_removal(entry, paths.models_dir())
     if removal.refusal:
@@ -263,7 +265,8 @@ def _remove_model(entry: ModelEntry, yes: bool) -> int:
 
 
 def _remove_partial(final: Path, yes: bool) -> int:
-    from inglenook.models.library import describe_size, is_inside
+    from inglenook.core.units import describe_size
+    from inglenook.models.library import is_inside
     from inglenook.models.partials import discard_partial, part_path
 
     target = part_path(final)
@@ -281,6 +284,7 @@ def _remove_partial(final: Path, yes: bool) -> int:
 def _models_quantize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from inglenook.core.units import describe_size
     from inglenook.engine.quantize import (
         Progress,
         QuantizeCancelled,
@@ -288,7 +292,7 @@ def _models_quantize(args: argparse.Namespace) -> int:
         Quantizer,
         plan,
     )
-    from inglenook.models.library import describe_size, find_installed, installed_models
+    from inglenook.models.library import find_installed, installed_models
 
     source = Path(args.source)
     if not source.is_file():
@@ -302,8 +306,10 @@ def _models_quantize(args: argparse.Namespace) -> int:
                         threads=args.threads)
     except QuantizeError as exc:
         return fail(str(exc))
+    if not job.plan.smaller and not args.even_if_larger:  # said before anything is written
+        return fail(f"{job.plan.not_smaller()} --even-if-larger makes it anyway.")
     bar = _ProgressLine(job.plan.output.name)
-    print(f"Quantizing {source.name} to {job.plan.type} (up to "
+    print(f"Quantizing {source.name} to {job.plan.type} (about "
           f"{describe_size(job.plan.estimate_bytes)}; {describe_size(job.plan.free_bytes)} "
           "free)…", file=sys.stderr)
 

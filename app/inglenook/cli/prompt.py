@@ -45,7 +45,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def conversation_messages(conv_id: int, system: str | None) -> list[Message]:
     """A stored conversation's active branch as a reply in the window would send it (its own
     system prompt, else its preset's, else the app's; `system` overrides)."""
-    from inglenook.core.session import ChatSession, ChatSettings
+    from inglenook.chat.session import ChatSession, ChatSettings
     from inglenook.core.settings import load_settings
     from inglenook.store import Store, StoreError
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from inglenook.models.library import describe_size
+from inglenook.core.units import describe_size
 
 AttachmentKind = Literal["text", "code", "markdown", "csv", "pdf", "image"]
 ATTACHMENT_KINDS: tuple[AttachmentKind, ...] = ("text", "code", "markdown", "csv", "pdf", "image")

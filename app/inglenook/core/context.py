@@ -22,9 +22,15 @@ from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES, Message
 
 TokenCounter = Callable[[Sequence[Message]], int]
 __all__ = ["DEFAULT_OVERFLOW", "OVERFLOW_POLICIES", "ContextFull", "ContextOverflow", "Fit",
-           "OverflowPolicy", "fit_messages", "policy_of", "reply_reserve"]
+           "OverflowPolicy", "fit_messages", "history_start", "policy_of", "reply_reserve"]
 
 CHUNKS_PER_BUDGET = 8  # history is left out an eighth of the budget at a time
+# A long chat is not sent whole: what is sent holds at least this many characters per token of
+# context (a token is rarely more than 8 characters: twice that), so the engine still leaves
+# out what it would have; older turns are left behind SKIP_BLOCK at a time, so what is sent, and
+# the prompt the engine makes of it, changes only once every SKIP_BLOCK turns.
+SEND_CHARS_PER_TOKEN = 16
+SKIP_BLOCK = 64
 
 
 class ContextOverflow(Exception):
@@ -65,6 +71,23 @@ class Fit:
     messages: tuple[Message, ...]
     dropped: int = 0
     dropped_start: int = 0
+
+
+def history_start(unit_chars: Sequence[int], n_ctx: int, policy: OverflowPolicy) -> int:
+    """The first of a chat's earlier turns (units, each a question and its replies; their
+    sizes in characters, oldest first) worth sending to a model of context `n_ctx`: those
+    before it (after the first exchange, which "middle" keeps) could only be left out by the
+    engine. Returns 1 for "middle" and 0 otherwise when nothing is left behind ("stop", an
+    unknown context, a chat that is not long)."""
+    pinned = 1 if policy == "middle" else 0
+    if policy == "stop" or n_ctx <= 0:
+        return pinned  # nothing left behind
+    need, total = SEND_CHARS_PER_TOKEN * n_ctx, 0
+    for index in range(len(unit_chars) - 1, pinned - 1, -1):
+        total += unit_chars[index]
+        if total >= need:
+            return pinned + (index - pinned) // SKIP_BLOCK * SKIP_BLOCK
+    return pinned
 
 
 def reply_reserve(n_ctx: int, max_tokens: int) -> int:

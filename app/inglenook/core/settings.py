@@ -86,7 +86,7 @@ class Settings:
     side_panel_visible: bool = False  # closed until asked for: the chat comes first
     sidebar_visible: bool = True
     splitter_state: str = ""  # base64 of QSplitter.saveState(): the panels' widths
-    welcomed: bool = False  # the first-run welcome was dismissed
+    welcomed: bool = False  # the first-run welcome was shown
     theme: str = "system"
     # The local API server (inglenook serve, from the window).
     api_enabled: bool = False  # serving when the window last closed: served again at start

@@ -6,8 +6,8 @@ and what the frozen app runs as `--engine-host`); a quantization takes minutes, 
 file it is given and has no cancel of its own. In its own process the chat engine keeps
 serving, a cancel ends that process, and a crash costs only the copy.
 
-  1. checked first: the source's header, the type, that the copy does not exist yet, and free
-     disk space for an estimate of its size that errs on the large side;
+  1. planned first (models/quantize_plan.py): the source's header, the type, that the copy
+     does not exist yet, its size from the source's tensors, and free disk space for it;
   2. written as `<copy>.gguf.<pid>.quantizing` in the models folder (not .gguf: the Library
      does not list it; same folder: the final rename is atomic), with progress read from
      llama.cpp's log, one line per tensor, counted in the source's tensor bytes;
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -36,44 +34,36 @@ from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineError
-from inglenook.models.filenames import parse_quant, split_name
-from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
-from inglenook.models.library import split_parts
+from inglenook.models.gguf import GGUFError, read_header
+from inglenook.models.quantize_plan import (  # re-exported: the planning half of a copy
+    TYPES,
+    Plan,
+    QuantizeError,
+    estimate_bytes,
+    plan,
+    read_headers,
+)
 
-# llama_ftype (llama.h) and bits per weight for the size estimate. Types that need an importance
-# matrix (IQ1/IQ2/IQ3) are left out: Inglenook has no way to make one.
-TYPES: dict[str, tuple[int, float]] = {
-    "F16": (1, 16.0), "BF16": (32, 16.0), "Q8_0": (7, 8.5), "Q6_K": (18, 6.5625),
-    "Q5_K_M": (17, 5.5), "Q5_K_S": (16, 5.5), "Q5_1": (9, 6.0), "Q5_0": (8, 5.5),
-    "Q4_K_M": (15, 4.5), "Q4_K_S": (14, 4.5), "Q4_1": (3, 5.0), "Q4_0": (2, 4.5),
-    "IQ4_NL": (25, 4.5), "IQ4_XS": (30, 4.25), "Q3_K_L": (13, 3.4375),
-    "Q3_K_M": (12, 3.4375), "Q3_K_S": (11, 3.4375), "Q2_K": (10, 2.625),
-}
-# Sources precise enough to quantize from; anything else loses quality twice.
-_PRECISE = {"F32", "F16", "BF16", "Q8_0"}
-_FALLBACK_BITS = 8.5  # k-quants of rows not a multiple of 256 fall back to up to Q8_0
-_MIXES = 1.25  # _M/_L mixes and the output tensor keep some tensors at higher precision
-_SLACK = 32 * 2**20
+__all__ = [
+    "SUFFIX",
+    "TYPES",
+    "Plan",
+    "Progress",
+    "QuantizeCancelled",
+    "QuantizeError",
+    "Quantizer",
+    "estimate_bytes",
+    "plan",
+    "read_headers",
+    "remove_stale",
+]
+
 SUFFIX = ".quantizing"
 CHECK_PROMPT = (Message("user", "Say hello."),)
 
 
-class QuantizeError(Exception):
-    """Why a copy cannot be made, or was not kept; the message is for the user."""
-
-
 class QuantizeCancelled(QuantizeError):
     pass
-
-
-@dataclass(frozen=True)
-class Plan:
-    source: Path
-    type: str
-    output: Path  # where the checked copy goes
-    estimate_bytes: int  # an upper estimate of its size
-    free_bytes: int  # on the models folder's disk
-    requantize: bool  # the source is already quantized
 
 
 @dataclass(frozen=True)
@@ -88,70 +78,6 @@ class Progress:
     written_bytes: int = 0
     elapsed_s: float = 0.0
     eta_s: float | None = None  # None until a few percent are done
-
-
-def read_headers(source: Path) -> list[GGUFHeader]:
-    """The headers of every part of a model (QuantizeError when one cannot be read)."""
-    try:
-        return [read_header(part) for part in split_parts(source)]
-    except GGUFError as exc:
-        raise QuantizeError(str(exc)) from None
-
-
-def plan(source: Path, type_name: str, *, allow_requantize: bool = False,
-         models_dir: Path | None = None, headers: list[GGUFHeader] | None = None) -> Plan:
-    """Check everything that can be checked before starting; raises QuantizeError. `headers`:
-    the source's, already read (read_headers), for planning several types."""
-    kind = type_name.upper()
-    if kind not in TYPES:
-        raise QuantizeError(f"Unknown type {type_name!r}; one of {', '.join(TYPES)}.")
-    headers = headers if headers is not None else read_headers(source)
-    have = headers[0].quantization or parse_quant(source.name).upper()
-    if have == kind:
-        raise QuantizeError(f"{source.name} is already {kind}.")
-    requantize = have not in ("F32", "F16", "BF16")
-    if have not in _PRECISE and not allow_requantize:
-        raise QuantizeError(
-            f"{source.name} is already quantized ({have or 'of unknown type'}): a copy made "
-            "from it loses quality twice. Quantize from an F16, BF16 or Q8_0 file, or allow "
-            "requantizing explicitly.")
-    folder = models_dir or paths.models_dir()
-    output = folder / f"{_base_name(source, have)}-{kind}.gguf"
-    if output.exists():
-        raise QuantizeError(f"{output} already exists.")
-    estimate = estimate_bytes(headers, kind)
-    free = shutil.disk_usage(folder).free
-    if free < estimate:
-        raise QuantizeError(
-            f"Not enough disk space: the {kind} copy may need up to {estimate / 1e9:.1f} GB "
-            f"but {folder} has {free / 1e9:.1f} GB free.")
-    return Plan(source, kind, output, estimate, free, requantize)
-
-
-def estimate_bytes(headers: list[GGUFHeader], kind: str) -> int:
-    """An upper estimate of the copy's size: 1-D tensors stay F32, the rest at the type's bits,
-    or a fallback type's where a k-quant cannot take the row length."""
-    bits = TYPES[kind][1]
-    k_quant = "_K" in kind or kind == "IQ4_XS"
-    total = 0.0
-    for header in headers:
-        for tensor in header.tensors:
-            if len(tensor.shape) < 2 or tensor.shape[1] == 1:
-                total += tensor.n_elements * 4
-            elif k_quant and tensor.shape[0] % 256:
-                total += tensor.n_elements * _FALLBACK_BITS / 8
-            else:
-                total += tensor.n_elements * bits / 8
-        total += header.data_offset  # metadata, tokenizer included
-    return int(total * _MIXES) + _SLACK
-
-
-def _base_name(source: Path, quant: str) -> str:
-    split = split_name(source.name)
-    stem = split.base.rsplit("/", 1)[-1] if split else source.name.removesuffix(".gguf")
-    if quant:
-        stem = re.sub(rf"[-._]?{re.escape(quant)}$", "", stem, flags=re.IGNORECASE) or stem
-    return stem
 
 
 class Quantizer:

@@ -9,12 +9,12 @@ import dataclasses
 from dataclasses import dataclass
 
 from inglenook import paths
+from inglenook.core.units import describe_size
 from inglenook.models import compat, fit
 from inglenook.models.catalog import CatalogEntry
 from inglenook.models.filenames import UnsafeFileName, local_name
 from inglenook.models.gguf import GGUFError
 from inglenook.models.hub import GGUFModel, RepoListing
-from inglenook.models.library import describe_size
 
 DEFAULT_CTX = 8192
 KV_TYPE = "f16"

@@ -84,24 +84,6 @@ def find_installed(name: str, entries: list[ModelEntry]) -> list[ModelEntry]:
     return found
 
 
-def describe_size(size_bytes: int) -> str:
-    if size_bytes < 1000:
-        return f"{size_bytes} B"
-    for unit, scale in (("KB", 1e3), ("MB", 1e6)):
-        if round(size_bytes / scale) < 1000:  # so 999,999 bytes reads "1.0 MB", not "1000 KB"
-            return f"{size_bytes / scale:.0f} {unit}"
-    return f"{size_bytes / 1e9:.1f} GB"
-
-
-def describe_params(count: int) -> str:
-    """"1.5B", "135M", "?" when the header does not say."""
-    if not count:
-        return "?"
-    if count >= 1e9:
-        return f"{count / 1e9:.1f}B"
-    return f"{count / 1e6:.0f}M" if count >= 1e6 else f"{count / 1e3:.0f}K"
-
-
 def quantization(header: GGUFHeader | None, path: str) -> str:
     """What the header says, else what the file name says, else ""."""
     return (header.quantization if header is not None else "") or parse_quant(path)

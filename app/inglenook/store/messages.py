@@ -51,6 +51,26 @@ WITH RECURSIVE path (id, depth) AS (
 SELECT {_COLUMNS} FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth
 """
 
+# The outline of the active path below :start (from the active root when :start is NULL): for each
+# message what the transcript needs before reading it (role, sizes, whether it called tools).
+_OUTLINE = f"""
+WITH RECURSIVE path (id, depth) AS (
+    SELECT (SELECT id FROM messages WHERE conversation_id = :conv AND parent_id IS :start
+            ORDER BY active_seq DESC, id DESC LIMIT 1), 0
+    UNION ALL
+    SELECT (SELECT c.id FROM messages c WHERE c.conversation_id = :conv AND c.parent_id = path.id
+            ORDER BY c.active_seq DESC, c.id DESC LIMIT 1), path.depth + 1
+    FROM path WHERE path.id IS NOT NULL AND path.depth < {_MAX_DEPTH}
+)
+SELECT m.id, m.role, coalesce(length(m.content), 0), coalesce(length(m.reasoning), 0),
+       coalesce(length(m.content) - length(replace(m.content, char(10), '')), 0),
+       coalesce(length(m.tool_cards), 0) > 2,
+       (SELECT count(*) FROM attachments a WHERE a.message_id = m.id),
+       (SELECT coalesce(sum(length(a.name) + length(a.text)), 0) FROM attachments a
+        WHERE a.message_id = m.id)
+FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth
+"""
+
 # The message and those of its ancestors that are not the active child of their parent.
 _HIDDEN_ANCESTORS = """
 WITH RECURSIVE up (id, parent_id, conversation_id) AS (
@@ -174,6 +194,25 @@ def active_path(conn: sqlite3.Connection, conv_id: int) -> list[StoredMessage]:
     if not rows:
         conversations.require(conn, conv_id)
     return _with_attachments(conn, rows)
+
+
+def outline(conn: sqlite3.Connection, conv_id: int, below: int | None = None) -> list[tuple]:
+    """(id, role, characters of the answer and of the reasoning, newlines, called tools,
+    attachments and their characters) of each message of the active path, from the active
+    root, or only below message `below`."""
+    rows = conn.execute(_OUTLINE, {"conv": conv_id, "start": below}).fetchall()
+    if not rows and below is None:
+        conversations.require(conn, conv_id)
+    return rows
+
+
+def by_ids(conn: sqlite3.Connection, msg_ids: Sequence[int]) -> list[StoredMessage]:
+    """These messages, in the order given (those that no longer exist are left out)."""
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM messages m "
+                        "WHERE m.id IN (SELECT value FROM json_each(?))",
+                        (json.dumps(list(msg_ids)),)).fetchall()
+    found = {m.id: m for m in _with_attachments(conn, rows)}
+    return [found[i] for i in msg_ids if i in found]
 
 
 def siblings(conn: sqlite3.Connection, msg_id: int) -> list[StoredMessage]:

@@ -64,6 +64,7 @@ class SearchHit:
     title: str  # plain text
     snippet: str  # HTML: matches in <b>…</b>, everything else escaped
     in_reasoning: bool = False  # the match is in the reply's reasoning (the snippet says so too)
+    in_title: bool = False  # the match is in the title (the snippet is the title, highlighted)
 
 
 @dataclass(frozen=True)

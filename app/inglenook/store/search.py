@@ -75,7 +75,7 @@ def search(conn: sqlite3.Connection, user_text: str, limit: int) -> list[SearchH
     for conv_id, root_id, title, marked in conn.execute(
             _TITLE_HITS, {"query": query, "limit": limit}):
         hits.append(SearchHit(int(conv_id), int(root_id or 0), text(title),
-                              highlight_html(text(marked))))
+                              highlight_html(text(marked)), in_title=True))
     remaining = limit - len(hits)
     if remaining > 0:
         for conv_id, msg_id, title, in_answer, in_reasoning in conn.execute(
@@ -87,3 +87,20 @@ def search(conn: sqlite3.Connection, user_text: str, limit: int) -> list[SearchH
             snippet = (REASONING_MARK if reasoning else "") + highlight_html(marked)
             hits.append(SearchHit(int(conv_id), int(msg_id), text(title), snippet, reasoning))
     return hits
+
+
+_IN_CONVERSATION = """
+SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+WHERE messages_fts MATCH :query AND m.conversation_id = :conv
+"""
+
+
+def in_conversation(conn: sqlite3.Connection, conv_id: int, user_text: str) -> list[int]:
+    """The messages of one conversation whose answer (or question) holds every word typed,
+    the last one as a prefix, any branch: Find in this chat (Ctrl+F). Reasoning is not
+    searched: what is found must be what the bubble shows."""
+    query = fts_query(user_text)
+    if query is None:
+        return []
+    return [int(row[0]) for row in conn.execute(
+        _IN_CONVERSATION, {"query": f"content : ({query})", "conv": conv_id})]

@@ -176,6 +176,24 @@ class Store:
         return messages.active_path(self._conn, conv_id)
 
     @_guarded
+    def outline(self, conv_id: int, below: int | None = None) -> list[tuple]:
+        """The active path as rows of numbers (branch.Outline), without reading the messages;
+        only below `below` if given."""
+        return messages.outline(self._conn, conv_id, below)
+
+    @_guarded
+    def messages_by_id(self, msg_ids: Sequence[int]) -> list[StoredMessage]:
+        """These messages, in the order given; ids that no longer exist are left out."""
+        return messages.by_ids(self._conn, msg_ids)
+
+    @_guarded
+    def show(self, msg_id: int) -> int:
+        """Put msg_id (and its ancestors) on screen, as select_sibling does, without reading
+        the new path; returns the conversation's id."""
+        with self._write() as conn:
+            return messages.select(conn, msg_id)
+
+    @_guarded
     def select_sibling(self, msg_id: int) -> list[StoredMessage]:
         """Put msg_id (and its ancestors) on screen; returns the new active path. Also the
         way to open a search hit that lies on another branch."""
@@ -202,6 +220,12 @@ class Store:
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
         """Titles, answers and reasoning; a hit in reasoning has in_reasoning set."""
         return search.search(self._conn, query, limit)
+
+    @_guarded
+    def find_in(self, conv_id: int, query: str) -> list[int]:
+        """Ids of the messages of this conversation (any branch) that match `query` as search
+        does: every word, the last as a prefix, ignoring case and accents."""
+        return search.in_conversation(self._conn, conv_id, query)
 
     @_guarded
     def export_json(self, conv_id: int) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -51,6 +52,14 @@ def configure(app: QApplication) -> None:
     theme.manager().set_mode(stored_theme())  # palette and style sheet, before any window
 
 
+def started() -> None:
+    """The window is built: what exists now lives as long as the app. Frozen out of the cyclic
+    garbage collector, it is not walked again by every full collection (with a long chat open,
+    one took 130 ms of the GUI thread: a visible stall while scrolling)."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_app(qt_args: Sequence[str] = ()) -> int:
     """The window. `qt_args` are Qt's own command-line options (-platform, -style …)."""
     app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
@@ -63,4 +72,5 @@ def run_app(qt_args: Sequence[str] = ()) -> int:
         window.shown.connect(lambda: print(f"window-shown {time.time():.3f}", flush=True))
         window.model_ready.connect(lambda _: print(f"model-ready {time.time():.3f}", flush=True))
     window.show()
+    started()
     return app.exec()

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import OWNER_PREFIX
 from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
@@ -27,6 +27,8 @@ from inglenook.ui import theme
 from inglenook.ui.chat.chat_controller import ChatController
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.context_meter import LiveFigures
+from inglenook.ui.chat.find_bar import FindBar, FindInChat
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
@@ -99,6 +101,9 @@ class MainWindow(QMainWindow):
                                        self.server_label, self)
         self.loaded = LoadedModels(self.worker, self.lanes_label, lambda: self.side.settings,
                                    self.side.load_params, self)
+        self.finder = FindInChat(self.find_bar, self.chat, self.store,
+                                 lambda: self.chats.session, self.focus_composer, self)
+        self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
         self._wire()
         self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
         self.side.bind(self.chats.session)
@@ -112,8 +117,9 @@ class MainWindow(QMainWindow):
         self.resize(1240, 820)  # unless the last run's sizes say otherwise:
         self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
         self.splitter.restoreState(QByteArray.fromBase64(settings.splitter_state.encode()))
-        if not settings.welcomed:  # the first run: a short welcome above the starters
+        if not settings.welcomed:  # the first run: a short welcome above the starters,
             self.chat.empty.show_welcome(str(paths.data_dir()))
+            self.side.welcomed()  # shown once: not again at the next start, dismissed or not
         if autoload and self.picker.path():
             self.models.load(self.picker.path())
 
@@ -124,12 +130,14 @@ class MainWindow(QMainWindow):
         self.menu_button, self.panel_button = top.menu_button, top.panel_button
 
         self.banner = Banner(self)
+        self.find_bar = FindBar(self)
         self.chat = ChatView(self)
         self.chat.set_empty_text("Loading the model…")
         self.queue_notice = QueueNotice(self)
         self.composer = Composer(self)
         self.composer.set_can_send(False)
-        column = _column("chatColumn", self.banner, self.chat, self.queue_notice, self.composer)
+        column = _column("chatColumn", self.banner, self.find_bar, self.chat, self.queue_notice,
+                         self.composer)
         self.panel = SamplingPanel(self)
         self.preset_bar = PresetBar(self)
         self.side_panel = _column("sidePanel", self.preset_bar, self.panel)
@@ -143,7 +151,7 @@ class MainWindow(QMainWindow):
             self.splitter.setStretchFactor(index, 1 if widget is column else 0)
         central = _column("central", top, self.splitter)
         self.setCentralWidget(central)
-        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button)
+        self.folder = PanelFolder(self.sidebar, self.side_panel, self.panel_button, column)
         # The panels fold away before the chat gets too narrow (resizeEvent), so the window
         # may be narrower than all three side by side.
         central.setMinimumSize(MIN_WIDTH, 360)
@@ -194,6 +202,7 @@ class MainWindow(QMainWindow):
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)
         chats.session_changed.connect(lambda s: self.sidebar.select(s.conv_id))
+        chats.session_changed.connect(lambda _s: self.finder.chat_changed())
         chats.conversations_changed.connect(history.refresh)
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.reply_started.connect(self.reply_started)
@@ -217,7 +226,7 @@ class MainWindow(QMainWindow):
         self.composer.edit.setFocus()
 
     def show_shortcuts(self) -> None:
-        ShortcutsDialog(commands.shortcut_rows(self.menus), self).open()
+        ShortcutsDialog([*commands.shortcut_rows(self.menus), *commands.KEYS], self).open()
 
     def _gpu_supported(self) -> bool:
         ready = self.worker.client.ready
@@ -279,6 +288,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._shown_once:
             self._shown_once = True
+            self.composer.edit.setFocus()  # who types at once types a message
             self.shown.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QBoxLayout,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLayout,
     QLayoutItem,
     QToolButton,
@@ -23,7 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.attachments import Attachment
-from inglenook.models.library import describe_size
+from inglenook.core.units import describe_size
+from inglenook.ui.plain import plain_label, plain_tip
 
 NAME_CHARS = 40  # a longer name is cut in the middle: its start and its extension both matter
 # Palette roles, so the chips follow the light and dark themes until style.qss styles them.
@@ -122,12 +122,11 @@ class AttachmentChip(QFrame):
         super().__init__(parent)
         self.setObjectName("attachmentChip")
         self.setProperty("pending", pending)
-        self.setToolTip(tooltip)
+        self.setToolTip(plain_tip(tooltip))  # file names are outside text
         row = QHBoxLayout(self)
         row.setContentsMargins(9, 3, 4 if removable else 9, 3)
         row.setSpacing(4)
-        self.label = QLabel(text, self)
-        self.label.setObjectName("attachmentLabel")
+        self.label = plain_label(text, self, name="attachmentLabel")
         row.addWidget(self.label)
         self.remove_button: QToolButton | None = None
         if removable:

@@ -9,7 +9,6 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication, QTextOption
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -17,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.attachments import Attachment
+from inglenook.ui.plain import plain_label
 
 _LONG_RUN = re.compile(r"\S{2000}")  # Qt's line breaking is quadratic in such runs
 
@@ -29,8 +29,8 @@ class AttachmentDialog(QDialog):
         self.setWindowTitle(attachment.name)
         self.resize(720, 560)
         column = QVBoxLayout(self)
-        self.info = QLabel(f"{attachment.describe()} · ≈{attachment.tokens:,} tokens", self)
-        self.info.setObjectName("attachmentInfo")
+        self.info = plain_label(f"{attachment.describe()} · ≈{attachment.tokens:,} tokens", self,
+                                name="attachmentInfo")
         column.addWidget(self.info)
         self.text = QPlainTextEdit(self)
         self.text.setObjectName("attachmentText")

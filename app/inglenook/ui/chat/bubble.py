@@ -14,6 +14,7 @@ the rest.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -81,6 +82,18 @@ def format_stats(stats: Stats) -> str:
     return "  ·  ".join(parts)
 
 
+@dataclass(frozen=True)
+class BubbleState:
+    """What the user changed in a bubble, kept while it is out of view (chat_view.py deletes
+    far bubbles and makes them again)."""
+
+    shown_all: bool = False  # "Show all" of a long message
+    reasoning_open: bool = False  # the folded reasoning, opened
+
+    def differs(self) -> bool:
+        return self.shown_all or self.reasoning_open
+
+
 class _Lazy(Generic[W]):
     """A bubble widget made on first access."""
 
@@ -143,6 +156,7 @@ class MessageBubble(QFrame):
         if role == "assistant":
             self.author = QLabel("Assistant", self)
             self.author.setObjectName("bubbleAuthor")
+            self.author.setTextFormat(Qt.TextFormat.PlainText)  # model names are outside text
             self._column.addWidget(self.author)
         self.body = MarkdownView(self)
         self.body.setObjectName("bubbleBody")
@@ -173,6 +187,7 @@ class MessageBubble(QFrame):
         if name == "notice":
             notice = QLabel(self)
             notice.setObjectName("bubbleNotice")
+            notice.setTextFormat(Qt.TextFormat.PlainText)  # errors quote outside text
             notice.setWordWrap(True)
             notice.hide()
             self._column.insertWidget(self._column.indexOf(self.body) + 1, notice)
@@ -235,6 +250,21 @@ class MessageBubble(QFrame):
 
     # --- state -----------------------------------------------------------------------------
 
+    @property
+    def has_reasoning(self) -> bool:
+        return "reasoning" in self._widgets
+
+    def state(self) -> BubbleState:
+        block = self._widgets.get("reasoning")
+        reasoning_open = isinstance(block, ReasoningBlock) and block.is_open and not block.live
+        return BubbleState(self.body.expanded, reasoning_open)
+
+    def restore_state(self, state: BubbleState) -> None:
+        if state.shown_all:
+            self.body.show_all()
+        if state.reasoning_open and self.has_reasoning:
+            self.reasoning.set_open(True)
+
     def set_siblings(self, index: int, count: int) -> None:
         """Show ‹ index/count › when this message has other versions."""
         self._siblings = (index, count)
@@ -272,6 +302,7 @@ class MessageBubble(QFrame):
         if streaming and not self.text:
             self.set_notice("Thinking…", "waiting")
         self._streaming = streaming
+        self.body.live = streaming
         if streaming:
             self._widget("stop")
         else:

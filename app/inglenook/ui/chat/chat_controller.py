@@ -17,11 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
-from inglenook.core.attachments import Attachment, inline
-from inglenook.core.load import ModelInfo
-from inglenook.core.messages import GenerationRequest
-from inglenook.core.replies import Finish, Stats
-from inglenook.core.session import (
+from inglenook.chat.session import (
     ChatSession,
     ChatSettings,
     Reply,
@@ -29,16 +25,22 @@ from inglenook.core.session import (
     Sessions,
     conversation_of,
 )
+from inglenook.core.attachments import Attachment, inline
+from inglenook.core.load import ModelInfo
+from inglenook.core.messages import GenerationRequest
+from inglenook.core.replies import Finish, Stats
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
+from inglenook.ui import theme
 from inglenook.ui.chat.attachment_chips import add_to_bubble
 from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
-from inglenook.ui.chat.context_meter import ContextMeter, mark_left_out, will_not_fit
+from inglenook.ui.chat.context_meter import ContextMeter, left_out_marker, will_not_fit
+from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
-from inglenook.ui.chat.presenter import present
+from inglenook.ui.chat.presenter import mark_stopped_thinking, present
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
@@ -79,6 +81,7 @@ class ChatController(MessageActions, QObject):
         self._parent = parent
         self.sessions = Sessions()
         self.session = ChatSession(store, new_settings())
+        self.sessions.show(self.session)
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
         self._reply_bubble: MessageBubble | None = None
@@ -87,7 +90,7 @@ class ChatController(MessageActions, QObject):
         self.tools = ToolController(parent)  # MCP servers, started on first use
         self.calls = ChatTools(self.tools, banner, self._bubble_of,
                                lambda s: self._request_reply(s, continuing=True), self)
-        self._marked: MessageBubble | None = None  # the bubble with the left-out marker
+        self._marker: tuple[int, str] | None = None  # (message, text): history left out
         self._queue = QueueState(None, ())
         self._can_send = False
         self._inspecting = 0  # the request id of the prompt asked for last
@@ -102,6 +105,7 @@ class ChatController(MessageActions, QObject):
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
+        composer.edit.page.connect(view.page)
         queue_notice.stop_own.connect(self.stop)
         queue_notice.stop_other.connect(self._stop_running)
         worker.generation_started.connect(self._on_started)
@@ -111,6 +115,7 @@ class ChatController(MessageActions, QObject):
         worker.generation_finished.connect(self._on_finished)
         worker.queue_changed.connect(self._on_queue)
         worker.prompt_inspected.connect(self._on_inspected)
+        self.render()  # the empty chat, with the view making its bubbles through this controller
 
     # ---- which chat -----------------------------------------------------------------------
     @property
@@ -140,39 +145,31 @@ class ChatController(MessageActions, QObject):
             self.view.scroll_to_message(message_id, words)
 
     def _show(self, session: ChatSession) -> None:
-        previous = self.session
         self._flush()
         self.session = session
-        self.sessions.keep(session)
-        self.sessions.release(previous, session)
+        self.sessions.show(session)
         self.session_changed.emit(session)
         self.render()
 
-    def render(self) -> None:
-        """Show the branch of the chat on screen, with its reply in flight if it has one."""
+    def render(self, keep_position: bool = False) -> None:
+        """Show the branch of the chat on screen, with its reply in flight if it has one: at
+        its end, or (`keep_position`: another version of a message) where the view is."""
         self._flush_timer.stop()
         self._reply_bubble = None
-        self.view.clear()
-        reply = self.session.reply
-        for message in self.session.path:
-            bubble = self._add_bubble(message)
-            if reply is not None and message.id == reply.message_id:
-                self._reply_bubble = bubble
-                self._drawn = ()
-                self._draw_reply(bubble, reply)
-                bubble.set_streaming(True)
-                if reply.stats is not None:
-                    bubble.set_stats(reply.stats)
-        for bubble in self.view.bubbles[:-1]:
-            bubble.regenerate_button.hide()
-        self.view.scroll_to_bottom()
+        session = self.session
+        self._marker = None
+        self.view.set_rows(session.path.outline,
+                           lambda index, parent: self._make_bubble(session, index, parent),
+                           keep_position, lambda index: self._prepare(session, index))
+        self.view.set_writing(session.reply is not None)
         self._update_controls()
         self._show_waiting()
         self.show_context()
-        last_reply = next((m for m in reversed(self.session.path) if m.role == "assistant"),
-                          None)
+        outline = session.path.outline
+        last_reply = next((outline.ids[i] for i in range(len(outline) - 1, -1, -1)
+                           if outline.roles[i] == "assistant"), None)
         if last_reply is not None:
-            self._mark_left_out(last_reply.id)
+            self._mark_left_out(last_reply)
 
     # ---- the user -------------------------------------------------------------------------
     def set_can_send(self, can_send: bool) -> None:
@@ -201,7 +198,7 @@ class ChatController(MessageActions, QObject):
         if self.banner.kind == "error":
             self.banner.clear()  # an old failure; this message went through
         self.sessions.keep(session)
-        self._add_bubble(message)
+        self._append(message.id)
         if created:
             self.conversations_changed.emit()
         self._request_reply()
@@ -214,7 +211,7 @@ class ChatController(MessageActions, QObject):
         session = self.session
         if session.reply is not None or not self._can_send or not session.path:
             return
-        if session.path[-1].role == "assistant":
+        if session.path.outline.roles[-1] == "assistant":
             self.view.remove_last()
         self._request_reply()
 
@@ -244,17 +241,17 @@ class ChatController(MessageActions, QObject):
         self.last_request = request
         self.sessions.keep(session)
         if session is self.session:
-            for older in self.view.bubbles:
-                older.regenerate_button.hide()  # only the last reply can be regenerated
-            self._reply_bubble = self._add_bubble(session.path[-1])
-            self._reply_bubble.set_streaming(True)
-            self._drawn = ()
+            self._append(session.path.outline.ids[-1])
+            self.view.set_writing(True)
             self._update_controls()
         self.worker.generate(request, session.owner)
         self.reply_started.emit(request.request_id)
 
     def copy_last_reply(self) -> None:
-        reply = next((m for m in reversed(self.session.path) if m.role == "assistant"), None)
+        outline = self.session.path.outline
+        last = next((outline.ids[i] for i in range(len(outline) - 1, -1, -1)
+                     if outline.roles[i] == "assistant"), None)
+        reply = self.session.path.find(last) if last is not None else None
         if reply is not None and reply.content:
             QGuiApplication.clipboard().setText(reply.content)
             self.status.setText("Copied the last reply.")
@@ -307,8 +304,45 @@ class ChatController(MessageActions, QObject):
             self.worker.cancel(self._queue.running[1])
 
     # ---- the view -------------------------------------------------------------------------
-    def _add_bubble(self, message: StoredMessage) -> MessageBubble:
-        bubble = self.view.add_bubble(message.role, message.content)
+    def _append(self, message_id: int) -> None:
+        """A message just added to the chat on screen: at the end of the view, followed."""
+        path = self.session.path
+        for bubble in self.view.bubbles:
+            bubble.regenerate_button.hide()  # only the last reply can be regenerated
+        self.view.append(path.outline[path.index_of(message_id) or 0])
+
+    def _make_bubble(self, session: ChatSession, index: int, parent: QWidget) -> MessageBubble:
+        """The bubble of message `index` of the chat on screen (the view asks for those in and
+        near its view)."""
+        message = session.path[index]
+        bubble = self._bubble(message, parent)
+        if index < len(session.path) - 1:
+            bubble.regenerate_button.hide()
+        if self._marker is not None and self._marker[0] == message.id:
+            bubble.set_notice(self._marker[1], "info")
+        reply = session.reply
+        if reply is not None and message.id == reply.message_id and session is self.session:
+            self._reply_bubble = bubble
+            self.view.pin(message.id)
+            self._drawn = ()
+            self._draw_reply(bubble, reply)
+            bubble.set_streaming(True)
+            if reply.stats is not None:
+                bubble.set_stats(reply.stats)
+        return bubble
+
+    def _prepare(self, session: ChatSession, index: int) -> None:
+        """A message soon in view, read and rendered ahead (markdown.render_head keeps it)."""
+        if index >= len(session.path):
+            return
+        message = session.path[index]
+        palette = theme.current().markdown
+        render_head(message.content, palette)
+        if message.reasoning:
+            render_head(message.reasoning, palette)
+
+    def _bubble(self, message: StoredMessage, parent: QWidget) -> MessageBubble:
+        bubble = MessageBubble(message.role, message.content, parent)
         bubble.message_id = message.id
         bubble.set_siblings(message.sibling_index, message.sibling_count)
         bubble.sibling_requested.connect(lambda step, b=bubble: self.show_sibling(b, step))
@@ -329,9 +363,7 @@ class ChatController(MessageActions, QObject):
         return bubble
 
     def _bubble_of(self, session: ChatSession, message_id: int) -> MessageBubble | None:
-        if session is not self.session:
-            return None
-        return next((b for b in self.view.bubbles if b.message_id == message_id), None)
+        return self.view.bubble_of(message_id) if session is self.session else None
 
     def _draw_reply(self, bubble: MessageBubble, reply: Reply) -> None:
         """The reply so far: its reasoning (open while the model thinks), its answer, and a
@@ -354,8 +386,10 @@ class ChatController(MessageActions, QObject):
         replying = self.session.reply is not None
         self.composer.set_generating(replying)
         self.composer.set_can_send(self._can_send)
-        if self.view.bubbles and not replying:
-            self.view.bubbles[-1].regenerate_button.setEnabled(self._can_send)
+        outline = self.session.path.outline
+        last = self.view.bubble_of(outline.ids[-1]) if outline and not replying else None
+        if last is not None:
+            last.regenerate_button.setEnabled(self._can_send)
 
     def _n_ctx(self) -> int:
         model, _ = self._model()
@@ -367,12 +401,16 @@ class ChatController(MessageActions, QObject):
 
     def _mark_left_out(self, reply_id: int) -> None:
         """Only the latest reply's marker: it says what the model does not see now."""
-        marked = mark_left_out(self.view, self.session, reply_id)
-        if marked is not None and marked is not self._marked and self._marked is not None \
-                and self._marked in self.view.bubbles:
-            self._marked.set_notice("")
-        if marked is not None:
-            self._marked = marked
+        marker = left_out_marker(self.session, reply_id)
+        if marker is None or marker == self._marker:
+            return
+        old = self.view.bubble_of(self._marker[0]) if self._marker is not None else None
+        if old is not None and self._marker is not None and marker[0] != self._marker[0]:
+            old.set_notice("")
+        self._marker = marker
+        bubble = self.view.bubble_of(marker[0])
+        if bubble is not None:
+            bubble.set_notice(marker[1], "info")
 
     def _show_waiting(self) -> None:
         reply = self.session.reply
@@ -400,35 +438,27 @@ class ChatController(MessageActions, QObject):
         self._show_waiting()
 
     def _on_started(self, rid: int) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None:
-            return
-        session.reply_started()
-        if session is self.session:
+        event = self.sessions.started(rid)
+        if event is not None and event.on_screen:
             self.queue_notice.hide()
             self.status.setText("Thinking…")
             if self._reply_bubble is not None and not self._reply_bubble.text:
                 self._reply_bubble.set_notice("Thinking…", "waiting")
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None or session.reply is None:
-            return
-        session.reply.prompt_done, session.reply.prompt_total = done, total
-        if session is self.session:
+        event = self.sessions.prompt_read(rid, done, total)
+        if event is not None and event.on_screen:
             self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
             self.progress.setValue(int(100 * done / max(total, 1)))
             self.progress.setVisible(done < total)
 
     def _on_delta(self, rid: int, text: str) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None:
+        event = self.sessions.delta(rid, text)
+        if event is None:
             return
-        try:
-            session.reply_delta(text)
-        except StoreError as exc:  # kept in memory; saved again at the end
-            self.banner.show_message(f"Could not save the reply as it streams: {exc}")
-        if session is self.session and not self._flush_timer.isActive():
+        if event.problem:
+            self.banner.show_message(event.problem)
+        if event.on_screen and not self._flush_timer.isActive():
             self._flush_timer.start()  # deltas queued while the GUI was busy: drawn once
 
     def _flush(self) -> None:
@@ -442,15 +472,12 @@ class ChatController(MessageActions, QObject):
         self._draw_reply(bubble, reply)
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
-        session = self.sessions.by_request(rid)
-        if session is None:
-            return
-        session.reply_stats(stats)
-        if session is self.session and self._reply_bubble is not None:
-            self._reply_bubble.set_stats(stats)
+        event = self.sessions.stats(rid, stats)
+        reply = event.session.reply if event is not None and event.on_screen else None
+        if reply is not None and reply.stats is not None and self._reply_bubble is not None:
+            self._reply_bubble.set_stats(reply.stats)  # with what was left behind counted
             self.show_context()
-            if session.reply is not None:
-                self._mark_left_out(session.reply.message_id)
+            self._mark_left_out(reply.message_id)
 
     def _on_finished(self, rid: int, finish: Finish) -> None:
         session = self.sessions.by_request(rid)
@@ -459,14 +486,12 @@ class ChatController(MessageActions, QObject):
         visible = session is self.session
         if visible:
             self._flush()
-        model, sha256 = self._model()
-        message: StoredMessage | None = None
-        try:
-            message = session.finish_reply(finish, model, sha256)
-        except StoreError as exc:
-            self.banner.show_message(f"Could not save the reply: {exc}")
-        self.sessions.reply_ended(rid)
-        self.sessions.release(session, self.session)
+        rid_message = session.reply.message_id if session.reply is not None else 0
+        event = self.sessions.finished(rid, finish, *self._model())
+        assert event is not None
+        if event.problem:
+            self.banner.show_message(event.problem)
+        message = event.message
         if visible:
             bubble, self._reply_bubble = self._reply_bubble, None
             if bubble is not None:
@@ -476,8 +501,14 @@ class ChatController(MessageActions, QObject):
                     bubble.set_siblings(message.sibling_index, message.sibling_count)
                     bubble.set_reasoning(message.reasoning,
                                          seconds=message.provenance.thinking_s)
+                    mark_stopped_thinking(bubble, message)
                     bubble.set_text(message.content)
                     self.calls.show(bubble, session, message)
+            reply_row = session.path.index_of(rid_message)
+            self.view.pin(rid_message, False)
+            if reply_row is not None:
+                self.view.changed(rid_message, session.path.outline[reply_row])
+            self.view.set_writing(False)
             self.status.setText("")
             self.progress.hide()
             self.queue_notice.hide()

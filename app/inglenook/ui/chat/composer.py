@@ -22,7 +22,6 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -45,6 +44,7 @@ from inglenook.ui.chat.attachment_chips import (
     chip_for_reading,
 )
 from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.plain import plain_label
 
 MAX_LINES = 8
 MAX_PROMPT_CHARS = 1_000_000
@@ -94,12 +94,14 @@ class PromptEdit(QPlainTextEdit):
         paste_refused(int): a paste or drop of this many characters was refused: with the
             draft, the prompt would have been longer than MAX_PROMPT_CHARS.
         files_dropped(list): a paste or drop of files (their paths), not text.
+        page(int): PageUp (-1) or PageDown (1) in a draft too short to scroll: the chat scrolls.
     """
 
     submit = Signal()
     escape = Signal()
     paste_refused = Signal(int)
     files_dropped = Signal(list)
+    page = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -149,6 +151,10 @@ class PromptEdit(QPlainTextEdit):
         if key == Qt.Key.Key_Escape:
             self.escape.emit()
             return
+        if key in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown) \
+                and self.verticalScrollBar().maximum() == 0:
+            self.page.emit(-1 if key == Qt.Key.Key_PageUp else 1)
+            return
         super().keyPressEvent(event)
 
     def sizeHint(self) -> QSize:
@@ -194,8 +200,7 @@ class Composer(QWidget):
         self.button.setObjectName("sendButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.setMinimumWidth(84)
-        self.notice = QLabel(self)
-        self.notice.setObjectName("composerNotice")
+        self.notice = plain_label("", self, name="composerNotice")  # quotes file names
         self.notice.setWordWrap(True)
         self.notice.hide()
         self.strip = AttachmentStrip(self)

@@ -1,13 +1,28 @@
 """Context you can see: the meter (history + what is being typed, of the context length), the
-check before sending something that will not fit, and the marker where history was left out."""
+check before sending something that will not fit, and the marker where history was left out.
+
+While a reply streams, the meter and the reply's tok/s move with it (LiveFigures): the engine
+reports its exact figures once, when the reply ends, so until then they are estimated from the
+text written so far, redrawn at most every LIVE_MS, and marked "≈"; the exact ones replace them.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel
 
+from inglenook.chat.session import ChatSession, estimate_tokens
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession, estimate_tokens
-from inglenook.ui.chat.chat_view import ChatView, MessageBubble
+from inglenook.engine.worker import EngineWorker
+
+if TYPE_CHECKING:
+    from inglenook.ui.chat.chat_controller import ChatController
+
+LIVE_MS = 250
 
 NEAR_FULL = 0.8  # the meter turns amber
 OVER = {"stop": "this chat stops at the limit (see the side panel).",
@@ -29,7 +44,16 @@ class ContextMeter:
             label.hide()
             return
         used, exact = session.context_used()
-        draft = estimate_tokens(draft_text)
+        self._show(session, model, used, exact, estimate_tokens(draft_text))
+
+    def show_live(self, session: ChatSession, model: ModelInfo | None, used: int) -> None:
+        """`used` tokens while a reply streams: an estimate until the engine counts."""
+        if model is not None and model.n_ctx > 0:
+            self._show(session, model, used, False, 0)
+
+    def _show(self, session: ChatSession, model: ModelInfo, used: int, exact: bool,
+              draft: int) -> None:
+        label = self.label
         total, n_ctx = used + draft, model.n_ctx
         level = "over" if total > n_ctx else "near" if total > NEAR_FULL * n_ctx else "ok"
         typed = f" + ≈{draft:,} typed" if draft else ""
@@ -46,6 +70,76 @@ class ContextMeter:
         label.show()
 
 
+LOOK_BACK = 64  # messages walked back for the last counted reply before estimating it all
+
+
+def context_before_reply(session: ChatSession) -> int:
+    """Tokens of the chat the model sees before the reply in flight: the engine's count after
+    the last reply that has one, plus an estimate of what came since (the new question); the
+    whole chat estimated when no reply in the last LOOK_BACK messages was counted."""
+    reply, path = session.reply, session.path
+    outline, since = path.outline, 0
+    for index in range(len(outline) - 1, max(-1, len(outline) - 1 - LOOK_BACK), -1):
+        if reply is not None and outline.ids[index] == reply.message_id:
+            continue  # the reply itself: its text so far is counted apart
+        stats = path[index].provenance.stats
+        if stats is not None:
+            return stats.context_used + (since + 3) // 4
+        since += outline.chars[index] + outline.attached[index]
+    return session.context_used()[0]
+
+
+class LiveFigures(QObject):
+    """Moves the meter and the streaming reply's figures while it is written (see above)."""
+
+    def __init__(self, worker: EngineWorker, chats: ChatController,
+                 model: Callable[[], ModelInfo | None], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.chats, self._model = chats, model
+        self._first: dict[int, float] = {}  # request id -> when its first text came
+        self._before: dict[int, int] = {}  # request id -> context_before_reply, once
+        self._timer = QTimer(self, interval=LIVE_MS)
+        self._timer.timeout.connect(self.tick)
+        worker.token_delta.connect(self._on_delta)
+        worker.generation_stats.connect(self._on_done)  # exact figures from here on
+        worker.generation_finished.connect(self._on_done)
+
+    def _on_delta(self, rid: int, _text: str) -> None:
+        self._first.setdefault(rid, time.monotonic())
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _on_done(self, rid: int, _result: object) -> None:
+        self._first.pop(rid, None)
+        self._before.pop(rid, None)
+        if not self._first:
+            self._timer.stop()
+
+    def tick(self) -> None:
+        """Redraw the estimates for the reply on screen, if it streams and has no exact
+        figures yet."""
+        session = self.chats.session
+        reply = session.reply
+        if reply is None or reply.stats is not None or reply.request_id not in self._first:
+            return
+        rid = reply.request_id
+        if rid not in self._before:  # once per reply: it walks back through the branch
+            self._before[rid] = context_before_reply(session)
+        written = estimate_tokens(reply.parts.answer + reply.parts.reasoning)
+        self.chats.context.show_live(session, self._model(), self._before[rid] + written)
+        bubble = self.chats.view.bubble_of(reply.message_id)
+        if bubble is None:
+            return
+        elapsed = time.monotonic() - self._first[rid]
+        if written and elapsed > 0.5:  # a rate over less is noise
+            rate = written / elapsed
+            speed = f"≈{rate:.1f} tok/s" if rate < 100 else f"≈{rate:,.0f} tok/s"
+            bubble.stats_label.set_forms(f"≈{written:,} tokens · {speed}", speed)
+            bubble.stats_label.setToolTip("Estimated from the text so far; the exact figures "
+                                          "come when the reply ends.")
+            bubble.stats_label.show()
+
+
 def will_not_fit(session: ChatSession, model: ModelInfo | None, text: str) -> str:
     """Why a message should not be sent as it is, said before sending ("" if it may)."""
     if model is None or model.n_ctx <= 0:
@@ -58,22 +152,18 @@ def will_not_fit(session: ChatSession, model: ModelInfo | None, text: str) -> st
     used, _ = session.context_used()
     if session.settings.overflow == "stop" and used + draft > model.n_ctx:
         return ("This chat is full and set to stop at the limit. Start a new chat, or choose "
-                "what to leave out under “When the chat outgrows the context”.")
+                "what to leave out under “When the chat is full”.")
     return ""
 
 
-def mark_left_out(view: ChatView, session: ChatSession, reply_id: int) -> MessageBubble | None:
-    """A marker where history was left out for this reply: on the first message after the
-    run. Returns the bubble marked (the caller clears an older marker)."""
-    left_out = set(session.left_out(reply_id))
-    ids = [m.id for m in session.path]
-    if not left_out & set(ids):
+def left_out_marker(session: ChatSession, reply_id: int) -> tuple[int, str] | None:
+    """Where to say that history was left out for this reply, and what: on the first message
+    after the run (its id), or None when nothing was left out."""
+    left_out = session.left_out(reply_id)
+    path = session.path
+    indices = [i for i in (path.index_of(m) for m in left_out) if i is not None]
+    if not indices or max(indices) + 1 >= len(path):
         return None
-    last = max(ids.index(i) for i in left_out if i in ids)
-    bubbles = {b.message_id: b for b in view.bubbles}
-    if last + 1 >= len(ids) or ids[last + 1] not in bubbles:
-        return None
-    bubble = bubbles[ids[last + 1]]
-    bubble.set_notice(f"↑ {len(left_out)} earlier messages are not seen by the model: they "
-                      "were left out to fit its context.", "info")
-    return bubble
+    return (path.outline.ids[max(indices) + 1],
+            f"↑ {len(left_out)} earlier messages are not seen by the model: they were left out "
+            "to fit its context.")

@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import StoredMessage
+from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.wrapped_text import WrappedText
 
 
 def describe(message: StoredMessage) -> str:
@@ -50,22 +52,21 @@ class DetailsDialog(QDialog):
         form.setVerticalSpacing(8)
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
-        self.values: dict[str, QLabel] = {}
+        self.values: dict[str, WrappedText] = {}
         for label, value in rows:
-            name = QLabel(label, body)
-            name.setObjectName("detailsLabel")
-            text = QLabel(value, body)
+            name = plain_label(label, body, name="detailsLabel")
+            name.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+            # Plain text (system prompts are user text, model names and errors outside text)
+            # that wraps inside a path or a sha256 rather than cutting it.
+            text = WrappedText(value, body)
             text.setObjectName("detailsValue")
-            text.setTextFormat(Qt.TextFormat.PlainText)  # system prompts are user text
-            text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
-                                         | Qt.TextInteractionFlag.TextSelectableByKeyboard)
             form.addRow(name, text)
             self.values[label] = text
         if not rows:
             form.addRow(QLabel("Nothing was recorded about this reply.", body))
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # it wraps
         scroll.setWidget(body)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         self.copy_button = QPushButton("Copy as JSON", self)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from inglenook.ui.plain import plain_label
 
 STARTERS = (  # (what the button says, the prompt it puts in the message box)
     ("Explain how rainbows form", "Explain how a rainbow forms, in three short paragraphs."),
     ("Write an invitation", "Write a friendly note inviting my neighbours to a garden party."),
-    ("Check for palindromes in Python",
+    ("Palindromes in Python",  # short: a narrow chat column shows it whole
      "Write a Python function that checks whether a string is a palindrome."),
     ("Plan three days in Lisbon", "Plan a relaxed three-day trip to Lisbon."),
 )
@@ -19,8 +22,9 @@ WELCOME = (
     "<b>Welcome to Inglenook.</b> Everything runs on this computer: your chats, and the model "
     "that answers them. The small model that comes with Inglenook is there to try things out; "
     "for better answers, pick a bigger one under <b>Models</b> (it downloads once, then works "
-    "offline). Nothing leaves this computer unless you ask for a download or connect a remote "
-    "engine. Your conversations are kept in:<br>{data}")
+    "offline). Nothing leaves this computer unless you turn it on: downloads, remote engines, "
+    "tool servers and the API server (Help → About says what each sends). Your conversations "
+    "are kept in:<br>{data}")
 
 
 class EmptyState(QWidget):
@@ -35,14 +39,14 @@ class EmptyState(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("emptyState")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(40, 90, 40, 40)
+        self._layout = layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 90, 24, 40)
         layout.setSpacing(10)
         title = QLabel("What shall we talk about?", self)
         title.setObjectName("emptyTitle")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.label = QLabel(self)
-        self.label.setObjectName("emptyLabel")
+        title.setWordWrap(True)  # two lines rather than cut in a narrow window
+        self.label = plain_label("", self, name="emptyLabel")  # it names the model
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.label.setWordWrap(True)
         self.welcome = QWidget(self)
@@ -60,21 +64,46 @@ class EmptyState(QWidget):
         welcome_layout.addWidget(got_it, 0, Qt.AlignmentFlag.AlignRight)
         self.welcome.hide()
         starters = QWidget(self)
-        grid = QGridLayout(starters)
-        grid.setSpacing(8)
+        self._grid = QGridLayout(starters)
+        self._grid.setSpacing(8)
         self.starter_buttons: list[QPushButton] = []
-        for n, (label, prompt) in enumerate(STARTERS):
+        for label, prompt in STARTERS:
             button = QPushButton(label, starters)
             button.setObjectName("starterButton")
             button.setToolTip(f"Put this in the message box: {prompt}")
             button.clicked.connect(lambda _=False, p=prompt: self.starter_chosen.emit(p))
-            grid.addWidget(button, n // 2, n % 2)
             self.starter_buttons.append(button)
+        self._columns = 0
+        self._arrange(2)
         layout.addWidget(title)
         layout.addWidget(self.label)
         layout.addSpacing(8)
         layout.addWidget(self.welcome)
         layout.addWidget(starters)
+
+    def _arrange(self, columns: int) -> None:
+        """The starters in two columns, or one when two would be wider than the chat."""
+        if columns == self._columns:
+            return
+        self._columns = columns
+        for button in self.starter_buttons:
+            self._grid.removeWidget(button)
+        for n, button in enumerate(self.starter_buttons):
+            self._grid.addWidget(button, n // columns, n % columns)
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()  # one column, at the narrowest
+        widest = max(b.minimumSizeHint().width() for b in self.starter_buttons)
+        margins = self._layout.contentsMargins()
+        return QSize(widest + margins.left() + margins.right(), hint.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        margins = self._layout.contentsMargins()
+        room = event.size().width() - margins.left() - margins.right()
+        pairs = zip(self.starter_buttons[::2], self.starter_buttons[1::2], strict=False)
+        two = max(a.sizeHint().width() + b.sizeHint().width() for a, b in pairs)
+        self._arrange(2 if room >= two + self._grid.spacing() else 1)
+        super().resizeEvent(event)
 
     def show_welcome(self, data_folder: str) -> None:
         self.welcome_text.setText(WELCOME.format(data=html.escape(data_folder)))

@@ -7,6 +7,8 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from inglenook.ui.widgets.keys import keeps_key
+
 
 class _Editor(QPlainTextEdit):
     submit = Signal()
@@ -14,11 +16,7 @@ class _Editor(QPlainTextEdit):
 
     def event(self, event: QEvent) -> bool:
         # Esc here cancels the edit: it must not reach the window's "stop the reply" key.
-        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) \
-                and event.key() == Qt.Key.Key_Escape:
-            event.accept()
-            return True
-        return super().event(event)
+        return keeps_key(event, Qt.Key.Key_Escape) or super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)

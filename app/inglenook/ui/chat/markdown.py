@@ -22,6 +22,7 @@ source. `display_cut` picks how much of a long message is shown at first.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "code_blocks",
     "display_cut",
     "render",
+    "render_head",
     "render_markdown",
 ]
 
@@ -365,3 +367,56 @@ def render_markdown(text: str, palette: MarkdownPalette = DEFAULT_PALETTE) -> st
 def code_blocks(text: str) -> list[str]:
     """The source of each code block in `text`; index N is what the `copy:N` anchor copies."""
     return [_code_text(t) for t in _parse(text, {}) if t.type in _CODE_TYPES]
+
+
+CACHE_CHARS = 4_000_000  # of HTML kept for finished messages (a few thousand of them)
+
+
+class _HeadCache:
+    """The rendered heads of finished messages, the most recently used first: a message that
+    scrolls back into view (the transcript makes its bubble again) is not parsed again. Kept as
+    plain tuples of strings, which the garbage collector stops walking."""
+
+    def __init__(self, max_chars: int = CACHE_CHARS) -> None:
+        self._found: dict[MarkdownPalette, OrderedDict[str, tuple[int, str, tuple[str, ...]]]] = {}
+        self._chars = 0
+        self._max = max_chars
+
+    def get(self, text: str, palette: MarkdownPalette) -> tuple[int, RenderedMarkdown] | None:
+        heads = self._found.get(palette)
+        found = heads.get(text) if heads is not None else None
+        if heads is None or found is None:
+            return None
+        heads.move_to_end(text)
+        return found[0], RenderedMarkdown(found[1], found[2])
+
+    def put(self, text: str, palette: MarkdownPalette, cut: int,
+            rendered: RenderedMarkdown) -> None:
+        if palette not in self._found:  # another theme: the old one's renders are of no use
+            self._found, self._chars = {palette: OrderedDict()}, 0
+        heads = self._found[palette]
+        if text in heads:
+            return
+        heads[text] = (cut, rendered.html, rendered.code_blocks)
+        self._chars += len(rendered.html)
+        while self._chars > self._max and heads:
+            _, old = heads.popitem(last=False)
+            self._chars -= len(old[1])
+
+
+_heads = _HeadCache()
+
+
+def render_head(text: str, palette: MarkdownPalette = DEFAULT_PALETTE, copied: int | None = None,
+                keep: bool = True) -> tuple[int, RenderedMarkdown]:
+    """The first display of `text`: where it is cut (display_cut) and that head rendered.
+    `keep`: the text is final (not a reply mid-stream), so the result is kept for next time."""
+    if copied is None and keep:
+        found = _heads.get(text, palette)
+        if found is not None:
+            return found
+    cut = display_cut(text)
+    rendered = render(text[:cut], palette, copied)
+    if copied is None and keep:
+        _heads.put(text, palette, cut, rendered)
+    return cut, rendered

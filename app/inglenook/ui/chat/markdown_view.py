@@ -32,7 +32,7 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
 from inglenook.ui import theme
-from inglenook.ui.chat.markdown import MarkdownPalette, display_cut, render
+from inglenook.ui.chat.markdown import MarkdownPalette, render_head
 from inglenook.ui.chat.markdown_segments import WholeRender, all_code_blocks
 from inglenook.ui.chat.rich_text import RichTextView
 
@@ -120,6 +120,7 @@ class MarkdownView(RichTextView):
         self._expected_parts = 0
         self._expand_done = False
         self._timer: QTimer | None = None
+        self.live = False  # the text is still growing (a reply streaming): renders not kept
         self.anchorClicked.connect(self._on_anchor_clicked)
 
     # --- content -------------------------------------------------------------------------
@@ -129,6 +130,11 @@ class MarkdownView(RichTextView):
 
     def code_blocks(self) -> tuple[str, ...]:
         return self._code_blocks
+
+    @property
+    def expanded(self) -> bool:
+        """Show all was asked for (the whole message is shown, or being laid out)."""
+        return self._expanded
 
     @property
     def truncated(self) -> bool:
@@ -194,8 +200,7 @@ class MarkdownView(RichTextView):
         started = time.perf_counter()
         self._head_stale = False
         text = self._markdown
-        cut = display_cut(text)
-        rendered = render(text[:cut], self._md_palette, self._copied)
+        cut, rendered = render_head(text, self._md_palette, self._copied, keep=not self.live)
         self._truncated = cut < len(text)
         self._code_blocks = rendered.code_blocks
         self._blocks_exact = not self._truncated

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, cast
 
 from PySide6.QtWidgets import QBoxLayout, QMessageBox, QWidget
 
+from inglenook.chat.session import ChatSession
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession
 from inglenook.store import StoreError
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.details import DetailsDialog
@@ -21,6 +21,7 @@ from inglenook.ui.chat.prompt_dialog import PromptDialog
 
 if TYPE_CHECKING:
     from inglenook.engine.worker import EngineWorker
+    from inglenook.ui.chat.chat_view import ChatView
     from inglenook.ui.widgets.banner import Banner
 
 
@@ -34,7 +35,9 @@ class MessageActions:
     _inspecting: int
     _model: Callable[[], tuple[ModelInfo | None, str]]
 
-    def render(self) -> None:
+    view: ChatView
+
+    def render(self, keep_position: bool = False) -> None:
         raise NotImplementedError
 
     def _request_reply(self, session: ChatSession | None = None,
@@ -49,8 +52,10 @@ class MessageActions:
         cast(QBoxLayout, bubble.layout()).insertWidget(0, editor)
         editor.editor.setFocus()
         message_id = bubble.message_id
+        self.view.pin(message_id)  # scrolling away must not lose what is being typed
 
         def done() -> None:
+            self.view.pin(message_id, False)
             editor.deleteLater()
             bubble.body.show()
 
@@ -68,7 +73,7 @@ class MessageActions:
         message_id = bubble.message_id
         if self.session.reply is None and message_id is not None and self._write(
                 lambda: self.session.select_sibling(message_id, step)):
-            self.render()
+            self.render(keep_position=True)
 
     def delete_from(self, bubble: MessageBubble) -> None:
         """Delete a message and everything after it on this branch, after asking."""
@@ -79,10 +84,10 @@ class MessageActions:
         message_id = bubble.message_id
         if answer == QMessageBox.StandardButton.Yes and self._write(
                 lambda: self.session.delete_from(message_id)):
-            self.render()
+            self.render(keep_position=True)
 
     def show_details(self, bubble: MessageBubble) -> None:
-        message = next((m for m in self.session.path if m.id == bubble.message_id), None)
+        message = self.session.path.find(bubble.message_id) if bubble.message_id else None
         if message is not None:
             dialog = DetailsDialog(message, self._parent)
             dialog.prompt_requested.connect(lambda: self.show_prompt(message.id))
@@ -94,7 +99,9 @@ class MessageActions:
             self.banner.show_message("Load a model to see the prompt it is sent.", "info")
             return
         self._next_id += 1
-        request = self.session.request_for(message_id, self._next_id)
+        model = self._model()[0]
+        request = self.session.request_for(message_id, self._next_id,
+                                           model.n_ctx if model is not None else 0)
         if request is not None:
             self._inspecting = request.request_id
             self.worker.inspect(request, self.session.owner)

@@ -7,12 +7,23 @@ from inglenook.store import StoredMessage
 from inglenook.ui.chat.chat_view import MessageBubble
 
 
+def author(message: StoredMessage, model_name: str) -> str:
+    """Who wrote a reply: the model its provenance names (an import's, when it has one). Only a
+    reply being written now is the loaded model's (`model_name`); one without provenance (an
+    imported chat, a reply cut off by a crash) is not, whatever is loaded."""
+    if message.provenance.model_name:
+        return message.provenance.model_name
+    if message.status == "streaming" and model_name:
+        return model_name
+    return "Assistant"
+
+
 def present(bubble: MessageBubble, message: StoredMessage, model_name: str) -> None:
     """Fill an assistant bubble from its stored reply: who wrote it, what it thought (folded),
     its figures, and a notice when it did not end normally (a stopped or failed reply is
-    always marked)."""
+    always marked). `model_name`: the model loaded now."""
     provenance = message.provenance
-    bubble.author.setText(provenance.model_name or model_name or "Assistant")
+    bubble.author.setText(author(message, model_name))
     bubble.set_reasoning(message.reasoning, seconds=provenance.thinking_s)
     if provenance.stats is not None:
         bubble.set_stats(provenance.stats)
@@ -22,3 +33,22 @@ def present(bubble: MessageBubble, message: StoredMessage, model_name: str) -> N
         bubble.set_notice(provenance.error or "This reply failed.", "error")
     elif provenance.finish in ("cancelled", "length"):
         bubble.set_finish(Finish(provenance.finish, provenance.error))
+    mark_stopped_thinking(bubble, message)
+
+
+def mark_stopped_thinking(bubble: MessageBubble, message: StoredMessage) -> None:
+    """A reply that ended before its answer began (stopped, or at its length limit) says so, on
+    the notice and on its thinking, rather than "Thought for 38 s" over an empty answer."""
+    provenance = message.provenance
+    if (provenance.finish not in ("cancelled", "length") or message.content.strip()
+            or message.tool_cards or not message.reasoning.strip()):
+        return
+    if provenance.finish == "length":
+        notice = ("The reply reached its length limit while the model was still thinking: no "
+                  "answer was written. A higher Max tokens lets it finish.")
+    elif provenance.error:
+        notice = f"{provenance.error} The model was still thinking: no answer was written."
+    else:
+        notice = "Stopped while the model was thinking: no answer was written."
+    bubble.set_notice(notice, "info")
+    bubble.reasoning.show_stopped(message.reasoning, provenance.thinking_s)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QToolButton, QWidget
+
+from inglenook.ui.plain import plain_tip
+from inglenook.ui.widgets.elided_label import ElidedLabel
 
 
 class QueueNotice(QWidget):
@@ -18,7 +21,9 @@ class QueueNotice(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("queueNotice")
-        self.label = QLabel(self)
+        # One line that ends in "…" when narrow: a long title must not widen the chat column
+        # (it would squeeze the side panel). Plain text: it quotes a chat's title.
+        self.label = ElidedLabel(self)
         self.label.setObjectName("queueLabel")
         self.stop_other_button = QToolButton(self)
         self.stop_other_button.setObjectName("queueStopOtherButton")
@@ -40,6 +45,9 @@ class QueueNotice(QWidget):
     def show_waiting(self, title: str, ahead: int) -> None:
         more = f" and {ahead - 1} more" if ahead > 1 else ""
         what = title if title.startswith("an API request") else f"the reply in «{title}»"
-        self.label.setText(f"Waiting for {what}{more} to finish…")
-        self.label.setToolTip("The model writes one reply at a time; this one is next in line.")
+        full = f"Waiting for {what}{more} to finish…"
+        self.label.set_forms(full, f"Waiting for «{title}»{more}…" if what != title else full,
+                             "Waiting for another reply…")
+        self.label.setToolTip(plain_tip(f"{full}\nThe model writes one reply at a time; this "
+                                        "one is next in line."))
         self.show()

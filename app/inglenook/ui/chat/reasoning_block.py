@@ -2,7 +2,8 @@
 
 While the model thinks the block is open and says "Thinking…", its text growing as it streams;
 when the answer begins it folds to one line, "Thought for 12 s" (or "Reasoning" when the time
-is not known: an imported reply), and a click opens it again. The text is the model's own
+is not known: an imported reply), and a click opens it again. Stopped before the answer began,
+it says so ("Stopped while thinking · 38 s"). The text is the model's own
 Markdown, in a quieter style than the answer; Copy on the bubble never includes it.
 """
 
@@ -19,6 +20,10 @@ LIVE = "Thinking…"
 
 def title(seconds: float | None) -> str:
     return f"Thought for {format_seconds(seconds)}" if seconds is not None else "Reasoning"
+
+
+def stopped_title(seconds: float | None) -> str:
+    return "Stopped while thinking" + (f" · {format_seconds(seconds)}" if seconds else "")
 
 
 class ReasoningBlock(QFrame):
@@ -75,6 +80,14 @@ class ReasoningBlock(QFrame):
         self.body.set_markdown(text)
         self.body.flush()
         self.set_open(self.is_open and not was_live)
+
+    def show_stopped(self, text: str, seconds: float | None) -> None:
+        """Ended before any answer: the title says so, not how long it thought."""
+        self.live = False
+        self._title = stopped_title(seconds)
+        self.body.set_markdown(text)
+        self.body.flush()
+        self.set_open(self.is_open)
 
     def set_open(self, open_: bool) -> None:
         self._rule.setVisible(open_)

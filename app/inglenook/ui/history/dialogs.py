@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from inglenook.store import Store
 from inglenook.store.transfer import read_import
+from inglenook.ui.plain import plain_box
 
 
 def export_conversation(store: Store, conv_id: int, parent: QWidget) -> Path | None:
@@ -73,7 +74,7 @@ class ImportResult:
 
 def show_summary(summary: str, parent: QWidget) -> None:
     """What an import left out or repaired, without blocking the window."""
-    box = QMessageBox(QMessageBox.Icon.Information, "Import conversations", summary,
-                      QMessageBox.StandardButton.Ok, parent)
+    box = plain_box(QMessageBox(QMessageBox.Icon.Information, "Import conversations", summary,
+                                QMessageBox.StandardButton.Ok, parent))  # it quotes the file
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     box.open()

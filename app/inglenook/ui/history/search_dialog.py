@@ -1,6 +1,10 @@
-"""Search across all conversations (Ctrl+K / Ctrl+F): type, see highlighted matches, open one."""
+"""Search across all conversations (Ctrl+K / Ctrl+F): type, see highlighted matches grouped by
+chat, open one. At most LIMIT matches are shown; when there are more, the dialog says so rather
+than pass the cap off as the count."""
 
 from __future__ import annotations
+
+import html
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -15,8 +19,32 @@ from PySide6.QtWidgets import (
 
 from inglenook.store import SearchHit, Store, StoreError
 from inglenook.ui import theme
+from inglenook.ui.plain import plain_label
 
 DEBOUNCE_MS = 150
+LIMIT = 50  # matches shown; one more is asked for, to know whether there are more
+
+
+def grouped(hits: list[SearchHit]) -> list[list[SearchHit]]:
+    """The hits by conversation, in the order each conversation first appears; a title match
+    and a message match naming the same message count once."""
+    groups: dict[int, list[SearchHit]] = {}
+    seen: set[tuple[int, int]] = set()
+    for hit in hits:
+        key = (hit.conversation_id, hit.message_id)
+        if key not in seen:
+            seen.add(key)
+            groups.setdefault(hit.conversation_id, []).append(hit)
+    return list(groups.values())
+
+
+def summary(groups: list[list[SearchHit]], more: bool) -> str:
+    count = sum(len(g) for g in groups)
+    chats = f"{len(groups)} chat{'s' if len(groups) != 1 else ''}"
+    if more:
+        return (f"The first {count} matches, in {chats}; there are more: add a word to narrow "
+                "the search.")
+    return f"{count} match{'es' if count != 1 else ''} in {chats}"
 
 
 class SearchDialog(QDialog):
@@ -39,8 +67,8 @@ class SearchDialog(QDialog):
         self.results = QListWidget(self)
         self.results.setObjectName("searchResults")
         self.results.setWordWrap(True)
-        self.status = QLabel("", self)
-        self.status.setObjectName("searchStatus")
+        self.results.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.status = plain_label("", self, name="searchStatus")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 14, 14, 14)
         layout.addWidget(self.query)
@@ -60,32 +88,41 @@ class SearchDialog(QDialog):
             self.status.setText("")
             return
         try:
-            hits = self._store.search(text)
+            hits = self._store.search(text, limit=LIMIT + 1)
         except StoreError as exc:
             self.status.setText(f"Search failed: {exc}")
             return
-        seen: set[tuple[int, int]] = set()
-        unique = []
-        for hit in hits:  # a title match and a message match can name the same message
-            key = (hit.conversation_id, hit.message_id)
-            if key not in seen:
-                seen.add(key)
-                unique.append(hit)
-        self.status.setText(f"{len(unique)} match{'es' if len(unique) != 1 else ''}")
-        for hit in unique:
-            self._add(hit)
+        groups = grouped(hits)
+        more = len(hits) > LIMIT  # the store found more than are shown
+        shown: list[list[SearchHit]] = []
+        room = LIMIT
+        for group in groups:  # the first LIMIT matches, still by chat
+            if room <= 0:
+                break
+            shown.append(group[:room])
+            room -= len(shown[-1])
+        self.status.setText(summary(shown, more))
+        for group in shown:
+            for n, hit in enumerate(group):
+                self._add(hit, first=n == 0)
 
-    def _add(self, hit: SearchHit) -> None:
+    def _add(self, hit: SearchHit, first: bool) -> None:
+        """A match; the first of its chat under the chat's title, the others indented below."""
         item = QListWidgetItem(self.results)
         item.setData(Qt.ItemDataRole.UserRole, (hit.conversation_id, hit.message_id))
         colors = theme.current().colors
         snippet = hit.snippet.replace("<b>", f"<b style='color:{colors.accent_text}'>")
-        label = QLabel(f"<div style='font-weight:600'>{_escape(hit.title)}</div>"
-                       f"<div style='color:{colors.text_muted}'>{snippet}</div>")
+        if hit.in_title:  # the title itself matched: it is the heading, highlighted
+            text = f"<div style='font-weight:600'>{snippet}</div>"
+        else:
+            title = (f"<div style='font-weight:600'>{html.escape(hit.title)}</div>" if first
+                     else "")
+            text = f"{title}<div style='color:{colors.text_muted}'>{snippet}</div>"
+        label = QLabel(text)
         label.setObjectName("searchHit")
-        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setTextFormat(Qt.TextFormat.RichText)  # the title escaped, the snippet too
         label.setWordWrap(True)
-        label.setContentsMargins(8, 6, 8, 6)
+        label.setContentsMargins(8 if first else 24, 6 if first else 0, 8, 6)
         label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         width = self.results.viewport().width() - 4
         item.setSizeHint(QSize(width, label.heightForWidth(width)))
@@ -103,6 +140,3 @@ class SearchDialog(QDialog):
         self.hit_chosen.emit(conv_id, message_id)
         self.accept()
 
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.store import ConversationSummary
 from inglenook.ui import theme
+from inglenook.ui.plain import plain_tip
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 ACTIVITY_TIPS = {"generating": "Writing a reply…",
@@ -153,7 +154,7 @@ class ConversationSidebar(QWidget):
                 self.list.addItem(header)
             item = QListWidgetItem(conv.title)  # pinned ones sit under their own heading
             item.setData(ID_ROLE, conv.id)
-            item.setToolTip(conv.title)
+            item.setToolTip(plain_tip(conv.title))
             self.list.addItem(item)
             self._decorate(item)
             if conv.id == current:
@@ -175,7 +176,7 @@ class ConversationSidebar(QWidget):
         kind = self._activity.get(int(conv_id))
         title = self._titles.get(int(conv_id), "")
         item.setIcon(self._icons[kind] if kind else QIcon())
-        item.setToolTip(f"{title}\n{ACTIVITY_TIPS[kind]}" if kind else title)
+        item.setToolTip(plain_tip(f"{title}\n{ACTIVITY_TIPS[kind]}" if kind else title))
 
     def activity(self, conv_id: int) -> str:
         return self._activity.get(conv_id, "")

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.core.load import ModelDefaults
 from inglenook.core.template import CHATML_TEMPLATE, ChatTemplate, TemplateError
+from inglenook.ui.plain import plain_label
 
 PANEL = "Use the side panel's"
 
@@ -59,8 +60,7 @@ class ModelDefaultsDialog(QDialog):
         self.template.setPlainText(defaults.chat_template)
         chatml = QPushButton("Use ChatML", self)
         chatml.clicked.connect(lambda: self.template.setPlainText(CHATML_TEMPLATE))
-        self.error = QLabel(self)
-        self.error.setObjectName("defaultsError")
+        self.error = plain_label("", self, name="defaultsError")  # template errors quote it
         self.error.setWordWrap(True)
         self.error.hide()
         form = QFormLayout()

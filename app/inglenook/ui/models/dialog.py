@@ -118,7 +118,7 @@ class ModelsDialog(QDialog):
         self.close()
 
     def _models_changed(self) -> None:
-        self.discover.refresh_installed()
+        self.discover.repo_panel.refresh_installed()
         self.models_changed.emit()
 
     def _on_completed(self, _status: DownloadStatus) -> None:

@@ -1,12 +1,11 @@
-"""The Models dialog's Discover page: search the Hub for GGUF repositories, open one to see its
-files grouped by quantization with a memory-fit label each (or "Won't load" when the bundled
-engine does not know the model's architecture or tokenizer), and queue downloads. The curated
-catalog is shown while the search box is empty, and works offline.
+"""The Models dialog's Discover page: search the Hub for GGUF repositories (the curated
+catalog while the search box is empty; it works offline), and open one in the panel beside
+(repo_panel.py: its files, their fit, Download).
 
-Every Hub request runs on a background thread; each carries a request number, and answers to a
-request that is no longer the latest are dropped. In offline mode (HF_HUB_OFFLINE) nothing is
-started at all; when the Hub cannot be reached, the page says so in plain words, keeps (or
-brings back) the catalog, and offers Retry.
+A search runs on a background thread and carries a request number; answers to a search that is
+no longer the latest are dropped. In offline mode (HF_HUB_OFFLINE) nothing is started at all;
+when the Hub cannot be reached, the page says so in plain words, keeps (or brings back) the
+catalog, and offers Retry.
 """
 
 from __future__ import annotations
@@ -14,78 +13,36 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 from typing import cast
-from urllib.parse import urlsplit
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QTreeWidget,
-    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from inglenook.models import compat, fit, hub
-from inglenook.models.advice import (
-    FIT_TEXT,
-    FitReport,
-    fit_breakdown,
-    is_installed,
-    is_recommended,
-    plan_fits,
-)
+from inglenook.models import hub
 from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
-from inglenook.models.filenames import UnsafeFileName, parse_quant
-from inglenook.models.hub import GGUFModel, HubOffline, RepoListing, RepoSummary
-from inglenook.models.library import describe_size
+from inglenook.models.hub import HubOffline, RepoSummary
 from inglenook.ui import theme
 from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
 from inglenook.ui.models.page import notice_label, page_header
+from inglenook.ui.models.repo_panel import (
+    OFFLINE_MESSAGE,
+    RepoPanel,
+    failure_message,
+    is_unreachable,
+    retryable,
+)
 
-OFFLINE_MESSAGE = ("You're offline — search needs the internet. The curated catalog below still "
-                   "works.")
 SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "recent"))
-FILE_COLUMNS = ("File", "Size", "Fit", "")
-QUANT_ROLE = Qt.ItemDataRole.UserRole + 1
-
-
-def is_unreachable(exc: object) -> bool:
-    """A network failure (no connection, no DNS, no answer) rather than an answer from the Hub:
-    models/hub.py reports those as retryable HubErrors without an HTTP status."""
-    if isinstance(exc, HubOffline):
-        return False
-    if isinstance(exc, hub.HubError):
-        return exc.status is None and exc.retryable
-    return isinstance(exc, OSError)
-
-
-def unreachable_message() -> str:
-    """What a network failure means for the user; the errno text stays out of it."""
-    host = urlsplit(hub.endpoint()).netloc or hub.endpoint()
-    return (f"Can't reach {host} — you may be offline. The curated catalog below still works; "
-            "Retry once you're connected.")
-
-
-def chip(text: str, kind: str, parent: QWidget | None = None, name: str = "fitChip") -> QWidget:
-    """A small coloured label (styled by its `kind` property), left-aligned in a table cell."""
-    holder = QWidget(parent)
-    label = QLabel(text, holder)
-    label.setObjectName(name)
-    label.setProperty("kind", kind)
-    layout = QHBoxLayout(holder)
-    layout.setContentsMargins(4, 2, 4, 2)
-    layout.addWidget(label)
-    layout.addStretch(1)
-    return holder
 
 
 class DiscoverPage(QWidget):
@@ -103,16 +60,7 @@ class DiscoverPage(QWidget):
         self.tasks.done.connect(self._on_done)
         self.tasks.failed.connect(self._on_failed)
         self._request = 0  # the latest search
-        self._open_request = 0  # the latest repository opened
         self.busy = False
-        self.repo = ""
-        self.listing: RepoListing | None = None
-        self.report: FitReport | None = None
-        self.fit_error = ""
-        self._opened: tuple[str, str, CatalogEntry | None] = ("", "", None)
-        # What a repository's header said (read once per repository): its shape and verdict.
-        self._shapes: dict[str, tuple[fit.ModelShape, compat.Compatibility | None]] = {}
-        self._catalog_entry: CatalogEntry | None = None
         try:
             self.catalog, self.catalog_error = load_catalog(), ""
         except CatalogError as exc:
@@ -169,40 +117,9 @@ class DiscoverPage(QWidget):
         # button), which must not open that model on the Hub unasked.
         self.results.itemSelectionChanged.connect(self._on_selection)
 
-        panel = QFrame(self)
-        panel.setObjectName("repoPanel")
-        self.repo_title = QLabel(panel)
-        self.repo_title.setObjectName("repoTitle")
-        self.repo_title.setWordWrap(True)
-        self.repo_meta = QLabel(panel)
-        self.repo_meta.setObjectName("repoMeta")
-        self.repo_meta.setWordWrap(True)
-        self.repo_status = QLabel(panel)
-        self.repo_status.setObjectName("repoStatus")
-        self.repo_status.setWordWrap(True)
-        self.files = QTreeWidget(panel)
-        self.files.setObjectName("repoFiles")
-        self.files.setHeaderLabels(FILE_COLUMNS)
-        self.files.setRootIsDecorated(False)
-        self.files.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.files.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.files.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.files.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        header = self.files.header()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        # A chip (wide enough for "Won't load") and a button: their own widths.
-        for column, width in ((2, 112), (3, 108)):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
-            header.resizeSection(column, width)
-        panel_layout = QVBoxLayout(panel)
-        panel_layout.setContentsMargins(18, 16, 18, 16)
-        panel_layout.setSpacing(6)
-        panel_layout.addWidget(self.repo_title)
-        panel_layout.addWidget(self.repo_meta)
-        panel_layout.addWidget(self.repo_status)
-        panel_layout.addWidget(self.files, 1)
+        self.repo_panel = panel = RepoPanel(self.bridge, self)
+        panel.downloads_added.connect(self.downloads_added)
+        panel.failed.connect(self._panel_failed)
 
         body = QHBoxLayout()
         body.setSpacing(14)
@@ -217,7 +134,6 @@ class DiscoverPage(QWidget):
         layout.addLayout(bar)
         layout.addLayout(notice_row)
         layout.addLayout(body, 1)
-        self._clear_panel("Choose a model on the left to see its files.")
 
     # -- the list on the left ---------------------------------------------------------------------
     def show_catalog(self) -> None:
@@ -250,8 +166,7 @@ class DiscoverPage(QWidget):
         self._set_busy(True)
         self.results.clear()
         self._heading(f"Searching for “{text}”…")
-        self.tasks.start(("search", self._request), hub.search_models, text,
-                         sort=self.sort.currentData())
+        self.tasks.start(self._request, hub.search_models, text, sort=self.sort.currentData())
 
     def _show_results(self, text: str, found: list[RepoSummary]) -> None:
         self.results.clear()
@@ -316,186 +231,14 @@ class DiscoverPage(QWidget):
         if not data:
             return
         if data[0] == "catalog":
-            self.open_catalog_entry(data[1])
+            self.repo_panel.open_catalog_entry(data[1])
         else:
             repo: RepoSummary = data[1]
             self.open_repo(repo.id, f"by {repo.author} · {repo.downloads:,} downloads · "
                                     f"{repo.likes:,} likes")
 
-    # -- a repository -----------------------------------------------------------------------------
-    def open_catalog_entry(self, entry: CatalogEntry) -> None:
-        meta = (f"{entry.description}\n{entry.params} parameters · {entry.context:,} tokens of "
-                f"context · {entry.licence} · by {entry.publisher}")
-        if not hub.is_offline():
-            self.open_repo(entry.repo, meta, entry)
-            return
-        self._open_request += 1
-        self._show_recommended(entry, meta)
-
-    def _show_recommended(self, entry: CatalogEntry, meta: str) -> None:
-        """A catalog entry without the Hub: the files the catalog recommends, none offered."""
-        self._clear_panel("You're offline. These are the recommended files; connect to the "
-                          "internet to see all of them, check the fit and download.",
-                          entry.name, meta)
-        self.repo, self._catalog_entry = entry.repo, entry
-        self.files.setVisible(True)
-        for i, name in enumerate(entry.recommended):
-            item = self._item(self.files.invisibleRootItem(), parse_quant(name), name, i == 0)
-            item.setText(1, "—")
-            self.files.setItemWidget(item, 2, chip("offline", "unknown"))
-            self.files.setItemWidget(item, 3, self._download_button(None, "Offline"))
-
     def open_repo(self, repo: str, meta: str = "", entry: CatalogEntry | None = None) -> None:
-        if hub.is_offline():
-            self.show_notice(OFFLINE_MESSAGE)
-            return
-        self._open_request += 1
-        self._opened = (repo, meta, entry)  # what Retry opens again
-        self.repo, self._catalog_entry = repo, entry
-        self.listing, self.report, self.fit_error = None, None, ""
-        self._clear_panel("Listing the repository's files…", entry.name if entry else repo, meta)
-        self.tasks.start(("files", self._open_request), hub.list_gguf_files, repo)
-
-    def _show_listing(self, listing: RepoListing) -> None:
-        self.listing = listing
-        if not listing.models:
-            self.repo_status.setText("This repository has no GGUF files.")
-            return
-        self._render_files()
-        self.repo_status.setText("Reading the model's header to estimate its memory needs…")
-        shape, verdict = self._shapes.get(listing.repo, (None, None))
-        self.tasks.start(("fit", self._open_request), plan_fits, listing.repo, listing, shape,
-                         verdict)
-
-    def _show_fits(self, report: FitReport) -> None:
-        self.report = report
-        where = "free RAM" if not report.memory.gpu_offload else "free RAM and GPU memory"
-        status = (f"Memory estimates for {report.n_ctx:,} tokens of context (f16 KV cache) "
-                  f"against {report.memory.ram_free / 1e9:.1f} GB of {where}.")
-        if report.verdict is not None and report.verdict.wont_load:
-            status = f"{report.verdict.summary}. {report.verdict.detail}"
-        self.repo_status.setText(status)
-        self._render_files()
-
-    def _render_files(self) -> None:
-        assert self.listing is not None
-        self.files.clear()
-        self.files.setVisible(True)
-        root = self.files.invisibleRootItem()
-        groups = self.listing.by_quant()
-        for quant, models in groups.items():
-            if len(models) == 1:
-                self._file_row(root, quant, models[0])
-                continue
-            group = QTreeWidgetItem(self.files)
-            group.setText(0, f"{quant or 'Other'} · {len(models)} files")
-            font = group.font(0)
-            font.setBold(True)
-            group.setFont(0, font)
-            group.setFirstColumnSpanned(True)
-            for model in models:
-                self._file_row(group, quant, model)
-            group.setExpanded(True)
-        self.files.setRootIsDecorated(any(len(m) > 1 for m in groups.values()))
-
-    def _item(self, parent: QTreeWidgetItem, quant: str, name: str,
-              star: bool) -> QTreeWidgetItem:
-        """A file row: the quantization (★ when recommended) over the file name."""
-        item = QTreeWidgetItem(parent)
-        head = quant or "?"
-        item.setText(0, f"{head}  ★ recommended\n{name}" if star else f"{head}\n{name}")
-        item.setData(0, Qt.ItemDataRole.UserRole, name)
-        item.setData(0, QUANT_ROLE, quant)
-        return item
-
-    def _file_row(self, parent: QTreeWidgetItem, quant: str, model: GGUFModel) -> None:
-        star = is_recommended(model, self.report, self._catalog_entry)
-        parts = f"  ({len(model.parts)} parts)" if model.is_split else ""
-        item = self._item(parent, quant or model.quant, model.name + parts, star)
-        item.setData(0, Qt.ItemDataRole.UserRole, model.name)
-        tip = "\n".join(p.path for p in model.parts)
-        if star:
-            tip += ("\n\nRecommended by the curated catalog" if self._catalog_entry
-                    else "\n\nRecommended for this computer")
-        item.setToolTip(0, tip)
-        item.setText(1, describe_size(model.size))
-        self.files.setItemWidget(item, 2, self._fit_chip(model))
-        if not model.complete:
-            button = self._download_button(None, "Incomplete")
-            button.setToolTip("Some parts of this split model are missing from the repository.")
-        elif is_installed(model):
-            button = self._download_button(None, "Installed")
-        else:
-            button = self._download_button(model, "Download")
-        self.files.setItemWidget(item, 3, button)
-
-    def refresh_installed(self) -> None:
-        """Show files downloaded since the list was drawn as installed."""
-        if self.listing is not None and self.listing.models:
-            self._render_files()
-
-    def _fit_chip(self, model: GGUFModel) -> QWidget:
-        verdict = self.report.verdict if self.report is not None else None
-        if verdict is not None and verdict.wont_load:
-            widget = chip("Won't load", "wont")
-            widget.setToolTip(f"{verdict.summary}.\n{verdict.detail}")
-            return widget
-        if self.report is not None and model.name in self.report.plans:
-            plan = self.report.plans[model.name]
-            kind = {"fits": "fits", "tight": "tight"}.get(plan.label, "wont")
-            widget = chip(FIT_TEXT[plan.label], kind)
-            widget.setToolTip(fit_breakdown(plan))
-            return widget
-        if self.fit_error:
-            widget = chip("unknown", "unknown")
-            widget.setToolTip(self.fit_error)
-            return widget
-        return chip("checking…", "pending")
-
-    def _download_button(self, model: GGUFModel | None, text: str) -> QPushButton:
-        button = QPushButton(text)
-        button.setObjectName("downloadFileButton")
-        button.setEnabled(model is not None)
-        if model is not None:
-            button.clicked.connect(lambda: self.download(model, button))
-        return button
-
-    def download(self, model: GGUFModel, button: QPushButton | None = None) -> None:
-        try:
-            for part in model.parts:
-                self.bridge.add(self.repo, part.path)
-        except UnsafeFileName as exc:
-            self.show_notice(str(exc), error=True)
-            return
-        if button is not None:
-            button.setText("Queued")
-            button.setEnabled(False)
-        self.downloads_added.emit()
-
-    def file_rows(self) -> list[tuple[str, str, str, str]]:
-        """(quantization, file, size, fit) of each file row, in order (tests)."""
-        rows = []
-
-        def walk(item: QTreeWidgetItem) -> None:
-            for i in range(item.childCount()):
-                child = item.child(i)
-                if child is None:
-                    continue
-                if child.childCount():
-                    walk(child)
-                    continue
-                holder = self.files.itemWidget(child, 2)
-                label = holder.findChild(QLabel) if holder is not None else None
-                rows.append((child.data(0, QUANT_ROLE), child.data(0, Qt.ItemDataRole.UserRole),
-                             child.text(1), label.text() if label is not None else ""))
-
-        walk(self.files.invisibleRootItem())
-        return rows
-
-    def model_named(self, name: str) -> GGUFModel | None:
-        if self.listing is None:
-            return None
-        return next((m for m in self.listing.models if m.name == name), None)
+        self.repo_panel.open_repo(repo, meta, entry)
 
     def _query_edited(self, text: str) -> None:
         if not text.strip():
@@ -507,68 +250,28 @@ class DiscoverPage(QWidget):
 
     # -- background answers -----------------------------------------------------------------------
     def _on_done(self, key: object, value: object) -> None:
-        kind, number = cast(tuple[str, int], key)
-        if kind in ("search", "files") and self._retry is not None:
+        if key != self._request:
+            return
+        if self._retry is not None:
             self.show_notice("")  # the Hub answered: the failure shown is over
-        if kind == "search" and number == self._request:
-            self._set_busy(False)
-            self._show_results(self.query.text().strip(), value)  # type: ignore[arg-type]
-        elif kind == "files" and number == self._open_request:
-            self._show_listing(value)  # type: ignore[arg-type]
-        elif kind == "fit":
-            report: FitReport = value  # type: ignore[assignment]
-            # Kept even if the user moved on.
-            self._shapes[report.repo] = (report.shape, report.verdict)
-            if number == self._open_request:
-                self._show_fits(report)
+        self._set_busy(False)
+        self._show_results(self.query.text().strip(), cast(list[RepoSummary], value))
 
     def _on_failed(self, key: object, exc: object) -> None:
-        kind, number = cast(tuple[str, int], key)
-        unreachable = is_unreachable(exc)
-        if isinstance(exc, HubOffline):
-            message = OFFLINE_MESSAGE
-        elif unreachable:
-            message = unreachable_message()
-        elif isinstance(exc, hub.HubError):
-            message = str(exc)
+        if key != self._request:
+            return
+        self._set_busy(False)
+        self.show_catalog()  # whatever went wrong, the catalog comes back under the message
+        message = failure_message(exc)
+        if isinstance(exc, HubOffline) or is_unreachable(exc):
+            self.show_notice(message, retry=self.search if is_unreachable(exc) else None)
         else:
-            message = f"Something went wrong: {type(exc).__name__}: {exc}"
-        retryable = (isinstance(exc, hub.HubError) and exc.retryable) or unreachable
-        if kind == "search" and number == self._request:
-            self._set_busy(False)
-            # Whatever went wrong, the catalog comes back under the message.
-            self.show_catalog()
-            if isinstance(exc, HubOffline) or unreachable:
-                self.show_notice(message, retry=self.search if unreachable else None)
-            else:
-                self.show_notice(f"Search failed. {message}", error=True,
-                                 retry=self.search if retryable else None)
-        elif kind == "files" and number == self._open_request:
-            reopen = self._reopen if retryable else None
-            if unreachable and self._catalog_entry is not None:
-                self._show_recommended(self._catalog_entry, self._opened[1])
-                self.show_notice(message, retry=reopen)
-            elif unreachable:
-                self.repo_status.setText("The files cannot be listed while the Hub is out of "
-                                         "reach.")
-                self.show_notice(message, retry=reopen)
-            else:
-                self.repo_status.setText(message if isinstance(exc, HubOffline) else
-                                         f"Could not list the files: {message}")
-                if reopen is not None:
-                    self.show_notice(f"Could not list the files: {message}", error=True,
-                                     retry=reopen)
-        elif kind == "fit" and number == self._open_request:
-            self.fit_error = ("The memory needs cannot be estimated while the Hub is out of "
-                              "reach." if unreachable else
-                              f"Could not estimate the memory needs: {exc}")
-            self.repo_status.setText(self.fit_error)
-            self._render_files()
-            if unreachable:
-                self.show_notice(message, retry=self._reopen)
+            self.show_notice(f"Search failed. {message}", error=True,
+                             retry=self.search if retryable(exc) else None)
 
-    def _reopen(self) -> None:
-        self.open_repo(*self._opened)
+    def _panel_failed(self, message: str, error: bool, retry: object) -> None:
+        if message or self._retry is not None:  # "": the panel's request went through
+            self.show_notice(message, error, cast(Callable[[], None] | None, retry))
 
     def retry(self) -> None:
         """Run again what failed (the notice's Retry button)."""
@@ -578,15 +281,6 @@ class DiscoverPage(QWidget):
             again()
 
     # -- small things -----------------------------------------------------------------------------
-    def _clear_panel(self, status: str, title: str = "", meta: str = "") -> None:
-        self.files.clear()
-        self.files.setVisible(False)
-        self.repo_title.setText(title)
-        self.repo_title.setVisible(bool(title))
-        self.repo_meta.setText(meta)
-        self.repo_meta.setVisible(bool(meta))
-        self.repo_status.setText(status)
-
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy
         self.search_button.setEnabled(not busy)

@@ -15,11 +15,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.units import describe_size
 from inglenook.models.download_queue import DownloadState, DownloadStatus
 from inglenook.models.filenames import UnsafeFileName, local_name
-from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import page_header
+from inglenook.ui.plain import plain_label
 
 FINISHED = (DownloadState.DONE, DownloadState.CANCELLED)
 
@@ -78,10 +79,8 @@ class DownloadCard(QFrame):
         self.bridge = bridge
         self.job_id = status.id
         self.status = status
-        self.name = QLabel(file_label(status.filename), self)
-        self.name.setObjectName("downloadName")
-        self.repo = QLabel(status.repo, self)
-        self.repo.setObjectName("downloadRepo")
+        self.name = plain_label(file_label(status.filename), self, name="downloadName")
+        self.repo = plain_label(status.repo, self, name="downloadRepo")  # Hub names: text
         self.bar = QProgressBar(self)
         self.bar.setObjectName("downloadProgress")
         self.bar.setRange(0, 1000)

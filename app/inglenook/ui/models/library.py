@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QMessageBox,
     QPushButton,
     QTreeWidget,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.core.units import describe_params, describe_size
 from inglenook.models import compat
 from inglenook.models.filenames import parse_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
@@ -37,8 +37,6 @@ from inglenook.models.library import (
     ImportMode,
     LibraryError,
     ModelEntry,
-    describe_params,
-    describe_size,
     import_model,
     installed_models,
     plan_removal,
@@ -48,6 +46,7 @@ from inglenook.models.library import (
 from inglenook.ui.models.bridge import BackgroundTasks
 from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
+from inglenook.ui.plain import plain_box, plain_label, plain_tip
 
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")
 PENDING = "…"
@@ -56,8 +55,8 @@ PENDING = "…"
 # -- questions to the user (module functions, so that tests can answer them) ----------------------
 def ask(parent: QWidget, title: str, text: str, confirm: str) -> bool:
     """A yes/no question whose safe answer (Cancel) is the default."""
-    box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel,
-                      parent)
+    box = plain_box(QMessageBox(QMessageBox.Icon.Question, title, text,
+                                QMessageBox.StandardButton.Cancel, parent))
     yes = box.addButton(confirm, QMessageBox.ButtonRole.DestructiveRole)
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     box.exec()
@@ -71,9 +70,9 @@ def pick_gguf_file(parent: QWidget) -> str:
 
 
 def ask_import_mode(parent: QWidget, name: str) -> ImportMode | None:
-    box = QMessageBox(QMessageBox.Icon.Question, "Import a model",
-                      f"How should Inglenook keep {name}?", QMessageBox.StandardButton.Cancel,
-                      parent)
+    box = plain_box(QMessageBox(QMessageBox.Icon.Question, "Import a model",
+                                f"How should Inglenook keep {name}?",
+                                QMessageBox.StandardButton.Cancel, parent))
     box.setInformativeText("A copy lives in Inglenook's models folder and stays if the original "
                            "is moved. Using it where it is saves disk space: the library links "
                            "to the file.")
@@ -126,7 +125,7 @@ class LibraryPage(QWidget):
         self.refresh()
 
     def _build(self) -> None:
-        self.summary = QLabel(self)
+        self.summary = plain_label("", self)  # it names the models folder
         self.import_button = QPushButton("Import a GGUF…", self)
         self.import_button.setObjectName("importModelButton")
         self.import_button.setToolTip("Add a .gguf file from anywhere on this computer")
@@ -152,13 +151,11 @@ class LibraryPage(QWidget):
 
         card = QFrame(self)
         card.setObjectName("modelDetails")
-        self.detail_name = QLabel(card)
-        self.detail_name.setObjectName("modelDetailsName")
-        self.detail_facts = QLabel(card)
-        self.detail_facts.setObjectName("modelDetailsFacts")
+        # Plain text: a file's name and header are outside text.
+        self.detail_name = plain_label("", card, name="modelDetailsName")
+        self.detail_facts = plain_label("", card, name="modelDetailsFacts")
         self.detail_facts.setWordWrap(True)
-        self.detail_path = QLabel(card)
-        self.detail_path.setObjectName("modelDetailsPath")
+        self.detail_path = plain_label("", card, name="modelDetailsPath")
         self.detail_path.setWordWrap(True)
         self.detail_path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.use_button = QPushButton("Use this model", card)
@@ -275,8 +272,8 @@ class LibraryPage(QWidget):
         tip = entry.path if not isinstance(header, str) else f"{entry.path}\n\n{header}"
         if verdict is not None and verdict.wont_load:
             tip += f"\n\n{verdict.summary}.\n{verdict.detail}"
-            item.setToolTip(1, f"{verdict.summary}.\n{verdict.detail}")
-        item.setToolTip(0, tip)
+            item.setToolTip(1, plain_tip(f"{verdict.summary}.\n{verdict.detail}"))
+        item.setToolTip(0, plain_tip(tip))
 
     def _on_header(self, key: object, value: object) -> None:
         generation, path, header = cast(tuple[int, str, "GGUFHeader | str"], value)
@@ -338,9 +335,9 @@ class LibraryPage(QWidget):
         removal = plan_removal(entry, paths.models_dir())
         self.delete_button.setEnabled(not removal.refusal)
         self.delete_button.setText("Remove link…" if removal.link_only else "Delete…")
-        self.delete_button.setToolTip(removal.refusal or (
+        self.delete_button.setToolTip(plain_tip(removal.refusal or (
             "Remove the link; the file it points to stays" if removal.link_only
-            else "Delete the file from disk"))
+            else "Delete the file from disk")))
 
     def _defaults_clicked(self) -> None:
         entry = self.selected_entry()

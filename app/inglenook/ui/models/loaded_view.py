@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLayout,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -25,6 +24,8 @@ from inglenook.core.settings import Settings
 from inglenook.engine.router import LoadedModel
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
+from inglenook.ui.plain import plain_label, plain_tip
+from inglenook.ui.widgets.content_height import fit_to_content
 
 REFRESH_MS = 1000  # idle times tick while the dialog is open
 
@@ -69,11 +70,10 @@ class LoadedModelsDialog(QDialog):
         self.setObjectName("loadedModelsDialog")
         self.setWindowTitle("Loaded models")
         self.worker = worker
-        intro = QLabel("Models in memory now. A model an API request named is loaded for it "
-                       "and unloaded when idle; the window's model stays until you choose "
-                       "another.", self)
+        intro = plain_label("Models in memory now. A model an API request named is loaded for "
+                            "it and unloaded when idle; the window's model stays until you "
+                            "choose another.", self)
         intro.setWordWrap(True)
-        intro.setTextFormat(Qt.TextFormat.PlainText)
         self.rows = QWidget(self)
         self.grid = QGridLayout(self.rows)
         self.grid.setContentsMargins(0, 8, 0, 8)
@@ -94,7 +94,6 @@ class LoadedModelsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         layout.addWidget(intro)
         layout.addWidget(self.rows)
         layout.addLayout(idle_row)
@@ -105,12 +104,12 @@ class LoadedModelsDialog(QDialog):
         self._keys: list[str] | None = None
         self._facts: list[QLabel] = []
         self.refresh()
+        self._height = fit_to_content(self, 680)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         self._timer.start()
         self.refresh()
-        QTimer.singleShot(0, self._fit)
 
     def hideEvent(self, event) -> None:
         self._timer.stop()
@@ -119,15 +118,11 @@ class LoadedModelsDialog(QDialog):
     def refresh(self) -> None:
         models = self.worker.client.loaded_models()
         keys = [m.key for m in models]
-        if keys != self._keys:  # new rows: built again, and the dialog fits them
+        if keys != self._keys:  # new rows (the dialog grows to fit them)
             self._keys = keys
             self._build(models)
-            QTimer.singleShot(0, self._fit)
         for model, facts in zip(models, self._facts, strict=True):
             facts.setText(_facts(model))
-
-    def _fit(self) -> None:
-        self.resize(max(self.width(), 680), self.sizeHint().height())
 
     def _build(self, models: list[LoadedModel]) -> None:
         while self.grid.count():
@@ -138,11 +133,9 @@ class LoadedModelsDialog(QDialog):
         if not models:
             self._cell(QLabel("No model is loaded."), 0, 0)
         for row, model in enumerate(models):
-            name = QLabel(model.name)
-            name.setTextFormat(Qt.TextFormat.PlainText)  # a file name is data, never markup
-            name.setToolTip(model.path)
-            facts = QLabel(_facts(model))
-            facts.setTextFormat(Qt.TextFormat.PlainText)
+            name = plain_label(model.name)  # a file name is data, never markup
+            name.setToolTip(plain_tip(model.path))
+            facts = plain_label(_facts(model))
             facts.setWordWrap(True)
             unload = QPushButton("Unload")
             unload.setObjectName(f"unload_{row}")

@@ -21,6 +21,7 @@ from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
 from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
+from inglenook.ui.plain import plain_tip
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.widgets.banner import Banner
 
@@ -188,12 +189,12 @@ class ModelController(QObject):
         self.progress.hide()
         chatml = info.template_source == "chatml"
         self.model_label.setText(f"{info.name}  ·  ChatML template" if chatml else info.name)
-        self.model_label.setToolTip(
+        self.model_label.setToolTip(plain_tip(
             f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
             f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
             f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
             f" loaded in {info.load_seconds:.1f} s"
-            + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else ""))
+            + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else "")))
         self.status.setText("This model has no chat template; using ChatML." if chatml else "")
         self.sha256 = ""
         if self._restarting and self.banner.kind == "info":

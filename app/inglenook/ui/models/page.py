@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from inglenook.ui.plain import plain_label
+
 
 def page_header(parent: QWidget, title: str, subtitle: QLabel,
                 button: QWidget | None = None) -> QHBoxLayout:
@@ -26,8 +28,7 @@ def page_header(parent: QWidget, title: str, subtitle: QLabel,
 
 def notice_label(parent: QWidget) -> QLabel:
     """A hidden line for messages such as "You're offline"."""
-    notice = QLabel(parent)
-    notice.setObjectName("modelsNotice")
+    notice = plain_label("", parent, name="modelsNotice")  # messages quote names and errors
     notice.setWordWrap(True)
     notice.hide()
     return notice

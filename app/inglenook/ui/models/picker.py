@@ -15,11 +15,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QSizePolicy, QWidget
 
+from inglenook.core.units import describe_size
 from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
-from inglenook.models.library import describe_size, installed_models
+from inglenook.models.library import installed_models
 from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.plain import plain_tip
 
 OPEN_ITEM = "open"
 REMOTE_ITEM = "remote-engines"
@@ -77,7 +79,7 @@ class ModelPicker(QComboBox):
             if entry.source == "bundled":
                 label += "  ·  bundled"
             self.addItem(label, entry.path)
-            self.setItemData(self.count() - 1, entry.path, Qt.ItemDataRole.ToolTipRole)
+            self.setItemData(self.count() - 1, plain_tip(entry.path), Qt.ItemDataRole.ToolTipRole)
         self._add_remote_items()
         self.addItem("Open a GGUF file…", OPEN_ITEM)
         self.addItem("Remote engines…", REMOTE_ITEM)
@@ -92,10 +94,11 @@ class ModelPicker(QComboBox):
             name = entry.provider.name
             if entry.listing is None:
                 self.addItem(f"{name}: not reachable", None)
-                self.setItemData(self.count() - 1, entry.error, Qt.ItemDataRole.ToolTipRole)
+                self.setItemData(self.count() - 1, plain_tip(entry.error),
+                                 Qt.ItemDataRole.ToolTipRole)
                 self._disable(self.count() - 1)
                 continue
-            tip = f"{entry.provider.base_url} ({dialect(entry.listing.server).label})"
+            tip = plain_tip(f"{entry.provider.base_url} ({dialect(entry.listing.server).label})")
             for ref, model in entry.refs:
                 self.addItem(f"{model}  ·  {name}", ref)
                 self.setItemData(self.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)

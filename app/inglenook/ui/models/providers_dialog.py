@@ -32,6 +32,7 @@ from inglenook.engine.remote_api import Endpoint, list_models, normalize_base_ur
 from inglenook.engine.remote_catalog import describe
 from inglenook.ui import theme
 from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.plain import plain_box, plain_label, plain_tip
 
 KeyChoice = Literal["file", "session", ""]  # "": the user cancelled
 _KEY_NOTES = {"none": "No API key.",
@@ -42,8 +43,8 @@ _KEY_NOTES = {"none": "No API key.",
 
 def ask_where_to_keep_key(parent: QWidget, message: str) -> KeyChoice:
     """No keyring: plain text in providers.json, this session only, or cancel."""
-    box = QMessageBox(QMessageBox.Icon.Warning, "No system keyring", message,
-                      QMessageBox.StandardButton.Cancel, parent)
+    box = plain_box(QMessageBox(QMessageBox.Icon.Warning, "No system keyring", message,
+                                QMessageBox.StandardButton.Cancel, parent))
     plain = box.addButton("Store in plain text", QMessageBox.ButtonRole.AcceptRole)
     session = box.addButton("This session only", QMessageBox.ButtonRole.AcceptRole)
     box.exec()
@@ -112,8 +113,7 @@ class ProvidersDialog(QDialog):
         self.key = QLineEdit(self)
         self.key.setObjectName("providerKey")
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.key_note = QLabel(self)
-        self.key_note.setObjectName("providerKeyNote")
+        self.key_note = plain_label("", self, name="providerKeyNote")
         self.key_note.setWordWrap(True)
         self.clear_key_button = QPushButton("Remove key", self)
         self.clear_key_button.setObjectName("providerClearKey")
@@ -133,8 +133,8 @@ class ProvidersDialog(QDialog):
         self.save_button.setObjectName("providerSave")
         self.save_button.setDefault(True)
         self.save_button.clicked.connect(self.save)
-        self.status_line = QLabel(self)
-        self.status_line.setObjectName("providerResult")
+        # Plain text: what a remote server answers (model names, errors) is outside text.
+        self.status_line = plain_label("", self, name="providerResult")
         self.status_line.setWordWrap(True)
         self.status_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QHBoxLayout()
@@ -165,7 +165,7 @@ class ProvidersDialog(QDialog):
         for provider in providers:
             item = QListWidgetItem(provider.name, self.providers_list)
             item.setData(Qt.ItemDataRole.UserRole, provider.id)
-            item.setToolTip(provider.base_url)
+            item.setToolTip(plain_tip(provider.base_url))
         self.providers_list.blockSignals(False)
         if self.store.problem:
             self._show(self.store.problem, error=True)
@@ -269,9 +269,11 @@ class ProvidersDialog(QDialog):
         self.providers_changed.emit()
 
     def _confirm_remove(self, name: str) -> bool:
-        answer = QMessageBox.question(self, "Remove endpoint",
-                                      f"Remove {name} and its stored API key?")
-        return answer == QMessageBox.StandardButton.Yes
+        box = plain_box(QMessageBox(QMessageBox.Icon.Question, "Remove endpoint",
+                                    f"Remove {name} and its stored API key?",
+                                    QMessageBox.StandardButton.Yes
+                                    | QMessageBox.StandardButton.No, self))
+        return box.exec() == QMessageBox.StandardButton.Yes
 
     def test_connection(self) -> None:
         """List the endpoint's models with what the form says now (a key typed, or the

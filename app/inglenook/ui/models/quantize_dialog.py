@@ -12,13 +12,13 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from inglenook.core.units import describe_size
 from inglenook.engine.quantize import (
     Plan,
     Progress,
@@ -29,8 +29,9 @@ from inglenook.engine.quantize import (
     read_headers,
 )
 from inglenook.models.gguf import GGUFHeader
-from inglenook.models.library import describe_size
 from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.content_height import fit_to_content
 
 CHOICES = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0", "Q3_K_M", "IQ4_XS")
 
@@ -46,7 +47,6 @@ class QuantizeDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("quantizeDialog")
         self.setWindowTitle("Make a smaller copy")
-        self.resize(480, 0)
         self.source = Path(source)
         self.type = QComboBox(self)
         self.type.setObjectName("quantizeType")
@@ -54,8 +54,7 @@ class QuantizeDialog(QDialog):
                              "original, bigger. Q3/IQ4: smaller, less exact.")
         self.type.addItems(CHOICES)
         self.type.currentTextChanged.connect(self._plan)
-        self.note = QLabel(self)
-        self.note.setObjectName("quantizeNote")
+        self.note = plain_label("", self, name="quantizeNote")  # errors quote file names
         self.note.setWordWrap(True)
         self.progress = QProgressBar(self)
         self.progress.setObjectName("quantizeProgress")
@@ -69,7 +68,7 @@ class QuantizeDialog(QDialog):
         self.buttons.addButton(self.start_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.buttons.rejected.connect(self.reject)
         form = QFormLayout()
-        form.addRow("Model", QLabel(self.source.name, self))
+        form.addRow("Model", plain_label(self.source.name, self))
         form.addRow("Type", self.type)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -84,6 +83,7 @@ class QuantizeDialog(QDialog):
         self._plan_now: Plan | None = None
         self._headers: list[GGUFHeader] | None = None
         self._plan()
+        self._height = fit_to_content(self, 480)
 
     def _plan(self) -> None:
         try:
@@ -97,12 +97,32 @@ class QuantizeDialog(QDialog):
             self.start_button.setEnabled(False)
             return
         made = self._plan_now
+        if not made.smaller:  # said before starting, and not started
+            others = self._smaller_choices()
+            self.note.setText(made.not_smaller() + (
+                f" Smaller: {', '.join(others)}." if others else
+                " None of the types offered makes this model smaller."))
+            self.start_button.setEnabled(False)
+            return
         twice = (" It is made from an already quantized file, so it loses a little more "
                  "quality than one made from F16." if made.requantize else "")
-        self.note.setText(f"The copy will be {made.output.name}, up to about "
-                          f"{describe_size(made.estimate_bytes)} ({describe_size(made.free_bytes)}"
-                          f" free).{twice}")
+        self.note.setText(f"The copy will be {made.output.name}, about "
+                          f"{describe_size(made.estimate_bytes)} (now "
+                          f"{describe_size(made.source_bytes)}; "
+                          f"{describe_size(made.free_bytes)} free).{twice}")
         self.start_button.setEnabled(True)
+
+    def _smaller_choices(self) -> list[str]:
+        """The offered types whose copy of this model is smaller, with their sizes."""
+        found = []
+        for kind in CHOICES:
+            try:
+                other = plan(self.source, kind, allow_requantize=True, headers=self._headers)
+            except QuantizeError:
+                continue
+            if other.smaller:
+                found.append(f"{kind} ({describe_size(other.estimate_bytes)})")
+        return found
 
     @property
     def running(self) -> bool:

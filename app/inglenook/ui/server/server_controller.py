@@ -13,6 +13,7 @@ from inglenook.engine.worker import EngineWorker
 from inglenook.server.api_server import ApiServer
 from inglenook.server.config import ConfigError, ServerConfig
 from inglenook.server.status import ServerStatus
+from inglenook.ui.plain import plain_tip
 from inglenook.ui.server.server_dialog import ServerDialog
 
 
@@ -94,5 +95,5 @@ class ServerController(QObject):
         self.indicator.setVisible(status.running)
         self.indicator.setText(f"API on {status.url}  ·  {status.requests} requests"
                                if status.running else "")
-        self.indicator.setToolTip(f"Serving the loaded model at {status.url}/v1"
-                                  if status.running else "")
+        self.indicator.setToolTip(plain_tip(f"Serving the loaded model at {status.url}/v1"
+                                            if status.running else ""))

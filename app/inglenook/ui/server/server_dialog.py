@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
-    QLayout,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -24,6 +23,8 @@ from PySide6.QtWidgets import (
 from inglenook.core.settings import Settings
 from inglenook.server.config import ServerConfig
 from inglenook.server.status import ServerStatus
+from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.content_height import fit_to_content
 
 LOCAL = "127.0.0.1"
 ANYWHERE = "0.0.0.0"
@@ -40,20 +41,17 @@ class ServerDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("serverDialog")
         self.setWindowTitle("Local API server")
-        self.resize(520, 0)
         intro = QLabel("Serve the loaded model to other programs on an OpenAI-compatible API "
                        "(editors, scripts, agents). They share the model with your chats, "
                        "several replies at once; a request may name another model of the "
                        "library, which is loaded for it.", self)
         intro.setWordWrap(True)
-        isolation = QLabel(
+        isolation = plain_label(
             "What is kept apart: a request never reuses your chats' KV cache, and each token "
             "has a cache of its own (give each tool its own token: several, separated by "
             "spaces). Clients without a token share one cache between them: one can learn "
-            "what another sent it, never what your chats hold.", self)
-        isolation.setObjectName("serverIsolation")
+            "what another sent it, never what your chats hold.", self, name="serverIsolation")
         isolation.setWordWrap(True)
-        isolation.setTextFormat(Qt.TextFormat.PlainText)
         self.enabled = QCheckBox("Serve the loaded model", self)
         self.enabled.setObjectName("serverSwitch")
         self.host = QComboBox(self)
@@ -98,16 +96,13 @@ class ServerDialog(QDialog):
         form.addRow("Port", self.port)
         form.addRow("Token", token_row)
         form.addRow("Browser origins", self.origins)
-        self.status = QLabel(self)
-        self.status.setObjectName("serverStatus")
+        self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        # Wrapped text takes the height it needs at the dialog's width: never squeezed.
-        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         layout.addWidget(intro)
         layout.addWidget(isolation)
         layout.addWidget(self.enabled)
@@ -116,9 +111,7 @@ class ServerDialog(QDialog):
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
-        # Tall enough for its wrapped text and every field at full height.
-        self.resize(560, max(self.sizeHint().height(), layout.heightForWidth(560)
-                             if layout.hasHeightForWidth() else 0))
+        self._height = fit_to_content(self, 560)
 
     def load(self, settings: Settings) -> None:
         index = self.host.findData(settings.api_host)

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import Preset
+from inglenook.ui.plain import plain_box
 
 CUSTOM = "Custom"
 
@@ -37,6 +38,10 @@ class PresetBar(QWidget):
         self.setObjectName("presetBar")
         self.combo = QComboBox(self)
         self.combo.setObjectName("preset_combo")
+        # As narrow as the panel needs (long names elide), as wide as it allows.
+        self.combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.combo.setMinimumContentsLength(4)
         self.combo.setToolTip("A named system prompt and sampling settings, kept with the chat")
         self.combo.activated.connect(self._chosen)
         self.save_button = QToolButton(self)
@@ -51,16 +56,18 @@ class PresetBar(QWidget):
         self.delete_button.clicked.connect(self._ask_delete)
         title = QLabel("Preset", self)
         title.setObjectName("presetTitle")
+        # The title and the buttons on one line, the presets under them at the full width:
+        # side by side, the three were wider than the narrowest side panel.
         row = QHBoxLayout()
         row.setSpacing(6)
-        row.addWidget(self.combo, 1)
+        row.addWidget(title, 1)
         row.addWidget(self.save_button)
         row.addWidget(self.delete_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 4)
         layout.setSpacing(6)
-        layout.addWidget(title)
         layout.addLayout(row)
+        layout.addWidget(self.combo)
         self._presets: list[Preset] = []
 
     def set_presets(self, presets: Sequence[Preset], current: str | None) -> None:
@@ -99,6 +106,8 @@ class PresetBar(QWidget):
         preset = self.current()
         if preset is None or preset.builtin:
             return
-        answer = QMessageBox.question(self, "Delete preset", f"Delete the preset “{preset.name}”?")
-        if answer == QMessageBox.StandardButton.Yes:
+        box = plain_box(QMessageBox(  # an imported chat's preset names are outside text
+            QMessageBox.Icon.Question, "Delete preset", f"Delete the preset “{preset.name}”?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self))
+        if box.exec() == QMessageBox.StandardButton.Yes:
             self.delete_requested.emit(preset.name)

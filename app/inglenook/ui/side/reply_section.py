@@ -5,12 +5,13 @@ effort (shown only when its chat template reads them), and which tool servers th
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from inglenook.core.chat_settings import EFFORTS, ChatSettings
+from inglenook.chat.chat_settings import EFFORTS, ChatSettings
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.ui.tools.chat_tools import NO_TOOL_SUPPORT
 from inglenook.ui.widgets.controls import CollapsibleSection, ComboBox, helper_label
+from inglenook.ui.widgets.narrow import WrappingCheckBox
 
 
 class ReplySection(CollapsibleSection):
@@ -28,7 +29,7 @@ class ReplySection(CollapsibleSection):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Thinking and tools", "replySection", parent)
-        self.thinking_check = QCheckBox("Think before answering", self.body)
+        self.thinking_check = WrappingCheckBox("Think before answering", self.body)
         self.thinking_check.setObjectName("thinking_check")
         self.thinking_check.setToolTip(
             "This model's chat template can turn its reasoning off: faster, shorter replies. "

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from inglenook.core.load import DEFAULT_SLOTS, KV_CACHE_TYPES, MAX_SLOTS, LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
+from inglenook.ui.plain import plain_tip
 from inglenook.ui.side.reply_section import ReplySection
 from inglenook.ui.side.speed_options import SpeedOptions
 from inglenook.ui.widgets.controls import (
@@ -36,6 +37,7 @@ from inglenook.ui.widgets.controls import (
     VerticalScrollArea,
     helper_label,
 )
+from inglenook.ui.widgets.narrow import WrappingCheckBox
 
 # Shown in this order; mirostat_mode is a combo box and seed has no slider.
 SLIDER_FIELDS = (
@@ -143,8 +145,7 @@ class SamplingPanel(QWidget):
         return section
 
     def _build_overflow_section(self) -> QWidget:
-        section = CollapsibleSection("When the chat outgrows the context", "overflowSection",
-                                     self)
+        section = CollapsibleSection("When the chat is full", "overflowSection", self)
         self.overflow_combo = ComboBox()
         self.overflow_combo.setObjectName("overflow_combo")
         for policy, label, tip in OVERFLOW_CHOICES:
@@ -184,16 +185,20 @@ class SamplingPanel(QWidget):
         grid.setVerticalSpacing(4)
         grid.setColumnStretch(0, 1)
         self._pairs: dict[str, SliderSpin] = {}
+        self._lines: dict[str, QHBoxLayout] = {}
 
         def add_pair(name: str) -> SliderSpin:
             pair = SliderSpin(SPECS[name], slider=name != "seed", parent=section.body)
             row = grid.rowCount()
-            grid.addWidget(pair.label, row, 0)
+            # Label and number on one line of their own: the panel is as narrow as the widest
+            # such line, not the widest label plus the widest box.
+            self._lines[name] = line = QHBoxLayout()
+            line.setSpacing(8)
+            line.addWidget(pair.label, 1)
+            line.addWidget(pair.spin)
+            grid.addLayout(line, row, 0, 1, 3)
             if pair.slider is not None:
-                grid.addWidget(pair.spin, row, 1, 1, 2, Qt.AlignmentFlag.AlignRight)
                 grid.addWidget(pair.slider, row + 1, 0, 1, 3)
-            else:
-                grid.addWidget(pair.spin, row, 1)
             grid.setRowMinimumHeight(grid.rowCount(), 8)  # breathing room between settings
             pair.value_changed.connect(self._on_sampling_edited)
             self._pairs[name] = pair
@@ -211,8 +216,11 @@ class SamplingPanel(QWidget):
         for w in (mirostat_label, self.mirostat_combo):
             w.setToolTip(SPECS["mirostat_mode"].tooltip)
         self.mirostat_combo.currentIndexChanged.connect(self._on_mirostat_changed)
-        grid.addWidget(mirostat_label, row, 0)
-        grid.addWidget(self.mirostat_combo, row, 1, 1, 2)
+        mirostat_line = QHBoxLayout()
+        mirostat_line.setSpacing(8)
+        mirostat_line.addWidget(mirostat_label, 1)
+        mirostat_line.addWidget(self.mirostat_combo)
+        grid.addLayout(mirostat_line, row, 0, 1, 3)
         grid.setRowMinimumHeight(row + 1, 8)
         for name in MIROSTAT_FIELDS:
             add_pair(name)
@@ -225,7 +233,7 @@ class SamplingPanel(QWidget):
         self.seed_dice_button.setToolTip("Pick a new fixed seed")
         self.seed_dice_button.clicked.connect(
             lambda: seed.set_value(random.randrange(0, 2**31 - 1)))
-        grid.addWidget(self.seed_dice_button, grid.rowCount() - 2, 2)
+        self._lines["seed"].addWidget(self.seed_dice_button)
 
         stop_label = QLabel("Stop strings")
         stop_label.setObjectName("stop_label")
@@ -250,6 +258,7 @@ class SamplingPanel(QWidget):
         form.setHorizontalSpacing(8)
         form.setVerticalSpacing(6)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # a box under its label
         form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         form.setFormAlignment(Qt.AlignmentFlag.AlignLeft)
         layout.addLayout(form)
@@ -342,7 +351,7 @@ class SamplingPanel(QWidget):
         return section
 
     def _check(self, layout: QVBoxLayout, name: str, text: str, tip: str) -> QCheckBox:
-        box = QCheckBox(text)
+        box = WrappingCheckBox(text)  # long labels wrap rather than widen the panel
         box.setObjectName(f"{name}_check")
         box.setToolTip(tip)
         box.toggled.connect(self._on_load_edited)
@@ -443,7 +452,7 @@ class SamplingPanel(QWidget):
             if w is None:
                 continue
             w.setEnabled(supported)
-            w.setToolTip(tip)
+            w.setToolTip(plain_tip(tip))  # the engine's words
         self.gpu_unsupported_label.setText(reason)
         self.gpu_unsupported_label.setVisible(not supported and bool(reason))
 

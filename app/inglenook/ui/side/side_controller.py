@@ -10,8 +10,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
+from inglenook.chat.session import ChatSession, ChatSettings
 from inglenook.core.load import LoadParams, LoadRefusal, ModelDefaults, ModelInfo
-from inglenook.core.session import ChatSession, ChatSettings
 from inglenook.core.settings import Settings
 from inglenook.engine import protocol as p
 from inglenook.store import Preset, Store, StoreError
@@ -213,7 +213,7 @@ class SideController(QObject):
         self.defaults_saved.emit(path)
 
     def welcomed(self) -> None:
-        """The first-run welcome was dismissed: not shown again."""
+        """The first-run welcome was shown: not shown again."""
         self.settings.welcomed = True
         self.settings_changed.emit()
 

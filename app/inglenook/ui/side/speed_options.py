@@ -7,7 +7,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -18,8 +17,9 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.settings import Settings
-from inglenook.models.library import describe_size
+from inglenook.core.units import describe_size
 from inglenook.ui.widgets.controls import SpinBox, helper_label
+from inglenook.ui.widgets.narrow import WrappingCheckBox
 
 
 class SpeedOptions(QWidget):
@@ -47,7 +47,7 @@ class SpeedOptions(QWidget):
         label.setToolTip(self.threads_batch.toolTip())
         threads_row.addWidget(label, 1)
         threads_row.addWidget(self.threads_batch)
-        self.lookup = QCheckBox("Guess ahead from the conversation (prompt lookup)", self)
+        self.lookup = WrappingCheckBox("Guess ahead from the conversation (prompt lookup)", self)
         self.lookup.setObjectName("prompt_lookup_check")
         self.lookup.setToolTip(
             "Proposes the continuation of text the reply repeats (code being edited, quotes) "

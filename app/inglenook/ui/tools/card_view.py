@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.tools.cards import ToolCard
+from inglenook.ui.plain import plain_tip
 
 ARGUMENT_LINES = 8  # more is in the tooltip
 RESULT_CHARS = 400
@@ -106,7 +107,7 @@ class ToolCardView(QFrame):
         self.title.setText(f"Tool call: {card.call.name}{where}")
         args = arguments_text(card)
         self.arguments.setText(_shortened(args, ARGUMENT_LINES, 2000))
-        self.arguments.setToolTip(args[:4000])
+        self.arguments.setToolTip(plain_tip(args[:4000]))
         self.arguments.setVisible(args != "{}")
         self.status.setText(status_text(card))
         self.setProperty("state", card.state)
@@ -114,7 +115,7 @@ class ToolCardView(QFrame):
         self.style().polish(self)
         result = card.result.text if card.result is not None and card.result.ok else ""
         self.result.setText(_shortened(result, ARGUMENT_LINES, RESULT_CHARS))
-        self.result.setToolTip(result[:4000])
+        self.result.setToolTip(plain_tip(result[:4000]))
         self.result.setVisible(bool(result))
         for button in self.buttons.values():
             button.setVisible(card.state == "awaiting")

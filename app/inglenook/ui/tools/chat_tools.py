@@ -15,8 +15,9 @@ from typing import TypeVar
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QWidget
 
+from inglenook.chat import tool_round
+from inglenook.chat.session import ChatSession, ReplyOptions
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession, ReplyOptions
 from inglenook.store import StoredMessage, StoreError
 from inglenook.tools.approval import DECISIONS, Decision
 from inglenook.tools.catalog import ToolCatalog
@@ -26,7 +27,6 @@ from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 
 T = TypeVar("T")
-MAX_TOOL_ROUNDS = 10  # replies in a row that call tools before the chat waits for the user
 NO_TOOL_SUPPORT = ("This model's chat template has no tool support that Inglenook can read, "
                    "so it cannot call tools.")
 
@@ -47,16 +47,17 @@ class ChatTools(QObject):
         """`go(options)` with the chat's tools listed (at once when it uses none)."""
         traits = model.traits if model is not None else ReplyOptions().traits
         fmt = model.tool_format if model is not None else ""
+        n_ctx = model.n_ctx if model is not None else 0
         servers = self.tools.usable(session.settings.tools) if fmt else []
         if not servers:
-            go(ReplyOptions(traits, fmt))
+            go(ReplyOptions(traits, fmt, n_ctx=n_ctx))
             return
 
         def listed(catalog: ToolCatalog, errors: Mapping[str, str]) -> None:
             if errors:
                 self.banner.show_message("Some tools are not available: " + "; ".join(
                     f"{name}: {why}" if name else why for name, why in errors.items()))
-            go(ReplyOptions(traits, fmt, catalog))
+            go(ReplyOptions(traits, fmt, catalog, n_ctx))
 
         self.tools.catalog(servers, listed)
 
@@ -116,17 +117,16 @@ class ChatTools(QObject):
         self._redraw(session, tools.message_id)
         if not tools.done:
             return
-        if session.tool_rounds() >= MAX_TOOL_ROUNDS:
-            session.end_tool_round()
+        if not session.tools_may_go_on():
             self.banner.show_message(
-                f"«{session.title}» stopped after {MAX_TOOL_ROUNDS} replies in a row that "
-                "called tools. Send a message to let the model go on.", "info")
+                f"«{session.title}» stopped after {tool_round.MAX_TOOL_ROUNDS} replies in a row "
+                "that called tools. Send a message to let the model go on.", "info")
             return
         self._continue(session)
 
     def _redraw(self, session: ChatSession, message_id: int) -> None:
         bubble = self._bubble_of(session, message_id)
-        message = next((m for m in session.path if m.id == message_id), None)
+        message = session.path.find(message_id) if bubble is not None else None
         if bubble is not None and message is not None:
             self.show(bubble, session, message)
 

@@ -22,10 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.chat.session import ChatSession
 from inglenook.core.load import ModelInfo
-from inglenook.core.session import ChatSession
 from inglenook.store import StoreError
 from inglenook.tools.config import ConfigError, ServerConfig, check_name, check_url
+from inglenook.ui.plain import plain_tip
 from inglenook.ui.tools.chat_tools import NO_TOOL_SUPPORT
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.controls import helper_label
@@ -143,7 +144,7 @@ class ToolsDialog(QDialog):
         for server in self.tools.servers():
             item = QListWidgetItem(server.name + ("" if server.enabled else "  (off)"))
             item.setData(NAME, server.name)
-            item.setToolTip(server.describe())
+            item.setToolTip(plain_tip(server.describe()))
             flags = item.flags() | Qt.ItemFlag.ItemIsUserCheckable
             if not (self.supported and server.enabled):
                 flags &= ~Qt.ItemFlag.ItemIsEnabled
@@ -209,7 +210,7 @@ class ToolsDialog(QDialog):
         tools = found if isinstance(found, tuple) else ()
         for tool in tools:
             item = QListWidgetItem(tool.label)
-            item.setToolTip(tool.description or tool.name)
+            item.setToolTip(plain_tip(tool.description or tool.name))  # the server's words
             self.tool_list.addItem(item)
         self.state.setText(f"{len(tools)} tool{'' if len(tools) == 1 else 's'}.")
 

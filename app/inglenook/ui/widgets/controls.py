@@ -19,12 +19,13 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSlider,
     QSpinBox,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from inglenook.core.sampling import ParamSpec
+from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.narrow import ElidingToolButton
 
 
 class _WheelWhenFocused:
@@ -228,7 +229,7 @@ class CollapsibleSection(QWidget):
     def __init__(self, title: str, object_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName(object_name)
-        self.header = QToolButton(self)
+        self.header = ElidingToolButton(self)  # a long title never widens the panel
         self.header.setObjectName(f"{object_name}_header")
         self.header.setText(title)
         self.header.setAutoRaise(True)  # flat until hovered: a header, not a button
@@ -266,8 +267,8 @@ class CollapsibleSection(QWidget):
 
 
 def helper_label(text: str, parent: QWidget | None = None, *, name: str = "") -> QLabel:
-    """Small grey explanatory text under a control."""
-    label = QLabel(text, parent)
+    """Small grey explanatory text under a control; plain text (notes quote errors, names)."""
+    label = plain_label(text, parent)
     label.setWordWrap(True)
     label.setProperty("role", "helper")  # for stylesheets: QLabel[role="helper"]
     if name:

@@ -17,6 +17,25 @@ from PySide6.QtWidgets import QMainWindow, QMenu
 Keys = Sequence["QKeySequence.StandardKey | str"]
 
 
+# Keys that belong to a part of the window rather than to a command (the Shortcuts sheet
+# lists them after the menus' keys): (where, what, keys).
+KEYS = (
+    ("Message box", "Send", "Enter"),
+    ("Message box", "New line", "Shift+Enter"),
+    ("Message box", "Take back a message waiting for the model, else stop the reply", "Esc"),
+    ("Message box", "Scroll the conversation a page (a short message)", "PgUp, PgDown"),
+    ("Conversation", "Scroll a page up / down", "PgUp, PgDown"),
+    ("Conversation", "Scroll a little", "Up, Down"),
+    ("Conversation", "The first message", "Home, Ctrl+Home"),
+    ("Conversation", "The latest message", "End, Ctrl+End"),
+    ("Conversation", "Select all of a message, copy the selection", "Ctrl+A, Ctrl+C"),
+    ("Find bar", "Next (newer) / previous (older) match", "Enter, Shift+Enter"),
+    ("Find bar", "Close", "Esc"),
+    ("Editing a message", "Send the new version", "Ctrl+Enter"),
+    ("Editing a message", "Cancel", "Esc"),
+)
+
+
 @dataclass(frozen=True)
 class Command:
     name: str  # the action's object name: how tests and the code find it
@@ -28,6 +47,9 @@ class Command:
     role: QAction.MenuRole = QAction.MenuRole.NoRole
     group: str = ""  # commands of one group are exclusive choices
     checked: Callable[[], bool] | None = None  # whether a choice is the one in force
+    # Whether it can act now: asked as its menu opens (greyed out when not). Closed, the menu's
+    # actions are all enabled, so their shortcuts always reach the command.
+    enabled: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +70,7 @@ def build(window: QMainWindow, menus: Sequence[Menu]) -> dict[str, QAction]:
 def _fill(window: QMainWindow, qmenu: QMenu, menu: Menu, actions: dict[str, QAction]) -> None:
     groups: dict[str, QActionGroup] = {}
     choices: list[tuple[QAction, Callable[[], bool]]] = []
+    conditional: list[tuple[QAction, Callable[[], bool]]] = []
     for command in menu.commands:
         if command is None:
             qmenu.addSeparator()
@@ -70,6 +93,8 @@ def _fill(window: QMainWindow, qmenu: QMenu, menu: Menu, actions: dict[str, QAct
         if command.checked is not None:
             action.setChecked(command.checked())
             choices.append((action, command.checked))
+        if command.enabled is not None:
+            conditional.append((action, command.enabled))
         if command.checkable and not command.group:
             action.toggled.connect(lambda _on, slot=command.slot: slot())
         else:  # a choice acts when picked, not when another choice unchecks it
@@ -83,6 +108,17 @@ def _fill(window: QMainWindow, qmenu: QMenu, menu: Menu, actions: dict[str, QAct
                 action.setChecked(is_on())
 
         qmenu.aboutToShow.connect(mark_choices)
+    if conditional:
+        def grey_out() -> None:
+            for action, can in conditional:
+                action.setEnabled(can())
+
+        def enable_all() -> None:
+            for action, _can in conditional:
+                action.setEnabled(True)
+
+        qmenu.aboutToShow.connect(grey_out)
+        qmenu.aboutToHide.connect(enable_all)
 
 
 def shortcut_rows(menus: Sequence[Menu]) -> list[tuple[str, str, str]]:

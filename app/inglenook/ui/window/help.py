@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib.metadata
 import platform
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import __version__
+from inglenook.ui.plain import plain_label
 
 
 def _version(distribution: str) -> str:
@@ -64,6 +66,20 @@ class ShortcutsDialog(QDialog):
         layout.addWidget(buttons)
 
 
+ABOUT = (
+    "A native desktop chat for running language models on your own machine. Your "
+    "conversations and models stay on it. Only these reach beyond it, each when you turn it "
+    "on:\n"
+    "• Model downloads and Hub search (Models → Discover): requests to the Hugging Face Hub.\n"
+    "• Remote engines you add: your chat goes to the engine whose model you choose.\n"
+    "• Tool servers you add (MCP): HTTP servers receive the tool calls you approve; local ones "
+    "run as programs on this machine.\n"
+    "• The local API server (Models → Local API server): while it is on, other programs can "
+    "use the loaded model; on this computer only unless you choose other addresses and a "
+    "token.\n"
+    "Nothing else: no telemetry, no update checks, no crash reports.")
+
+
 class AboutDialog(QDialog):
     def __init__(self, gpu_offload: bool | None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -71,13 +87,11 @@ class AboutDialog(QDialog):
         self.setWindowTitle("About Inglenook")
         title = QLabel("Inglenook", self)
         title.setObjectName("aboutTitle")
-        blurb = QLabel("A native desktop chat for running language models on your own "
-                       "machine, privately. Nothing leaves it unless you ask for a download.",
-                       self)
+        blurb = plain_label(ABOUT, self, name="aboutBlurb")
         blurb.setWordWrap(True)
         self.rows = versions(gpu_offload)
         table = QLabel("<table>" + "".join(
-            f"<tr><td><b>{name}</b>&nbsp;&nbsp;</td><td>{value}</td></tr>"
+            f"<tr><td><b>{name}</b>&nbsp;&nbsp;</td><td>{html.escape(value)}</td></tr>"
             for name, value in self.rows) + "</table>", self)
         table.setObjectName("aboutVersions")
         table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

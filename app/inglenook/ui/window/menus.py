@@ -9,12 +9,17 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication
 
 from inglenook.ui import theme
+from inglenook.ui.window import edit_actions as edits
 from inglenook.ui.window.commands import Command, Menu
 
 if TYPE_CHECKING:
     from inglenook.ui.main_window import MainWindow
 
 Std = QKeySequence.StandardKey
+# The Edit menu's text editing, acting on the focused widget (edit_actions.py).
+EDITS = (("undo", "Undo", Std.Undo), ("redo", "Redo", Std.Redo), ("cut", "Cut", Std.Cut),
+         ("copy", "Copy", Std.Copy), ("paste", "Paste", Std.Paste),
+         ("selectAll", "Select all", Std.SelectAll))
 THEME_CHOICES = (("system", "Follow the system", "Light or dark as the desktop is"),
                  ("light", "Light", "Always light"),
                  ("dark", "Dark", "Always dark"))
@@ -47,9 +52,18 @@ def window_menus(w: MainWindow) -> list[Menu]:
                     role=QAction.MenuRole.QuitRole),
         )),
         Menu("&Edit", (
+            *(Command(op, text, partial(edits.run, op), [key], enabled=partial(edits.can, op))
+              for op, text, key in EDITS),
+            None,
             Command("copyReply", "Copy last reply", chats.copy_last_reply, ["Ctrl+Shift+C"],
                     "Copy the last reply as Markdown"),
-            Command("search", "Search conversations…", history.search, ["Ctrl+K", Std.Find]),
+            Command("findInChat", "Find in this chat…", w.finder.open, [Std.Find],
+                    "Find words in the chat on screen"),
+            Command("findNext", "Find next", lambda: w.finder.step(1), [Std.FindNext]),
+            Command("findPrevious", "Find previous", lambda: w.finder.step(-1),
+                    [Std.FindPrevious]),
+            Command("search", "Search conversations…", history.search, ["Ctrl+K"],
+                    "Search every conversation"),
             None,
             Command("preferences", "Preferences…", w.show_preferences, ["Ctrl+,"],
                     "Sampling, system prompt and model loading options",

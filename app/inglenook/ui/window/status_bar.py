@@ -5,23 +5,23 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar
 
+from inglenook.ui.plain import plain_label
+
 
 def fill_status_bar(bar: QStatusBar
                     ) -> tuple[QLabel, QLabel, QLabel, QProgressBar, QLabel, QLabel]:
     """(model, status text, server, progress, context meter, lanes), added to `bar`."""
-    model = QLabel("No model", bar)
-    model.setObjectName("statusModel")
-    text = QLabel("", bar)
-    server = QLabel("", bar)
-    server.setObjectName("statusServer")
+    # Plain text: they quote model names, file names and server addresses.
+    model = plain_label("No model", bar, name="statusModel")
+    text = plain_label("", bar, name="statusText")
+    server = plain_label("", bar, name="statusServer")
     progress = QProgressBar(bar)
     progress.setObjectName("statusProgress")
     progress.setMaximumWidth(180)
     progress.setTextVisible(False)
     progress.hide()
-    context = QLabel("", bar)
-    context.setObjectName("statusContext")
-    lanes = QLabel("", bar)
+    context = plain_label("", bar, name="statusContext")
+    lanes = plain_label("", bar, name="statusLanes")
     bar.addWidget(model)
     bar.addWidget(text, 1)
     for widget in (lanes, server, progress, context):

@@ -1,39 +1,43 @@
 """A conversation as a session: its settings, its branch on screen, and its reply in flight.
 
 Qt-free. The window binds the visible session to its views; sessions with a reply in flight live
-on while the user looks at another chat (core.sessions.Sessions keeps them). Everything a chat
+on while the user looks at another chat (chat.sessions.Sessions keeps them). Everything a chat
 owns is here and saved with it: the system prompt and sampling values (the preset they came
 from, or none when edited by hand), the messages, and the reply as it streams — written in
 batches (at most every SAVE_INTERVAL_S), so a crash keeps what the user saw; the store marks a
 reply left 'streaming' as 'interrupted' when it next opens.
 
-A reply is read as it streams (core/reply_parts.py): reasoning and answer apart, each saved in
+A reply is read as it streams (chat/reply_parts.py): reasoning and answer apart, each saved in
 its own column, and tool calls as cards. A reply that called tools is followed by its tool round
-(core/tool_round.py) until every call is answered; then the model continues (a new reply, the
+(chat/tool_round.py) until every call is answered; then the model continues (a new reply, the
 child of the one that called).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inglenook.chat import tool_round
+from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
+from inglenook.chat.chat_settings import ChatSettings as ChatSettings
+from inglenook.chat.reply_parts import ReplyParts
+from inglenook.chat.sessions import OWNER_PREFIX as OWNER_PREFIX
+from inglenook.chat.sessions import Sessions as Sessions
+from inglenook.chat.sessions import conversation_of as conversation_of
+from inglenook.chat.tool_round import ToolRound, as_turns
 from inglenook.core.attachments import Attachment, estimate_tokens, inline
-from inglenook.core.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
-from inglenook.core.chat_settings import ChatSettings as ChatSettings
+from inglenook.core.context import history_start
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.replies import Finish, Stats
-from inglenook.core.reply_parts import ReplyParts
-from inglenook.core.sessions import OWNER_PREFIX as OWNER_PREFIX
-from inglenook.core.sessions import Sessions as Sessions
-from inglenook.core.sessions import conversation_of as conversation_of
-from inglenook.core.tool_round import ToolRound, as_turns
 from inglenook.store import Preset, Store, StoredMessage
+from inglenook.store.branch import Branch, Outline
 from inglenook.tools.approval import Decision
 from inglenook.tools.catalog import ToolCatalog
 from inglenook.tools.results import ToolResult
@@ -71,6 +75,7 @@ class ReplyOptions:
     traits: TemplateTraits = field(default_factory=TemplateTraits)
     tool_format: str = ""
     catalog: ToolCatalog | None = None
+    n_ctx: int = 0  # the model's context: a long chat sends only what could fit (0: all)
 
     @property
     def offers_tools(self) -> bool:
@@ -90,6 +95,7 @@ class Reply:
     prompt_total: int = 0
     history_reasoning: str = ""  # Provenance.history_reasoning
     catalog: ToolCatalog | None = None
+    left_behind: tuple[int, int] = (0, 0)  # (at, messages) not sent at all: see _history
 
     @property
     def request_id(self) -> int:
@@ -118,7 +124,7 @@ class ChatSession:
         self.settings = settings or ChatSettings()
         self.conv_id: int | None = None
         self.title = "New chat"
-        self.path: list[StoredMessage] = []
+        self.path = Branch()  # the branch on screen, read page by page
         self.reply: Reply | None = None
         self.tool_round: ToolRound | None = None  # calls waiting for approval or answers
         self.settings_dirty = False
@@ -138,9 +144,20 @@ class ChatSession:
         session.reload()
         return session
 
-    def reload(self) -> None:
-        if self.conv_id is not None:
-            self.path = self.store.active_path(self.conv_id)
+    def reload(self, from_index: int = 0) -> None:
+        """Read the branch again from position `from_index` on (a write changed it there)."""
+        if self.conv_id is None:
+            return
+        if self.path.conv_id != self.conv_id:
+            self.path = Branch(self.store, self.conv_id)
+        else:
+            self.path.refresh_from(from_index)
+
+    def _index_of(self, message_id: int) -> int:
+        index = self.path.index_of(message_id)
+        if index is None:
+            raise KeyError(f"message {message_id} is not on the branch shown")
+        return index
 
     @property
     def replying(self) -> bool:
@@ -164,8 +181,12 @@ class ChatSession:
         last = self.path[-1] if self.path else None
         if last is not None and last.provenance.stats is not None:
             return last.provenance.stats.context_used, True
-        text = "".join(m.content for m in self.messages())
-        return estimate_tokens(text), not text
+        # An estimate from the outline: a long chat is not read for it.
+        outline = self.path.outline
+        chars = sum(outline.chars[i] + outline.attached[i] for i in self._turn_rows(outline))
+        system = self.settings.system_prompt
+        used = estimate_tokens(system) + (chars + 3) // 4 if chars else estimate_tokens(system)
+        return used, not used
 
     # ---- settings -------------------------------------------------------------------------
     def set_settings(self, settings: ChatSettings) -> None:
@@ -186,37 +207,59 @@ class ChatSession:
         left out together with its question, so roles keep alternating. Earlier reasoning goes
         with its reply only for a template that reads it back (`reads_reasoning`); a reply
         that called tools is followed by their results."""
-        return self._turns(self.path, reads_reasoning)
+        return self._history(len(self.path), reads_reasoning)[0]
 
-    @classmethod
-    def _turns(cls, path: Sequence[StoredMessage], reads_reasoning: bool) -> list[Message]:
+    def _history(self, stop: int, reads_reasoning: bool, n_ctx: int = 0
+                 ) -> tuple[list[Message], tuple[int, int]]:
+        """The turns of the branch before position `stop` as they are sent, and the run of
+        messages left behind: a long chat sends only the turns its model could hold (see
+        core/context.history_start), so a 10,000-message chat does not read, copy and send
+        them all. Returns the turns and (where the run starts among the request's messages,
+        how many messages it holds), (0, 0) when all are sent."""
+        outline = self.path.outline
+        rows = self._turn_rows(outline, stop)
+        starts = [n for n, i in enumerate(rows) if outline.roles[i] == "user" or n == 0]
+        units = list(zip(starts, [*starts[1:], len(rows)][:len(starts)], strict=True))[:-1]
+        sizes = [sum(outline.chars[i] + outline.attached[i] for i in rows[a:b])
+                 for a, b in units]
+        first = history_start(sizes, n_ctx, self.settings.overflow)
+        pinned = 1 if self.settings.overflow == "middle" else 0
+        behind = (units[pinned][0], units[first][0]) if first > pinned else (0, 0)
+        sent = rows[:behind[0]] + rows[behind[1]:]
         turns: list[Message] = []
-        for m in cls._turn_messages(path):
+        for index in sent:
+            m = self.path[index]
             reasoning = m.reasoning if reads_reasoning and m.role == "assistant" else ""
             if m.tool_cards:
                 turns += as_turns(m.content, reasoning, m.tool_cards)
             else:
                 turns.append(Message(m.role, inline(m.content, m.attachments),  # type: ignore[arg-type]
                                      reasoning))
-        return turns
+        system = 1 if self.settings.system_prompt.strip() else 0
+        return turns, ((system + behind[0], behind[1] - behind[0]) if first > pinned
+                       else (0, 0))
 
     @staticmethod
-    def _turn_messages(path: Sequence[StoredMessage]) -> list[StoredMessage]:
-        kept: list[StoredMessage] = []
-        for message in path:
-            if message.role == "assistant" and not message.content and not message.tool_cards:
-                if kept and kept[-1].role == "user":
+    def _turn_rows(outline: Outline, stop: int | None = None) -> list[int]:
+        """The positions of the messages before `stop` that are turns (read from the outline:
+        a reply that failed without writing anything goes, and its question with it)."""
+        roles, chars, calls = outline.roles, outline.chars, outline.calls_tools
+        kept: list[int] = []
+        for index in range(len(outline) if stop is None else stop):
+            role = roles[index]
+            if role == "assistant" and not chars[index] and not calls[index]:
+                if kept and roles[kept[-1]] == "user":
                     kept.pop()
                 continue
-            if message.role in ("user", "assistant", "system", "tool"):
-                kept.append(message)
+            if role in ("user", "assistant", "system", "tool"):
+                kept.append(index)
         return kept
 
     def left_out(self, reply_id: int) -> list[int]:
         """Ids of the messages the model did not see when it wrote this reply: the run its
         figures name (Stats.dropped_start/dropped_messages index the request's messages, the
         system prompt first when there is one)."""
-        index = next((i for i, m in enumerate(self.path) if m.id == reply_id), None)
+        index = self.path.index_of(reply_id)
         if index is None:
             return []
         reply = self.path[index]
@@ -227,20 +270,23 @@ class ChatSession:
         system = reply.provenance.system_prompt if reply.provenance.sampling is not None \
             else self.settings.system_prompt
         offset = 1 if system.strip() else 0  # the request's messages start with it
-        turns = self._turn_messages(self.path[:index])
+        turns = self._turn_rows(self.path.outline, index)
         start = stats.dropped_start - offset
-        return [m.id for m in turns[max(start, 0):start + stats.dropped_messages]]
+        ids = self.path.outline.ids
+        return [ids[i] for i in turns[max(start, 0):start + stats.dropped_messages]]
 
-    def request_for(self, message_id: int, request_id: int) -> GenerationRequest | None:
+    def request_for(self, message_id: int, request_id: int, n_ctx: int = 0
+                    ) -> GenerationRequest | None:
         """The request that made this reply (its system prompt and sampling as recorded, the
-        branch before it), for showing the exact prompt it was made from."""
-        index = next((i for i, m in enumerate(self.path) if m.id == message_id), None)
+        branch before it as it was sent to a model of context `n_ctx`), for showing the exact
+        prompt it was made from."""
+        index = self.path.index_of(message_id)
         if index is None:
             return None
         reply = self.path[index]
         prov = reply.provenance
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
-        turns = self._turns(self.path[:index], prov.history_reasoning == "sent")
+        turns, _ = self._history(index, prov.history_reasoning == "sent", n_ctx)
         return GenerationRequest(request_id, build_messages(system, turns),
                                  prov.sampling or self.settings.sampling,
                                  overflow=self.settings.overflow,
@@ -268,20 +314,22 @@ class ChatSession:
             except Exception:
                 self.conv_id = None  # nothing was written that the user would miss
                 raise
+        at = len(self.path)
         parent = self.path[-1].id if self.path else None
         self.store.add_message(self.conv_id, "user", text, parent, attachments=attachments)
-        self.reload()
+        self.reload(at)
         return self.path[-1]
 
     def edit_user(self, message_id: int, text: str) -> StoredMessage:
         """A new version of an earlier question: a sibling branch that becomes the one shown
         (with the original's attachments)."""
-        original = next(m for m in self.path if m.id == message_id)
+        at = self._index_of(message_id)
+        original = self.path[at]
         assert self.conv_id is not None
         self.stop_calls()
         self.store.add_message(self.conv_id, "user", text, original.parent_id,
                                attachments=original.attachments)
-        self.reload()
+        self.reload(at)
         return self.path[-1]
 
     def select_sibling(self, message_id: int, step: int) -> None:
@@ -290,17 +338,22 @@ class ChatSession:
         ids = [m.id for m in self.store.siblings(message_id)]
         target = ids.index(message_id) + step
         if 0 <= target < len(ids):
-            self.path = self.store.select_sibling(ids[target])
+            at = self._index_of(message_id)
+            self.store.show(ids[target])
+            self.reload(at)
 
     def show_message(self, message_id: int) -> None:
         """Put a message (a search hit on another branch) on screen."""
         self.stop_calls()
-        self.path = self.store.select_sibling(message_id)
+        self.store.show(message_id)
+        index = self.path.index_of(message_id)
+        self.reload(0 if index is None else index)
 
     def delete_from(self, message_id: int) -> None:
         self.stop_calls()
+        at = self._index_of(message_id)
         self.store.delete_from(message_id)
-        self.reload()
+        self.reload(at)
 
     # ---- the reply ------------------------------------------------------------------------
     def begin_reply(self, request_id: int, options: ReplyOptions | None = None, *,
@@ -314,9 +367,11 @@ class ChatSession:
         if continuing and (self.tool_round is None or not self.tool_round.done):
             return None
         options = options or ReplyOptions()
-        traits, last = options.traits, self.path[-1]
-        before = self.path if continuing or last.role != "assistant" else self.path[:-1]
-        turns = self._turns(before, traits.reads_reasoning)
+        traits, outline = options.traits, self.path.outline
+        kept = len(outline) - (0 if continuing or outline.roles[-1] != "assistant" else 1)
+        if kept == 0:
+            return None
+        turns, behind = self._history(kept, traits.reads_reasoning, options.n_ctx)
         # After tool results the model continues; regenerating that continuation does too.
         if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
             return None
@@ -328,18 +383,19 @@ class ChatSession:
             and options.catalog is not None else (),
             enable_thinking=s.thinking if traits.thinking_switch else None,
             reasoning_effort=s.reasoning_effort if traits.effort else "")
-        parent = before[-1].id
+        parent = outline.ids[kept - 1]
         message_id = self.store.add_message(self.conv_id, "assistant", "", parent,
                                             status="streaming")
-        reasoned = any(m.reasoning for m in before if m.role == "assistant")
+        reasoned = any(outline.reasoning[i] for i in range(kept)
+                       if outline.roles[i] == "assistant")
         parts = ReplyParts(traits.reasoning, options.tool_format,
                            options.catalog if options.offers_tools else None, self.wall_clock)
         self.reply = Reply(request, message_id, parts, catalog=options.catalog,
                            history_reasoning="" if not reasoned else "sent"
-                           if traits.reads_reasoning else "left out")
+                           if traits.reads_reasoning else "left out", left_behind=behind)
         self.tool_round = None
         self._saved, self._saved_at = ("", "", 0), self._clock()
-        self.reload()
+        self.reload(kept)
         return request
 
     def reply_started(self) -> None:
@@ -366,8 +422,16 @@ class ChatSession:
         return True
 
     def reply_stats(self, stats: Stats) -> None:
-        if self.reply is not None:
-            self.reply.stats = stats
+        """The engine's figures; what was left behind unsent counts as left out (the run the
+        engine left out of what was sent starts where it does, or right after it)."""
+        reply = self.reply
+        if reply is None:
+            return
+        at, count = reply.left_behind
+        if count:
+            stats = dataclasses.replace(stats, dropped_start=at,
+                                        dropped_messages=stats.dropped_messages + count)
+        reply.stats = stats
 
     def finish_reply(self, finish: Finish, model: ModelInfo | None,
                      sha256: str = "") -> StoredMessage | None:
@@ -392,8 +456,9 @@ class ChatSession:
             # Every call answered at once (an unknown tool) still needs the model to go on.
             self.tool_round = tools if finish.reason == "stop" else None
         finally:
-            self.reload()
-        return next((m for m in self.path if m.id == reply.message_id), None)
+            at = self.path.index_of(reply.message_id)
+            self.reload(0 if at is None else at)
+        return self.path.find(reply.message_id)
 
     # ---- tool calls -----------------------------------------------------------------------
     def decide_call(self, index: int, decision: Decision) -> None:
@@ -431,24 +496,29 @@ class ChatSession:
             self.tool_round = None
 
     def tool_rounds(self) -> int:
-        """How many replies in a row since the last question called tools: a model that
-        keeps calling (tools it may run without asking) is not let go on forever."""
-        rounds = 0
-        for message in reversed(self.path):
-            if message.role != "assistant" or not message.tool_cards:
+        """How many replies in a row since the last question called tools."""
+        outline, rounds = self.path.outline, 0
+        for index in range(len(outline) - 1, -1, -1):
+            if outline.roles[index] != "assistant" or not outline.calls_tools[index]:
                 break
             rounds += 1
         return rounds
 
-    def end_tool_round(self) -> None:
-        """Every call is answered, but the model is not asked to go on."""
+    def tools_may_go_on(self) -> bool:
+        """Every call of the tool round is answered: may the model be asked to go on? Not
+        after MAX_TOOL_ROUNDS replies in a row that called tools (a model that keeps calling
+        tools it may run without asking is not let go on forever): the round then ends."""
+        if self.tool_rounds() < tool_round.MAX_TOOL_ROUNDS:
+            return True
         self.tool_round = None
+        return False
 
     def _save_cards(self) -> None:
         tools = self.tool_round
-        message = next((m for m in self.path if tools and m.id == tools.message_id), None)
-        if tools is not None and message is not None:
+        at = self.path.index_of(tools.message_id) if tools is not None else None
+        if tools is not None and at is not None:
+            message = self.path[at]
             try:
                 self.store.update_message(message.id, message.content, tool_cards=tools.cards)
             finally:
-                self.reload()
+                self.reload(at)

@@ -19,6 +19,7 @@ from inglenook.tools.catalog import ToolCatalog
 from inglenook.tools.results import ToolResult, denied, unknown_tool
 
 STOPPED = ToolResult("denied", "The user stopped before this call ran.")
+MAX_TOOL_ROUNDS = 10  # replies in a row that call tools before the chat waits for the user
 
 
 @dataclass

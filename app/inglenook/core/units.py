@@ -1,0 +1,22 @@
+"""Sizes and counts as people read them: one place for the units the app shows."""
+
+from __future__ import annotations
+
+
+def describe_size(size_bytes: int) -> str:
+    """"980 B", "12 KB", "98 MB", "4.7 GB" (decimal units, as disks and the Hub count)."""
+    if size_bytes < 1000:
+        return f"{size_bytes} B"
+    for unit, scale in (("KB", 1e3), ("MB", 1e6)):
+        if round(size_bytes / scale) < 1000:  # so 999,999 bytes reads "1.0 MB", not "1000 KB"
+            return f"{size_bytes / scale:.0f} {unit}"
+    return f"{size_bytes / 1e9:.1f} GB"
+
+
+def describe_params(count: int) -> str:
+    """"1.5B", "135M", "?" when the header does not say."""
+    if not count:
+        return "?"
+    if count >= 1e9:
+        return f"{count / 1e9:.1f}B"
+    return f"{count / 1e6:.0f}M" if count >= 1e6 else f"{count / 1e3:.0f}K"
