@@ -11,6 +11,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow
   spec_*, quantize_*      bench/spec_bench.py: prompt lookup, a draft model, Q8_0 → Q4_K_M
   api_*                   bench/server_bench.py: inglenook serve vs raw and llama_cpp.server
+  template_*              bench/template_bench.py: a prompt rendered here vs in the child
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -247,6 +248,9 @@ def main() -> int:
 
         log("Speculative decoding and quantizing…")
         results.update(run_script("spec_bench.py", quick))
+
+        log("Chat templates: rendered here and in the engine's killable child…")
+        results.update(run_script("template_bench.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))

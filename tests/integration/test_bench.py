@@ -21,7 +21,8 @@ README_KEYS = (
     "spec_prompt_lookup_code_speedup", "spec_prompt_lookup_prose_ratio", "spec_draft_speedup",
     "spec_acceptance_rate", "quantize_q8_to_q4km_s", "api_ttft_turn12_ms", "raw_ttft_turn12_ms",
     "api_decode_tok_s", "raw_decode_tok_s", "engine_decode_tok_s", "ttft_turn12_ms",
-    "api_ttft_alternating_over_peer",
+    "api_ttft_alternating_over_peer", "template_render_12_turns_ms",
+    "template_isolated_12_turns_ms", "template_isolated_400_turns_ms",
 )
 
 

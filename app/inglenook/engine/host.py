@@ -54,14 +54,11 @@ from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import Finish, FinishReason, Stats
 from inglenook.core.streaming import StopMatcher, Utf8Stream
 from inglenook.core.template import (
-    ChatTemplate,
     ControlStrings,
     RenderedPrompt,
     TemplateContext,
     TemplateError,
     defuse,
-    for_model,
-    render_prompt,
 )
 from inglenook.engine import protocol as p
 from inglenook.engine.kv_reuse import ConversationStates, KvMemory
@@ -77,6 +74,7 @@ from inglenook.engine.speculative import (
     decode,
     draft_header_mismatch,
 )
+from inglenook.engine.template_process import TemplateRenderer
 from inglenook.engine.tune import tune
 from inglenook.models import fit
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
@@ -148,7 +146,7 @@ class Session:
     the model writes one as a control token, which plain detokenizing drops, its text is kept
     in the reply; prompts still read such text from markup only (tokenize_prompt)."""
 
-    def __init__(self, llm: Any, template: ChatTemplate, info: ModelInfo,
+    def __init__(self, llm: Any, template: TemplateRenderer, info: ModelInfo,
                  cache: StateCache, proposer: Proposer | None = None, most: int = 0,
                  draft: _DraftModel | None = None, markers: Collection[str] = ()) -> None:
         self.llm = llm
@@ -213,7 +211,7 @@ class Session:
 
     def render(self, messages: Sequence[Message],
                context: TemplateContext | None = None) -> RenderedPrompt:
-        return render_prompt(self.template, messages, control=self.control, context=context)
+        return self.template.render_prompt(messages, control=self.control, context=context)
 
     def tokenize(self, messages: Sequence[Message]) -> list[int]:
         return self.tokenize_prompt(self.render(messages))
@@ -300,6 +298,7 @@ class Session:
 
     def close(self) -> None:
         self.states.reset()
+        self.template.close()
         if self.draft is not None:
             self.draft.llm.close()
         self.llm.close()
@@ -507,11 +506,15 @@ class EngineHost:
             return
         bos = _special_text(llm, llm.token_bos())
         eos = _special_text(llm, llm.token_eos())
+        template = None
         try:
-            template, source = for_model(header.chat_template, params.chat_template, bos, eos)
-            render_prompt(template, [Message("system", "s"), Message("user", "Hi")])
+            template, source = TemplateRenderer.for_model(header.chat_template,
+                                                          params.chat_template, bos, eos)
+            template.render_prompt([Message("system", "s"), Message("user", "Hi")])
             proposer, most, draft = self._speculation(params, llm, n_ctx, threads)
         except (TemplateError, _DraftError) as exc:
+            if template is not None:
+                template.close()
             llm.close()
             self.send(p.LoadFailed(str(exc) if isinstance(exc, _DraftError) else
                                    f"This model's chat template cannot be used. {exc}"))
