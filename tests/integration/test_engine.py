@@ -142,7 +142,7 @@ def test_a_template_stuck_in_c_code_fails_the_load_and_the_engine_stays_up(
         engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
     stuck = tmp_path / "stuck.gguf"
     rewrite_metadata(bundled_model, stuck, {"tokenizer.chat_template": C_LEVEL_BOMB})
-    with pytest.raises(EngineError, match="chat template cannot be used.*longer than"):
+    with pytest.raises(EngineError, match=r"chat template cannot be used.*longer than"):
         engine.load(LoadParams(str(stuck)))  # used to hang, "Loading…" for ever
     assert engine.alive
     engine.load(LoadParams(str(bundled_model), n_ctx=4096))
