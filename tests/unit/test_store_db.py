@@ -354,6 +354,36 @@ def test_replies_left_streaming_are_marked_interrupted_on_open(db: Path) -> None
         assert [h.message_id for h in store.search("upon")] == [reply]
 
 
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_database_and_its_folders_are_the_users_alone(db: Path) -> None:
+    with Store() as store:
+        store.create_conversation("private")
+        wal, shm = db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
+        assert wal.exists() and shm.exists()
+        assert [mode(p) for p in (db, wal, shm)] == [0o600] * 3
+    assert mode(paths.data_dir()) == mode(paths.cache_dir()) == mode(paths.config_dir()) == 0o700
+    assert mode(paths.kv_state_dir()) == 0o700
+
+
+def test_a_database_left_readable_by_others_is_tightened(db: Path) -> None:
+    with Store() as store:
+        store.create_conversation("private")
+    os.chmod(db.parent, 0o755)  # as an older version left them
+    os.chmod(db, 0o644)
+    with Store() as store:
+        assert store.conversations()[0].title == "private"
+        assert mode(db) == 0o600 and mode(db.with_name(db.name + "-wal")) == 0o600
+    assert mode(paths.data_dir()) == 0o700
+    old = db.with_name("old.db")
+    make_fixtures.load(FIXTURES[0].read_text(encoding="utf-8"), old)  # migrated: backed up
+    with Store(old):
+        pass
+    assert mode(old) == mode(old.with_name("old.db.bak-v1")) == 0o600
+
+
 OPEN_AND_READ = textwrap.dedent("""
     import sys
     from inglenook.store import Store
