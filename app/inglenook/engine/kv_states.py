@@ -200,7 +200,8 @@ class StateCache:
         """The file of a state, written whole under a temporary name and then renamed; on any
         failure (a full disk) nothing of it is left."""
         folder = self._folder or self._make_folder()
-        path = folder / f"{zlib.crc32(state.key.encode()):08x}-{time.monotonic_ns():x}.kv"
+        name = zlib.crc32(state.key.encode("utf-8", errors="surrogatepass"))
+        path = folder / f"{name:08x}-{time.monotonic_ns():x}.kv"
         partial = path.with_suffix(".part")
         header = _HEADER.pack(_MAGIC, count(state.tokens), len(data), self._mac(state, data))
         fd = os.open(partial, _WRITE_FLAGS, 0o600)
