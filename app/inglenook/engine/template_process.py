@@ -4,9 +4,11 @@ A chat template is a program written by whoever made the GGUF file. core/templat
 Jinja's sandbox under budgets of time and size, but those are checked between Python steps: one
 builtin can loop or allocate in C where no check runs (two self-doubling lists compared with each
 other, `map` of a padding filter over a range, the text of a shared nested list). Here such a
-template costs a child process, killed when it passes a hard time limit and capped in address
-space (RLIMIT_AS) so that C code cannot allocate past it, never the engine: the load or the
-reply fails with a message, and the next render starts a fresh child.
+template costs a child process, killed when it passes a hard limit of CPU time (or a far longer
+one of wall-clock time) and capped in address space (RLIMIT_AS) so that C code cannot allocate
+past it, never the engine: the load or the reply fails with a message, and the next render
+starts a fresh child. CPU time, because on a machine busy with llama.cpp's spinning threads a
+normal render can wait for a core for seconds, and must not be stopped for that.
 
 The child lives as long as the loaded model: it compiles the template once and renders every
 prompt (render_prompt's two or three renders in one round trip), so a prompt costs one pipe
@@ -26,9 +28,12 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import IO, Any
+
+import psutil
 
 from inglenook.core.messages import Message, ToolCallTurn
 from inglenook.core.template import (
@@ -48,12 +53,15 @@ FLAG = "--chat-template"  # how a frozen bundle runs the renderer (inglenook/__m
 # Address space of the child: ~25 MB is Python and Jinja; a prompt is at most 4x its
 # conversation's text, so a long chat renders in a few tens of MB.
 MEMORY_LIMIT_BYTES = 1 << 30
-# The sandbox stops a request after TIME_BUDGET_S; the child is killed this much later.
+# The sandbox stops a request after TIME_BUDGET_S of CPU time; the child is killed when it has
+# used this much more, or when a request has taken WALL_LIMIT_S however little it computed.
 KILL_GRACE_S = 1.0
+WALL_LIMIT_S = 60.0
+_POLL_S = 0.1
 # CPU seconds granted per request, after which the kernel ends the child itself (SIGXCPU): a
 # child left looping in C by an engine that died must not spin for ever.
 CPU_PER_REQUEST_S = 30
-START_TIMEOUT_S = 60.0  # a loaded machine can take seconds to start Python
+START_CPU_S = 20.0  # starting Python and Jinja: ~0.1 s of CPU
 MAX_ANSWER_BYTES = MEMORY_LIMIT_BYTES  # the child cannot have built more
 _HEADER = struct.Struct(">I")
 _DIED = ("The chat template's renderer stopped before it answered: the template needed more "
@@ -90,6 +98,7 @@ class TemplateRenderer:
         self._time_limit_s = time_limit_s
         self._argv = list(argv or command())
         self._proc: subprocess.Popen[bytes] | None = None
+        self._usage: psutil.Process | None = None  # the child's CPU time
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._control: ControlStrings | None = None  # what the child holds now
         try:
@@ -137,10 +146,14 @@ class TemplateRenderer:
                                 f"{exc.strerror or exc}.") from exc
         self._inbox = queue.Queue()
         self._control = None
+        try:
+            self._usage = psutil.Process(self._proc.pid)
+        except psutil.Error:  # gone already: its reader says so
+            self._usage = None
         assert self._proc.stdout is not None
         threading.Thread(target=_read_answers, args=(self._proc.stdout, self._inbox),
                          daemon=True, name="template-answers").start()
-        self._wait(START_TIMEOUT_S)  # Python's start-up is not the template's time
+        self._wait(START_CPU_S)  # Python's start-up is not the template's time
         self._send({"op": "compile", "source": self.source, "bos_token": self.bos_token,
                     "eos_token": self.eos_token, "time_limit_s": self._time_limit_s})
 
@@ -168,19 +181,36 @@ class TemplateRenderer:
             raise TemplateError(str(answer["error"]), bool(answer.get("raised_by_template")))
         return answer
 
-    def _wait(self, timeout_s: float) -> dict[str, Any]:
-        try:
-            answer = self._inbox.get(timeout=timeout_s)
-        except queue.Empty:
-            self._stop()
-            raise TemplateError(f"The chat template took longer than {self._time_limit_s:g} "
-                                "seconds and was stopped.") from None
+    def _wait(self, cpu_limit_s: float) -> dict[str, Any]:
+        """The child's next answer; it is killed when it has computed for `cpu_limit_s` (or
+        waited WALL_LIMIT_S) without one."""
+        answer = None
+        used_before = self._cpu_seconds()
+        wall_deadline = time.monotonic() + WALL_LIMIT_S
+        while answer is None:
+            try:
+                answer = self._inbox.get(timeout=_POLL_S)
+            except queue.Empty:
+                if (self._cpu_seconds() - used_before > cpu_limit_s
+                        or time.monotonic() > wall_deadline):
+                    self._stop()
+                    raise TemplateError(f"The chat template took longer than "
+                                        f"{self._time_limit_s:g} seconds and was stopped."
+                                        ) from None
         if isinstance(answer, _Gone):
             self._stop()
             raise TemplateError(_DIED)
         return dict(answer)
 
+    def _cpu_seconds(self) -> float:
+        try:
+            times = self._usage.cpu_times() if self._usage is not None else None
+        except psutil.Error:  # ended: its reader reports it
+            return 0.0
+        return 0.0 if times is None else times.user + times.system
+
     def _stop(self) -> None:
+        self._usage = None
         proc, self._proc = self._proc, None
         if proc is None:
             return
