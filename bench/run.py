@@ -15,6 +15,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   raw_batched_*, parallel_*, single_stream_*, prefill_*   bench/batch_bench.py: several
                           replies at once (raw llama_decode of N sequences, N API clients)
   two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
+  template_*              bench/template_bench.py: a prompt rendered here vs in the child
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -254,6 +255,9 @@ def main() -> int:
 
         log("Speculative decoding and quantizing…")
         results.update(run_script("spec_bench.py", quick))
+
+        log("Chat templates: rendered here and in the engine's killable child…")
+        results.update(run_script("template_bench.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))

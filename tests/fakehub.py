@@ -29,6 +29,7 @@ import struct
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,7 +45,15 @@ _WRITE = 256 << 10
 _MAX_FAULT_SECONDS = 30.0  # no injected slowness lasts longer than this, whatever a test asks
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
-FaultKind = Literal["drop", "short", "ignore_range", "wrong_bytes", "status", "slow", "stall"]
+FaultKind = Literal["drop", "short", "ignore_range", "wrong_bytes", "status", "slow", "stall",
+                    "endless"]
+# How /api answers (FakeHub.api_answer): as the Hub does, or with a body that never ends (a
+# list, an error page), or a small gzip body that inflates to far more than any answer.
+ApiAnswer = Literal["normal", "endless_list", "endless_error", "gzip_bomb"]
+# An "endless" body stops after this long or this much even if the client keeps reading: more
+# than any bound the client should set, less than what would hurt the machine running the tests.
+_ENDLESS_SECONDS = 20.0
+_ENDLESS_BYTES = 320 << 20
 
 
 @dataclass
@@ -59,6 +68,8 @@ class Fault:
       status        answer `status` (with `Retry-After: retry_after` when given), no bytes
       slow          send the body `chunk` bytes at a time with `delay` seconds between writes
       stall         send `after` bytes, then nothing for `delay` seconds, then close
+      endless       200 without Content-Length: the file (from the start, Range or not), then
+                    `chunk`-byte blocks of zeros until the client closes (or _ENDLESS_BYTES)
     times: how many GET requests of this file it spoils; -1 for all of them.
     """
 
@@ -204,6 +215,7 @@ class FakeHub:
         self.redirect_to_cdn = redirect_to_cdn
         self.repos: dict[str, FakeRepo] = {}
         self.api_faults: list[tuple[int, str | None]] = []  # (status, Retry-After) for /api calls
+        self.api_answer: ApiAnswer = "normal"
         self._log: list[RequestRecord] = []
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -363,6 +375,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _api(self) -> None:
         hub = self.server.hub
+        if hub.api_answer != "normal":
+            self._hostile_api(hub.api_answer)
+            return
         with hub._lock:
             fault = hub.api_faults.pop(0) if hub.api_faults else None
         if fault is not None:
@@ -391,6 +406,37 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(self._tree(repo, "/".join(tail[2:])))
         else:
             self._error(404, None, "no such page")
+
+    def _hostile_api(self, answer: ApiAnswer) -> None:
+        if answer == "gzip_bomb":
+            deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
+            spaces = b" " * (1 << 20)
+            body = deflate.compress(b"[") + b"".join(
+                deflate.compress(spaces) for _ in range(256)) + deflate.flush()  # 256 MiB
+            self._send_head(200, {"Content-Type": "application/json", "Content-Encoding": "gzip",
+                                  "Content-Length": str(len(body))})
+            self._rec.body_bytes = len(body)
+            self.wfile.write(body)
+            return
+        status, head, item = ((200, b"[", b'{"id": "owner/model", "tags": ["gguf"]},')
+                              if answer == "endless_list" else
+                              (500, b"<html><body>", b"<p>Internal error, please wait.</p>"))
+        self.close_connection = True  # no Content-Length: the body ends when the server closes
+        self._send_head(status, {"Content-Type": "application/json", "Connection": "close"})
+        self._endless(head, item * 4096)
+
+    def _endless(self, head: bytes, block: bytes) -> None:
+        deadline = time.monotonic() + _ENDLESS_SECONDS
+        try:
+            self.wfile.write(head)
+            self._rec.body_bytes = len(head)
+            while (time.monotonic() < deadline and self._rec.body_bytes < _ENDLESS_BYTES
+                   and not self.server.hub.stopping.is_set()):
+                self.wfile.write(block)
+                self._rec.body_bytes += len(block)
+        except OSError:  # the client stopped reading and closed: what it should do
+            pass
+        self.close_connection = True
 
     def _search(self) -> list[dict[str, object]]:
         q = self._query
@@ -489,6 +535,12 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "status":
             extra = {"Retry-After": fault.retry_after} if fault.retry_after else {}
             self._error(fault.status, None, "injected fault", {**meta, **extra})
+            return
+        if fault is not None and fault.kind == "endless":
+            self.close_connection = True
+            self._send_head(200, {**meta, "Content-Type": "application/octet-stream",
+                                  "Connection": "close", **({"ETag": etag} if etag else {})})
+            self._endless(f.read(0, f.size), bytes(fault.chunk))
             return
         start, end = 0, f.size
         status = 200

@@ -4,6 +4,8 @@ import sys
 # executable with this flag for every engine, and the CLI's imports would only slow that down.
 if sys.argv[1:2] == ["--engine-host"]:
     from inglenook.engine.host import main
+elif sys.argv[1:2] == ["--chat-template"]:  # the killable template renderer (engine host's)
+    from inglenook.engine.template_process import main
 elif sys.argv[1:2] == ["--pdf-text"]:  # the killable PDF reader (core/attachments_pdf.py)
     from inglenook.core.attachments_pdf import main as pdf_main
 

@@ -2,6 +2,7 @@
 
 Everything is under the platform's user directories (platformdirs), unless INGLENOOK_HOME is
 set: then config/, data/, cache/ and logs/ live under it. Tests point it at a temporary folder.
+The four are the user's alone (0700): they hold chats, prompts and saved KV states.
 """
 
 from __future__ import annotations
@@ -25,8 +26,20 @@ def _home() -> Path | None:
 def _dir(kind: str, default: str) -> Path:
     home = _home()
     path = home / kind if home else Path(default)
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # parents: the platform's own modes
+    private(path, 0o700)
     return path
+
+
+def private(path: Path, mode: int) -> None:
+    """Take group and other permissions off a folder or file of ours (made by an older version,
+    or before a umask was tightened); one we cannot change is left as it is."""
+    try:
+        info = path.stat()
+        if info.st_mode & 0o077 and (not hasattr(os, "getuid") or info.st_uid == os.getuid()):
+            os.chmod(path, mode)
+    except OSError:
+        pass
 
 
 def config_dir() -> Path:
@@ -49,7 +62,7 @@ def kv_state_dir() -> Path:
     """Where the engine spills the KV-cache states of conversations it keeps (see
     engine/kv_states.py): derived data, safe to delete, one folder per engine process."""
     path = cache_dir() / "kv-states"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
 

@@ -2,9 +2,10 @@
 
 Its tools cover what a client has to survive: plain answers (add, echo, pid), a tool error
 (fail), a slow tool that leaves the server responsive (sleep), one that blocks the whole
-server (freeze) and one that kills it (crash). `--exit-at-start` makes it die before the
-handshake, as a misconfigured server does. `--describe TEXT` adds a tool `described` whose
-description is TEXT (what any server may say about its tools).
+server (freeze), one that kills it (crash) and one that answers with megabytes (big).
+`--exit-at-start` makes it die before the handshake, as a misconfigured server does.
+`--describe TEXT` adds a tool `described` whose description is TEXT (what any server may
+say about its tools).
 
 `--http TOKEN` serves streamable HTTP on 127.0.0.1 instead, to clients that send
 `Authorization: Bearer TOKEN`; the first line it prints is its port (it is listening by then).
@@ -57,6 +58,11 @@ def build(name: str, description: str = "") -> MCPServer:
     async def freeze(seconds: float) -> str:
         time.sleep(seconds)  # on the event loop on purpose: the server stops answering pings
         return "thawed"
+
+    @server.tool(description="A result of this many megabytes of text.")
+    def big(megabytes: float) -> str:
+        line = "All work and no play makes Jack a dull boy. " * 23 + "\n"  # ~1 KB
+        return line * int(megabytes * 1024)
 
     @server.tool(description="Kill the server.")
     def crash() -> str:

@@ -29,6 +29,8 @@ README_KEYS = (
     "parallel_8_aggregate_tok_s", "parallel4_over_single", "parallel4_efficiency",
     "parallel4_p95_ttft_over_single_ttft", "parallel4_over_peer", "single_stream_over_raw",
     "prefill_max_stall_ms", "two_chats_max_stall_ms", "two_chats_overlap_s",
+    "template_render_12_turns_ms", "template_isolated_12_turns_ms",
+    "template_isolated_400_turns_ms",
 )
 
 

@@ -17,8 +17,11 @@ from types import ModuleType
 
 import pytest
 
+from inglenook.core.messages import Message
 from inglenook.engine import client as engine_client
+from inglenook.engine import template_process
 from inglenook.engine.client import EngineClient
+from inglenook.engine.template_process import TemplateRenderer
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGING = ROOT / "packaging"
@@ -51,6 +54,21 @@ def test_the_engine_host_flag_starts_an_engine(tmp_path: Path) -> None:
         assert ready.pid == client.pid and ready.pid is not None
     finally:
         client.close()
+
+
+def test_the_chat_template_flag_starts_the_renderer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`inglenook --chat-template` (what the bundle's engine host starts) renders templates."""
+    assert template_process.command() == [sys.executable, "-m",
+                                          "inglenook.engine.template_process"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert template_process.command() == [sys.executable, template_process.FLAG]
+    monkeypatch.setattr(sys, "frozen", False)
+    renderer = TemplateRenderer("{{ messages[0].content }}!",
+                                argv=[sys.executable, "-m", "inglenook", "--chat-template"])
+    try:
+        assert renderer.render([Message("user", "hello")]) == "hello!"
+    finally:
+        renderer.close()
 
 
 @pytest.mark.parametrize("size", ICON_SIZES)

@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.gguf_tools import rewrite_metadata
+from tests.integration.test_engine import C_LEVEL_BOMB
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "inglenook", *args], capture_output=True,
@@ -30,3 +33,13 @@ def test_bad_model_exits_with_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("inglenook: ") and "GGUF" in lines[0]
+
+
+def test_a_model_whose_template_never_ends_exits_with_one_clear_line(
+        tmp_path: Path, bundled_model: Path) -> None:
+    stuck = tmp_path / "stuck.gguf"
+    rewrite_metadata(bundled_model, stuck, {"tokenizer.chat_template": C_LEVEL_BOMB})
+    result = run_cli("chat", "--model", str(stuck), "Hi")  # used to hang for good
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("inglenook: ") and "chat template" in line and "longer than" in line

@@ -93,6 +93,17 @@ def test_dropped_connection_resumes(fake_hub: FakeHub) -> None:
     assert len(notices) == 1 and "connection" in notices[0].reason
 
 
+def test_a_body_that_never_ends_is_read_up_to_the_announced_size(fake_hub: FakeHub) -> None:
+    # No Content-Length, the file's bytes, then zeros without end: only the file is written.
+    served = serve(fake_hub, Fault("endless", chunk=1 << 20), size=1 << 20)
+    path = fetch()
+    assert sha256(path) == served.sha256 and path.stat().st_size == 1 << 20
+    assert leftovers() == [NAME]
+    (request,) = fake_hub.byte_requests(NAME)
+    # Stopped reading and closed: the server wrote no more than the socket buffers took.
+    assert request.body_bytes < 64 << 20
+
+
 def test_range_ignored_restarts_from_zero(fake_hub: FakeHub) -> None:
     served = serve(fake_hub, Fault("drop", after=1 << 20), Fault("ignore_range"))
     path = fetch()

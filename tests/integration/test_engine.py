@@ -130,6 +130,40 @@ def test_hostile_chat_template_is_refused(
     engine.load(LoadParams(str(bundled_model), n_ctx=4096))
 
 
+# Spends its time in one C call (2^40 list comparisons), where no sandbox check can run.
+C_LEVEL_BOMB = ("{% set ns = namespace(a=[0], b=[0]) %}{% for i in range(40) %}"
+                "{% set ns.a = [ns.a, ns.a] %}{% set ns.b = [ns.b, ns.b] %}{% endfor %}"
+                "{{ ns.a == ns.b }}")
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+          "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_a_template_stuck_in_c_code_fails_the_load_and_the_engine_stays_up(
+        engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
+    stuck = tmp_path / "stuck.gguf"
+    rewrite_metadata(bundled_model, stuck, {"tokenizer.chat_template": C_LEVEL_BOMB})
+    with pytest.raises(EngineError, match=r"chat template cannot be used.*longer than"):
+        engine.load(LoadParams(str(stuck)))  # used to hang, "Loading…" for ever
+    assert engine.alive
+    engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
+def test_a_template_stuck_on_one_message_fails_that_reply_only(
+        engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
+    stuck = tmp_path / "stuck-on-boom.gguf"
+    template = "{% if messages[-1].content == 'boom' %}" + C_LEVEL_BOMB + "{% endif %}" + CHATML
+    rewrite_metadata(bundled_model, stuck, {"tokenizer.chat_template": template})
+    engine.load(LoadParams(str(stuck), n_ctx=2048))
+    try:
+        _, events = ask(engine, (Message("user", "boom"),), 60, GREEDY.replace(max_tokens=4))
+        finish = finish_of(events).finish
+        assert finish.reason == "error" and "longer than" in finish.message
+        reply, events = ask(engine, QUESTION, 61, GREEDY.replace(max_tokens=4))
+        assert finish_of(events).finish.reason in ("stop", "length") and reply
+    finally:
+        engine.load(LoadParams(str(bundled_model), n_ctx=4096))
+
+
 def test_model_without_a_template_uses_chatml(
         engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
     bare = tmp_path / "bare.gguf"

@@ -8,6 +8,7 @@ No test waits by sleeping: each waits on a future. The short call timeouts are w
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ import pytest
 from inglenook.tools.config import ServerConfig
 from inglenook.tools.connection import ServerDown, ServerState
 from inglenook.tools.manager import ToolManager
+from inglenook.tools.results import MAX_RESULT_CHARS
 
 HELPER = Path(__file__).resolve().parents[1] / "helpers" / "mcp_server.py"
 WAIT = 60.0  # for futures: generous, the machine may be busy
@@ -97,6 +99,21 @@ def test_a_tool_error_is_a_result_for_the_model(manager: ToolManager) -> None:
     bad_args = manager.call_tool("calc", "add", {"a": "two"}).result(WAIT)
     assert bad_args.status == "error"
     assert manager.state("calc").status == "running"
+
+
+def test_a_50_mb_answer_is_cut_says_so_and_leaves_the_server_serving(
+        manager: ToolManager) -> None:
+    # Read whole by the SDK this took minutes of copying (44-65 s on a fast machine): past the
+    # call's timeout. Cut at the transport, it is the server's own time to write it.
+    big = manager.call_tool("calc", "big", {"megabytes": 50}, timeout=40).result(WAIT)
+    assert big.status == "ok", big
+    assert big.text.startswith("All work and no play makes Jack a dull boy.")
+    assert len(big.text) <= MAX_RESULT_CHARS
+    # The SDK's server sends the text twice (as content and as structured content): ~104 MB.
+    assert re.search(r"the tool's answer was 1\d\d\.\d MB, more than 8 MB: the rest was not "
+                     r"read]$", big.text)
+    echo = manager.call_tool("calc", "echo", {"text": "still here"}).result(WAIT)
+    assert (echo.status, echo.text) == ("ok", "still here")
 
 
 def test_a_slow_tool_times_out_and_the_server_keeps_serving(manager: ToolManager) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from inglenook import paths
-from inglenook.cli import main
+from inglenook.cli import CLOSED_PIPE_EXIT, main
 from inglenook.store import ARCHIVE_FORMAT, CONVERSATION_FORMAT, Store
 from tests.unit.test_import_files import chatgpt_conversation
 
@@ -142,3 +144,29 @@ def test_a_bad_file_is_one_line_on_stderr_exit_1_and_nothing_imported(
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", message)
     assert dump() == before
+
+
+def first_line_then_close(*argv: str) -> tuple[str, int, str]:
+    """Run `inglenook ARGV | head -1`: the first line, the exit code and stderr."""
+    run = subprocess.Popen([sys.executable, "-m", "inglenook", *argv], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stderr is not None
+    first = run.stdout.readline()
+    run.stdout.close()  # as head does once it has its line
+    errors = run.stderr.read()
+    run.stderr.close()
+    return first, run.wait(timeout=60), errors
+
+
+def test_output_read_by_head_ends_quietly() -> None:
+    with Store() as store:  # more than a pipe holds, so writing meets the closed pipe
+        for i in range(3000):
+            conv = store.create_conversation(f"chat {i}")
+            if i % 100 == 0:
+                store.add_message(conv, "user", "words " * 5000, None)
+    first, code, errors = first_line_then_close("conversations", "list")
+    assert first.strip().startswith("3000  chat 2999")
+    assert (code, errors) == (CLOSED_PIPE_EXIT, "")
+    first, code, errors = first_line_then_close("conversations", "export", "--all", "-")
+    # One big write: Python's buffered writer keeps quiet about the part that did not go.
+    assert first == "{\n" and errors == "" and code in (0, CLOSED_PIPE_EXIT)

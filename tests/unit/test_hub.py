@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -144,3 +145,25 @@ def test_the_fake_hub_speaks_huggingface_hub(hub_with_repos: FakeHub,
     finally:
         close_session()  # its process-wide client would keep the sockets open
     assert all(r.server == "hub" for r in hub_with_repos.requests)
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ("endless_list", "larger than 32 MB; it was not read further"),
+    ("gzip_bomb", "larger than 32 MB; it was not read further"),  # 256 MB inflated
+    ("endless_error", r"had a problem \(HTTP 500\)"),
+])
+def test_answers_that_never_end_are_read_only_up_to_a_bound(
+        hub_with_repos: FakeHub, answer: fakehub.ApiAnswer, said: str) -> None:
+    hub_with_repos.api_answer = answer
+    tracemalloc.start()
+    try:
+        with pytest.raises(hub.HubError, match=said):
+            hub.search_models("tiny")
+        with pytest.raises(hub.HubError, match=said):
+            hub.list_gguf_files("alice/Tiny-Chat-GGUF")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * hub.MAX_JSON_BYTES  # the bound and its copies; read whole: 320 MB
+    for request in hub_with_repos.requests:  # each read stopped, the connection closed
+        assert request.body_bytes < hub.MAX_JSON_BYTES + (64 << 20)

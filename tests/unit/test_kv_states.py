@@ -4,6 +4,9 @@ prompt reuses is tests/unit/test_kv_reuse.py."""
 from __future__ import annotations
 
 import os
+import struct
+import threading
+import zlib
 from pathlib import Path
 
 import psutil
@@ -12,6 +15,7 @@ import pytest
 from inglenook import paths
 from inglenook.engine.kv_reuse import find_shift
 from inglenook.engine.kv_states import StateCache, common_prefix, pack
+from tests.helpers.tmpfs import fill, tmpfs
 
 
 def cache(ram: int = 10**9, disk: int = 10**9) -> StateCache:
@@ -94,3 +98,82 @@ def test_folders_of_engines_that_died_are_removed() -> None:
     states.put("a", pack([1]), bytearray(10))
     assert not dead.exists() and alive.exists()
     assert (root / f"{me.pid}-{int(me.create_time() * 1000)}").is_dir()
+
+
+def test_states_of_an_engine_that_was_killed_are_removed_when_the_next_starts() -> None:
+    dead = paths.kv_state_dir() / "999999999-1"
+    dead.mkdir()
+    (dead / "x.kv").write_bytes(b"a chat")
+    cache(ram=10**9)  # an engine's start: nothing spilled yet
+    assert not dead.exists()
+
+
+def test_spilled_states_are_the_users_alone() -> None:
+    states = cache(ram=0)
+    states.put("a", pack([1, 2]), bytearray(b"chat" * 100))
+    (path,) = spilled_files()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert paths.kv_state_dir().stat().st_mode & 0o777 == 0o700
+
+
+def test_a_full_disk_while_spilling_leaves_no_partial_file(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", size="1m") as disk:
+        states = StateCache(0, 10**9, lambda: disk)
+        states.put("a", pack([1]), bytearray(b"a" * 1000))
+        filler = fill(disk)
+        states.put("b", pack([2]), bytearray(b"b" * 200_000))  # cannot be written: forgotten
+        assert states.get("b") is None and states.get("a") is not None
+        assert [p.name for p in disk.glob("*/*") if not p.name.endswith(".kv")] == []
+        filler.unlink()
+        states.put("c", pack([3]), bytearray(b"c" * 200_000))  # room again: spilled whole
+        c = states.get("c")
+        assert c is not None and states.load(c) == b"c" * 200_000
+
+
+def test_a_state_swapped_for_another_conversations_is_refused() -> None:
+    states = cache(ram=0)
+    states.put("chat:1", pack([1, 2, 3]), bytearray(b"m" * 400))
+    states.put("chat:2", pack([1, 2, 3]), bytearray(b"t" * 400))  # the same tokens
+    one, two = states.get("chat:1"), states.get("chat:2")
+    assert one is not None and two is not None and one.path and two.path
+    two.path.replace(one.path)  # another chat's file, sound in every byte, under my name
+    assert states.load(one) is None and states.get("chat:1") is None
+
+
+def test_a_state_rewritten_with_a_fitting_checksum_is_refused() -> None:
+    states = cache(ram=0)
+    states.put("chat:1", pack([4, 5]), bytearray(b"m" * 400))
+    one = states.get("chat:1")
+    assert one is not None and one.path is not None
+    tokens, theirs = pack([4, 5]), b"t" * 400  # my tokens, someone else's state
+    crc = zlib.crc32(theirs, zlib.crc32(tokens))
+    for header in (struct.pack("<8sQQI", b"INGLKV01", 2, 400, crc),  # the old, checksummed
+                   one.path.read_bytes()[:-len(tokens) - 400]):  # the current, state replaced
+        one.path.write_bytes(header + tokens + theirs)
+        assert states.load(one) is None
+        states.put("chat:1", tokens, bytearray(b"m" * 400))
+        one = states.get("chat:1")
+        assert one is not None and one.path is not None
+        assert states.load(one) == b"m" * 400
+
+
+def test_a_fifo_in_place_of_a_state_does_not_block() -> None:
+    states = cache(ram=0)
+    states.put("a", pack([1]), bytearray(b"a" * 100))
+    state = states.get("a")
+    assert state is not None and state.path is not None
+    state.path.unlink()
+    os.mkfifo(state.path)
+    results: list[object] = []
+    reader = threading.Thread(target=lambda: results.append(states.load(state)), daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    blocked = reader.is_alive()
+    if blocked:  # in open(), waiting for a writer: be one, so the test fails rather than hangs
+        with open(os.open(state.path, os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+        reader.join(timeout=5)
+    assert not blocked and results == [None]
+    assert states.get("a") is None and not state.path.exists()
+

@@ -3,8 +3,14 @@ official openai client, the security defaults, bad requests, clients that go awa
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import resource
+import socket
+import subprocess
 import sys
+import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +23,9 @@ from inglenook.cli import main
 from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
 from inglenook.engine.scheduler import Job
-from inglenook.server import ApiServer, ConfigError, ServerConfig
+from inglenook.server import ApiServer, ConfigError, ServerConfig, connections, routes
+from inglenook.server.api_server import BACKLOG
+from inglenook.server.connections import PER_ADDRESS
 from inglenook.server.engine_link import FIRST_API_REQUEST_ID
 from tests.helpers.api import (
     Served,
@@ -361,3 +369,83 @@ def test_stop_ends_open_streams_and_frees_the_engine(fake: tuple[EngineClient, S
         assert b'"code":"cancelled"' in rest
         assert not s.server.status().running
         s.queue.wait_for(lambda q: q.running is None)
+
+
+# ---- connections that never become requests ---------------------------------------------------
+# Opens `count` connections to the port, each sending half a request head, holds them, says how
+# many it opened, and closes them all when its stdin closes.
+HALF_OPEN = textwrap.dedent("""
+    import resource, socket, sys
+    port, count = int(sys.argv[1]), int(sys.argv[2])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 100), hard))
+    held = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"GET /v1/models HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n")
+        held.append(s)
+    print(len(held), flush=True)
+    sys.stdin.read()
+""")
+
+
+@contextlib.contextmanager
+def half_open(port: int, count: int) -> Iterator[None]:
+    attacker = subprocess.Popen([sys.executable, "-c", HALF_OPEN, str(port), str(count)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert attacker.stdout is not None
+        assert attacker.stdout.readline().strip() == str(count)
+        yield
+    finally:
+        attacker.communicate(timeout=60)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_half_open_connections_do_not_shut_out_clients(served: Served) -> None:
+    with half_open(served.port, 300):
+        answered = request(served.port, "GET", "/v1/models")
+        assert answered.status == 200  # was 503: uvicorn counted all 300 against its limit
+
+
+def test_a_thousand_connections_do_not_use_up_file_descriptors(
+        fake: tuple[EngineClient, Script]) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))  # the usual default
+    try:
+        with serving(fake[0]) as s:
+            before = open_fds()
+            with half_open(s.port, 1100):
+                held = open_fds() - before
+                answered = request(s.port, "GET", "/v1/models")
+            assert answered.status == 200
+            # The rest were closed as they came: at most a backlog of them at a time.
+            assert held <= PER_ADDRESS + 2 * BACKLOG
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_client_that_never_finishes_its_request_is_closed(
+        fake: tuple[EngineClient, Script], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connections, "HEAD_TIMEOUT_S", 0.5)
+    with serving(fake[0]) as s, socket.create_connection(("127.0.0.1", s.port)) as slow:
+        slow.settimeout(20)
+        slow.sendall(b"GET /v1/models HTTP/1.1\r\n")
+        slow.sendall(b"Host: 127.0.0.1\r\n")  # a header now and then: never the blank line
+        assert slow.recv(1024) == b""  # closed by the server, without an answer
+
+
+def test_a_body_that_trickles_is_refused_with_408(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(routes, "BODY_TIMEOUT_S", 0.5)
+    with socket.create_connection(("127.0.0.1", served.port)) as slow:
+        slow.settimeout(20)
+        slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mod")
+        answer = b""
+        while b"body_timeout" not in answer and (chunk := slow.recv(4096)):
+            answer += chunk  # the head and the body may come in two pieces
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"body_timeout" in answer

@@ -3,10 +3,14 @@ version, a corrupt file moved aside, replies cut short by a crash, read-only and
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,7 +63,8 @@ def test_a_new_database(db: Path) -> None:
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
     assert user_version(db) == LATEST_VERSION
     assert sorted(p.name for p in db.parent.iterdir() if "inglenook.db" in p.name) == [
-        "inglenook.db"]  # no backup of nothing, no side files left after close
+        "inglenook.db", "inglenook.db.live-lock", "inglenook.db.open-lock"
+    ]  # no backup of nothing, no side files but the locks (store/instances.py) after close
 
 
 def test_an_empty_v0_file_is_migrated(db: Path) -> None:
@@ -299,6 +304,43 @@ def test_damaged_pages_are_found_on_open(db: Path) -> None:
         assert store.conversations() == []
 
 
+# Opens the database, waiting after it read the schema version (at the backup before migrating)
+# until the other process has read it too: for at most a few seconds, since with the lock the
+# other one never can. Prints the sidebar.
+MIGRATING = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    from inglenook.store import Store, db
+    marks, me = Path(sys.argv[1]), sys.argv[2]
+    backup = db.backup
+    def waiting(conn, target):
+        (marks / me).touch()
+        deadline = time.monotonic() + 3  # widens the race; not a synchronisation
+        while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        backup(conn, target)
+    db.backup = waiting
+    with Store() as store:
+        print(json.dumps([c.title for c in store.conversations()]))
+""")
+
+
+def test_two_instances_opening_an_old_database_migrate_it_once(db: Path, tmp_path: Path) -> None:
+    make_fixtures.load(FIXTURES[0].read_text(encoding="utf-8"), db)  # v1
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    runs = [subprocess.Popen([sys.executable, "-c", MIGRATING, str(marks), name],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for name in ("first", "second")]
+    done = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err[-2000:] for _, err in done]
+    sidebars = [json.loads(out) for out, _ in done]
+    assert sidebars[0] == sidebars[1] and "Trip to Zürich ☕" in sidebars[0]
+    assert len(list(marks.iterdir())) == 1  # one of them migrated; the other found it done
+    assert user_version(db) == LATEST_VERSION
+    assert [p.name for p in db.parent.glob("*.bak-v*")] == [f"{db.name}.bak-v1"]
+
+
 def test_replies_left_streaming_are_marked_interrupted_on_open(db: Path) -> None:
     with Store() as store:
         conv = store.create_conversation()
@@ -310,6 +352,76 @@ def test_replies_left_streaming_are_marked_interrupted_on_open(db: Path) -> None
         last = store.active_path(conv)[-1]
         assert (last.id, last.content, last.status) == (reply, "Once upon a time", "interrupted")
         assert [h.message_id for h in store.search("upon")] == [reply]
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_database_and_its_folders_are_the_users_alone(db: Path) -> None:
+    with Store() as store:
+        store.create_conversation("private")
+        wal, shm = db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
+        assert wal.exists() and shm.exists()
+        assert [mode(p) for p in (db, wal, shm)] == [0o600] * 3
+    assert mode(paths.data_dir()) == mode(paths.cache_dir()) == mode(paths.config_dir()) == 0o700
+    assert mode(paths.kv_state_dir()) == 0o700
+
+
+def test_a_database_left_readable_by_others_is_tightened(db: Path) -> None:
+    with Store() as store:
+        store.create_conversation("private")
+    os.chmod(db.parent, 0o755)  # as an older version left them
+    os.chmod(db, 0o644)
+    with Store() as store:
+        assert store.conversations()[0].title == "private"
+        assert mode(db) == 0o600 and mode(db.with_name(db.name + "-wal")) == 0o600
+    assert mode(paths.data_dir()) == 0o700
+    old = db.with_name("old.db")
+    make_fixtures.load(FIXTURES[0].read_text(encoding="utf-8"), old)  # migrated: backed up
+    with Store(old):
+        pass
+    assert mode(old) == mode(old.with_name("old.db.bak-v1")) == 0o600
+
+
+OPEN_AND_READ = textwrap.dedent("""
+    import sys
+    from inglenook.store import Store
+    with Store() as store:  # writable, as `inglenook conversations import` opens it
+        print(store.active_path(int(sys.argv[1]))[-1].status)
+""")
+
+
+def test_another_process_opening_the_database_leaves_a_streaming_reply_alone(db: Path) -> None:
+    with Store() as window:
+        conv = window.create_conversation()
+        user = window.add_message(conv, "user", "Tell me a story", None)
+        reply = window.add_message(conv, "assistant", "Once", user, status="streaming")
+        other = subprocess.run([sys.executable, "-c", OPEN_AND_READ, str(conv)],
+                               capture_output=True, text=True, timeout=60)
+        assert other.returncode == 0, other.stderr[-2000:]
+        assert other.stdout.strip() == "streaming"
+        with Store() as same_process:  # a second Store of the window's own (a worker thread)
+            assert same_process.active_path(conv)[-1].status == "streaming"
+        window.update_message(reply, "Once upon a time")  # still streaming, still saved
+        assert window.active_path(conv)[-1].status == "streaming"
+
+
+def test_a_reply_left_streaming_by_a_killed_process_is_marked_at_the_next_start(
+        db: Path) -> None:
+    killed = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os
+        from inglenook.store import Store
+        store = Store()
+        conv = store.create_conversation()
+        user = store.add_message(conv, "user", "Tell me a story", None)
+        store.add_message(conv, "assistant", "Once", user, status="streaming")
+        print(conv, flush=True)
+        os._exit(9)  # killed mid-reply: no close, the kernel drops its locks
+    """)], capture_output=True, text=True, timeout=60)
+    assert killed.returncode == 9, killed.stderr[-2000:]
+    with Store() as store:
+        assert store.active_path(int(killed.stdout))[-1].status == "interrupted"
 
 
 # -- read-only and full disks ---------------------------------------------------------------
@@ -446,6 +558,7 @@ def test_a_read_only_folder_shows_the_history(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "ro") as disk:
         path = disk / "inglenook.db"
         conv, msg = history(path)
+        before = sorted(p.name for p in disk.iterdir())  # the database and its lock files
         set_read_only(disk, True)
         store, message = open_store(path)
         try:
@@ -459,7 +572,7 @@ def test_a_read_only_folder_shows_the_history(tmp_path: Path) -> None:
             assert info.value.reason == "read-only"
         finally:
             store.close()
-        assert sorted(p.name for p in disk.iterdir()) == ["inglenook.db"]
+        assert sorted(p.name for p in disk.iterdir()) == before
 
 
 def test_a_read_only_folder_with_unmerged_changes_shows_them(tmp_path: Path) -> None:

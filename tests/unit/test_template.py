@@ -158,10 +158,10 @@ def test_huge_output_is_stopped_quickly(bomb: str) -> None:
     ],
 )
 def test_time_bomb_is_stopped(bomb: str) -> None:
-    start = time.monotonic()
+    start = time.thread_time()  # the budget is CPU time: a busy machine only delays the stop
     with pytest.raises(TemplateError, match="longer than"):
         ChatTemplate(bomb).render(CHAT)
-    assert time.monotonic() - start < 3.0
+    assert time.thread_time() - start < 3.0
 
 
 def test_ordinary_large_numbers_and_long_conversations_still_render() -> None:

@@ -10,6 +10,8 @@ checks an installation (cli/self_test.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +20,7 @@ from inglenook.cli import chat, conversations, models, prompt, serve
 
 ENGINE_HOST_FLAG = "--engine-host"
 SELF_TEST_FLAG = "--self-test"
+CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for cat or grep ended that way
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +72,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         from inglenook.engine.host import main as host_main
 
         return host_main()
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # what is still buffered fails here, not in Python's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Whoever read our output stopped (`inglenook conversations list | head -1`): end quietly,
+    as command-line tools do, rather than with a traceback. Standard output is pointed at
+    /dev/null first, because Python flushes it once more on the way out."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return CLOSED_PIPE_EXIT
+
+
+def _run(argv: list[str]) -> int:
     argv, qt_args = split_qt_options(argv)
     args = _parser().parse_args(argv)
     if args.self_test:

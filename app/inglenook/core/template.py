@@ -9,9 +9,13 @@ rewriting the parsed template) every loop iteration checks the clock; every prin
 against a size budget; every `~` join checks the size of its result and counts what it adds
 (linear in the output, so a template appending to one growing string renders long chats); and
 the few builtins that can build a huge value in one step are refused up front (see `_precheck`).
-Residual limit: a single builtin step we have not listed can still allocate a large multiple of
-its (bounded) input before any check sees it, so render in a process that can be killed as the
-last resort (the engine host), not in the GUI.
+Every filter is called with the template's context, so Jinja never runs one while compiling
+(it folds calls on constants otherwise: a chain of `|list|string` on a literal took 12 s and
+hundreds of MB before any budget existed). Residual limit: a single builtin step runs in C, where
+no check can run (two self-doubling lists compared, `map` of a padding filter over a range), so
+the engine renders in a child process it kills past a hard time limit and whose address space is
+capped (engine/template_process.py): these budgets give the usual bombs a clear message, the
+child makes sure of the rest.
 
 Message text never becomes markup. Only the template's own text may produce control tokens
 (`<|im_start|>`, `<|eot_id|>`, `<start_of_turn>`, `[INST]`, `<|start|>`...); the text of every
@@ -31,6 +35,7 @@ space between their characters, so they cannot be read as control tokens either 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -40,7 +45,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from jinja2 import nodes, pass_context
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
@@ -60,7 +65,8 @@ MAX_OUTPUT_CHARS = 1_000_000  # raised to 4x the conversation for very long cont
 TIME_BUDGET_S = 2.0
 _MAX_POWER_BITS = 100_000  # `9 ** (9 ** 9)` would otherwise spin on one bignum
 _TOO_BIG = "The chat template produced an unreasonably large prompt and was stopped."
-_TOO_SLOW = f"The chat template took longer than {TIME_BUDGET_S:g} seconds and was stopped."
+_TOO_SLOW = (f"The chat template took longer than {TIME_BUDGET_S:g} seconds (of computing) and "
+             "was stopped.")
 _FORMAT_SPEC = re.compile(r"%[-#0 +*.\d]+|\{[^{}]*:[^{}]*\}")  # %-specs and {:...} fields
 
 
@@ -77,17 +83,42 @@ class TemplateError(Exception):
 
 @dataclass
 class _Budget:
-    deadline: float
+    deadline: float  # in CPU seconds of the rendering thread (see _clock)
     max_chars: int
     work_left: int  # characters the template may emit anywhere, including into {% set %} blocks
+    ticks: int = 0
+
+
+# The time budget counts the CPU time of the thread that renders, not the wall clock: on a
+# machine busy with llama.cpp's spinning threads a normal template can wait seconds for a core,
+# and must not be stopped for it. Read every _CLOCK_EVERY ticks (the clock costs ~0.4 µs).
+_clock = time.thread_time
+_CLOCK_EVERY = 16
 
 
 _BUDGET: ContextVar[_Budget | None] = ContextVar("inglenook_template_budget", default=None)
+# The end of a whole request (all renders of render_prompt, its fallback included); see time_limit.
+_DEADLINE: ContextVar[float | None] = ContextVar("inglenook_template_deadline", default=None)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Every render inside shares one deadline `seconds` from now (each still has its own
+    TIME_BUDGET_S), so a caller that kills the renderer after a hard limit can rely on the
+    sandbox stopping everything it can stop before that."""
+    token = _DEADLINE.set(_clock() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 def _tick() -> None:
     budget = _BUDGET.get()
-    if budget is not None and time.monotonic() > budget.deadline:
+    if budget is None:
+        return
+    budget.ticks += 1
+    if budget.ticks % _CLOCK_EVERY == 0 and _clock() > budget.deadline:
         raise TemplateError(_TOO_SLOW)
 
 
@@ -160,15 +191,19 @@ def _precheck(
 
 
 def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    skip = 1 if hasattr(func, "jinja_pass_arg") else 0  # context/eval_ctx/environment comes first
+    """`func` with its arguments checked first, taking the template's context whatever `func`
+    takes: Jinja folds a filter that takes no context when its arguments are constants, at
+    compile time, where no budget applies."""
+    wants = getattr(getattr(func, "jinja_pass_arg", None), "name", "")  # Jinja's _PassArg
 
-    @functools.wraps(func)  # keeps jinja_pass_arg
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    @pass_context
+    @functools.wraps(func)
+    def guarded(context: Any, value: Any = None, *args: Any, **kwargs: Any) -> Any:
         _tick()
-        if len(args) <= skip:
-            return func(*args, **kwargs)
-        value, rest = _precheck(name, args[skip], args[skip + 1:], kwargs, is_filter=True)
-        return func(*args[:skip], value, *rest, **kwargs)
+        first = {"context": (context,), "eval_context": (context.eval_ctx,),
+                 "environment": (context.environment,)}.get(wants, ())
+        value, rest = _precheck(name, value, args, kwargs, is_filter=True)
+        return func(*first, value, *rest, **kwargs)
 
     return guarded
 
@@ -352,6 +387,15 @@ def _as_template_reads(m: Message) -> dict[str, Any]:
     return item
 
 
+class RendersText(Protocol):
+    """A chat template here (ChatTemplate) or in a child process (engine/template_process.py)."""
+
+    source: str
+
+    def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True,
+               context: TemplateContext | None = None) -> str: ...
+
+
 class ChatTemplate:
     def __init__(self, source: str, *, bos_token: str = "", eos_token: str = "") -> None:
         self.source = source
@@ -385,7 +429,8 @@ class ChatTemplate:
         if context is not None and context.tools:
             chars_in += len(json.dumps(context.tools))
         max_chars = max(MAX_OUTPUT_CHARS, 4 * chars_in)
-        budget = _Budget(time.monotonic() + TIME_BUDGET_S, max_chars, 4 * max_chars)
+        deadline = _clock() + TIME_BUDGET_S
+        budget = _Budget(min(deadline, _DEADLINE.get() or deadline), max_chars, 4 * max_chars)
         token = _BUDGET.set(budget)
         variables = context.variables() if context is not None else {}
         stream = self._template.generate(
@@ -406,6 +451,8 @@ class ChatTemplate:
                 parts.append(chunk)
         except TemplateError:
             raise
+        except MemoryError as e:  # a builtin step that outgrew the renderer's memory limit
+            raise TemplateError(_TOO_BIG) from e
         except SecurityError as e:
             raise TemplateError(
                 f"The chat template tried to reach Python internals and was blocked ({e})."
@@ -448,7 +495,7 @@ def render_with_fallback(
     return template.render(_fold_system(messages), add_generation_prompt=add_generation_prompt)
 
 
-def generation_prompt(template: ChatTemplate) -> str:
+def generation_prompt(template: RendersText) -> str:
     """What the template writes for `add_generation_prompt` after a one-question conversation:
     where a reply starts (a template may open a reasoning block there). "" when it cannot be
     told (the template fails, or does not render the question the same way both times)."""
@@ -500,6 +547,7 @@ class ControlStrings:
     """
 
     def __init__(self, every: Collection[str] = (), in_plain_text: Collection[str] = ()) -> None:
+        self.texts = (tuple(every), tuple(in_plain_text))  # what they were made of, to send on
         self.every = _alternation(every)
         self.in_plain_text = _alternation(in_plain_text)
 
@@ -642,15 +690,21 @@ def _as_templates_print(content: str) -> dict[str, None]:
                           content.strip("\n"), content.lstrip("\n"), content.rstrip("\n")))
 
 
+def choose_source(gguf_template: str | None, override: str | None) -> tuple[str, str]:
+    """The template source to use and where it came from: "override", "gguf" or "chatml"."""
+    for source, label in ((override, "override"), (gguf_template, "gguf")):
+        if source and source.strip():
+            return source, label
+    return CHATML_TEMPLATE, "chatml"
+
+
 def for_model(
     gguf_template: str | None, override: str | None, bos_token: str, eos_token: str
 ) -> tuple[ChatTemplate, str]:
-    """The template to use and where it came from: "override", "gguf" or "chatml".
+    """The template to use and where it came from (see choose_source).
 
     A broken GGUF template raises rather than silently falling back to ChatML: the user should see
     why replies look wrong, and can set an override.
     """
-    for source, label in ((override, "override"), (gguf_template, "gguf")):
-        if source and source.strip():
-            return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token), label
-    return ChatTemplate(CHATML_TEMPLATE, bos_token=bos_token, eos_token=eos_token), "chatml"
+    source, label = choose_source(gguf_template, override)
+    return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token), label

@@ -4,17 +4,29 @@ recently used spilled to disk within a cap, found again by the tokens they hold.
 A state is llama.cpp's serialised KV cache of one sequence (opaque bytes here) and the tokens it
 holds. No llama_cpp in this module: engine/host/ makes and restores the bytes.
 
-Spilled states live in a folder of this engine process under paths.kv_state_dir(), removed when
-the engine closes; folders of engines that died are removed by the next engine that spills.
-Every file carries its tokens and a checksum: a truncated or corrupt file is never restored
-(the prompt is evaluated instead) and is deleted.
+Spilled states live in a folder of this engine process under paths.kv_state_dir() (0700, files
+0600: they hold the user's chats), removed when the engine closes; folders of engines that died
+are removed when the next one starts. A file is written whole or not at all: one that a full
+disk cut short is deleted at once, not left to fill the disk until the engine closes.
+
+Every file carries its key, its tokens and an HMAC-SHA256 of the three with the state, under a
+random key this cache holds in memory only: a truncated or corrupt file, one written by anything
+else (another chat's state with its tokens rewritten and a valid checksum) or one moved from
+another conversation's name is never restored (the prompt is evaluated instead) and is deleted.
+States are never read across engine processes, so the key needs no file of its own. Files are
+opened without following links and without blocking, and only regular files are read: a FIFO
+put in a state's place cannot stall the engine.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
+import secrets
 import shutil
+import stat
 import struct
 import sys
 import time
@@ -27,8 +39,12 @@ from pathlib import Path
 
 import psutil
 
-_MAGIC = b"INGLKV01"
-_HEADER = struct.Struct("<8sQQI")  # magic, tokens, state bytes, crc32 of tokens + state
+_MAGIC = b"INGLKV02"
+_HEADER = struct.Struct("<8sQQ32s")  # magic, tokens, state bytes, HMAC of key + tokens + state
+_READ_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 TOKEN_BYTES = array("i").itemsize
 
 
@@ -79,11 +95,19 @@ class StateCache:
     spilled (the cache folder is created only when needed)."""
 
     def __init__(self, ram_budget: int, disk_budget: int,
-                 folder: Callable[[], Path]) -> None:
+                 folder: Callable[[], Path], *, clean_up: bool = True) -> None:
+        """`clean_up`: remove what engines that died left in `folder()` now (at the start of an
+        engine), not when this one first spills."""
         self.ram_budget, self.disk_budget = ram_budget, disk_budget
         self._folder_of = folder
         self._folder: Path | None = None
         self._states: OrderedDict[str, SavedState] = OrderedDict()
+        self._mac_key = secrets.token_bytes(32)
+        if clean_up:
+            try:
+                _remove_dead_engines(folder())
+            except OSError as exc:
+                _log(f"could not remove KV states left by engines that ended ({exc})")
 
     # ---- queries -------------------------------------------------------------------------
     def get(self, key: str) -> SavedState | None:
@@ -126,7 +150,7 @@ class StateCache:
         self._states.move_to_end(state.key)
         if state.data is not None:
             return state.data
-        data = _read(state) if state.path else None
+        data = self._read(state) if state.path else None
         if data is None:
             _log(f"a spilled KV state was unreadable or corrupt; evaluating instead: {state.path}")
             self.drop(state.key)
@@ -165,16 +189,33 @@ class StateCache:
             _log(f"could not spill a KV state to disk ({exc}); it is forgotten")
             self._states.pop(state.key, None)
 
+    def _mac(self, state: SavedState, data: bytes | bytearray) -> bytes:
+        mac = hmac.new(self._mac_key, digestmod=hashlib.sha256)
+        key = state.key.encode("utf-8", errors="surrogatepass")
+        for part in (struct.pack("<Q", len(key)), key, state.tokens, data):
+            mac.update(part)
+        return mac.digest()
+
     def _write(self, state: SavedState, data: bytearray) -> Path:
+        """The file of a state, written whole under a temporary name and then renamed; on any
+        failure (a full disk) nothing of it is left."""
         folder = self._folder or self._make_folder()
-        path = folder / f"{zlib.crc32(state.key.encode()):08x}-{time.monotonic_ns():x}.kv"
-        crc = zlib.crc32(data, zlib.crc32(state.tokens))
+        name = zlib.crc32(state.key.encode("utf-8", errors="surrogatepass"))
+        path = folder / f"{name:08x}-{time.monotonic_ns():x}.kv"
         partial = path.with_suffix(".part")
-        with open(partial, "wb") as f:
-            f.write(_HEADER.pack(_MAGIC, count(state.tokens), len(data), crc))
-            f.write(state.tokens)
-            f.write(data)
-        os.replace(partial, path)
+        header = _HEADER.pack(_MAGIC, count(state.tokens), len(data), self._mac(state, data))
+        fd = os.open(partial, _WRITE_FLAGS, 0o600)
+        try:
+            try:
+                for part in (header, state.tokens, data):
+                    _write_all(fd, part)
+            finally:
+                os.close(fd)
+            os.replace(partial, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+            raise
         return path
 
     def _make_folder(self) -> Path:
@@ -182,30 +223,46 @@ class StateCache:
         _remove_dead_engines(root)
         me = psutil.Process()
         self._folder = root / f"{me.pid}-{int(me.create_time() * 1000)}"
-        self._folder.mkdir(parents=True, exist_ok=True)
+        self._folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         return self._folder
 
+    def _read(self, state: SavedState) -> bytearray | None:
+        """The state's bytes if its file is a regular file that this cache wrote for this key
+        and these tokens; None otherwise."""
+        assert state.path is not None
+        try:
+            fd = os.open(state.path, _READ_FLAGS)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            expected = _HEADER.size + len(state.tokens) + state.size
+            if not stat.S_ISREG(info.st_mode) or info.st_size != expected:
+                return None  # a FIFO, a device, a folder; or not the size it was written with
+            with open(fd, "rb", closefd=False) as f:
+                header = f.read(_HEADER.size)
+                if len(header) != _HEADER.size:
+                    return None
+                magic, n_tokens, size, mac = _HEADER.unpack(header)
+                if magic != _MAGIC or n_tokens != count(state.tokens) or size != state.size:
+                    return None
+                tokens = f.read(len(state.tokens))
+                data = bytearray(size)
+                if f.readinto(data) != size:
+                    return None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if tokens != state.tokens or not hmac.compare_digest(mac, self._mac(state, data)):
+            return None
+        return data
 
-def _read(state: SavedState) -> bytearray | None:
-    assert state.path is not None
-    try:
-        with open(state.path, "rb") as f:
-            header = f.read(_HEADER.size)
-            if len(header) != _HEADER.size:
-                return None
-            magic, n_tokens, size, crc = _HEADER.unpack(header)
-            if (magic != _MAGIC or n_tokens != count(state.tokens) or size != state.size
-                    or os.fstat(f.fileno()).st_size != _HEADER.size + len(state.tokens) + size):
-                return None
-            tokens = f.read(len(state.tokens))
-            data = bytearray(size)
-            if f.readinto(data) != size:
-                return None
-    except OSError:
-        return None
-    if tokens != state.tokens or zlib.crc32(data, zlib.crc32(tokens)) != crc:
-        return None
-    return data
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _remove_dead_engines(root: Path) -> None:

@@ -10,7 +10,7 @@ which is the template's business (core/template.py).
 from __future__ import annotations
 
 from inglenook.core.reasoning import ReasoningFormat, TemplateTraits, traits_of
-from inglenook.core.template import ChatTemplate, generation_prompt
+from inglenook.core.template import RendersText, generation_prompt
 from inglenook.tools.formats import tool_format
 
 _REASONING_MARKERS = {
@@ -27,7 +27,7 @@ _TOOL_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def template_traits(template: ChatTemplate) -> tuple[TemplateTraits, str]:
+def template_traits(template: RendersText) -> tuple[TemplateTraits, str]:
     """The template's reasoning traits and its tool-call format ("" for none)."""
     return traits_of(template.source, generation_prompt(template)), tool_format(
         template.source) or ""

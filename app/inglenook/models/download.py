@@ -326,6 +326,9 @@ class _Download:
             with c.stream("GET", self.url, headers=headers) as response:
                 self._accept(response, f, hasher)
                 for chunk in response.iter_raw():
+                    # Never past the size the Hub announced: a body that does not end (no
+                    # Content-Length) is cut there, and the sha256 says whether it was the file.
+                    chunk = chunk[:self.size - self.done]
                     write(chunk)
                     self.done += len(chunk)
                     batch.append(chunk)
@@ -336,11 +339,10 @@ class _Download:
                     if self.cancel.is_set():
                         self._cancelled()
                     meter.update(self.done)
+                    if self.done >= self.size:
+                        break  # leaving the block closes the connection: the rest is never read
                 hasher.update(batch)
                 batch = []
-                if self.done > self.size:
-                    self._restart(f, hasher)
-                    raise _Retry("the server sent more bytes than the file has")
         except httpx2.RequestError as exc:
             raise _Retry(str(hub.request_error(exc, self.url))) from None
         finally:

@@ -31,13 +31,21 @@ from huggingface_hub import hf_api
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from inglenook import __version__
+from inglenook.core.jsonload import JsonLoadError, loads
 from inglenook.models.filenames import is_safe, parse_quant, split_name
+from inglenook.models.transfer import SMALL_ANSWER_HEADERS, BodyRefused, read_bounded
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TIMEOUT = httpx2.Timeout(30.0, connect=10.0)
 SORTS = {"downloads": "downloads", "likes": "likes", "recent": "lastModified"}
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MAX_REDIRECTS = 5
+# An answer is read up to these bounds and no further: a repository with thousands of files is a
+# few MB of JSON; an endless list or error page would otherwise fill the memory.
+MAX_JSON_BYTES = 32_000_000
+MAX_JSON_SECONDS = 120.0
+MAX_JSON_DEPTH = 200  # model cards nest a few levels; json.loads recurses once per level
+MAX_ERROR_BYTES = 2000
 
 
 class HubError(Exception):
@@ -164,23 +172,30 @@ def status_error(response: httpx2.Response, what: str, repo: str | None = None) 
 
 
 def _body(response: httpx2.Response) -> str:
+    """The start of an error page (of a streamed response: the rest is never read)."""
+    if response.is_stream_consumed:
+        return response.text[:MAX_ERROR_BYTES]
     try:
-        return response.read()[:2000].decode("utf-8", "replace")
-    except httpx2.HTTPError:
+        raw = read_bounded(response, MAX_ERROR_BYTES, seconds=10.0, truncate=True)
+    except (httpx2.HTTPError, BodyRefused):
         return ""
+    return raw.decode("utf-8", "replace")
 
 
 def _get_json(c: httpx2.Client, url: str, what: str, params: Any = None,
               repo: str | None = None) -> Any:
     try:
-        response = c.get(url, params=params)
+        with c.stream("GET", url, params=params, headers=SMALL_ANSWER_HEADERS) as response:
+            if response.status_code >= 400:
+                raise status_error(response, what, repo)
+            raw = read_bounded(response, MAX_JSON_BYTES, seconds=MAX_JSON_SECONDS)
     except httpx2.RequestError as exc:
         raise request_error(exc, url) from None
-    if response.status_code >= 400:
-        raise status_error(response, what, repo)
+    except BodyRefused as exc:
+        raise HubError(f"{what}: the Hub's answer {exc}; it was not read further.") from None
     try:
-        return response.json()
-    except ValueError:
+        return loads(raw.decode("utf-8"), MAX_JSON_DEPTH)
+    except (UnicodeDecodeError, JsonLoadError):
         raise HubError(f"{what}: the Hub's answer is not JSON.") from None
 
 

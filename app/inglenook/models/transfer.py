@@ -1,13 +1,18 @@
-"""Two pieces of a fast byte transfer: sha256 on a helper thread, and throttled progress."""
+"""Pieces of byte transfers: sha256 on a helper thread, throttled progress, and bounded reads
+of the small answers (JSON, error pages) that must never be read whole."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
+
+import httpx2
 
 _PROGRESS_EVERY_S = 0.1
 _SPEED_WINDOW_S = 5.0
@@ -91,3 +96,63 @@ class ProgressMeter:
         speed = (done - d0) / (now - t0) if now > t0 else 0.0
         eta = (self.total - done) / speed if speed > 0 else None
         self.callback(done, self.total, speed, 0.0 if done >= self.total else eta)
+
+
+# -- bounded reads --------------------------------------------------------------------------------
+# Ask for gzip or nothing: only gzip is decompressed here, a bounded amount at a time. httpx2's own
+# decoders inflate a whole network read at once (a 256 KiB read of a gzip bomb is 250 MB), and
+# brotli or zstd can inflate further still.
+SMALL_ANSWER_HEADERS = {"Accept-Encoding": "gzip"}
+
+
+class BodyRefused(Exception):
+    """str(): why the body was not read (further), to end a sentence ("is larger than 32 MB")."""
+
+
+def read_bounded(response: httpx2.Response, limit: int, *, seconds: float | None = None,
+                 truncate: bool = False) -> bytes:
+    """The body of a streamed response (`client.stream(...)`, sent with SMALL_ANSWER_HEADERS),
+    never more than `limit` bytes of it after decompression, and never reading for longer
+    than `seconds`. Past either bound it raises BodyRefused, or with `truncate` returns the
+    first `limit` bytes; either way the rest is never read (closing the stream drops it)."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("identity", "gzip", ""):
+        raise BodyRefused(f"came in an encoding that was not asked for ({encoding[:40]})")
+    announced = response.headers.get("Content-Length", "")
+    if not truncate and encoding != "gzip" and announced.isdigit() and int(announced) > limit:
+        raise BodyRefused(f"is larger than {_size(limit)}")
+    inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
+    deadline = None if seconds is None else time.monotonic() + seconds
+    body = bytearray()
+    for chunk in response.iter_raw():
+        data = chunk
+        while data:
+            if inflate is not None:
+                try:
+                    out = inflate.decompress(data, limit + 1 - len(body))
+                except zlib.error:
+                    raise BodyRefused("is not valid gzip") from None
+                data = inflate.unconsumed_tail
+                if not out and inflate.eof:
+                    data = b""  # bytes after the gzip stream end: not part of the body
+            else:
+                out, data = data, b""
+            body += out
+            if len(body) > limit:
+                if truncate:
+                    return bytes(body[:limit])
+                raise BodyRefused(f"is larger than {_size(limit)}")
+        if deadline is not None and time.monotonic() > deadline:
+            if truncate:
+                return bytes(body)
+            raise BodyRefused(f"took longer than {seconds:g} s to arrive")
+    if inflate is not None:
+        with contextlib.suppress(zlib.error):
+            body += inflate.flush()[: limit + 1 - len(body)]
+    if len(body) > limit and not truncate:
+        raise BodyRefused(f"is larger than {_size(limit)}")
+    return bytes(body[:limit])
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:g} MB" if n >= 1e6 else f"{n / 1e3:g} KB"

@@ -22,6 +22,7 @@ from inglenook.engine.client import EngineClient
 from inglenook.engine.router import EngineRouter
 from inglenook.engine.scheduler import Scheduler
 from inglenook.server.config import ServerConfig
+from inglenook.server.connections import ConnectionGuard, guarded_protocol, most_connections
 from inglenook.server.engine_link import EngineLink
 from inglenook.server.routes import build_app
 from inglenook.server.status import ServerStatus, StatusBoard
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 GRACEFUL_S = 3  # how long stop() lets open responses finish after their replies are stopped
-MAX_CONNECTIONS = 256  # uvicorn answers 503 beyond this
+BACKLOG = 64
 
 
 class ApiServer:
@@ -64,10 +65,16 @@ class ApiServer:
         sock = _bind(self.config.host, self.config.port)
         port = sock.getsockname()[1]
         app = build_app(self.link, self.config, self.board, self._started.set)
+        # Connections are bounded by the guard (server/connections.py): uvicorn's own limit
+        # counted half-open ones too, and answered everyone 503 while they lasted.
+        # The backlog is also how many connections asyncio accepts in one go before the guard
+        # sees any of them (uvicorn's 2,048 let a burst take every file descriptor).
+        guard = ConnectionGuard(most_connections())
         self._server = uvicorn.Server(uvicorn.Config(
-            app, loop="asyncio", http="h11", ws="none", lifespan="on", log_config=None,
-            access_log=False, proxy_headers=False, server_header=False,
-            limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=GRACEFUL_S))
+            app, loop="asyncio", http=guarded_protocol(guard), ws="none", lifespan="on",
+            log_config=None, access_log=False, proxy_headers=False, server_header=False,
+            limit_concurrency=2 * guard.total, backlog=BACKLOG,
+            timeout_graceful_shutdown=GRACEFUL_S))
         self._socket = sock
         self._started.clear()
         self._thread = threading.Thread(target=self._serve, args=(self._server, sock),
@@ -118,7 +125,7 @@ def _bind(host: str, port: int) -> socket.socket:
             with contextlib.suppress(OSError):  # "::" serves IPv4 as well where allowed
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(BACKLOG)
         sock.setblocking(False)
     except OSError:
         sock.close()

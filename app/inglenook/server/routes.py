@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -33,6 +34,7 @@ from inglenook.server.streaming import ReplyResponse
 
 API_ANONYMOUS = "api"  # the principal of every client of a server without tokens
 API_TOKEN = "api-token:"  # + a hash of the token: one principal per token
+BODY_TIMEOUT_S = 30.0  # for a whole request body: 4 MB arrives in far less on any link
 
 
 def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
@@ -95,12 +97,21 @@ async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_big
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_big
-        chunks.append(chunk)
+    chunks: list[bytes] = []
+
+    async def collect() -> None:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_big
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(collect(), BODY_TIMEOUT_S)
+    except asyncio.TimeoutError:  # a client that trickles its body holds a connection
+        raise ApiError(408, f"The request body did not arrive within {BODY_TIMEOUT_S:g} s.",
+                       code="body_timeout") from None
     return b"".join(chunks)
 
 

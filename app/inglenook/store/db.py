@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from inglenook.paths import private
 from inglenook.store import schema
 from inglenook.store.errors import StoreError
 
@@ -101,11 +102,22 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
 
 
+def make_private(path: Path) -> None:
+    """The database holds the user's chats: the file is made 0600 before SQLite opens it, and
+    SQLite gives its -wal and -shm files the same mode. Files left 0644 by an older version are
+    tightened; a file that cannot be made (a read-only folder) is left to SQLite to refuse."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        private(path.with_name(path.name + suffix), 0o600)
+
+
 def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     """A connection with our pragmas. Autocommit mode: transactions are explicit."""
     if read_only:
         conn = _open_read_only(path)
     else:
+        make_private(path)
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         conn.text_factory = _lenient_text
@@ -153,6 +165,7 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
 
 
 def backup(conn: sqlite3.Connection, target: Path) -> None:
+    make_private(target)
     dest = sqlite3.connect(target)
     try:
         conn.backup(dest)

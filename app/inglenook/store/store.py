@@ -21,6 +21,7 @@ from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import Provenance
 from inglenook.store import conversations, db, export, imports, messages, native, presets, search
 from inglenook.store.imports import ImportBatch
+from inglenook.store.instances import InstanceLock
 from inglenook.store.records import ConversationSummary, Preset, SearchHit, StoredMessage
 from inglenook.tools.cards import ToolCard
 
@@ -49,15 +50,23 @@ class Store:
 
     def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
         self.path = Path(path) if path is not None else paths.database_file()
-        self._conn, self.recovered_from, self.read_only = db.open_database(self.path, read_only)
-        if not self.read_only:
-            try:
-                with db.transaction(self._conn):
-                    count = messages.mark_interrupted(self._conn)
-                if count:
-                    log.info("%d reply(ies) cut short by the last exit marked interrupted", count)
-            except sqlite3.OperationalError as exc:  # e.g. a full disk: still let the user read
-                log.warning("Could not mark interrupted replies: %s", exc)
+        self._instances = InstanceLock(self.path)
+        with self._instances.opening():  # one process at a time checks and migrates the file
+            self._conn, self.recovered_from, self.read_only = db.open_database(self.path,
+                                                                               read_only)
+            # Replies left streaming were cut short only if no other Store is open: another
+            # window, or the CLI beside one, may be streaming them now.
+            if not self.read_only and self._instances.join():
+                self._mark_interrupted()
+
+    def _mark_interrupted(self) -> None:
+        try:
+            with db.transaction(self._conn):
+                count = messages.mark_interrupted(self._conn)
+            if count:
+                log.info("%d reply(ies) cut short by the last exit marked interrupted", count)
+        except sqlite3.OperationalError as exc:  # e.g. a full disk: still let the user read
+            log.warning("Could not mark interrupted replies: %s", exc)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -71,6 +80,7 @@ class Store:
                 log.debug("PRAGMA optimize failed: %s", exc)
             finally:
                 conn.close()
+                self._instances.release()
 
     def __enter__(self) -> Store:
         return self

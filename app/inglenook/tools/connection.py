@@ -28,13 +28,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from inglenook import __version__
-from inglenook.tools import results
+from inglenook.tools import bounded_lines, results
 from inglenook.tools.catalog import ToolInfo
 from inglenook.tools.config import ServerConfig
 from inglenook.tools.results import ToolResult
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
+
+bounded_lines.install()  # a server's answers are read a bounded message at a time
 
 ServerStatus = Literal["stopped", "starting", "running", "failed"]
 CLIENT_INFO = types.Implementation(name="Inglenook", version=__version__)
@@ -147,7 +149,7 @@ class ServerConnection:
         except Exception as exc:  # a reply the SDK could not read
             return results.failed(_describe(exc))
         return results.from_content(list(reply.content), reply.structured_content,
-                                    reply.is_error)
+                                    reply.is_error and not bounded_lines.was_cut(reply))
 
     async def stop(self) -> None:
         """End the session (and the server process) and wait until it is gone."""

@@ -26,7 +26,7 @@ from inglenook.core.load import (
     choose_context,
 )
 from inglenook.core.messages import Message
-from inglenook.core.template import TemplateError, for_model, render_prompt
+from inglenook.core.template import TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.drafting import DraftModel, vocab_mismatch
 from inglenook.engine.host.llama import (
@@ -43,6 +43,7 @@ from inglenook.engine.kv_reuse import SlotStates
 from inglenook.engine.kv_states import StateCache
 from inglenook.engine.model_traits import stream_markers, template_traits
 from inglenook.engine.speculative import PromptLookup, Proposer, draft_header_mismatch
+from inglenook.engine.template_process import TemplateRenderer
 from inglenook.models import fit
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
@@ -74,6 +75,7 @@ class LoadedModel:
         self.slots.reset()
         if self.draft is not None:
             self.draft.close()
+        self.tokenizer.template.close()
         self.ctx.close()
         self.model.close()
 
@@ -125,10 +127,13 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     except (ValueError, RuntimeError, OSError) as exc:
         model.close()
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
+    tokenizer = None
     try:
         tokenizer, source, traits, tools = _template(params, header, model)
         proposer, most, draft = _speculation(params, model, ctx, n_ctx, threads, abort_cb)
     except (TemplateError, _DraftError) as exc:
+        if tokenizer is not None:
+            tokenizer.template.close()
         ctx.close()
         model.close()
         raise LoadFailure(str(exc) if isinstance(exc, _DraftError) else
@@ -158,10 +163,14 @@ def _template(params: LoadParams, header: GGUFHeader,
         return model.piece(token, special=True).decode("utf-8", errors="replace") \
             if token >= 0 else ""
 
-    template, source = for_model(header.chat_template, params.chat_template,
-                                 special(model.bos), special(model.eos))
-    render_prompt(template, [Message("system", "s"), Message("user", "Hi")])
-    traits, tools = template_traits(template)
+    template, source = TemplateRenderer.for_model(header.chat_template, params.chat_template,
+                                                  special(model.bos), special(model.eos))
+    try:
+        template.render_prompt([Message("system", "s"), Message("user", "Hi")])
+        traits, tools = template_traits(template)
+    except TemplateError:
+        template.close()
+        raise
     return Tokenizer(model, template, stream_markers(traits.reasoning, tools)), source, traits, \
         tools
 

@@ -14,13 +14,11 @@ from collections.abc import Collection, Sequence
 from inglenook.core.context import Fit
 from inglenook.core.messages import Message
 from inglenook.core.template import (
-    ChatTemplate,
     ControlStrings,
     RenderedPrompt,
     TemplateContext,
     TemplateError,
     defuse,
-    render_prompt,
 )
 from inglenook.engine import protocol as p
 from inglenook.engine.host.llama import (
@@ -31,6 +29,7 @@ from inglenook.engine.host.llama import (
     Model,
 )
 from inglenook.engine.kv_states import common_prefix, pack
+from inglenook.engine.template_process import TemplateRenderer
 
 PREFIX_MIN_CHARS = 600  # a system prompt shorter than this cannot be MIN_PREFIX_TOKENS long
 _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip token
@@ -41,7 +40,7 @@ class Tokenizer:
     the model writes one as a control token, which plain detokenizing drops, its text is kept
     in the reply; prompts still read such text from markup only (tokenize_prompt)."""
 
-    def __init__(self, model: Model, template: ChatTemplate,
+    def __init__(self, model: Model, template: TemplateRenderer,
                  markers: Collection[str] = ()) -> None:
         self.model = model
         self.template = template
@@ -94,7 +93,7 @@ class Tokenizer:
 
     def render(self, messages: Sequence[Message],
                context: TemplateContext | None = None) -> RenderedPrompt:
-        return render_prompt(self.template, messages, control=self.control, context=context)
+        return self.template.render_prompt(messages, control=self.control, context=context)
 
     def tokenize(self, messages: Sequence[Message]) -> list[int]:
         return self.tokenize_prompt(self.render(messages))

@@ -1,6 +1,10 @@
 """Tool calls in a reply's bubble, one card each: which tool, with what arguments, and what
 became of it. A call awaiting approval has the only buttons that can run it: Run once, Always
 allow (this tool, in this chat) and Deny.
+
+Arguments longer than a few lines are shown shortened, with "Show all arguments" under them:
+the whole of them in a scrollable, selectable view, since a user must be able to read all of
+what they approve (a path, a command, a message to send), not the first 2,000 characters.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -23,7 +28,9 @@ from PySide6.QtWidgets import (
 from inglenook.tools.cards import ToolCard
 from inglenook.ui.plain import plain_tip
 
-ARGUMENT_LINES = 8  # more is in the tooltip
+ARGUMENT_LINES = 8  # more behind "Show all arguments"
+ARGUMENT_CHARS = 2000
+FULL_ARGUMENTS_HEIGHT = 320  # pixels of the whole arguments' view; it scrolls past that
 RESULT_CHARS = 400
 OUTCOME = {"ok": "Ran", "error": "Failed", "denied": "Denied", "timeout": "Timed out",
            "unavailable": "Not available"}
@@ -74,6 +81,16 @@ class ToolCardView(QFrame):
         self.arguments.setTextFormat(Qt.TextFormat.PlainText)
         self.arguments.setWordWrap(True)
         self.arguments.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # All of the arguments, when they do not fit the label: made when first asked for.
+        self.full_arguments: QPlainTextEdit | None = None
+        self.show_all = QPushButton(self)
+        self.show_all.setObjectName("toolShowAllArguments")
+        self.show_all.setFlat(True)
+        self.show_all.setCheckable(True)
+        self.show_all.setAccessibleName("Show all arguments")
+        self.show_all.toggled.connect(self._show_all_arguments)
+        self._arguments = ""
+        self._label_when_closed = ""
         self.status = QLabel(self)
         self.status.setObjectName("toolCardStatus")
         self.status.setTextFormat(Qt.TextFormat.PlainText)
@@ -98,17 +115,21 @@ class ToolCardView(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.setSpacing(4)
-        for widget in (self.title, self.arguments, self.status, self.result):
-            layout.addWidget(widget)
+        for widget in (self.title, self.arguments, self.show_all, self.status, self.result):
+            # The button as wide as its text, under the arguments it opens.
+            layout.addWidget(widget, 0, Qt.AlignmentFlag.AlignLeft if widget is self.show_all
+                             else Qt.AlignmentFlag(0))
+        self._layout = layout
         layout.addLayout(row)
 
     def show_card(self, card: ToolCard) -> None:
         where = f" · {card.server}" if card.server and card.server != card.call.name else ""
         self.title.setText(f"Tool call: {card.call.name}{where}")
         args = arguments_text(card)
-        self.arguments.setText(_shortened(args, ARGUMENT_LINES, 2000))
+        short = _shortened(args, ARGUMENT_LINES, ARGUMENT_CHARS)
+        self.arguments.setText(short)
         self.arguments.setToolTip(plain_tip(args[:4000]))
-        self.arguments.setVisible(args != "{}")
+        self._set_arguments(args, shortened=short != args)
         self.status.setText(status_text(card))
         self.setProperty("state", card.state)
         self.style().unpolish(self)
@@ -119,6 +140,38 @@ class ToolCardView(QFrame):
         self.result.setVisible(bool(result))
         for button in self.buttons.values():
             button.setVisible(card.state == "awaiting")
+
+    def _set_arguments(self, args: str, shortened: bool) -> None:
+        changed = args != self._arguments
+        self._arguments = args
+        self._label_when_closed = (f"Show all arguments ({args.count(chr(10)) + 1:,} lines, "
+                                   f"{len(args):,} characters)")
+        if changed and self.show_all.isChecked():
+            self.show_all.setChecked(False)  # another call's arguments: shortened again
+        if changed and self.full_arguments is not None:
+            self.full_arguments.setPlainText(args)
+        self.show_all.setVisible(shortened)
+        self._show_all_arguments(self.show_all.isChecked())
+
+    def _show_all_arguments(self, shown: bool) -> None:
+        if shown and self.full_arguments is None:
+            view = QPlainTextEdit(self)
+            view.setObjectName("toolCardAllArguments")
+            view.setAccessibleName("All arguments of the tool call")
+            view.setReadOnly(True)
+            view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+            view.setMaximumHeight(FULL_ARGUMENTS_HEIGHT)
+            view.setPlainText(self._arguments)
+            self._layout.insertWidget(self._layout.indexOf(self.show_all), view)
+            self.full_arguments = view
+        if self.full_arguments is not None:
+            view = self.full_arguments
+            lines = self._arguments.count("\n") + 2
+            view.setMinimumHeight(min(FULL_ARGUMENTS_HEIGHT,
+                                      lines * view.fontMetrics().lineSpacing() + 12))
+            view.setVisible(shown)
+        self.arguments.setVisible(not shown and self._arguments != "{}")
+        self.show_all.setText("Show fewer arguments" if shown else self._label_when_closed)
 
 
 class ToolCardList(QWidget):
