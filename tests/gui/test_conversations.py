@@ -194,7 +194,7 @@ def test_export_and_import_through_the_window(
 
 def test_details_show_how_a_reply_was_made(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "Hi")
-    window.chats.show_details(window.chat.bubbles[-1])
+    window.chats.actions.show_details(window.chat.bubbles[-1])
     dialog = window.findChild(DetailsDialog)
     assert dialog.values["Outcome"].text() == "Complete"
     assert dialog.values["Seed"].text() == "7"

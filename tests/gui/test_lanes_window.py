@@ -70,7 +70,7 @@ def test_loaded_models_lists_the_model_and_unloads_it(qtbot: QtBot, window: Main
     qtbot.waitUntil(lambda: "No model is loaded." in [w.text() for w in
                                                       dialog.rows.findChildren(QLabel)],
                     timeout=REPLY_TIMEOUT_MS)
-    assert not window.chats._can_send
+    assert not window.chats.can_send
     dialog.close()
 
 

@@ -120,7 +120,7 @@ def test_the_jump_button_shows_while_a_reply_streams_below(
     settled(qtbot, view)
     assert window.chats.session.reply is not None  # still writing
     assert view.jump.isVisible() and "reply" in view.jump.text()
-    reply = window.chats._reply_bubble
+    reply = window.chats.reply.bubble
     assert reply is not None and shiboken6.isValid(reply)  # far away, yet kept while it writes
     qtbot.mouseClick(view.jump, Qt.MouseButton.LeftButton)
     assert view.following and not view.jump.isVisible()

@@ -24,7 +24,7 @@ from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
 from inglenook.store.opening import open_store
 from inglenook.ui import theme
-from inglenook.ui.chat.chat_controller import ChatController
+from inglenook.ui.chat.chat_controller import ChatController, ChatWidgets
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import LiveFigures
@@ -39,6 +39,7 @@ from inglenook.ui.server.server_controller import ServerController
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
+from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.window import commands
 from inglenook.ui.window.drops import accept_gguf_drops
@@ -92,9 +93,11 @@ class MainWindow(QMainWindow):
                                       self.downloads, self.side.load_fix, self)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
+        self.tools = ToolController(self)  # MCP servers, started on first use
+        widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
+                              self.status_text, self.progress, self.context_label)
         self.chats = ChatController(
-            self.worker, self.store, self.chat, self.composer, self.queue_notice, self.banner,
-            self.status_text, self.progress, self.context_label,
+            self.worker, self.store, widgets, self.tools,
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
         self.server = ServerController(self.worker, lambda: self.side.settings,
@@ -302,6 +305,7 @@ class MainWindow(QMainWindow):
         self._closed = True
         self._save_timer.stop()
         self.chats.shutdown()
+        self.tools.close()  # calls still running are abandoned; their cards read "not run"
         self.side.flush()
         self.save_settings()
         self.downloads.close()  # pauses running downloads; their partial files are kept

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -20,7 +21,6 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 from inglenook.chat.session import (
     ChatSession,
     ChatSettings,
-    Reply,
     ReplyOptions,
     Sessions,
     conversation_of,
@@ -37,11 +37,12 @@ from inglenook.ui.chat.attachment_chips import add_to_bubble
 from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
-from inglenook.ui.chat.context_meter import ContextMeter, left_out_marker, will_not_fit
+from inglenook.ui.chat.context_meter import ContextMeter, will_not_fit
 from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
-from inglenook.ui.chat.presenter import mark_stopped_thinking, present
+from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.queue_notice import QueueNotice
+from inglenook.ui.chat.reply_on_screen import ReplyOnScreen
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
@@ -49,9 +50,23 @@ from inglenook.ui.widgets.banner import Banner
 CLOSED = "Stopped: Inglenook was closed while this reply was being written."
 
 
-class ChatController(MessageActions, QObject):
+@dataclass(frozen=True)
+class ChatWidgets:
+    """The window's widgets a chat is shown in."""
+
+    view: ChatView
+    composer: Composer
+    queue_notice: QueueNotice
+    banner: Banner
+    status: QLabel
+    progress: QProgressBar
+    meter: QLabel
+
+
+class ChatController(QObject):
     """`model()` gives the loaded model and its sha256 (or None, ""); `new_settings()` what a
-    new chat starts with; `presets()` the presets a stored chat may name.
+    new chat starts with; `presets()` the presets a stored chat may name; `tools` runs the MCP
+    servers the chats call.
 
     Signals:
         reply_started(int): a reply was queued for the engine; its request id.
@@ -67,36 +82,29 @@ class ChatController(MessageActions, QObject):
     conversations_changed = Signal()
     activity_changed = Signal(object)
 
-    def __init__(self, worker: EngineWorker, store: Store, view: ChatView, composer: Composer,
-                 queue_notice: QueueNotice, banner: Banner, status: QLabel,
-                 progress: QProgressBar, meter: QLabel,
-                 model: Callable[[], tuple[ModelInfo | None, str]],
+    def __init__(self, worker: EngineWorker, store: Store, widgets: ChatWidgets,
+                 tools: ToolController, model: Callable[[], tuple[ModelInfo | None, str]],
                  new_settings: Callable[[], ChatSettings],
                  presets: Callable[[], Sequence[Preset]], parent: QWidget) -> None:
         super().__init__(parent)
-        self.worker, self.store, self.view, self.composer = worker, store, view, composer
-        self.queue_notice, self.banner = queue_notice, banner
-        self.status, self.progress, self.meter = status, progress, meter
-        self._model, self._new_settings, self._presets = model, new_settings, presets
-        self._parent = parent
+        self.worker, self.store, self.tools = worker, store, tools
+        self.view, self.composer = view, composer = widgets.view, widgets.composer
+        self.banner, self.status = widgets.banner, widgets.status
+        self.model, self._new_settings, self._presets = model, new_settings, presets
+        self.window = parent
         self.sessions = Sessions()
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
-        self._reply_bubble: MessageBubble | None = None
-        self._drawn: tuple[object, ...] = ()  # what the reply bubble shows (see _draw_reply)
         self._preparing: set[ChatSession] = set()  # chats whose tools are being listed
-        self.tools = ToolController(parent)  # MCP servers, started on first use
-        self.calls = ChatTools(self.tools, banner, self._bubble_of,
-                               lambda s: self._request_reply(s, continuing=True), self)
-        self._marker: tuple[int, str] | None = None  # (message, text): history left out
-        self._queue = QueueState(None, ())
-        self._can_send = False
-        self._inspecting = 0  # the request id of the prompt asked for last
-        self._flush_timer = QTimer(self, singleShot=True, interval=0)
-        self._flush_timer.timeout.connect(self._flush)
-        self.context = ContextMeter(meter)
+        self.calls = ChatTools(tools, self.banner, self._bubble_of,
+                               lambda s: self.request_reply(s, continuing=True), self)
+        self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
+                                   self.sessions, self)
+        self.actions = MessageActions(self)
+        self.can_send = False
+        self.context = ContextMeter(widgets.meter)
         self._meter_timer = QTimer(self, singleShot=True, interval=150)
         self._meter_timer.timeout.connect(self.show_context)
         composer.edit.textChanged.connect(self._meter_timer.start)  # typing counts, throttled
@@ -106,15 +114,15 @@ class ChatController(MessageActions, QObject):
         view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
         composer.edit.page.connect(view.page)
-        queue_notice.stop_own.connect(self.stop)
-        queue_notice.stop_other.connect(self._stop_running)
+        widgets.queue_notice.stop_own.connect(self.stop)
+        widgets.queue_notice.stop_other.connect(self._stop_running)
         worker.generation_started.connect(self._on_started)
         worker.prompt_progress.connect(self._on_prompt_progress)
         worker.token_delta.connect(self._on_delta)
         worker.generation_stats.connect(self._on_stats)
         worker.generation_finished.connect(self._on_finished)
         worker.queue_changed.connect(self._on_queue)
-        worker.prompt_inspected.connect(self._on_inspected)
+        worker.prompt_inspected.connect(self.actions.prompt_inspected)
         self.render()  # the empty chat, with the view making its bubbles through this controller
 
     # ---- which chat -----------------------------------------------------------------------
@@ -145,7 +153,7 @@ class ChatController(MessageActions, QObject):
             self.view.scroll_to_message(message_id, words)
 
     def _show(self, session: ChatSession) -> None:
-        self._flush()
+        self.reply.flush()
         self.session = session
         self.sessions.show(session)
         self.session_changed.emit(session)
@@ -154,35 +162,33 @@ class ChatController(MessageActions, QObject):
     def render(self, keep_position: bool = False) -> None:
         """Show the branch of the chat on screen, with its reply in flight if it has one: at
         its end, or (`keep_position`: another version of a message) where the view is."""
-        self._flush_timer.stop()
-        self._reply_bubble = None
         session = self.session
-        self._marker = None
+        self.reply.reset(session)
         self.view.set_rows(session.path.outline,
                            lambda index, parent: self._make_bubble(session, index, parent),
                            keep_position, lambda index: self._prepare(session, index))
         self.view.set_writing(session.reply is not None)
         self._update_controls()
-        self._show_waiting()
+        self.reply.show_queue()
         self.show_context()
         outline = session.path.outline
         last_reply = next((outline.ids[i] for i in range(len(outline) - 1, -1, -1)
                            if outline.roles[i] == "assistant"), None)
         if last_reply is not None:
-            self._mark_left_out(last_reply)
+            self.reply.mark_left_out(last_reply)
 
     # ---- the user -------------------------------------------------------------------------
     def set_can_send(self, can_send: bool) -> None:
         """False while no model is loaded (or one is loading)."""
-        self._can_send = can_send
+        self.can_send = can_send
         self._update_controls()
 
     def send(self, text: str, attachments: Sequence[Attachment] = ()) -> None:
         session = self.session
-        if not self._can_send or session.reply is not None or session in self._preparing:
+        if not self.can_send or session.reply is not None or session in self._preparing:
             self.composer.restore(text, attachments)  # never lose what was typed
             return
-        problem = will_not_fit(self.session, self._model()[0], inline(text, attachments))
+        problem = will_not_fit(self.session, self.model()[0], inline(text, attachments))
         if problem:
             self.composer.restore(text, attachments)
             self.banner.show_message(problem)
@@ -201,7 +207,7 @@ class ChatController(MessageActions, QObject):
         self._append(message.id)
         if created:
             self.conversations_changed.emit()
-        self._request_reply()
+        self.request_reply()
 
     def _use_starter(self, prompt: str) -> None:
         self.composer.edit.setPlainText(prompt)
@@ -209,13 +215,13 @@ class ChatController(MessageActions, QObject):
 
     def regenerate(self) -> None:
         session = self.session
-        if session.reply is not None or not self._can_send or not session.path:
+        if session.reply is not None or not self.can_send or not session.path:
             return
         if session.path.outline.roles[-1] == "assistant":
             self.view.remove_last()
-        self._request_reply()
+        self.request_reply()
 
-    def _request_reply(self, session: ChatSession | None = None,
+    def request_reply(self, session: ChatSession | None = None,
                        continuing: bool = False) -> None:
         """Ask for a reply in this chat (the one on screen by default): to its last question,
         or, `continuing`, to the results of the tools the last reply called."""
@@ -223,16 +229,16 @@ class ChatController(MessageActions, QObject):
         if session in self._preparing:
             return
         self._preparing.add(session)
-        self.calls.prepare(session, self._model()[0],
+        self.calls.prepare(session, self.model()[0],
                            lambda options: self._begin(session, options, continuing))
 
     def _begin(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
         self._preparing.discard(session)
-        if not self._can_send:  # the model went while the chat's tools were listed
+        if not self.can_send:  # the model went while the chat's tools were listed
             return
-        self._next_id += 1
         try:
-            request = session.begin_reply(self._next_id, options, continuing=continuing)
+            request = session.begin_reply(self.next_request_id(), options,
+                                          continuing=continuing)
         except StoreError as exc:
             self.banner.show_message(f"Could not start the reply: {exc}")
             return
@@ -246,6 +252,10 @@ class ChatController(MessageActions, QObject):
             self._update_controls()
         self.worker.generate(request, session.owner)
         self.reply_started.emit(request.request_id)
+
+    def next_request_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
 
     def copy_last_reply(self) -> None:
         outline = self.session.path.outline
@@ -284,7 +294,7 @@ class ChatController(MessageActions, QObject):
         from inglenook.ui.tools.tools_dialog import ToolsDialog
 
         self.tools.reload()  # mcp.json may have been edited by hand (or by another app)
-        dialog = ToolsDialog(self.tools, self.session, self._model()[0], self._parent)
+        dialog = ToolsDialog(self.tools, self.session, self.model()[0], self.window)
         dialog.chat_tools_changed.connect(lambda: self.session_changed.emit(self.session))
         dialog.open()
 
@@ -300,8 +310,9 @@ class ChatController(MessageActions, QObject):
                 self.worker.cancel(session.reply.request_id)
 
     def _stop_running(self) -> None:
-        if self._queue.running and self._queue.running[1] is not None:
-            self.worker.cancel(self._queue.running[1])
+        rid = self.reply.stop_running()
+        if rid is not None:
+            self.worker.cancel(rid)
 
     # ---- the view -------------------------------------------------------------------------
     def _append(self, message_id: int) -> None:
@@ -318,17 +329,8 @@ class ChatController(MessageActions, QObject):
         bubble = self._bubble(message, parent)
         if index < len(session.path) - 1:
             bubble.regenerate_button.hide()
-        if self._marker is not None and self._marker[0] == message.id:
-            bubble.set_notice(self._marker[1], "info")
-        reply = session.reply
-        if reply is not None and message.id == reply.message_id and session is self.session:
-            self._reply_bubble = bubble
-            self.view.pin(message.id)
-            self._drawn = ()
-            self._draw_reply(bubble, reply)
-            bubble.set_streaming(True)
-            if reply.stats is not None:
-                bubble.set_stats(reply.stats)
+        if session is self.session:
+            self.reply.dress(bubble, message)
         return bubble
 
     def _prepare(self, session: ChatSession, index: int) -> None:
@@ -345,112 +347,59 @@ class ChatController(MessageActions, QObject):
         bubble = MessageBubble(message.role, message.content, parent)
         bubble.message_id = message.id
         bubble.set_siblings(message.sibling_index, message.sibling_count)
-        bubble.sibling_requested.connect(lambda step, b=bubble: self.show_sibling(b, step))
-        bubble.delete_requested.connect(lambda b=bubble: self.delete_from(b))
+        bubble.sibling_requested.connect(lambda step, b=bubble: self.actions.show_sibling(b, step))
+        bubble.delete_requested.connect(lambda b=bubble: self.actions.delete_from(b))
         if message.role == "user":
-            bubble.edit_requested.connect(lambda b=bubble: self.edit_message(b))
+            bubble.edit_requested.connect(lambda b=bubble: self.actions.edit_message(b))
             if message.attachments:
                 add_to_bubble(bubble, message.attachments,
-                              lambda a: AttachmentDialog(a, self._parent).open())
+                              lambda a: AttachmentDialog(a, self.window).open())
             return bubble
-        model, _ = self._model()
+        model, _ = self.model()
         present(bubble, message, model.name if model else "")
         self.calls.show(bubble, self.session, message)
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
-        bubble.details_requested.connect(lambda b=bubble: self.show_details(b))
-        bubble.regenerate_button.setEnabled(self._can_send)
+        bubble.details_requested.connect(lambda b=bubble: self.actions.show_details(b))
+        bubble.regenerate_button.setEnabled(self.can_send)
         return bubble
 
     def _bubble_of(self, session: ChatSession, message_id: int) -> MessageBubble | None:
         return self.view.bubble_of(message_id) if session is self.session else None
 
-    def _draw_reply(self, bubble: MessageBubble, reply: Reply) -> None:
-        """The reply so far: its reasoning (open while the model thinks), its answer, and a
-        notice while it writes a tool call. Drawn only when something changed."""
-        parts = reply.parts
-        state = (parts.answer, parts.reasoning, parts.thinking, parts.calling)
-        if state == self._drawn:
-            return
-        self._drawn = state
-        ended, started = parts.reasoning_ended_at, parts.reasoning_started_at
-        bubble.set_reasoning(parts.reasoning, live=parts.thinking,
-                             seconds=ended - started if ended and started else None)
-        bubble.set_text(parts.answer)
-        if parts.calling:
-            bubble.set_notice("Writing a tool call…", "waiting")
-        elif bubble.waiting and (parts.answer or parts.reasoning):
-            bubble.set_notice("")
-
     def _update_controls(self) -> None:
         replying = self.session.reply is not None
         self.composer.set_generating(replying)
-        self.composer.set_can_send(self._can_send)
+        self.composer.set_can_send(self.can_send)
         outline = self.session.path.outline
         last = self.view.bubble_of(outline.ids[-1]) if outline and not replying else None
         if last is not None:
-            last.regenerate_button.setEnabled(self._can_send)
+            last.regenerate_button.setEnabled(self.can_send)
 
     def _n_ctx(self) -> int:
-        model, _ = self._model()
+        model, _ = self.model()
         return model.n_ctx if model is not None else 0
 
     def show_context(self) -> None:
-        model, _ = self._model()
+        model, _ = self.model()
         self.context.show(self.session, model, self.composer.draft())
-
-    def _mark_left_out(self, reply_id: int) -> None:
-        """Only the latest reply's marker: it says what the model does not see now."""
-        marker = left_out_marker(self.session, reply_id)
-        if marker is None or marker == self._marker:
-            return
-        old = self.view.bubble_of(self._marker[0]) if self._marker is not None else None
-        if old is not None and self._marker is not None and marker[0] != self._marker[0]:
-            old.set_notice("")
-        self._marker = marker
-        bubble = self.view.bubble_of(marker[0])
-        if bubble is not None:
-            bubble.set_notice(marker[1], "info")
-
-    def _show_waiting(self) -> None:
-        reply = self.session.reply
-        behind = self._queue.ahead_of(self.session.owner, reply.request_id) if reply else None
-        if behind is None:
-            self.queue_notice.hide()
-        else:
-            self.queue_notice.show_waiting(self._title_of(behind[0]), behind[1])
-            if self._reply_bubble is not None and not self._reply_bubble.text:
-                self._reply_bubble.set_notice("Waiting for its turn…", "waiting")
-
-    def _title_of(self, owner: str) -> str:
-        if owner.startswith("api:"):
-            return f"an API request from {owner[4:]}"
-        conv_id = conversation_of(owner)
-        session = self.sessions.find(conv_id) if conv_id is not None else None
-        return session.title if session is not None else "another conversation"
 
     # ---- the engine -----------------------------------------------------------------------
     def _on_queue(self, state: QueueState) -> None:
-        self._queue = state
         activity = {conv_id: kind for owner, kind in state.activity().items()
                     if (conv_id := conversation_of(owner)) is not None}
         self.activity_changed.emit(activity)
-        self._show_waiting()
+        self.reply.show_queue(state)
 
     def _on_started(self, rid: int) -> None:
         event = self.sessions.started(rid)
         if event is not None and event.on_screen:
-            self.queue_notice.hide()
-            self.status.setText("Thinking…")
-            if self._reply_bubble is not None and not self._reply_bubble.text:
-                self._reply_bubble.set_notice("Thinking…", "waiting")
+            self.reply.started()
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
         event = self.sessions.prompt_read(rid, done, total)
         if event is not None and event.on_screen:
-            self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
-            self.progress.setValue(int(100 * done / max(total, 1)))
-            self.progress.setVisible(done < total)
+            self.reply.prompt_read(done, total)
 
     def _on_delta(self, rid: int, text: str) -> None:
         event = self.sessions.delta(rid, text)
@@ -458,26 +407,14 @@ class ChatController(MessageActions, QObject):
             return
         if event.problem:
             self.banner.show_message(event.problem)
-        if event.on_screen and not self._flush_timer.isActive():
-            self._flush_timer.start()  # deltas queued while the GUI was busy: drawn once
-
-    def _flush(self) -> None:
-        self._flush_timer.stop()
-        reply, bubble = self.session.reply, self._reply_bubble
-        if reply is None or bubble is None:
-            return
-        if not self._drawn and (reply.text or reply.reasoning or reply.parts.calling):
-            self.status.setText("")
-            self.progress.hide()
-        self._draw_reply(bubble, reply)
+        if event.on_screen:
+            self.reply.text_arrived()
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         event = self.sessions.stats(rid, stats)
         reply = event.session.reply if event is not None and event.on_screen else None
-        if reply is not None and reply.stats is not None and self._reply_bubble is not None:
-            self._reply_bubble.set_stats(reply.stats)  # with what was left behind counted
+        if reply is not None and self.reply.stats(reply):
             self.show_context()
-            self._mark_left_out(reply.message_id)
 
     def _on_finished(self, rid: int, finish: Finish) -> None:
         session = self.sessions.by_request(rid)
@@ -485,33 +422,16 @@ class ChatController(MessageActions, QObject):
             return
         visible = session is self.session
         if visible:
-            self._flush()
-        rid_message = session.reply.message_id if session.reply is not None else 0
-        event = self.sessions.finished(rid, finish, *self._model())
+            self.reply.flush()
+        reply_id = session.reply.message_id if session.reply is not None else 0
+        event = self.sessions.finished(rid, finish, *self.model())
         assert event is not None
         if event.problem:
             self.banner.show_message(event.problem)
-        message = event.message
         if visible:
-            bubble, self._reply_bubble = self._reply_bubble, None
-            if bubble is not None:
-                bubble.set_streaming(False)
-                bubble.set_finish(finish)
-                if message is not None:
-                    bubble.set_siblings(message.sibling_index, message.sibling_count)
-                    bubble.set_reasoning(message.reasoning,
-                                         seconds=message.provenance.thinking_s)
-                    mark_stopped_thinking(bubble, message)
-                    bubble.set_text(message.content)
-                    self.calls.show(bubble, session, message)
-            reply_row = session.path.index_of(rid_message)
-            self.view.pin(rid_message, False)
-            if reply_row is not None:
-                self.view.changed(rid_message, session.path.outline[reply_row])
-            self.view.set_writing(False)
-            self.status.setText("")
-            self.progress.hide()
-            self.queue_notice.hide()
+            bubble = self.reply.finished(session, reply_id, finish, event.message)
+            if bubble is not None and event.message is not None:
+                self.calls.show(bubble, session, event.message)
             self._update_controls()
             self.show_context()
         elif finish.reason == "error":
@@ -530,8 +450,8 @@ class ChatController(MessageActions, QObject):
 
     def shutdown(self) -> None:
         """The window is closing: every reply in flight is saved as it stands, marked stopped."""
-        self._flush()
-        model, sha256 = self._model()
+        self.reply.flush()
+        model, sha256 = self.model()
         for session in self.sessions.replying():
             if session.reply is None:
                 continue
@@ -540,4 +460,3 @@ class ChatController(MessageActions, QObject):
             with contextlib.suppress(StoreError):  # else it is marked interrupted on next start
                 session.finish_reply(Finish("cancelled", CLOSED), model, sha256)
             self.sessions.reply_ended(rid)
-        self.tools.close()  # calls still running are abandoned; their cards read "not run"

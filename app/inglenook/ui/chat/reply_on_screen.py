@@ -1,0 +1,175 @@
+"""The reply of the chat on screen as it arrives: the bubble it streams into, the status line and
+progress bar while the prompt is read, the queue notice while it waits, and the notice on the
+reply that history was left out.
+
+ChatController routes the engine's events through chat/sessions.py and hands this what belongs
+to the chat on screen; replies of other chats go on in their sessions without drawing anything.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QLabel, QProgressBar
+
+from inglenook.chat.session import ChatSession, Reply
+from inglenook.chat.sessions import Sessions, conversation_of
+from inglenook.core.replies import Finish
+from inglenook.engine.scheduler import QueueState
+from inglenook.store import StoredMessage
+from inglenook.ui.chat.bubble import MessageBubble
+from inglenook.ui.chat.chat_view import ChatView
+from inglenook.ui.chat.context_meter import left_out_marker
+from inglenook.ui.chat.presenter import mark_stopped_thinking
+from inglenook.ui.chat.queue_notice import QueueNotice
+
+
+class ReplyOnScreen(QObject):
+    def __init__(self, view: ChatView, status: QLabel, progress: QProgressBar,
+                 queue_notice: QueueNotice, sessions: Sessions, parent: QObject) -> None:
+        super().__init__(parent)
+        self.view, self.status, self.progress = view, status, progress
+        self.queue_notice, self.sessions = queue_notice, sessions
+        self.bubble: MessageBubble | None = None  # the streaming reply's, while in view
+        self.queue = QueueState(None, ())
+        self._drawn: tuple[object, ...] = ()  # what the bubble shows (see draw)
+        self._marker: tuple[int, str] | None = None  # (message, text): history left out
+        self._session: ChatSession | None = None
+        self._flush_timer = QTimer(self, singleShot=True, interval=0)
+        self._flush_timer.timeout.connect(self.flush)
+
+    def reset(self, session: ChatSession) -> None:
+        """Another chat (or the same one drawn again) is on screen."""
+        self._flush_timer.stop()
+        self.bubble, self._marker, self._session = None, None, session
+
+    # ---- bubbles as the view makes them ---------------------------------------------------
+    def dress(self, bubble: MessageBubble, message: StoredMessage) -> None:
+        """A bubble the view just made: its left-out notice, or the reply streaming into it."""
+        if self._marker is not None and self._marker[0] == message.id:
+            bubble.set_notice(self._marker[1], "info")
+        reply = self._session.reply if self._session is not None else None
+        if reply is not None and message.id == reply.message_id:
+            self.bubble = bubble
+            self.view.pin(message.id)
+            self._drawn = ()
+            self.draw(bubble, reply)
+            bubble.set_streaming(True)
+            if reply.stats is not None:
+                bubble.set_stats(reply.stats)
+
+    def draw(self, bubble: MessageBubble, reply: Reply) -> None:
+        """The reply so far: its reasoning (open while the model thinks), its answer, and a
+        notice while it writes a tool call. Drawn only when something changed."""
+        parts = reply.parts
+        state = (parts.answer, parts.reasoning, parts.thinking, parts.calling)
+        if state == self._drawn:
+            return
+        self._drawn = state
+        ended, started = parts.reasoning_ended_at, parts.reasoning_started_at
+        bubble.set_reasoning(parts.reasoning, live=parts.thinking,
+                             seconds=ended - started if ended and started else None)
+        bubble.set_text(parts.answer)
+        if parts.calling:
+            bubble.set_notice("Writing a tool call…", "waiting")
+        elif bubble.waiting and (parts.answer or parts.reasoning):
+            bubble.set_notice("")
+
+    def flush(self) -> None:
+        """Draw what arrived since the last turn of the event loop."""
+        self._flush_timer.stop()
+        reply = self._session.reply if self._session is not None else None
+        if reply is None or self.bubble is None:
+            return
+        if not self._drawn and (reply.text or reply.reasoning or reply.parts.calling):
+            self.status.setText("")
+            self.progress.hide()
+        self.draw(self.bubble, reply)
+
+    # ---- the engine's events, for the chat on screen --------------------------------------
+    def started(self) -> None:
+        self.queue_notice.hide()
+        self.status.setText("Thinking…")
+        if self.bubble is not None and not self.bubble.text:
+            self.bubble.set_notice("Thinking…", "waiting")
+
+    def prompt_read(self, done: int, total: int) -> None:
+        self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
+        self.progress.setValue(int(100 * done / max(total, 1)))
+        self.progress.setVisible(done < total)
+
+    def text_arrived(self) -> None:
+        if not self._flush_timer.isActive():
+            self._flush_timer.start()  # deltas queued while the GUI was busy: drawn once
+
+    def stats(self, reply: Reply) -> bool:
+        """Whether the stats were shown (the reply's bubble is in view)."""
+        if reply.stats is None or self.bubble is None:
+            return False
+        self.bubble.set_stats(reply.stats)  # with what was left behind counted
+        self.mark_left_out(reply.message_id)
+        return True
+
+    def finished(self, session: ChatSession, reply_id: int, finish: Finish,
+                 message: StoredMessage | None) -> MessageBubble | None:
+        """The reply ended; its bubble shows the message as saved. Returns that bubble."""
+        bubble, self.bubble = self.bubble, None
+        if bubble is not None:
+            bubble.set_streaming(False)
+            bubble.set_finish(finish)
+            if message is not None:
+                bubble.set_siblings(message.sibling_index, message.sibling_count)
+                bubble.set_reasoning(message.reasoning, seconds=message.provenance.thinking_s)
+                mark_stopped_thinking(bubble, message)
+                bubble.set_text(message.content)
+        row = session.path.index_of(reply_id)
+        self.view.pin(reply_id, False)
+        if row is not None:
+            self.view.changed(reply_id, session.path.outline[row])
+        self.view.set_writing(False)
+        self.status.setText("")
+        self.progress.hide()
+        self.queue_notice.hide()
+        return bubble if message is not None else None
+
+    # ---- notices --------------------------------------------------------------------------
+    def mark_left_out(self, reply_id: int) -> None:
+        """Only the latest reply's marker: it says what the model does not see now."""
+        if self._session is None:
+            return
+        marker = left_out_marker(self._session, reply_id)
+        if marker is None or marker == self._marker:
+            return
+        old = self.view.bubble_of(self._marker[0]) if self._marker is not None else None
+        if old is not None and self._marker is not None and marker[0] != self._marker[0]:
+            old.set_notice("")
+        self._marker = marker
+        bubble = self.view.bubble_of(marker[0])
+        if bubble is not None:
+            bubble.set_notice(marker[1], "info")
+
+    def show_queue(self, state: QueueState | None = None) -> None:
+        """Whether the reply on screen waits for another, and for whose."""
+        self.queue = state or self.queue
+        session = self._session
+        reply = session.reply if session is not None else None
+        behind = self.queue.ahead_of(session.owner, reply.request_id) \
+            if session is not None and reply is not None else None
+        if behind is None:
+            self.queue_notice.hide()
+        else:
+            self.queue_notice.show_waiting(self._title_of(behind[0]), behind[1])
+            if self.bubble is not None and not self.bubble.text:
+                self.bubble.set_notice("Waiting for its turn…", "waiting")
+
+    def _title_of(self, owner: str) -> str:
+        if owner.startswith("api:"):
+            return f"an API request from {owner[4:]}"
+        conv_id = conversation_of(owner)
+        session = self.sessions.find(conv_id) if conv_id is not None else None
+        return session.title if session is not None else "another conversation"
+
+    def stop_running(self) -> int | None:
+        """The request id of the reply running now (the queue notice's Stop)."""
+        running = self.queue.running
+        return running[1] if running is not None else None
+
