@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES, OverflowPolicy
 from inglenook.core.sampling import SamplingParams
@@ -30,8 +31,8 @@ class ChatSettings:
     reasoning_effort: str = ""
     tools: ChatToolPolicy = field(default_factory=ChatToolPolicy)
 
-    def replace(self, **changes: object) -> ChatSettings:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+    def replace(self, **changes: Any) -> ChatSettings:
+        return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
         data: dict[str, object] = {"system_prompt": self.system_prompt,

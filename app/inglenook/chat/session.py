@@ -476,9 +476,11 @@ class ChatSession:
     def allow_calls(self) -> list[int]:
         """Start the calls this chat allows without asking; their indices."""
         tools = self.tool_round
-        allowed = tools.allowed(self.settings.tools) if tools is not None else []
+        if tools is None:
+            return []
+        allowed = tools.allowed(self.settings.tools)
         for index in allowed:
-            tools.decide(index, "always")  # type: ignore[union-attr]
+            tools.decide(index, "always")
         if allowed:
             self._save_cards()
         return allowed

@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 
@@ -137,13 +137,13 @@ class ChatTemplate:
         max_chars = max(MAX_OUTPUT_CHARS, 4 * chars_in)
         variables = context.variables() if context is not None else {}
         with rendering(max_chars):
-            stream = self._template.generate(
+            stream = cast(Generator[str, None, None], self._template.generate(
                 **variables,
                 messages=[_as_template_reads(m) for m in messages],
                 bos_token=self.bos_token,
                 eos_token=self.eos_token,
                 add_generation_prompt=add_generation_prompt,
-            )
+            ))
             parts: list[str] = []
             size = 0
             try:
@@ -164,7 +164,7 @@ class ChatTemplate:
             except Exception as e:  # whatever a template can cause: undefined, type, recursion
                 raise TemplateError(f"The chat template failed: {e or type(e).__name__}") from e
             finally:
-                stream.close()  # type: ignore[attr-defined]  # a generator, typed as an Iterator
+                stream.close()
         return "".join(parts)
 
 

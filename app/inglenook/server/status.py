@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from inglenook.core.replies import Stats
 
@@ -34,9 +35,9 @@ class StatusBoard:
         with self._lock:
             return self._status
 
-    def update(self, **changes: object) -> None:
+    def update(self, **changes: Any) -> None:
         with self._lock:
-            self._status = replace(self._status, **changes)  # type: ignore[arg-type]
+            self._status = replace(self._status, **changes)
             status = self._status
         if self.on_change is not None:
             self.on_change(status)

@@ -173,8 +173,8 @@ def _thinking(raw: dict, content: dict) -> _Thinking:
     if content["content_type"] == "reasoning_recap":
         metadata = raw.get("metadata")
         seconds = metadata.get("finished_duration_sec") if isinstance(metadata, dict) else None
-        if is_number(seconds) and 0 <= seconds <= _MAX_THINKING_S:  # type: ignore[operator]
-            return _Thinking("", float(seconds))  # type: ignore[arg-type]
+        if is_number(seconds) and 0 <= seconds <= _MAX_THINKING_S:
+            return _Thinking("", float(seconds))
         return _Thinking()  # the recap's words ("Thought for 38s") say nothing more
     texts = []
     thoughts = content.get("thoughts")
@@ -259,5 +259,6 @@ def _content(content: dict, what: str) -> tuple[list[str] | None, list[str]]:
             texts.append(part["text"])  # voice mode: what was said
         else:
             kind = part.get("content_type") if isinstance(part, dict) else None
-            attachments.append(_ATTACHMENT.get(kind, "attachment"))  # type: ignore[arg-type]
+            attachments.append(_ATTACHMENT.get(kind, "attachment") if isinstance(kind, str)
+                               else "attachment")
     return texts, attachments

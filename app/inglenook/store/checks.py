@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from inglenook.core.sampling import SamplingParams
 
@@ -74,7 +74,7 @@ def role(value: object, what: str) -> str:
     return str(value)
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -90,8 +90,8 @@ class Repairs:
         anything else out of range (NaN, ±Infinity, 1e999, text) gives it and is counted."""
         if value is None:
             return default
-        if is_number(value) and 0 <= value <= MAX_TIMESTAMP:  # type: ignore[operator]
-            return float(value)  # type: ignore[arg-type]
+        if is_number(value) and 0 <= value <= MAX_TIMESTAMP:
+            return float(value)
         self.timestamps += 1
         return default
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from inglenook.store import db
 from inglenook.store.records import (
     ConversationSummary,
     dump_dict,
@@ -33,7 +34,7 @@ def create(conn: sqlite3.Connection, title: str, preset: str | None) -> int:
     cursor = conn.execute(
         "INSERT INTO conversations (title, preset, created_at, updated_at) VALUES (?, ?, ?, ?)",
         (title, preset, stamp, stamp))
-    return int(cursor.lastrowid)  # type: ignore[arg-type]
+    return db.inserted_id(cursor)
 
 
 def list_summaries(conn: sqlite3.Connection, include_deleted: bool) -> list[ConversationSummary]:

@@ -77,6 +77,13 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just made (sqlite3 types it as optional: it is set after one)."""
+    rowid = cursor.lastrowid
+    assert rowid is not None
+    return rowid
+
+
 def _lenient_text(raw: bytes) -> str:
     # A row holding invalid UTF-8 must not make a whole query fail.
     return raw.decode("utf-8", "replace")

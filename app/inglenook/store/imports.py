@@ -10,7 +10,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from inglenook.core.attachments import Attachment
-from inglenook.store import messages, presets
+from inglenook.store import db, messages, presets
 from inglenook.store.records import Preset, dump_cards, dump_dict
 from inglenook.tools.cards import ToolCard
 
@@ -79,7 +79,7 @@ def _write_conversation(conn: sqlite3.Connection, conv: ImportedConversation) ->
         "VALUES (?, ?, ?, ?, ?, ?)",
         (conv.title, conv.preset, conv.created_at, conv.updated_at, int(conv.pinned),
          None if conv.settings is None else dump_dict(conv.settings)))
-    conv_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    conv_id = db.inserted_id(cursor)
     ids: list[int] = []
     for m in conv.messages:
         cursor = conn.execute(
@@ -89,6 +89,6 @@ def _write_conversation(conn: sqlite3.Connection, conv: ImportedConversation) ->
             (conv_id, None if m.parent is None else ids[m.parent], m.role, m.content,
              m.reasoning, m.status, m.created_at, dump_dict(m.provenance), int(m.active),
              dump_cards(m.tool_cards)))
-        ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+        ids.append(db.inserted_id(cursor))
         messages.add_attachments(conn, ids[-1], m.attachments)
     return conv_id

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import Provenance
-from inglenook.store import conversations
+from inglenook.store import conversations, db
 from inglenook.store.records import (
     ATTACHMENT_COLUMNS,
     STATUSES,
@@ -136,7 +136,7 @@ def add(conn: sqlite3.Connection, conv_id: int, role: str, content: str, parent_
         "created_at, provenance, active_seq, tool_cards) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (conv_id, parent_id, role, content, reasoning, status, time.time(),
          dump_dict(provenance or {}), seq, dump_cards(tool_cards)))
-    msg_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    msg_id = db.inserted_id(cursor)
     add_attachments(conn, msg_id, attachments)
     conversations.touch(conn, conv_id)
     return msg_id

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from inglenook import paths
 from inglenook.core.attachments import Attachment
@@ -40,7 +40,7 @@ def _guarded(method: F) -> F:
             raise
         except sqlite3.DatabaseError as exc:
             raise db.translate(exc, self.path) from exc
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 class Store:
