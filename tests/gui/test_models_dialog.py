@@ -348,7 +348,7 @@ def test_a_download_shows_progress_completes_and_appears_in_the_library(
     with qtbot.waitSignal(dialog.models_changed, timeout=WAIT_MS):
         card = start_download(qtbot, dialog)
         qtbot.waitUntil(lambda: 0 < card.bar.value() < 1000, timeout=WAIT_MS)
-        assert "MB of" in card.state_label.text() and card.pause_button.isVisible()
+        assert " of 2.1 MB" in card.state_label.text() and card.pause_button.isVisible()
     assert card.status.state is DownloadState.DONE and card.bar.value() == 1000
     assert "Downloaded and verified" in card.state_label.text()
     assert not card.cancel_button.isVisible()

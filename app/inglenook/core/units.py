@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def describe_size(size_bytes: int) -> str:
     """"980 B", "12 KB", "98 MB", "4.7 GB" (decimal units, as disks and the Hub count)."""
@@ -20,3 +22,20 @@ def describe_params(count: int) -> str:
     if count >= 1e9:
         return f"{count / 1e9:.1f}B"
     return f"{count / 1e6:.0f}M" if count >= 1e6 else f"{count / 1e3:.0f}K"
+
+
+def gigabytes(size_bytes: float) -> str:
+    """"4.7 GB": memory, as the fit planner and the loaded models count it."""
+    return f"{size_bytes / 1e9:.1f} GB"
+
+
+def amount(size_bytes: float) -> str:
+    """"640 KB", "12.3 MB", "1.25 GB": how far a download is, finer than describe_size."""
+    if size_bytes < 1e6:
+        return f"{math.ceil(size_bytes / 1e3)} KB"
+    return f"{size_bytes / 1e6:.1f} MB" if size_bytes < 1e9 else f"{size_bytes / 1e9:.2f} GB"
+
+
+def rate(bytes_per_s: float) -> str:
+    """"12.3 MB/s"."""
+    return f"{bytes_per_s / 1e6:.1f} MB/s"

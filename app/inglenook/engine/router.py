@@ -29,6 +29,7 @@ import psutil
 from inglenook import paths
 from inglenook.core.load import LoadParams, ModelInfo
 from inglenook.core.messages import WINDOW, GenerationRequest
+from inglenook.core.units import gigabytes
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineError, default_host_command
 from inglenook.engine.interface import Engine
@@ -279,10 +280,9 @@ class EngineRouter:
                 return need
             idle = sorted((h for h in others if h.busy == 0), key=lambda h: h.last_used)
             if not idle:
-                gb = budget / 1e9
                 raise EngineError(
-                    f"{Path(group).stem} needs about {need / 1e9:.1f} GB, more than the "
-                    f"{gb:.1f} GB left for models while the others are in use.")
+                    f"{Path(group).stem} needs about {gigabytes(need)}, more than the "
+                    f"{gigabytes(budget)} left for models while the others are in use.")
             self.unload_model(idle[0].key)
 
     def unload_model(self, key: str) -> None:

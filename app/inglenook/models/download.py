@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import random
 import re
@@ -27,6 +26,7 @@ from typing import BinaryIO
 import httpx2
 
 from inglenook import paths
+from inglenook.core.units import amount
 from inglenook.models import hub
 from inglenook.models.filenames import UnsafeFileName, local_name
 from inglenook.models.partials import (
@@ -132,7 +132,7 @@ def download_file(repo: str, filename: str, revision: str = "main",
                                      f"{dest}.")
         return job.run()
     except OSError as exc:  # the folder or the disk (network errors are httpx2's, not OSError)
-        kept = f" {_mb(job.done)} are kept." if job.done else ""
+        kept = f" {amount(job.done)} are kept." if job.done else ""
         raise DownloadError(f"Cannot write {exc.filename or dest}: {exc.strerror or exc}.{kept}"
                             ) from exc
 
@@ -228,7 +228,7 @@ class _Download:
                  give_up: Exception | None = None) -> None:
         self.attempts += 1
         if failures >= self.policy.max_failures or self.attempts >= self.policy.max_attempts:
-            kept = (f" {_mb(self.done)} are kept: run the download again to resume."
+            kept = (f" {amount(self.done)} are kept: run the download again to resume."
                     if self.done else "")
             raise DownloadError(f"Giving up on {self.name} after {self.attempts} tries: "
                                 f"{reason.rstrip('.')}.{kept}") from give_up
@@ -263,8 +263,9 @@ class _Download:
         free = shutil.disk_usage(self.final.parent).free
         if free < needed + DISK_MARGIN:
             raise InsufficientSpace(
-                f"Not enough disk space for {self.name}: it needs {_mb(needed)} more, and "
-                f"{self.final.parent} has {_mb(free)} free ({_mb(DISK_MARGIN)} must stay free).")
+                f"Not enough disk space for {self.name}: it needs {amount(needed)} more, and "
+                f"{self.final.parent} has {amount(free)} free ({amount(DISK_MARGIN)} must stay "
+                "free).")
 
     def _lock(self, f: BinaryIO) -> None:
         if fcntl is None:
@@ -349,7 +350,7 @@ class _Download:
             if batch:  # what was written before a failure is part of the partial: hash it
                 hasher.update(batch)
         if self.done < self.size:
-            raise _Retry(f"the connection ended at {_mb(self.done)} of {_mb(self.size)}")
+            raise _Retry(f"the connection ended at {amount(self.done)} of {amount(self.size)}")
 
     def _accept(self, response: httpx2.Response, f: BinaryIO, hasher: Sha256Worker) -> None:
         """Check the answer before taking its bytes; restart from zero when it is the whole
@@ -396,8 +397,8 @@ class _Download:
         return self.final
 
     def _cancelled(self) -> None:
-        raise DownloadCancelled(f"Paused {self.name} at {_mb(self.done)} of {_mb(self.size)}; "
-                                "the partial download is kept.", self.done)
+        raise DownloadCancelled(f"Paused {self.name} at {amount(self.done)} of "
+                                f"{amount(self.size)}; the partial download is kept.", self.done)
 
 
 def _sha256_of(path: Path) -> str:
@@ -418,8 +419,4 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _mb(n: int | float) -> str:
-    if n < 1e6:
-        return f"{math.ceil(n / 1e3)} KB"
-    return f"{n / 1e6:.1f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
 

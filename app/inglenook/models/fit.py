@@ -23,6 +23,7 @@ import httpx2
 import psutil
 
 from inglenook.core.load import DEFAULT_SLOTS, KV_CACHE_TYPES, LoadRefusal
+from inglenook.core.units import gigabytes
 from inglenook.models import hub
 from inglenook.models.filenames import UnsafeFileName, local_name, parse_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
@@ -193,10 +194,6 @@ class FitPlan:
     draft_bytes: int = 0  # a draft model's share of total_bytes (see draft_bytes())
 
 
-def _gb(n: float) -> str:
-    return f"{n / 1e9:.1f} GB"
-
-
 def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
           draft: ModelShape | None = None, slots: int = 1) -> tuple[FitPlan, float]:
     """The plan, and the share of free RAM it needs. Each slot (a reply decoded at once) has a
@@ -222,17 +219,17 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
     label: Label = ("fits" if share <= FITS_SHARE else "tight" if share <= 1.0 else "won't fit")
     where = "free" if not memory.gpu_offload else "free RAM"
     if label == "won't fit":
-        note = f"Needs {_gb(ram_need)} but only {_gb(memory.ram_free)} is {where}"
+        note = f"Needs {gigabytes(ram_need)} but only {gigabytes(memory.ram_free)} is {where}"
     else:
-        note = f"Needs {_gb(ram_need)} of {_gb(memory.ram_free)} {where}"
+        note = f"Needs {gigabytes(ram_need)} of {gigabytes(memory.ram_free)} {where}"
     if split and gpu_layers == -1:
-        note += f", with all {shape.n_layers} layers on the GPU ({_gb(on_gpu)})"
+        note += f", with all {shape.n_layers} layers on the GPU ({gigabytes(on_gpu)})"
     elif split:
-        note += f", with {gpu_layers} of {shape.n_layers} layers on the GPU ({_gb(on_gpu)})"
+        note += f", with {gpu_layers} of {shape.n_layers} layers on the GPU ({gigabytes(on_gpu)})"
     elif memory.gpu_offload:
         note += " (GPU memory unknown: checked against RAM only)"
     if drafting:
-        note += f", {_gb(drafting)} of it for the draft model"
+        note += f", {gigabytes(drafting)} of it for the draft model"
     if label == "tight":
         note += "; close other programs, or choose a smaller quantization or context"
     return FitPlan(label, weights, kv, overhead, total, gpu_layers, note + ".",
@@ -321,12 +318,13 @@ def refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
     fewer = most_slots(shape, n_ctx, kv_type, memory, slots - 1, draft) if slots > 1 else 0
     in_ram = share * memory.ram_free if memory.ram_free > 0 else need.total_bytes
     on_gpu = " beyond what fits on the GPU" if need.total_bytes - in_ram > 1e6 else ""
-    drafting = f", {_gb(need.draft_bytes)} for the draft model" if need.draft_bytes else ""
+    drafting = f", {gigabytes(need.draft_bytes)} for the draft model" if need.draft_bytes else ""
     lanes = f" for each of {slots} replies at once" if slots > 1 else ""
-    needs = (f"A context of {n_ctx:,} tokens{lanes} needs about {_gb(in_ram)}{on_gpu} "
-             f"({_gb(need.weights_bytes)} of weights, {_gb(need.kv_bytes)} of KV cache, "
-             f"{_gb(need.overhead_bytes)} of buffers{drafting}) but only "
-             f"{_gb(memory.ram_free)} is {where}.")
+    needs = (f"A context of {n_ctx:,} tokens{lanes} needs about {gigabytes(in_ram)}{on_gpu} "
+             f"({gigabytes(need.weights_bytes)} of weights, "
+             f"{gigabytes(need.kv_bytes)} of KV cache, "
+             f"{gigabytes(need.overhead_bytes)} of buffers{drafting}) but only "
+             f"{gigabytes(memory.ram_free)} is {where}.")
     fix_slots = (f" At this context, {fewer} {'reply' if fewer == 1 else 'replies'} at once "
                  "would fit.") if fewer else ""
     if largest == 0:

@@ -20,7 +20,7 @@ from pathlib import Path
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from inglenook import paths
-from inglenook.core.units import describe_size
+from inglenook.core.units import describe_size, gigabytes
 from inglenook.models.filenames import parse_quant, split_name
 from inglenook.models.gguf import GGUFError, GGUFHeader, TensorInfo, read_header
 from inglenook.models.library import split_parts
@@ -111,8 +111,8 @@ def plan(source: Path, type_name: str, *, allow_requantize: bool = False,
     free = shutil.disk_usage(folder).free
     if free < estimate:
         raise QuantizeError(
-            f"Not enough disk space: the {kind} copy needs about {estimate / 1e9:.1f} GB "
-            f"but {folder} has {free / 1e9:.1f} GB free.")
+            f"Not enough disk space: the {kind} copy needs about {gigabytes(estimate)} "
+            f"but {folder} has {gigabytes(free)} free.")
     return Plan(source, kind, output, estimate, free, requantize,
                 sum(h.file_size for h in headers), fallbacks)
 

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core import units
 from inglenook.core.units import describe_size
 from inglenook.models.download_queue import DownloadState, DownloadStatus
 from inglenook.models.filenames import UnsafeFileName, local_name
@@ -36,13 +37,10 @@ def describe_eta(seconds: float | None) -> str:
     return f"{minutes // 60} h {minutes % 60} min left"
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
-
-
 def describe_status(s: DownloadStatus) -> str:
     """One line for a person: where the download stands, and why when it stopped."""
-    amount = f"{_mb(s.done_bytes)} of {_mb(s.total_bytes)}" if s.total_bytes else _mb(s.done_bytes)
+    done = units.amount(s.done_bytes)
+    amount = f"{done} of {units.amount(s.total_bytes)}" if s.total_bytes else done
     percent = f" ({100 * s.done_bytes / s.total_bytes:.0f}%)" if s.total_bytes else ""
     if s.state is DownloadState.QUEUED:
         return "Waiting for the downloads before it…"
@@ -51,7 +49,7 @@ def describe_status(s: DownloadStatus) -> str:
             return f"{amount} · {s.message}"
         parts = [amount]
         if s.bytes_per_s > 0:
-            parts.append(f"{s.bytes_per_s / 1e6:.1f} MB/s")
+            parts.append(units.rate(s.bytes_per_s))
         if s.eta_s:
             parts.append(describe_eta(s.eta_s))
         return " · ".join(parts) if s.total_bytes else "Starting…"

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.core.load import LoadParams
 from inglenook.core.settings import Settings
+from inglenook.core.units import gigabytes
 from inglenook.engine.router import LoadedModel
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
@@ -153,7 +154,7 @@ class LoadedModelsDialog(QDialog):
 
 def _facts(model: LoadedModel) -> str:
     who = "the window's" if model.by_window else "for the API"
-    memory = f"{model.memory_bytes / 1e9:.1f} GB" if model.memory_bytes else "—"
+    memory = gigabytes(model.memory_bytes) if model.memory_bytes else "—"
     running = f"{model.busy} of {model.lanes} replies"
     idle = "" if model.busy else f", idle {_duration(model.idle_s)}"
     if not model.by_window and model.keep_alive_s >= 0:
