@@ -62,7 +62,7 @@ _writers: set[threading.Thread] = set()
 _writers_lock = threading.Lock()
 
 
-def _ensure_relay() -> _Relay:
+def ensure_relay() -> _Relay:
     """Create the relay; call it on the GUI thread (run() and the constructors that need it do)."""
     global _relay
     if _relay is None or not shiboken6.isValid(_relay):
@@ -128,7 +128,7 @@ class Task(QObject):
 def _start(name: str, owner: QObject | None, on_done: Callback | None,
            on_failed: Callback | None, on_progress: Callback | None,
            replaces: Task | None) -> Task:
-    _ensure_relay()
+    ensure_relay()
     if replaces is not None:
         replaces.cancel()
     task = Task(name, owner)

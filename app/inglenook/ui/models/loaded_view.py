@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.load import LoadParams
-from inglenook.ui.app_settings import AppSettings
 from inglenook.engine.router import LoadedModel
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.plain import plain_label, plain_tip
 from inglenook.ui.widgets.content_height import fit_to_content
 
