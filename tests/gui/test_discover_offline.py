@@ -151,6 +151,6 @@ def test_bringing_the_catalog_back_opens_nothing_on_the_hub(qtbot: QtBot,
     discover.query.clear()  # an emptied search box brings the catalog back
     assert discover.result_ids() == [e.repo for e in load_catalog()]
     assert discover.results.currentRow() == -1
-    assert discover.tasks.running == 0 and discover.repo_panel.tasks.running == 0
+    assert not discover.working and not discover.repo_panel.working
     assert not discover.repo_panel.repo_title.isVisible()
     assert fake_hub.requests == []

@@ -121,7 +121,7 @@ def test_the_first_run_welcomes_once_and_starters_fill_the_message_box(
         qtbot: QtBot, window: MainWindow) -> None:
     empty = window.chat.empty
     assert not empty.welcome.isHidden() and "on this computer" in empty.welcome_text.text()
-    assert window.side_panel.isHidden() or window.side.settings.side_panel_visible
+    assert window.side_panel.isHidden() or window.app_settings.value.side_panel_visible
     qtbot.mouseClick(empty.starter_buttons[2], Qt.MouseButton.LeftButton)
     assert window.composer.edit.toPlainText().startswith("Write a Python function")
     qtbot.mouseClick(empty.findChild(QPushButton, "welcomeDismissButton"),

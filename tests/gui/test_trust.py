@@ -141,7 +141,7 @@ def test_a_context_beyond_the_trained_length_needs_a_choice(
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert ready.args[0].n_ctx == trained * 2
-    assert window.side.current_settings().allow_beyond_trained  # kept for the next start
+    qtbot.waitUntil(lambda: window.app_settings.value.allow_beyond_trained)  # for next start
 
 
 def test_settings_that_cannot_be_saved_say_so_in_the_window(
@@ -150,7 +150,7 @@ def test_settings_that_cannot_be_saved_say_so_in_the_window(
         raise SettingsSaveError("Could not save settings: the disk is full. The earlier "
                                 "settings are unchanged.")
 
-    monkeypatch.setattr(window.settings_file, "save", full)
+    monkeypatch.setattr(window.app_settings.file, "save", full)
     window.panel.findChild(QDoubleSpinBox, "temperature_spin").setValue(0.9)
     qtbot.waitUntil(lambda: "disk is full" in window.banner.text(), timeout=10_000)
 

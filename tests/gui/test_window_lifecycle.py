@@ -77,7 +77,7 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
     assert not window.composer.button.isEnabled()
     assert not window.progress.isVisible()
     # A model that was loading when the engine died is not retried on the next start.
-    assert window.side.settings.last_model == ""
+    assert window.app_settings.value.last_model == ""
     qtbot.waitUntil(lambda: load_settings().last_model == "", timeout=LOAD_TIMEOUT_MS)
     # That took the save's debounce (half a second): nothing was reloaded by itself meanwhile.
     assert window.models.model is None and not window.models.is_loading
@@ -90,7 +90,7 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
     assert ready.args[0].path == str(bundled_model)
     assert client.alive and client.pid != pid
     assert not window.banner.isVisible() and not window.banner.action_button.isVisible()
-    assert window.side.settings.last_model == str(bundled_model)
+    assert window.app_settings.value.last_model == str(bundled_model)
     send(qtbot, window, "And what is the capital of Germany?")
     assert len(window.chat.bubbles) == 4 and window.chat.bubbles[-1].text
     roles = [m.role for m in window.chats.last_request.messages]

@@ -537,3 +537,20 @@ def test_save_settings_writes_exactly_what_it_is_given(home: Path) -> None:
     one.set_defaults("/m/b.gguf", ModelDefaults(n_ctx=2048))
     save_settings(one)
     assert load_settings() == one
+
+
+def test_a_checked_change_refuses_a_bad_value_naming_it() -> None:
+    from inglenook.core.settings import SettingsValueError, with_changes
+
+    settings = Settings()
+    assert with_changes(settings, {"n_ctx": 4096}).n_ctx == 4096
+    assert settings.n_ctx == 0  # a copy: the original is left as it was
+    for changes, words in (({"n_ctx": -5}, "n_ctx: -5 is outside"),
+                           ({"theme": "pink"}, "theme: 'pink'"),
+                           ({"api_port": "80"}, "api_port: '80' is not a number"),
+                           ({"kv_cache_type": "q8_0"}, "needs flash attention"),
+                           ({"colour": "red"}, "colour is not a setting")):
+        with pytest.raises(SettingsValueError, match="Settings not changed") as caught:
+            with_changes(settings, changes)
+        assert words in str(caught.value) and "reset to" not in str(caught.value)
+    assert with_changes(settings, {"kv_cache_type": "q8_0", "flash_attn": True}).flash_attn

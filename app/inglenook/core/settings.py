@@ -18,6 +18,7 @@ import dataclasses
 import errno
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,6 +223,29 @@ def _parse_model_defaults(raw: object) -> tuple[dict[str, dict], list[str]]:
         if not defaults.empty:
             out[path] = defaults.to_dict()
     return out, problems
+
+
+class SettingsValueError(ValueError):
+    """A change to the settings that cannot be used; str() says which value and why."""
+
+
+def with_changes(settings: Settings, changes: dict[str, object]) -> Settings:
+    """A copy of `settings` with `changes` (field name -> value), checked as settings.json
+    is; raises SettingsValueError, naming the values, for an unknown field or a value that
+    would be repaired (wrong type, out of range, load options that cannot work together).
+    `settings` itself is never changed."""
+    unknown = [name for name in changes if name not in _FIELDS]
+    if unknown:
+        raise SettingsValueError(f"Settings not changed: {', '.join(sorted(unknown))} "
+                                 "is not a setting.")
+    data = settings.to_dict()
+    for name, value in changes.items():
+        data[name] = value.to_dict() if isinstance(value, SamplingParams) else value
+    result, problems = Settings.parse(data)
+    if problems:  # "(reset to …)" says what a file would get; here nothing changes
+        found = "; ".join(re.sub(r" \([^()]*\)$", "", problem) for problem in problems)
+        raise SettingsValueError(f"Settings not changed: {found}.")
+    return result
 
 
 # ---- the file ----------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The main window: builds the widgets and the controllers, and wires them. Nothing else.
 
+`app_settings` owns settings.json; everyone who reads or writes a setting is handed it.
 Controllers own the behaviour: `chats` (the chat on screen and every reply in flight), `models`
 (the loaded model), `side` (the side panel bound to the chat on screen), `history` (the
 conversation list). See ../shared/ARCHITECTURE.md.
@@ -7,7 +8,7 @@ conversation list). See ../shared/ARCHITECTURE.md.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QMainWindow,
@@ -19,11 +20,12 @@ from PySide6.QtWidgets import (
 from inglenook import paths
 from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
-from inglenook.core.settings import Settings, SettingsFile, SettingsSaveError
+from inglenook.core.settings import Settings
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
 from inglenook.store.opening import open_store
-from inglenook.ui import theme
+from inglenook.ui import tasks, theme
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.chat.chat_controller import ChatController, ChatWidgets
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.composer import Composer
@@ -72,21 +74,19 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Inglenook")
         self.setObjectName("mainWindow")
-        self.settings_file = SettingsFile()
         notices = []
+        self.app_settings = AppSettings(settings, parent=self)
         if settings is None:
-            settings = self.settings_file.load()
-            notices.append(self.settings_file.notice)
+            notices.append(self.app_settings.file.notice)
+        settings = self.app_settings.value
         theme.manager().set_mode(settings.theme)  # before anything is drawn
         self.store, store_problem = (store, None) if store else open_store()
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False
         self._build()
-        self._save_timer = QTimer(self, singleShot=True, interval=500)
-        self._save_timer.timeout.connect(self.save_settings)
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
 
-        self.side = SideController(self.panel, self.preset_bar, self.store, settings,
+        self.side = SideController(self.panel, self.preset_bar, self.store, self.app_settings,
                                    self._gpu_supported, self)
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
@@ -100,9 +100,8 @@ class MainWindow(QMainWindow):
             self.worker, self.store, widgets, self.tools,
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
-        self.server = ServerController(self.worker, lambda: self.side.settings,
-                                       self.server_label, self)
-        self.loaded = LoadedModels(self.worker, self.lanes_label, lambda: self.side.settings,
+        self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
+        self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
                                    self.side.load_params, self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
@@ -164,6 +163,7 @@ class MainWindow(QMainWindow):
 
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history
+        settings = self.app_settings
         self.menus = window_menus(self)
         self.command_actions = commands.build(self, self.menus)
         for name in ("search", "exportChat", "exportAll", "importChats", None, "models",
@@ -172,19 +172,18 @@ class MainWindow(QMainWindow):
                 self.menu_button.menu().addSeparator()
         self.models_button.clicked.connect(models.show_dialog)
         models.defaults_requested.connect(side.edit_model_defaults)
-        self.panel_button.setChecked(side.settings.side_panel_visible)
-        self.folder.wanted.update(side_panel=side.settings.side_panel_visible,
-                                  sidebar=side.settings.sidebar_visible)
+        self.panel_button.setChecked(settings.value.side_panel_visible)
+        self.folder.wanted.update(side_panel=settings.value.side_panel_visible,
+                                  sidebar=settings.value.sidebar_visible)
         self.folder.fit(self.width())
         self.panel_button.toggled.connect(
             lambda on: self.folder.want("side_panel", on, self.width()))
-        self.panel_button.toggled.connect(self._schedule_save)
+        self.panel_button.toggled.connect(self._remember_panels)
         self.panel.reload_requested.connect(models.reload)
         self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
-        side.settings_changed.connect(self._schedule_save)
-        self.server.settings_changed.connect(self._schedule_save)
-        self.loaded.settings_changed.connect(self._schedule_save)
-        if side.settings.api_enabled:
+        settings.changed.connect(self._setting_changed)
+        settings.save_failed.connect(self.banner.show_message)
+        if settings.value.api_enabled:
             self.server.start()
         side.store_failed.connect(self.banner.show_message)
         side.defaults_saved.connect(models.defaults_saved)
@@ -215,7 +214,7 @@ class MainWindow(QMainWindow):
     # ---- commands of the menus -----------------------------------------------------------
     def toggle_sidebar(self) -> None:
         self.folder.want("sidebar", self.sidebar.isHidden(), self.width())
-        self._schedule_save()
+        self._remember_panels()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -241,8 +240,7 @@ class MainWindow(QMainWindow):
 
     # ---- reactions that span controllers -------------------------------------------------
     def _model_ready(self, info: ModelInfo) -> None:
-        self.side.settings.last_model = info.path
-        self._schedule_save()
+        self.app_settings.set("last_model", info.path)
         preset = self.side.model_defaults(info.path).preset
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)
@@ -258,9 +256,8 @@ class MainWindow(QMainWindow):
         self.chat.set_empty_text("Choose a model above to start.")
         self.chats.set_can_send(False)
         self.composer.set_loading(False)
-        if self.side.settings.last_model == path:
-            self.side.settings.last_model = ""  # never retry a failing model on the next start
-            self._schedule_save()
+        if self.app_settings.value.last_model == path:
+            self.app_settings.set("last_model", "")  # never retry a failing model next time
 
     def _model_unloaded(self) -> None:
         self.chat.set_empty_text("Choose a model above to start.")
@@ -273,19 +270,21 @@ class MainWindow(QMainWindow):
         self.engine_lost.emit(message)
 
     # ---- settings and lifetime -----------------------------------------------------------
-    def _schedule_save(self) -> None:
-        self._save_timer.start()
+    def _setting_changed(self, name: str) -> None:
+        if name == "theme":
+            theme.manager().set_mode(self.app_settings.value.theme)
+
+    def _remember_panels(self) -> None:
+        self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],
+                                 sidebar_visible=self.folder.wanted["sidebar"])
 
     def save_settings(self) -> None:
-        settings = self.side.current_settings()
-        settings.side_panel_visible = self.folder.wanted["side_panel"]
-        settings.sidebar_visible = self.folder.wanted["sidebar"]
-        settings.window_geometry = bytes(self.saveGeometry().toBase64().data()).decode()
-        settings.splitter_state = bytes(self.splitter.saveState().toBase64().data()).decode()
-        try:  # merged with what another window saved meanwhile
-            self.side.settings = self.settings_file.save(settings)
-        except SettingsSaveError as exc:
-            self.banner.show_message(str(exc))
+        """Save now, with the panel's load options and the window's sizes as they are."""
+        self.side.store_load_options()
+        self.app_settings.update(
+            window_geometry=bytes(self.saveGeometry().toBase64().data()).decode(),
+            splitter_state=bytes(self.splitter.saveState().toBase64().data()).decode())
+        self.app_settings.save_now()  # merged with what another window saved meanwhile
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -303,7 +302,6 @@ class MainWindow(QMainWindow):
         if self._closed:
             return
         self._closed = True
-        self._save_timer.stop()
         self.chats.shutdown()
         self.tools.close()  # calls still running are abandoned; their cards read "not run"
         self.side.flush()
@@ -311,6 +309,7 @@ class MainWindow(QMainWindow):
         self.downloads.close()  # pauses running downloads; their partial files are kept
         self.server.stop()  # its replies first, then the engine they share
         self.worker.close()
+        tasks.join_writers()  # imports and quantizing, with a bounded wait (ui/tasks.py)
 
 
 def _column(name: str, *widgets: QWidget) -> QWidget:

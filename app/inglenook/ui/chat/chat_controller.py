@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
@@ -32,7 +32,7 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
-from inglenook.ui import theme
+from inglenook.ui import tasks, theme
 from inglenook.ui.chat.attachment_chips import add_to_bubble
 from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
@@ -105,10 +105,9 @@ class ChatController(QObject):
         self.actions = MessageActions(self)
         self.can_send = False
         self.context = ContextMeter(widgets.meter)
-        self._meter_timer = QTimer(self, singleShot=True, interval=150)
-        self._meter_timer.timeout.connect(self.show_context)
-        composer.edit.textChanged.connect(self._meter_timer.start)  # typing counts, throttled
-        composer.attachments_changed.connect(self._meter_timer.start)  # and so do files
+        meter = tasks.debounce(150, self.show_context, self)
+        composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
+        composer.attachments_changed.connect(meter.call)  # and so do files
         composer.set_model_limits(self._n_ctx)
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)

@@ -12,7 +12,6 @@ usual line breaking takes time quadratic in such a run (48 s for a 1 MB line).
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,12 +37,12 @@ from inglenook.core.attachments import (
     read_attachment,
     will_not_fit,
 )
+from inglenook.ui import tasks
 from inglenook.ui.chat.attachment_chips import (
     AttachmentStrip,
     chip_for_draft,
     chip_for_reading,
 )
-from inglenook.ui.models.bridge import BackgroundTasks
 from inglenook.ui.plain import plain_label
 
 MAX_LINES = 8
@@ -220,13 +219,9 @@ class Composer(QWidget):
         self._loading = False  # a model is loading: Enter keeps the message for when it is ready
         self.pending = False  # a message waits for the model
         self._attachments: list[Attachment] = []
-        self._reading: dict[int, str] = {}  # files being read: task key → name
-        self._keys = itertools.count(1)
+        self._reading: dict[tasks.Task, str] = {}  # files being read: their task → name
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
-        self._tasks = BackgroundTasks(self)
-        self._tasks.done.connect(self._read_done)
-        self._tasks.failed.connect(self._read_failed)
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
         self.edit.paste_refused.connect(self._paste_refused)
@@ -272,23 +267,29 @@ class Composer(QWidget):
             return
         vision = self._vision()
         for path in paths:
-            key = next(self._keys)
-            self._reading[key] = Path(path).name
-            self._tasks.start(key, read_attachment, path, vision=vision)
+            self._read(path, vision)
         self._show_chips()
+
+    def _read(self, path: str | Path, vision: bool) -> None:
+        # The callbacks name their own task (bound by the time they run, on this thread).
+        task = tasks.run(read_attachment, path, vision=vision, owner=self,
+                         on_done=lambda found: self._read_done(task, found),
+                         on_failed=lambda error: self._read_failed(task, error))
+        self._reading[task] = Path(path).name
 
     def remove_attachment(self, index: int) -> None:
         del self._attachments[index]
         self._show_chips()
         self.attachments_changed.emit()
 
-    def _stop_reading(self, key: int) -> None:
+    def _stop_reading(self, task: tasks.Task) -> None:
         """✕ on a file being read: its result is dropped when it comes."""
-        self._reading.pop(key, None)
+        task.cancel()
+        self._reading.pop(task, None)
         self._show_chips()
 
-    def _read_done(self, key: object, attachment: object) -> None:
-        if self._reading.pop(key, None) is None:  # type: ignore[call-overload]
+    def _read_done(self, task: tasks.Task, attachment: object) -> None:
+        if self._reading.pop(task, None) is None:
             return
         assert isinstance(attachment, Attachment)
         if attachment in self._attachments:  # the same file twice: once is what was meant
@@ -302,8 +303,8 @@ class Composer(QWidget):
         self._show_chips()
         self.attachments_changed.emit()
 
-    def _read_failed(self, key: object, error: object) -> None:
-        name = self._reading.pop(key, None)  # type: ignore[call-overload]
+    def _read_failed(self, task: tasks.Task, error: object) -> None:
+        name = self._reading.pop(task, None)
         if name is None:
             return
         self._refuse(str(error) if isinstance(error, AttachmentError)
@@ -321,9 +322,9 @@ class Composer(QWidget):
             chip = chip_for_draft(attachment)
             chip.remove_requested.connect(lambda i=index: self.remove_attachment(i))
             chips.append(chip)
-        for key, name in self._reading.items():
+        for task, name in self._reading.items():
             chip = chip_for_reading(name)
-            chip.remove_requested.connect(lambda k=key: self._stop_reading(k))
+            chip.remove_requested.connect(lambda t=task: self._stop_reading(t))
             chips.append(chip)
         self.strip.set_chips(chips)
 

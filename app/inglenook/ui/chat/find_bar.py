@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
 from inglenook.chat.session import ChatSession
 from inglenook.store import Store, StoreError
+from inglenook.ui import tasks
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.widgets.keys import keeps_key
 
@@ -91,9 +92,8 @@ class FindInChat(QObject):
         self._session, self._focus_back = session, focus_back
         self.hits: list[int] = []  # message ids on the branch shown, oldest first
         self.current = -1
-        self._timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
-        self._timer.timeout.connect(self.run)
-        bar.edit.textChanged.connect(self._timer.start)
+        self._typing = tasks.debounce(DEBOUNCE_MS, self.run, self)
+        bar.edit.textChanged.connect(lambda _text: self._typing.call())
         bar.edit.stepped.connect(self.step)
         bar.edit.closed.connect(self.close)
         bar.previous.clicked.connect(lambda: self.step(-1))
@@ -108,7 +108,7 @@ class FindInChat(QObject):
             self.run()
 
     def close(self) -> None:
-        self._timer.stop()
+        self._typing.cancel()
         self.bar.hide()
         self.hits, self.current = [], -1
         self._focus_back()
@@ -116,11 +116,11 @@ class FindInChat(QObject):
     def chat_changed(self) -> None:
         """Another chat (or another branch) is on screen: its matches, if the bar is open."""
         if self.bar.isVisible():
-            self._timer.start()
+            self._typing.call()
 
     def run(self) -> None:
         """Find what is typed; go to the latest match at or above the bottom of the view."""
-        self._timer.stop()
+        self._typing.cancel()
         text = self.bar.edit.text()
         session = self._session()
         self.hits, self.current = [], -1
@@ -141,7 +141,7 @@ class FindInChat(QObject):
 
     def step(self, direction: int) -> None:
         """The next (1, newer) or previous (-1, older) match, round the ends."""
-        if self._timer.isActive():
+        if self._typing.pending:
             self.run()
         if self.hits:
             self.current = (self.current + direction) % len(self.hits)

@@ -31,7 +31,7 @@ from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
-from inglenook.ui import theme
+from inglenook.ui import tasks, theme
 from inglenook.ui.chat.markdown import MarkdownPalette, render_head
 from inglenook.ui.chat.markdown_segments import WholeRender, all_code_blocks
 from inglenook.ui.chat.rich_text import RichTextView
@@ -109,8 +109,7 @@ class MarkdownView(RichTextView):
         self._render_cost = 0.0
         self._last_render = 0.0
         # Background work, one job at a time: Show all, or the code blocks of a truncated text.
-        self._tasks: Any = None  # a BackgroundTasks, made for the first long message
-        self._job = 0
+        self._task: tasks.Task | None = None  # the latest job; what older ones deliver is dropped
         self._job_kind = ""
         self._job_text: str | None = None  # the text the running job works on
         self._worker = _Job()
@@ -149,8 +148,7 @@ class MarkdownView(RichTextView):
             # Another text (a sibling, an edit), not more of this one: start from its head.
             self._expanded = False
             self._worker.stop()
-            self._job += 1  # what the old job still delivers is dropped
-            self._job_text = None
+            self._drop_job()
             self._incoming.clear()
         self._markdown = text
         if self._expanded:
@@ -173,8 +171,7 @@ class MarkdownView(RichTextView):
         self._md_palette = palette
         if self._expanded:  # every part again, each replacing its old self as it comes
             self._worker.stop()
-            self._job += 1
-            self._job_text = None
+            self._drop_job()
             self._incoming.clear()
             self._ensure_job()
         elif self._markdown:
@@ -226,33 +223,28 @@ class MarkdownView(RichTextView):
         self._worker.stop()  # a job of the other kind: Show all while code blocks are found
         self._worker = job = _Job()
         self.destroyed.connect(job.stop)  # a job's thread outlives a deleted view
-        self._job += 1
         self._job_kind, self._job_text = kind, self._markdown
         self._expand_done = False
         self._incoming.clear()
-        if self._tasks is None:
-            # The app's one background-task mechanism; imported here because it pulls in the
-            # download stack, which only long messages need loaded.
-            from inglenook.ui.models.bridge import BackgroundTasks
-
-            self._tasks = BackgroundTasks(self)
-            self._tasks.progress.connect(self._on_progress)
-            self._tasks.done.connect(self._on_done)
-            self._tasks.failed.connect(self._on_failed)
         if kind == "expand":
-            self._tasks.start(self._job, _render_all, self._markdown, self._md_palette, job,
-                              reports=True)
+            self._task = tasks.run(_render_all, self._markdown, self._md_palette, job,
+                                   reports=True, on_progress=self._on_progress,
+                                   on_done=self._on_done, on_failed=self._on_failed, owner=self,
+                                   replaces=self._task)
         else:
-            self._tasks.start(self._job, _find_code_blocks, self._markdown, job)
+            self._task = tasks.run(_find_code_blocks, self._markdown, job, on_done=self._on_done,
+                                   on_failed=self._on_failed, owner=self, replaces=self._task)
 
-    def _on_progress(self, job: object, item: object) -> None:
-        if job == self._job:
-            self._incoming.append(item)  # type: ignore[arg-type]
-            self._schedule(0)
+    def _drop_job(self) -> None:
+        if self._task is not None:
+            self._task.cancel()  # what the old job still delivers is dropped
+        self._job_text = None
 
-    def _on_done(self, job: object, result: object) -> None:
-        if job != self._job:
-            return
+    def _on_progress(self, item: object) -> None:
+        self._incoming.append(item)  # type: ignore[arg-type]
+        self._schedule(0)
+
+    def _on_done(self, result: object) -> None:
         text, self._job_text = self._job_text, None
         if self._job_kind == "expand":
             self._expand_done = text == self._markdown and isinstance(result, tuple)
@@ -268,9 +260,7 @@ class MarkdownView(RichTextView):
         else:
             self._ensure_job()
 
-    def _on_failed(self, job: object, error: object) -> None:
-        if job != self._job:
-            return
+    def _on_failed(self, error: object) -> None:
         log.warning("Could not render a long message: %r", error)
         self._job_text = None
         if self._expanded:

@@ -10,10 +10,10 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.store import Store, StoreError
+from inglenook.ui import tasks
 from inglenook.ui.history import dialogs
 from inglenook.ui.history.search_dialog import SearchDialog
 from inglenook.ui.history.sidebar import ConversationSidebar
-from inglenook.ui.models.bridge import BackgroundTasks
 from inglenook.ui.widgets.banner import Banner
 
 
@@ -44,9 +44,6 @@ class HistoryController(QObject):
         self._parent = parent
         self._deleted: int | None = None
         self._import_cancel: threading.Event | None = None
-        self._tasks = BackgroundTasks(self)
-        self._tasks.done.connect(self._imported)
-        self._tasks.failed.connect(self._import_failed)
         sidebar.conversation_selected.connect(lambda conv_id: self.open_requested.emit(conv_id, 0))
         sidebar.new_requested.connect(self.new_requested)
         sidebar.rename_requested.connect(self.rename)
@@ -136,14 +133,15 @@ class HistoryController(QObject):
         self._import_cancel = threading.Event()
         self.banner.show_message(f"Importing {Path(path).name}…", "info",
                                  ("Cancel", self._import_cancel.set))
-        self._tasks.start("import", dialogs.import_file, path, self.store.path,
-                          self._import_cancel)
+        tasks.run(dialogs.import_file, path, self.store.path, self._import_cancel,
+                  on_done=self._imported, on_failed=self._import_failed, owner=self,
+                  writer=True)  # writes the database: quitting waits for it
 
     @property
     def importing(self) -> bool:
         return self._import_cancel is not None
 
-    def _imported(self, _key: object, result: object) -> None:
+    def _imported(self, result: object) -> None:
         self._import_cancel = None
         assert isinstance(result, dialogs.ImportResult)
         self.banner.clear()
@@ -154,7 +152,7 @@ class HistoryController(QObject):
         if result.summary:
             dialogs.show_summary(result.summary, self._parent)
 
-    def _import_failed(self, _key: object, exc: object) -> None:
+    def _import_failed(self, exc: object) -> None:
         self._import_cancel = None
         if isinstance(exc, dialogs.ImportCancelled):
             self.banner.show_message("Import cancelled; nothing was added.", "info")

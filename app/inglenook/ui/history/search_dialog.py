@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QLabel,
@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.store import SearchHit, Store, StoreError
-from inglenook.ui import theme
+from inglenook.ui import tasks, theme
 from inglenook.ui.plain import plain_label
 
 DEBOUNCE_MS = 150
@@ -74,9 +74,8 @@ class SearchDialog(QDialog):
         layout.addWidget(self.query)
         layout.addWidget(self.status)
         layout.addWidget(self.results, 1)
-        self._timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
-        self._timer.timeout.connect(self.run_query)
-        self.query.textChanged.connect(self._timer.start)
+        self._typing = tasks.debounce(DEBOUNCE_MS, self.run_query, self)
+        self.query.textChanged.connect(lambda _text: self._typing.call())
         self.query.returnPressed.connect(self._choose_first)
         self.results.itemActivated.connect(self._choose)
         self.results.itemClicked.connect(self._choose)
@@ -129,8 +128,8 @@ class SearchDialog(QDialog):
         self.results.setItemWidget(item, label)
 
     def _choose_first(self) -> None:
-        if self._timer.isActive():
-            self._timer.stop()
+        if self._typing.pending:
+            self._typing.cancel()
             self.run_query()
         if self.results.count():
             self._choose(self.results.item(0))

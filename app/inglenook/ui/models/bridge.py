@@ -1,106 +1,18 @@
-"""Work off the GUI thread for the Models page: the download queue and one-shot background tasks.
-
-Background threads never touch widgets or emit signals of objects that may be deleted under them.
-They hand a call to `_Relay`, one object that lives as long as the application, which runs it on
-the GUI thread, and only if its target still exists. So a dialog that is closed and deleted while
-a search or a download is still running simply stops hearing about it.
-"""
+"""The download queue, reported on the GUI thread (through ui/tasks' relay, so a dialog closed
+while a download runs simply stops hearing about it)."""
 
 from __future__ import annotations
 
 import threading
-import weakref
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import shiboken6
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from inglenook.models.download import RetryPolicy
 from inglenook.models.download_queue import DownloadManager, DownloadState, DownloadStatus
+from inglenook.ui.tasks import ensure_relay, post_to_gui
 
 CLOSE_TIMEOUT_S = 3.0  # a download stops at its next chunk; do not hold up quitting for long
-
-
-class _Relay(QObject):
-    """Runs calls posted from any thread on the GUI thread (a queued signal to itself)."""
-
-    posted = Signal(object)
-
-    def __init__(self, parent: QObject | None) -> None:
-        super().__init__(parent)
-        self.posted.connect(self._run, Qt.ConnectionType.QueuedConnection)
-
-    def _run(self, call: tuple[weakref.ref[QObject], str, tuple[Any, ...]]) -> None:
-        ref, method, args = call
-        target = ref()
-        if target is not None and shiboken6.isValid(target):
-            getattr(target, method)(*args)
-
-
-_relay: _Relay | None = None
-
-
-def _ensure_relay() -> _Relay:
-    """Create the relay; call it on the GUI thread (constructors below do)."""
-    global _relay
-    if _relay is None or not shiboken6.isValid(_relay):
-        _relay = _Relay(QCoreApplication.instance())
-    return _relay
-
-
-def post_to_gui(target: QObject, method: str, *args: Any) -> None:
-    """From any thread: call `target.method(*args)` on the GUI thread, unless target is gone."""
-    relay = _relay
-    if relay is not None:
-        relay.posted.emit((weakref.ref(target), method, args))
-
-
-class BackgroundTasks(QObject):
-    """Runs functions on daemon threads (a network read that hangs never holds up quitting) and
-    hands their outcomes back on the GUI thread, tagged with the caller's key so that stale
-    answers can be told apart.
-
-    Signals:
-        progress(object, object): a task's key and a partial result it reported.
-        done(object, object): a task's key and its return value.
-        failed(object, object): a task's key and the exception it raised.
-    Exactly one of done and failed fires per task, after all of its progress.
-    """
-
-    progress = Signal(object, object)
-    done = Signal(object, object)
-    failed = Signal(object, object)
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        _ensure_relay()
-        self.running = 0
-
-    def start(self, key: object, fn: Callable[..., Any], *args: Any, reports: bool = False,
-              **kwargs: Any) -> None:
-        """Run fn(*args, **kwargs) on a thread; with reports, fn(report, *args, **kwargs) where
-        report(value) sends a `progress` signal."""
-        self.running += 1
-
-        def report(value: object) -> None:
-            post_to_gui(self, "_deliver", "progress", key, value)
-
-        def run() -> None:
-            try:
-                result = fn(report, *args, **kwargs) if reports else fn(*args, **kwargs)
-            except BaseException as exc:  # delivered, never raised on a bare thread
-                post_to_gui(self, "_deliver", "failed", key, exc)
-            else:
-                post_to_gui(self, "_deliver", "done", key, result)
-
-        threading.Thread(target=run, daemon=True, name=f"inglenook-task-{key}").start()
-
-    def _deliver(self, kind: str, key: object, value: object) -> None:
-        if kind != "progress":
-            self.running -= 1
-        getattr(self, kind).emit(key, value)
 
 
 class DownloadBridge(QObject):
@@ -121,7 +33,7 @@ class DownloadBridge(QObject):
     def __init__(self, parent: QObject | None = None, *, dest_dir: Path | None = None,
                  max_parallel: int = 1, policy: RetryPolicy | None = None) -> None:
         super().__init__(parent)
-        _ensure_relay()
+        ensure_relay()
         self.manager = DownloadManager(dest_dir, max_parallel=max_parallel,
                                        on_change=self._on_change, policy=policy)
         self._lock = threading.Lock()

@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 from inglenook.models import hub
 from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
 from inglenook.models.hub import HubOffline, RepoSummary
-from inglenook.ui import theme
-from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
+from inglenook.ui import tasks, theme
+from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.repo_panel import (
     OFFLINE_MESSAGE,
@@ -56,10 +56,7 @@ class DiscoverPage(QWidget):
         super().__init__(parent)
         self.setObjectName("discoverPage")
         self.bridge = bridge
-        self.tasks = BackgroundTasks(self)
-        self.tasks.done.connect(self._on_done)
-        self.tasks.failed.connect(self._on_failed)
-        self._request = 0  # the latest search
+        self._search: tasks.Task | None = None  # the latest search; older answers are dropped
         self.busy = False
         try:
             self.catalog, self.catalog_error = load_catalog(), ""
@@ -137,7 +134,8 @@ class DiscoverPage(QWidget):
 
     # -- the list on the left ---------------------------------------------------------------------
     def show_catalog(self) -> None:
-        self._request += 1  # a search still running is no longer wanted
+        if self._search is not None:
+            self._search.cancel()  # a search still running is no longer wanted
         self._set_busy(False)
         self.results.clear()
         self._heading("Curated catalog")
@@ -162,11 +160,17 @@ class DiscoverPage(QWidget):
             self.show_catalog()
             return
         self.show_notice("")
-        self._request += 1
         self._set_busy(True)
         self.results.clear()
         self._heading(f"Searching for “{text}”…")
-        self.tasks.start(self._request, hub.search_models, text, sort=self.sort.currentData())
+        self._search = tasks.run(hub.search_models, text, sort=self.sort.currentData(),
+                                 on_done=self._on_done, on_failed=self._on_failed, owner=self,
+                                 replaces=self._search)
+
+    @property
+    def working(self) -> bool:
+        """A search is running whose answer is still wanted."""
+        return self._search is not None and self._search.running
 
     def _show_results(self, text: str, found: list[RepoSummary]) -> None:
         self.results.clear()
@@ -249,17 +253,13 @@ class DiscoverPage(QWidget):
             self.search()
 
     # -- background answers -----------------------------------------------------------------------
-    def _on_done(self, key: object, value: object) -> None:
-        if key != self._request:
-            return
+    def _on_done(self, value: object) -> None:
         if self._retry is not None:
             self.show_notice("")  # the Hub answered: the failure shown is over
         self._set_busy(False)
         self._show_results(self.query.text().strip(), cast(list[RepoSummary], value))
 
-    def _on_failed(self, key: object, exc: object) -> None:
-        if key != self._request:
-            return
+    def _on_failed(self, exc: object) -> None:
         self._set_busy(False)
         self.show_catalog()  # whatever went wrong, the catalog comes back under the message
         message = failure_message(exc)

@@ -43,7 +43,7 @@ from inglenook.models.library import (
     quantization,
     remove,
 )
-from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui import tasks
 from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
@@ -116,10 +116,6 @@ class LibraryPage(QWidget):
         self.headers: dict[str, GGUFHeader | str] = {}
         self._cache: dict[tuple[str, int, int], GGUFHeader | str] = {}
         self._generation = 0
-        self.tasks = BackgroundTasks(self)
-        self.tasks.progress.connect(self._on_header)
-        self.tasks.done.connect(self._on_task_done)
-        self.tasks.failed.connect(self._on_task_failed)
         self.importing = False
         self._build()
         self.refresh()
@@ -221,8 +217,11 @@ class LibraryPage(QWidget):
             item.setData(0, Qt.ItemDataRole.UserRole, entry.path)
             self._fill(item, entry)
         if to_read:
-            self.tasks.start(("headers", self._generation), _read_headers, self._generation,
-                             to_read, reports=True)
+            # Not replaced by the next refresh: an older read still fills the cache.
+            generation = self._generation
+            tasks.run(_read_headers, generation, to_read, reports=True, owner=self,
+                      on_progress=self._on_header,
+                      on_failed=lambda exc: self._headers_failed(generation, exc))
         total = sum(e.size_bytes for e in self.entries)
         count = len(self.entries)
         self.summary.setText(f"{count} model{'s' if count != 1 else ''} · "
@@ -275,7 +274,7 @@ class LibraryPage(QWidget):
             item.setToolTip(1, plain_tip(f"{verdict.summary}.\n{verdict.detail}"))
         item.setToolTip(0, plain_tip(tip))
 
-    def _on_header(self, key: object, value: object) -> None:
+    def _on_header(self, value: object) -> None:
         generation, path, header = cast(tuple[int, str, "GGUFHeader | str"], value)
         self._cache[self._cache_key(path)] = header
         if generation != self._generation:
@@ -401,26 +400,28 @@ class LibraryPage(QWidget):
         self.importing = True
         self.import_button.setEnabled(False)
         self.show_notice(f"Importing {Path(path).name}…")
-        self.tasks.start("import", import_model, Path(path), mode, paths.models_dir())
+        tasks.run(import_model, Path(path), mode, paths.models_dir(), owner=self,
+                  on_done=self._imported, on_failed=self._import_failed,
+                  writer=True)  # writes the models folder: quitting waits for it
 
-    def _on_task_done(self, key: object, value: object) -> None:
-        if key == "import":
-            self._import_finished()
-            installed, message = cast(tuple[Path, str], value)
-            self.show_notice(message)
-            self.refresh()
-            self.select(str(installed))
-            self.models_changed.emit()
+    def _imported(self, value: object) -> None:
+        self._import_finished()
+        installed, message = cast(tuple[Path, str], value)
+        self.show_notice(message)
+        self.refresh()
+        self.select(str(installed))
+        self.models_changed.emit()
 
-    def _on_task_failed(self, key: object, exc: object) -> None:
-        if key == ("headers", self._generation):  # a bug, not a bad file: say so per row
+    def _headers_failed(self, generation: int, exc: object) -> None:
+        if generation == self._generation:  # a bug, not a bad file: say so per row
             for entry in self.entries:
                 if entry.path not in self.headers:
-                    self._on_header(key, (self._generation, entry.path,
-                                          f"Could not read the header: {exc}"))
-        elif key == "import":
-            self._import_finished()
-            self.show_notice(f"Could not import: {exc}", error=True)
+                    self._on_header((generation, entry.path,
+                                     f"Could not read the header: {exc}"))
+
+    def _import_failed(self, exc: object) -> None:
+        self._import_finished()
+        self.show_notice(f"Could not import: {exc}", error=True)
 
     def _import_finished(self) -> None:
         self.importing = False

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.load import LoadParams
-from inglenook.core.settings import Settings
 from inglenook.core.units import gigabytes
 from inglenook.engine.router import LoadedModel
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.plain import plain_label, plain_tip
 from inglenook.ui.widgets.content_height import fit_to_content
 
@@ -175,33 +175,30 @@ class LoadedModels(QObject):
     this window's load options (`load_params`) and unloads it after the idle time-out of the
     settings; the status bar shows the lanes; the dialog what is loaded.
 
-    Signals:
-    settings_changed(): the idle time-out changed (save the settings).
+    The idle time-out follows the settings' model_idle_minutes.
     """
 
-    settings_changed = Signal()
-
-    def __init__(self, worker: EngineWorker, lanes_label: QLabel,
-                 settings: Callable[[], Settings], load_params: Callable[[str], LoadParams],
-                 parent: QWidget) -> None:
+    def __init__(self, worker: EngineWorker, lanes_label: QLabel, app_settings: AppSettings,
+                 load_params: Callable[[str], LoadParams], parent: QWidget) -> None:
         super().__init__(parent)
-        self.worker, self._parent, self._settings = worker, parent, settings
+        self.worker, self._parent, self.app = worker, parent, app_settings
         self.indicator = LanesIndicator(worker, lanes_label)
         worker.client.api_params = load_params
-        self._apply(settings().model_idle_minutes)
+        self._apply("model_idle_minutes")
+        app_settings.changed.connect(self._apply)
         self._dialog: LoadedModelsDialog | None = None
 
-    def _apply(self, minutes: int) -> None:
-        self.worker.client.keep_alive_s = -1.0 if minutes < 0 else minutes * 60.0
+    def _apply(self, name: str) -> None:
+        if name == "model_idle_minutes":
+            minutes = self.app.value.model_idle_minutes
+            self.worker.client.keep_alive_s = -1.0 if minutes < 0 else minutes * 60.0
 
     def _idle_changed(self, minutes: int) -> None:
-        self._settings().model_idle_minutes = minutes
-        self._apply(minutes)
-        self.settings_changed.emit()
+        self.app.set("model_idle_minutes", minutes)
 
     def show_dialog(self) -> None:
         if self._dialog is None:
-            self._dialog = LoadedModelsDialog(self.worker, self._settings().model_idle_minutes,
+            self._dialog = LoadedModelsDialog(self.worker, self.app.value.model_idle_minutes,
                                               self._parent)
             self._dialog.idle_minutes_changed.connect(self._idle_changed)
         self._dialog.show()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from inglenook.engine.providers import is_remote_ref, model_name_of
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
+from inglenook.ui import tasks
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
@@ -37,7 +36,6 @@ class ModelController(QObject):
         lost(str): the engine died; the message shown to the user.
         unloaded(): the model was unloaded as asked; none is loaded now.
         engine_started(object): protocol.Ready of a new engine process.
-        hashed(str, str): path and sha256 of a model file (from a hashing thread).
         defaults_requested(str): the user wants to edit this model's defaults.
     """
 
@@ -47,7 +45,6 @@ class ModelController(QObject):
     lost = Signal(str)
     unloaded = Signal()
     engine_started = Signal(object)
-    hashed = Signal(str, str)
     defaults_requested = Signal(str)
 
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
@@ -62,6 +59,7 @@ class ModelController(QObject):
         self._load_fix = load_fix
         self._downloads = downloads
         self._dialog: ModelsDialog | None = None
+        self._hashing: tasks.Task | None = None  # the loaded model's fingerprint, being read
         downloads.completed.connect(lambda _status: self.refresh())
         self._parent = parent
         self.model: ModelInfo | None = None
@@ -76,7 +74,6 @@ class ModelController(QObject):
         worker.model_load_failed.connect(self._on_failed)
         worker.engine_crashed.connect(self._on_crashed)
         worker.model_unloaded.connect(self._on_unloaded)
-        self.hashed.connect(self._on_hashed)
         picker.model_chosen.connect(self.load)
         picker.open_requested.connect(self.open_file)
         picker.providers_requested.connect(self.show_providers)
@@ -201,14 +198,12 @@ class ModelController(QObject):
             self.banner.clear()
         self._restarting = False
         if not is_remote_ref(info.path):  # a file: its fingerprint goes into provenance
-            threading.Thread(target=self._hash, args=(info.path,), daemon=True,
-                             name="model-sha256").start()
+            path = info.path
+            self._hashing = tasks.run(sha256_of, path, owner=self, name="model-sha256",
+                                      on_done=lambda digest: self._on_hashed(path, digest),
+                                      on_failed=lambda _exc: None,  # the file went away
+                                      replaces=self._hashing)
         self.ready.emit(info)
-
-    def _hash(self, path: str) -> None:
-        # OSError: the file went away; RuntimeError: the window was closed meanwhile.
-        with contextlib.suppress(OSError, RuntimeError):
-            self.hashed.emit(path, sha256_of(path))
 
     def _on_hashed(self, path: str, digest: str) -> None:
         if self.model is not None and self.model.path == path:

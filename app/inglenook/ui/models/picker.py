@@ -20,7 +20,7 @@ from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
 from inglenook.models.library import installed_models
-from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui import tasks
 from inglenook.ui.plain import plain_tip
 
 OPEN_ITEM = "open"
@@ -60,9 +60,7 @@ class ModelPicker(QComboBox):
         self._providers = providers
         self._remote: list[ProviderListing] = []
         self._remote_at = -REMOTE_STALE_S  # never listed
-        self._remote_serial = 0
-        self._tasks = BackgroundTasks(self)
-        self._tasks.done.connect(self._on_remote_listed)
+        self._listing: tasks.Task | None = None  # the latest listing; older ones are dropped
         self.activated.connect(self._on_activated)
 
     @property
@@ -129,16 +127,16 @@ class ModelPicker(QComboBox):
     def refresh_remote(self) -> None:
         """List the remote engines' models in the background; the items follow when they
         arrive (remote_listed). Call after the providers changed, and at start."""
-        self._remote_serial += 1
         self._remote_at = time.monotonic()
-        self._tasks.start(self._remote_serial, list_all, self.providers)
+        self._listing = tasks.run(list_all, self.providers, on_done=self._on_remote_listed,
+                                  owner=self, replaces=self._listing)
 
     def set_remote(self, listings: list[ProviderListing]) -> None:
         self._remote = list(listings)
         self.refresh()
 
-    def _on_remote_listed(self, serial: object, listings: object) -> None:
-        if serial == self._remote_serial and isinstance(listings, list):
+    def _on_remote_listed(self, listings: object) -> None:
+        if isinstance(listings, list):
             self.set_remote(listings)
             self.remote_listed.emit()
 

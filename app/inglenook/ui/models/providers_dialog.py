@@ -2,7 +2,7 @@
 
 The key goes to the system keyring. Where there is none, the dialog says so and asks: keep it in
 plain text in providers.json, or for this session only. Network and keyring work runs off the
-GUI thread (BackgroundTasks); a test answered after the form changed is dropped.
+GUI thread (ui/tasks); a test answered after the form changed is dropped.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from inglenook.engine import remote_keys
 from inglenook.engine.providers import Provider, ProviderError, ProviderStore
 from inglenook.engine.remote_api import Endpoint, list_models, normalize_base_url
 from inglenook.engine.remote_catalog import describe
-from inglenook.ui import theme
-from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui import tasks, theme
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 
 KeyChoice = Literal["file", "session", ""]  # "": the user cancelled
@@ -74,10 +73,7 @@ class ProvidersDialog(QDialog):
             lambda message: ask_where_to_keep_key(self, message)
         self.confirm_remove: Callable[[str], bool] = self._confirm_remove
         self._editing = ""  # the id of the provider in the form; "" for a new one
-        self._test_serial = 0
-        self._tasks = BackgroundTasks(self)
-        self._tasks.done.connect(self._on_tested)
-        self._tasks.failed.connect(self._on_test_failed)
+        self._testing: tasks.Task | None = None  # the latest test; older answers are dropped
         self._build()
         self.reload()
 
@@ -283,23 +279,21 @@ class ProvidersDialog(QDialog):
         except ValueError as exc:
             self._show(str(exc), error=True)
             return
-        self._test_serial += 1
         self._show(f"Connecting to {url} …")
         self.test_button.setEnabled(False)
-        self._tasks.start(self._test_serial, _test, self.store, self._editing, url,
-                          self.key.text().strip())
+        self._testing = tasks.run(_test, self.store, self._editing, url, self.key.text().strip(),
+                                  on_done=self._on_tested, on_failed=self._on_test_failed,
+                                  owner=self, replaces=self._testing)
 
-    def _on_tested(self, serial: object, line: object) -> None:
-        if serial == self._test_serial:
-            self.test_button.setEnabled(True)
-            self._show(str(line))
-            self.tested.emit(str(line))
+    def _on_tested(self, line: object) -> None:
+        self.test_button.setEnabled(True)
+        self._show(str(line))
+        self.tested.emit(str(line))
 
-    def _on_test_failed(self, serial: object, exc: object) -> None:
-        if serial == self._test_serial:
-            self.test_button.setEnabled(True)
-            self._show(str(exc), error=True)
-            self.tested.emit(str(exc))
+    def _on_test_failed(self, exc: object) -> None:
+        self.test_button.setEnabled(True)
+        self._show(str(exc), error=True)
+        self.tested.emit(str(exc))
 
     def _show(self, text: str, error: bool = False) -> None:
         self.status_line.setText(text)

@@ -29,7 +29,7 @@ from inglenook.engine.quantize import (
     read_headers,
 )
 from inglenook.models.gguf import GGUFHeader
-from inglenook.ui.models.bridge import BackgroundTasks
+from inglenook.ui import tasks
 from inglenook.ui.plain import plain_label
 from inglenook.ui.widgets.content_height import fit_to_content
 
@@ -75,10 +75,6 @@ class QuantizeDialog(QDialog):
         layout.addWidget(self.note)
         layout.addWidget(self.progress)
         layout.addWidget(self.buttons)
-        self._tasks = BackgroundTasks(self)
-        self._tasks.progress.connect(self._on_progress)
-        self._tasks.done.connect(self._on_done)
-        self._tasks.failed.connect(self._on_failed)
         self._quantizer: Quantizer | None = None
         self._plan_now: Plan | None = None
         self._headers: list[GGUFHeader] | None = None
@@ -137,8 +133,9 @@ class QuantizeDialog(QDialog):
         self.progress.setValue(0)
         self.progress.show()
         self.note.setText("Quantizing…")
-        self._tasks.start("quantize", lambda report, q=self._quantizer: q.run(report),
-                          reports=True)
+        tasks.run(self._quantizer.run, reports=True, on_progress=self._on_progress,
+                  on_done=self._on_done, on_failed=self._on_failed, owner=self,
+                  writer=True, name="quantize")  # writes the copy: quitting waits for it
 
     def reject(self) -> None:
         """Cancel stops a running copy (nothing is kept) before closing."""
@@ -148,7 +145,7 @@ class QuantizeDialog(QDialog):
             return  # closes once the quantizer has stopped
         super().reject()
 
-    def _on_progress(self, _key: object, value: object) -> None:
+    def _on_progress(self, value: object) -> None:
         if not isinstance(value, Progress):
             return
         self.progress.setValue(int(value.fraction * 1000))
@@ -158,12 +155,12 @@ class QuantizeDialog(QDialog):
             value.stage, f"Quantizing: {value.tensors_done} of {value.tensors_total} tensors, "
                          f"{describe_size(value.written_bytes)} written{eta}"))
 
-    def _on_done(self, _key: object, value: object) -> None:
+    def _on_done(self, value: object) -> None:
         self._quantizer = None
         self.made.emit(str(value))
         self.accept()
 
-    def _on_failed(self, _key: object, exc: object) -> None:
+    def _on_failed(self, exc: object) -> None:
         self._quantizer = None
         if isinstance(exc, QuantizeCancelled):
             super().reject()

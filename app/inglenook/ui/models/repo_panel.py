@@ -41,7 +41,8 @@ from inglenook.models.advice import (
 from inglenook.models.catalog import CatalogEntry
 from inglenook.models.filenames import UnsafeFileName, parse_quant
 from inglenook.models.hub import GGUFModel, HubOffline, RepoListing
-from inglenook.ui.models.bridge import BackgroundTasks, DownloadBridge
+from inglenook.ui import tasks
+from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.plain import plain_label, plain_tip
 
 OFFLINE_MESSAGE = ("You're offline — search needs the internet. The curated catalog below still "
@@ -108,10 +109,10 @@ class RepoPanel(QFrame):
         super().__init__(parent)
         self.setObjectName("repoPanel")
         self.bridge = bridge
-        self.tasks = BackgroundTasks(self)
-        self.tasks.done.connect(self._on_done)
-        self.tasks.failed.connect(self._on_failed)
-        self._request = 0  # the latest repository opened
+        # The latest repository's listing and fit; older answers are dropped (a fit still
+        # fills the header cache, see _on_fit).
+        self._listing_task: tasks.Task | None = None
+        self._fit_task: tasks.Task | None = None
         self.repo = ""
         self.listing: RepoListing | None = None
         self.report: FitReport | None = None
@@ -160,19 +161,31 @@ class RepoPanel(QFrame):
         if not hub.is_offline():
             self.open_repo(entry.repo, meta, entry)
             return
-        self._request += 1
+        self._forget_requests()
         self._show_recommended(entry, meta)
 
     def open_repo(self, repo: str, meta: str = "", entry: CatalogEntry | None = None) -> None:
         if hub.is_offline():
             self.failed.emit(OFFLINE_MESSAGE, False, None)
             return
-        self._request += 1
+        self._forget_requests()
         self._opened = (repo, meta, entry)  # what Retry opens again
         self.repo, self._catalog_entry = repo, entry
         self.listing, self.report, self.fit_error = None, None, ""
         self.clear("Listing the repository's files…", entry.name if entry else repo, meta)
-        self.tasks.start(("files", self._request), hub.list_gguf_files, repo)
+        self._listing_task = tasks.run(hub.list_gguf_files, repo, on_done=self._on_listed,
+                                       on_failed=lambda exc: self._on_failed("files", exc),
+                                       owner=self)
+
+    def _forget_requests(self) -> None:
+        if self._listing_task is not None:
+            self._listing_task.cancel()
+        self._listing_task = self._fit_task = None  # a fit still running fills the cache
+
+    @property
+    def working(self) -> bool:
+        """A listing or fit is running whose answer is still wanted."""
+        return any(t is not None and t.running for t in (self._listing_task, self._fit_task))
 
     def reopen(self) -> None:
         self.open_repo(*self._opened)
@@ -197,8 +210,11 @@ class RepoPanel(QFrame):
         self._render_files()
         self.repo_status.setText("Reading the model's header to estimate its memory needs…")
         shape, verdict = self._shapes.get(listing.repo, (None, None))
-        self.tasks.start(("fit", self._request), plan_fits, listing.repo, listing, shape,
-                         verdict)
+        # The callbacks name their own task (bound by the time they run, on this thread).
+        task = tasks.run(plan_fits, listing.repo, listing, shape, verdict, owner=self,
+                         on_done=lambda report: self._on_fit(task, report),
+                         on_failed=lambda exc: self._on_fit_failed(task, exc))
+        self._fit_task = task
 
     def _show_fits(self, report: FitReport) -> None:
         self.report = report
@@ -343,21 +359,21 @@ class RepoPanel(QFrame):
 
     # ---- background answers ---------------------------------------------------------------
 
-    def _on_done(self, key: object, value: object) -> None:
-        kind, number = cast(tuple[str, int], key)
-        if kind == "files" and number == self._request:
-            self.failed.emit("", False, None)  # the Hub answered: a failure shown is over
-            self._show_listing(cast(RepoListing, value))
-        elif kind == "fit":
-            report = cast(FitReport, value)
-            self._shapes[report.repo] = (report.shape, report.verdict)  # kept if moved on
-            if number == self._request:
-                self._show_fits(report)
+    def _on_listed(self, value: object) -> None:
+        self.failed.emit("", False, None)  # the Hub answered: a failure shown is over
+        self._show_listing(cast(RepoListing, value))
 
-    def _on_failed(self, key: object, exc: object) -> None:
-        kind, number = cast(tuple[str, int], key)
-        if number != self._request:
-            return
+    def _on_fit(self, task: tasks.Task, value: object) -> None:
+        report = cast(FitReport, value)
+        self._shapes[report.repo] = (report.shape, report.verdict)  # kept if moved on
+        if task is self._fit_task:
+            self._show_fits(report)
+
+    def _on_fit_failed(self, task: tasks.Task, exc: object) -> None:
+        if task is self._fit_task:
+            self._on_failed("fit", exc)
+
+    def _on_failed(self, kind: str, exc: object) -> None:
         message, unreachable = failure_message(exc), is_unreachable(exc)
         reopen: Retry = self.reopen if retryable(exc) else None
         if kind == "files":

@@ -3,16 +3,15 @@ requests sharing the engine (and the queue) with the chats."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from inglenook.core.settings import Settings
+from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine.worker import EngineWorker
 from inglenook.server.api_server import ApiServer
 from inglenook.server.config import ConfigError, ServerConfig
 from inglenook.server.status import ServerStatus
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.plain import plain_tip
 from inglenook.ui.server.server_dialog import ServerDialog
 
@@ -20,17 +19,15 @@ from inglenook.ui.server.server_dialog import ServerDialog
 class ServerController(QObject):
     """Signals:
     status_changed(object): the latest ServerStatus (re-emitted on the GUI thread).
-    settings_changed(): the server's settings changed (save them).
     """
 
     status_changed = Signal(object)
-    settings_changed = Signal()
 
-    def __init__(self, worker: EngineWorker, settings: Callable[[], Settings],
+    def __init__(self, worker: EngineWorker, app_settings: AppSettings,
                  indicator: QLabel, parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.indicator = worker, indicator
-        self._settings = settings  # the window's current settings object
+        self.app = app_settings
         self._parent = parent
         self.server: ApiServer | None = None
         self.error = ""
@@ -40,7 +37,7 @@ class ServerController(QObject):
 
     @property
     def settings(self) -> Settings:
-        return self._settings()
+        return self.app.value
 
     @property
     def running(self) -> bool:
@@ -55,10 +52,13 @@ class ServerController(QObject):
         self._dialog.show()
 
     def switch(self, on: bool) -> None:
-        if self._dialog is not None:
-            self._dialog.store(self.settings)
-        self.settings.api_enabled = on
-        self.settings_changed.emit()
+        changes = self._dialog.changes() if self._dialog is not None else {}
+        try:
+            self.app.update(**changes, api_enabled=on)
+        except SettingsValueError as exc:  # nothing kept; the server stays as it was
+            self.error = str(exc)
+            self._show(self.server.status() if self.server else ServerStatus())
+            return
         self.start() if on else self.stop()
 
     def start(self) -> None:
@@ -72,7 +72,7 @@ class ServerController(QObject):
             server.start()
         except (ConfigError, OSError) as exc:
             self.error = f"The server did not start: {exc}"
-            self.settings.api_enabled = False
+            self.app.set("api_enabled", False)
             self._show(ServerStatus())
             return
         self.server, self.error = server, ""

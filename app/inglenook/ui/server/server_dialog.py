@@ -130,11 +130,11 @@ class ServerDialog(QDialog):
                             token=self.token.text().strip(),
                             cors_origins=tuple(self.origins.text().split()))
 
-    def store(self, settings: Settings) -> None:
+    def changes(self) -> dict[str, object]:
+        """The settings this dialog shows, for AppSettings.update()."""
         config = self.config()
-        settings.api_host, settings.api_port = config.host, config.port
-        settings.api_token, settings.api_cors_origins = config.token, " ".join(
-            config.cors_origins)
+        return {"api_host": config.host, "api_port": config.port, "api_token": config.token,
+                "api_cors_origins": " ".join(config.cors_origins)}
 
     def show_status(self, status: ServerStatus, error: str = "") -> None:
         for widget in (self.host, self.port, self.token, self.origins):

@@ -1,58 +1,62 @@
 """The side panel bound to the chat on screen: its preset, system prompt and sampling, its
 thinking switch, effort and tools (saved with that chat), and the app's load options and
-per-model defaults (saved in settings.json)."""
+per-model defaults (settings.json, through AppSettings)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.chat.session import ChatSession, ChatSettings
 from inglenook.core.load import LoadParams, LoadRefusal, ModelDefaults, ModelInfo
-from inglenook.core.settings import Settings
+from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine import protocol as p
 from inglenook.store import Preset, Store, StoreError
+from inglenook.ui import tasks
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 
 SAVE_DELAY_MS = 500
+CHAT_FIELDS = ("sampling", "system_prompt", "overflow")  # the panel shows the chat's; see _use
 CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
             "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
 
 
 class SideController(QObject):
     """Signals:
-    settings_changed(): app settings changed; the window saves them (debounced here).
     store_failed(str): a chat's settings or a preset could not be saved; the message.
     defaults_saved(str): new defaults for this model path were saved.
     """
 
-    settings_changed = Signal()
     store_failed = Signal(str)
     defaults_saved = Signal(str)
 
-    def __init__(self, panel: SamplingPanel, bar: PresetBar, store: Store, settings: Settings,
-                 gpu_supported: Callable[[], bool], parent: QWidget) -> None:
+    def __init__(self, panel: SamplingPanel, bar: PresetBar, store: Store,
+                 app_settings: AppSettings, gpu_supported: Callable[[], bool],
+                 parent: QWidget) -> None:
         super().__init__(parent)
         self.panel, self.bar, self.store = panel, bar, store
-        self.settings = settings
+        self.app = app_settings
         self._gpu_supported = gpu_supported
         self._parent = parent
         self.session: ChatSession | None = None
-        self._save_chat = QTimer(self, singleShot=True, interval=SAVE_DELAY_MS)
-        self._save_chat.timeout.connect(self.flush)
-        panel.set_settings(settings)
+        self._save_chat = tasks.debounce(SAVE_DELAY_MS, self.flush, self)
+        # One user action may pass through states the settings refuse (flash attention off
+        # before the KV cache type follows): the panel's load options are taken once it settles.
+        self._load_edited = tasks.debounce(0, self.store_load_options, self)
+        panel.set_settings(app_settings.value)
         panel.sampling_changed.connect(lambda _s: self._edited())
         panel.system_prompt_changed.connect(lambda _s: self._edited())
         panel.overflow_changed.connect(lambda _s: self._edited())
         panel.reply_section.thinking_changed.connect(lambda on: self._chat_change(thinking=on))
         panel.reply_section.effort_changed.connect(
             lambda effort: self._chat_change(reasoning_effort=effort))
-        panel.settings_changed.connect(self.settings_changed)
+        panel.settings_changed.connect(self._load_edited.call)
         bar.preset_chosen.connect(self.apply_preset)
         bar.save_requested.connect(self.save_preset)
         bar.delete_requested.connect(self.delete_preset)
@@ -62,18 +66,18 @@ class SideController(QObject):
     # ---- which chat ---------------------------------------------------------------------
     def new_chat_settings(self) -> ChatSettings:
         """What a new chat starts with: the values last chosen (settings.json)."""
-        chosen = ChatSettings(self.settings.system_prompt, self.settings.sampling,
-                              overflow=self.settings.overflow)  # type: ignore[arg-type]
+        settings = self.app.value
+        chosen = ChatSettings(settings.system_prompt, settings.sampling,
+                              overflow=settings.overflow)  # type: ignore[arg-type]
         return chosen.replace(preset=chosen.matching_preset(self.presets))
 
     def bind(self, session: ChatSession) -> None:
         """Show this chat's settings; edits go to it from now on."""
         self.flush()
         self.session = session
-        self.settings = self._with_load_options()
         chat = session.settings
         self.panel.set_settings(dataclasses.replace(
-            self.settings, sampling=chat.sampling, system_prompt=chat.system_prompt))
+            self.app.value, sampling=chat.sampling, system_prompt=chat.system_prompt))
         self.panel.set_overflow(chat.overflow)
         self.panel.reply_section.show_chat(chat)
         self.bar.show_current(chat.matching_preset(self.presets))
@@ -88,11 +92,13 @@ class SideController(QObject):
         if self.session is not None:
             self.session.set_settings(self.session.settings.replace(**changes))
             self.panel.reply_section.show_chat(self.session.settings)
-            self._save_chat.start()
+            self._save_chat.call()
 
     def flush(self) -> None:
-        """Save the bound chat's settings now (on switching, closing, and after edits)."""
-        self._save_chat.stop()
+        """Save the bound chat's settings now (on switching, closing, and after edits), and
+        take the panel's load options."""
+        self._save_chat.cancel()
+        self.store_load_options()
         session = self.session
         if session is not None and session.settings_dirty:
             try:
@@ -113,14 +119,18 @@ class SideController(QObject):
             chat = self.session.settings
             values = values.replace(thinking=chat.thinking, tools=chat.tools,
                                     reasoning_effort=chat.reasoning_effort)
-        self.settings = dataclasses.replace(self._with_load_options(), sampling=values.sampling,
-                                            system_prompt=values.system_prompt,
-                                            overflow=values.overflow)
+        self._change(sampling=values.sampling, system_prompt=values.system_prompt,
+                     overflow=values.overflow)
         if self.session is not None:
             self.session.set_settings(values)
-            self._save_chat.start()
+            self._save_chat.call()
         self.bar.show_current(values.preset)
-        self.settings_changed.emit()
+
+    def _change(self, **changes: object) -> None:
+        try:
+            self.app.update(**changes)
+        except SettingsValueError as exc:  # nothing changed; the panel still shows it
+            self.store_failed.emit(str(exc))
 
     # ---- presets ------------------------------------------------------------------------
     def refresh_presets(self) -> None:
@@ -136,7 +146,7 @@ class SideController(QObject):
         """Put a preset's system prompt and sampling in the panel; the chat remembers it."""
         values = ChatSettings.of_preset(preset).replace(overflow=self.panel.overflow())
         self.panel.set_settings(dataclasses.replace(
-            self._with_load_options(), sampling=values.sampling,
+            self.panel.apply_to(self.app.value), sampling=values.sampling,
             system_prompt=values.system_prompt))
         self._use(values)
 
@@ -164,7 +174,7 @@ class SideController(QObject):
             return
         if self.session is not None and self.session.settings.preset == name:
             self.session.set_settings(self.session.settings.replace(preset=None))
-            self._save_chat.start()
+            self._save_chat.call()
         self.refresh_presets()
 
     # ---- loading ------------------------------------------------------------------------
@@ -175,7 +185,7 @@ class SideController(QObject):
 
     def load_params(self, path: str) -> LoadParams:
         """The panel's load options with this model's own defaults over them."""
-        return self.settings.defaults_for(path).apply(self.panel.load_params(path))
+        return self.app.value.defaults_for(path).apply(self.panel.load_params(path))
 
     def load_fix(self, refusal: LoadRefusal | None) -> tuple[str, Callable[[], None]] | None:
         """For a load refused as too large or beyond the trained length: the change that
@@ -195,37 +205,31 @@ class SideController(QObject):
         return None
 
     def model_defaults(self, path: str) -> ModelDefaults:
-        return self.settings.defaults_for(path)
+        return self.app.value.defaults_for(path)
 
     def edit_model_defaults(self, path: str) -> None:
         """Per-model context, GPU layers, preset and template; applied on the next load."""
         if not path:
             return
-        dialog = ModelDefaultsDialog(path, self.settings.defaults_for(path),
+        dialog = ModelDefaultsDialog(path, self.app.value.defaults_for(path),
                                      [p.name for p in self.presets], self._gpu_supported(),
                                      self._parent)
         dialog.accepted.connect(lambda: self._save_model_defaults(path, dialog.result_defaults))
         dialog.open()
 
     def _save_model_defaults(self, path: str, defaults: ModelDefaults) -> None:
-        self.settings.set_defaults(path, defaults)
-        self.settings_changed.emit()
+        self.app.set_model_defaults(path, defaults)
         self.defaults_saved.emit(path)
 
     def welcomed(self) -> None:
         """The first-run welcome was shown: not shown again."""
-        self.settings.welcomed = True
-        self.settings_changed.emit()
+        self._change(welcomed=True)
 
-    def current_settings(self) -> Settings:
-        """Everything to save in settings.json, with the load options the panel shows now."""
-        self.settings = self._with_load_options()
-        return self.settings
-
-    def _with_load_options(self) -> Settings:
-        """The app settings with the panel's load options. The panel's prompt and sampling
-        belong to the chat on screen; the defaults for new chats change only by editing."""
-        shown = self.panel.apply_to(self.settings)
-        return dataclasses.replace(shown, sampling=self.settings.sampling,
-                                   system_prompt=self.settings.system_prompt,
-                                   overflow=self.settings.overflow)
+    def store_load_options(self) -> None:
+        """Keep the load options the panel shows in the settings (they apply at the next
+        load). The panel's prompt and sampling belong to the chat on screen: the defaults
+        for new chats change only by editing them (_use)."""
+        self._load_edited.cancel()
+        shown = self.panel.apply_to(self.app.value)
+        self._change(**{f.name: getattr(shown, f.name) for f in dataclasses.fields(Settings)
+                        if f.name not in CHAT_FIELDS})

@@ -2,12 +2,11 @@
 
 The manager (and the MCP SDK it imports, ~0.7 s) is made on first use: a window whose chats use
 no tools never pays for it. Its futures complete on the manager's thread; their results come
-back here as queued signals, so the GUI thread never waits on a tool.
+back here through ui/tasks (on the GUI thread), so the GUI thread never waits on a tool.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from inglenook.tools.config import (
     set_server_enabled,
 )
 from inglenook.tools.results import ToolResult
+from inglenook.ui import tasks
 
 if TYPE_CHECKING:
     from inglenook.tools.manager import ToolManager
@@ -38,21 +38,17 @@ class ToolController(QObject):
     """Signals:
         servers_changed(): mcp.json was read again or saved.
         server_state(object): a server started, runs, failed or stopped (ServerState).
-        _done(int, object): a future finished (from the manager's thread; queued to this one).
     """
 
     servers_changed = Signal()
     server_state = Signal(object)
-    _done = Signal(int, object)
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.call_timeout = DEFAULT_CALL_TIMEOUT
         self.config: McpConfig = load_config()
         self._manager: ToolManager | None = None
-        self._waiting: dict[int, Callable[[object], None]] = {}
-        self._ids = itertools.count(1)
-        self._done.connect(self._finished)
+        self._waiting: set[tasks.Task] = set()  # dropped at close: their answers with them
 
     # ---- configuration ------------------------------------------------------------------
     @property
@@ -116,23 +112,18 @@ class ToolController(QObject):
     def close(self) -> None:
         """Stop every server (on quit); safe to call when none ran."""
         manager, self._manager = self._manager, None
+        for task in self._waiting:
+            task.cancel()
         self._waiting.clear()
         if manager is not None:
             manager.close()
 
     def _when_done(self, future: Future[Any], done: Callable[[object], None]) -> None:
-        key = next(self._ids)
-        self._waiting[key] = done
-
-        def report(f: Future[Any]) -> None:  # the manager's thread
-            if f.cancelled():
-                return
-            error = f.exception()
-            self._done.emit(key, error if error is not None else f.result())
-
-        future.add_done_callback(report)
-
-    def _finished(self, key: int, outcome: object) -> None:
-        done = self._waiting.pop(key, None)
-        if done is not None:
+        """done(the result or the exception), on this thread; a cancelled future: never."""
+        def finished(outcome: object) -> None:
+            self._waiting.discard(task)
             done(outcome)
+
+        task = tasks.from_future(future, on_done=finished, on_failed=finished, owner=self,
+                                 name="mcp")
+        self._waiting.add(task)

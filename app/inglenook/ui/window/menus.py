@@ -31,9 +31,7 @@ def theme_is(mode: str) -> bool:
 
 def use_theme(w: MainWindow, mode: str) -> None:
     """Switch to theme `mode` now and keep it in the settings."""
-    theme.manager().set_mode(mode)
-    w.side.settings.theme = mode
-    w.side.settings_changed.emit()  # the window saves its settings on this signal
+    w.app_settings.set("theme", mode)  # the window switches on its changed("theme")
 
 
 def window_menus(w: MainWindow) -> list[Menu]:
