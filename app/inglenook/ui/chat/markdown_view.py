@@ -390,7 +390,7 @@ class MarkdownView(RichTextView):
                 cursor.insertText(text, char_format)
             if spans:
                 part.chars = doc.characterCount()
-                self._clamp_selection()
+                self._selection.clamp(self._parts)
         self.update()
 
     def _extend_menu(self, menu: QMenu, href: str) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -49,17 +49,12 @@ from PySide6.QtWidgets import QApplication, QMenu, QSizePolicy, QWidget
 from inglenook.ui.chat.code_scroll import DOC_MARGIN, BandKey, CodeScroller
 from inglenook.ui.chat.markdown import ZWSP
 from inglenook.ui.chat.text_part import InertDocument, TextPart, inert_resource, text_cursor
+from inglenook.ui.chat.text_selection import Position, Selection, link_rect
 
 SLICE_S = 0.03  # GUI-thread layout work per turn of the event loop for a long message
 SYNC_PARTS = 3  # up to this many parts are always laid out at once
 KEEP_PARTS = 8  # a message with more parts releases the documents of those far out of view
 
-Position = tuple[int, int]  # (part, character position in that part's document)
-
-
-def _x(cursor_to_x: object) -> float:
-    # QTextLine.cursorToX returns (x, position) in PySide6; its stubs say object.
-    return cast(tuple[float, int], cursor_to_x)[0]
 
 
 class RichTextView(QWidget):
@@ -79,8 +74,7 @@ class RichTextView(QWidget):
         self._exact: int | None = None  # the height at the widget's width, once known
         self._relayout: QTimer | None = None
         self._release: QTimer | None = None
-        self._anchor: Position | None = None  # the selection: where it started, and its end
-        self._cursor: Position = (0, 0)
+        self._selection = Selection()
         self._press: tuple[QPoint, str] | None = None
         self._dragging = False
         self._code = CodeScroller(self.width, self.update)
@@ -130,7 +124,7 @@ class RichTextView(QWidget):
             self._parts[index].set_html(html)
         else:
             return
-        self._clamp_selection()
+        self._selection.clamp(self._parts)
         self._changed()
 
     def _set_parts(self, htmls: list[str]) -> None:
@@ -144,7 +138,7 @@ class RichTextView(QWidget):
             for part in self._parts[keep:]:
                 part.release()
             del self._parts[keep:]
-            self._clamp_selection()
+            self._selection.clamp(self._parts)
             self._changed()
 
     def _set_note(self, html: str | None) -> None:
@@ -285,7 +279,7 @@ class RichTextView(QWidget):
             context = QAbstractTextDocumentLayout.PaintContext()
             context.palette = palette
             clip = QRectF(exposed.translated(0, -part.top))
-            span = self._selected_span(index)
+            span = self._selection.span(index, self._parts)
             if span is not None:
                 selection = QAbstractTextDocumentLayout.Selection()
                 selection.cursor = text_cursor(part.doc, span)
@@ -325,33 +319,16 @@ class RichTextView(QWidget):
 
     # --- selection -----------------------------------------------------------------------
 
-    def _selected_span(self, index: int) -> tuple[int, int] | None:
-        if self._anchor is None or self._anchor == self._cursor or index >= len(self._parts):
-            return None
-        start, end = sorted((self._anchor, self._cursor))
-        if not start[0] <= index <= end[0]:
-            return None
-        last = self._parts[index].chars - 1
-        begin = start[1] if index == start[0] else 0
-        stop = end[1] if index == end[0] else last
-        return (min(begin, last), min(stop, last)) if begin != stop else None
-
     def has_selection(self) -> bool:
-        return self._anchor is not None and self._anchor != self._cursor
+        return self._selection.active
 
     def selected_text(self) -> str:
-        """The selection as plain text, without the zero-width breaks the renderer adds."""
-        pieces = []
-        for index, part in enumerate(self._parts):
-            span = self._selected_span(index)
-            if span is not None:
-                pieces.append(part.plain_text(span))
-        return "\n".join(pieces).replace(ZWSP, "")
+        return self._selection.text(self._parts)
 
     def select(self, anchor: int, position: int, part: int = 0) -> None:
         """Select from `anchor` to `position` (character positions in one part)."""
-        self._anchor, self._cursor = (part, anchor), (part, position)
-        self._clamp_selection()
+        self._selection.set((part, anchor), (part, position))
+        self._selection.clamp(self._parts)
         self.update()
 
     def find_words(self, words: Sequence[str]) -> bool:
@@ -366,23 +343,12 @@ class RichTextView(QWidget):
         return False
 
     def select_all(self) -> None:
-        last = len(self._parts) - 1
-        self._anchor = (0, 0)
-        self._cursor = (last, self._parts[last].chars - 1)
+        self._selection.everything(self._parts)
         self.update()
 
     def copy(self) -> None:
         if self.has_selection():
             QGuiApplication.clipboard().setText(self.selected_text())
-
-    def _clamp_selection(self) -> None:
-        def clamp(pos: Position) -> Position:
-            part = min(pos[0], len(self._parts) - 1)
-            return part, min(pos[1], self._parts[part].chars - 1)
-
-        if self._anchor is not None:
-            self._anchor = clamp(self._anchor)
-        self._cursor = clamp(self._cursor)
 
     def _hit(self, point: QPoint) -> Position:
         index = 0
@@ -402,23 +368,7 @@ class RichTextView(QWidget):
 
     def anchor_rect(self, href: str) -> QRectF:
         """Where the first link to `href` is drawn, in widget coordinates (empty if none)."""
-        for part in self._stack():
-            block = part.doc.begin()
-            while block.isValid():
-                it = block.begin()
-                while not it.atEnd():
-                    fragment = it.fragment()
-                    if fragment.charFormat().anchorHref() == href:
-                        offset = fragment.position() - block.position()
-                        line = block.layout().lineForTextPosition(offset)
-                        origin = part.doc.documentLayout().blockBoundingRect(block).topLeft()
-                        start = _x(line.cursorToX(offset))
-                        end = _x(line.cursorToX(offset + fragment.length()))
-                        return QRectF(origin.x() + start, origin.y() + line.y() + part.top,
-                                      end - start, line.height())
-                    it += 1
-                block = block.next()
-        return QRectF()
+        return link_rect(self._stack(), href)
 
     # --- mouse and keyboard --------------------------------------------------------------
 
@@ -432,10 +382,11 @@ class RichTextView(QWidget):
         hit = self._hit(point)
         self._press = (point, self.anchor_at(point))
         self._dragging = False
-        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier and self._anchor is not None:
-            self._cursor = hit
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier and \
+                self._selection.anchor is not None:
+            self._selection.cursor = hit
         else:
-            self._anchor, self._cursor = hit, hit
+            self._selection.set(hit, hit)
         self.update()
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
@@ -446,7 +397,7 @@ class RichTextView(QWidget):
             distance = (point - self._press[0]).manhattanLength()
             if self._dragging or distance >= QApplication.startDragDistance():
                 self._dragging = True
-                self._cursor = self._hit(point)
+                self._selection.cursor = self._hit(point)
                 self.update()
             return
         self.setCursor(Qt.CursorShape.ArrowCursor if self._code.on_bar(self._parts, point)
@@ -476,7 +427,7 @@ class RichTextView(QWidget):
         cursor = QTextCursor(self._parts[index].doc)
         cursor.setPosition(pos)
         cursor.select(QTextCursor.SelectionType.WordUnderCursor)
-        self._anchor, self._cursor = (index, cursor.anchor()), (index, cursor.position())
+        self._selection.set((index, cursor.anchor()), (index, cursor.position()))
         self._press = None
         self.update()
 
