@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
         self.banner = Banner(self)
         self.find_bar = FindBar(self)
         self.chat = ChatView(self)
-        self.chat.set_empty_text("Loading the model…")
+        self.chat.empty.label.setText("Loading the model…")
         self.queue_notice = QueueNotice(self)
         self.composer = Composer(self)
         self.composer.set_can_send(False)
@@ -244,7 +244,7 @@ class MainWindow(QMainWindow):
         preset = self.side.model_defaults(info.path).preset
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)
-        self.chat.set_empty_text(f"{info.name} is ready. Ask it anything.")
+        self.chat.empty.label.setText(f"{info.name} is ready. Ask it anything.")
         self.chats.set_can_send(True)  # sends a message typed while it loaded
         self.composer.set_loading(False)
         self.chats.show_context()
@@ -253,14 +253,14 @@ class MainWindow(QMainWindow):
         self.model_ready.emit(info)
 
     def _model_failed(self, path: str, _message: str) -> None:
-        self.chat.set_empty_text("Choose a model above to start.")
+        self.chat.empty.label.setText("Choose a model above to start.")
         self.chats.set_can_send(False)
         self.composer.set_loading(False)
         if self.app_settings.value.last_model == path:
             self.app_settings.set("last_model", "")  # never retry a failing model next time
 
     def _model_unloaded(self) -> None:
-        self.chat.set_empty_text("Choose a model above to start.")
+        self.chat.empty.label.setText("Choose a model above to start.")
         self.chats.set_can_send(False)
         self.composer.set_loading(False)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetricsF, QKeyEvent, QResizeEvent, QShowEvent
@@ -36,6 +35,7 @@ from inglenook.ui.chat.bubble import MessageBubble, format_stats
 from inglenook.ui.chat.bubble_pool import BubblePool, Factory, Prepare
 from inglenook.ui.chat.empty_state import EmptyState
 from inglenook.ui.chat.jump_button import JumpButton
+from inglenook.ui.chat.loose_messages import LooseMessages
 from inglenook.ui.chat.rows import Metrics, RowGeometry
 
 BOTTOM_SLACK_PX = 40
@@ -50,15 +50,14 @@ FILL_SLICE_S = 0.004  # GUI-thread time per turn of the event loop spent filling
 TARGET_TOP = 40  # px: where a message brought into view (a search hit) is placed
 
 
+_STEPS = {  # keys that move the view by a line or a page
+    Qt.Key.Key_Up: QScrollBar.SliderAction.SliderSingleStepSub,
+    Qt.Key.Key_Down: QScrollBar.SliderAction.SliderSingleStepAdd,
+    Qt.Key.Key_PageUp: QScrollBar.SliderAction.SliderPageStepSub,
+    Qt.Key.Key_PageDown: QScrollBar.SliderAction.SliderPageStepAdd,
+}
+
 __all__ = ["ChatView", "MessageBubble", "format_stats"]
-
-
-@dataclass
-class _Standalone:
-    """A row added with add_bubble (a view used without a store: tests and benches)."""
-
-    role: str
-    text: str
 
 
 class ChatView(QAbstractScrollArea):
@@ -81,17 +80,15 @@ class ChatView(QAbstractScrollArea):
         self._rows = Outline()
         self._index: dict[int, int] | None = None  # key -> row, made when first needed
         self._geometry = RowGeometry()
-        self._pool = BubblePool(self.viewport(), self._make_standalone)
+        self._loose = LooseMessages(self)
+        self._pool = BubblePool(self.viewport(), self._loose.make)
         self._live = self._pool.live  # row index -> its bubble
-        self._standalone: dict[int, _Standalone] = {}
-        self._next_key = -1
         self._width = 0  # the column's width the heights are for
         self._metrics: Metrics | None = None
         self._follow = True
         self._anchor = (0, 0)  # (row, its top relative to the viewport's top) when not following
         self._arranging = False
         self.empty = EmptyState(self.viewport())
-        self.empty_label = self.empty.label
         self.jump = JumpButton(self.viewport())
         self.jump.clicked.connect(self.scroll_to_bottom)
         self._fill_timer = QTimer(self, singleShot=True, interval=0)
@@ -150,21 +147,14 @@ class ChatView(QAbstractScrollArea):
             self._arrange()
 
     def clear(self) -> None:
-        self._standalone.clear()
-        self.set_rows(Outline(), self._make_standalone)
+        self._loose.clear()
 
     def add_bubble(self, role: str, text: str = "") -> MessageBubble:
         """A message shown without a store behind it (the view on its own: tests, benches)."""
-        key, self._next_key = self._next_key, self._next_key - 1
-        self._standalone[key] = _Standalone(role, text)
-        if self._pool.make != self._make_standalone:
-            self.set_rows(Outline(), self._make_standalone)
-        return self.append(MessageOutline(key, role, len(text), 0, text.count("\n"), False, 0,
-                                          0))
+        return self._loose.add(role, text)
 
-    def _make_standalone(self, index: int, parent: QWidget) -> MessageBubble:
-        found = self._standalone[self._rows.ids[index]]
-        return MessageBubble(found.role, found.text, parent)
+    def makes_with(self, make: Factory) -> bool:
+        return self._pool.make == make
 
     def changed(self, key: int, row: MessageOutline | None = None) -> None:
         """A message's content changed (a reply ended, its tool cards moved on): its height is
@@ -211,6 +201,9 @@ class ChatView(QAbstractScrollArea):
         """The message of each row, in order."""
         return list(self._rows.ids)
 
+    def key_at(self, index: int) -> int:
+        return self._rows.ids[index]
+
     def index_of(self, key: int) -> int | None:
         if self._index is None:
             self._index = {key: n for n, key in enumerate(self._rows.ids)}
@@ -226,19 +219,12 @@ class ChatView(QAbstractScrollArea):
 
     def visible_rows(self) -> range:
         """The rows at least partly in view."""
-        if not self._rows:
-            return range(0)
-        value = self.verticalScrollBar().value()
-        first = self._geometry.index_at(value)
-        last = self._geometry.index_at(value + self.viewport().height())
-        return range(first, last + 1)
+        return self._geometry.rows_in(self.verticalScrollBar().value(),
+                                      self.viewport().height())
 
     @property
     def following(self) -> bool:
         return self._follow
-
-    def set_empty_text(self, text: str) -> None:
-        self.empty_label.setText(text)
 
     # ---- moving ---------------------------------------------------------------------------
 
@@ -275,23 +261,17 @@ class ChatView(QAbstractScrollArea):
 
     def page(self, direction: int) -> None:
         """A page up (-1) or down (1), as PageUp and PageDown do."""
-        self.verticalScrollBar().triggerAction(
-            QScrollBar.SliderAction.SliderPageStepSub if direction < 0
-            else QScrollBar.SliderAction.SliderPageStepAdd)
+        self.verticalScrollBar().triggerAction(_STEPS[Qt.Key.Key_PageUp if direction < 0
+                                                      else Qt.Key.Key_PageDown])
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
-        bar = self.verticalScrollBar()
         if key == Qt.Key.Key_Home:
             self.scroll_to_top()
         elif key == Qt.Key.Key_End:
             self.scroll_to_bottom()
-        elif key in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown):
-            self.page(-1 if key == Qt.Key.Key_PageUp else 1)
-        elif key == Qt.Key.Key_Up:
-            bar.triggerAction(QScrollBar.SliderAction.SliderSingleStepSub)
-        elif key == Qt.Key.Key_Down:
-            bar.triggerAction(QScrollBar.SliderAction.SliderSingleStepAdd)
+        elif key in _STEPS:
+            self.verticalScrollBar().triggerAction(_STEPS[Qt.Key(key)])
         else:
             super().keyPressEvent(event)
 
@@ -389,7 +369,8 @@ class ChatView(QAbstractScrollArea):
             self._refit()
         bar = self.verticalScrollBar()
         if not self._rows:
-            self._place_empty(height)
+            self.empty.place(bar, self.viewport().width(), height)
+            self.jump.hide()
             return
         self.empty.hide()
         geometry = self._geometry
@@ -416,16 +397,6 @@ class ChatView(QAbstractScrollArea):
             bubble.setGeometry(left, geometry.top(index) - value, width,
                                geometry.heights[index])
         self._place_jump()
-
-    def _place_empty(self, height: int) -> None:
-        bar = self.verticalScrollBar()
-        width = self.viewport().width()
-        hint = max(self.empty.heightForWidth(width), self.empty.sizeHint().height())
-        bar.setRange(0, max(0, hint - height))
-        bar.setPageStep(max(1, height))
-        self.empty.setGeometry(0, -bar.value(), width, max(height, hint))
-        self.empty.show()
-        self.jump.hide()
 
     def _place_jump(self) -> None:
         bar = self.verticalScrollBar()
@@ -457,25 +428,20 @@ class ChatView(QAbstractScrollArea):
             self._fill_timer.start()
 
     def _fill(self) -> None:
-        """Make the bubbles of the margin and delete those far away, a slice at a time."""
+        """Make the bubbles of the margin and delete those far away, a slice at a time; with
+        the margin made, read and render the messages beyond it, so the bubbles made next
+        cost only their widgets."""
         if not self._rows or not self.isVisible():
             return
         deadline = time.perf_counter() + FILL_SLICE_S
-        height = self.viewport().height()
-        value = self.verticalScrollBar().value()
-        geometry = self._geometry
-        keep = (geometry.index_at(int(value - KEEP * height)),
-                geometry.index_at(int(value + height + KEEP * height)))
-        for index in [i for i in self._live if not keep[0] <= i <= keep[1]
+        margin = self._geometry.margin(self.verticalScrollBar().value(), self.viewport().height(),
+                                       MARGIN_ABOVE, MARGIN_BELOW, KEEP, PREPARE)
+        first, last = margin.keep
+        for index in [i for i in self._live if not first <= i <= last
                       and self._rows.ids[i] not in self._pool.pinned]:
             self._pool.release(index, self._rows.ids[index])
-        first = geometry.index_at(int(value - MARGIN_ABOVE * height))
-        last = geometry.index_at(int(value + height + MARGIN_BELOW * height))
-        # Nearest first: below the view, then upwards from its top.
-        view_first = geometry.index_at(value)
-        wanted = [*range(view_first, last + 1), *range(view_first - 1, first - 1, -1)]
         made = False
-        for index in wanted:
+        for index in margin.make:
             if index in self._live:
                 continue
             if made and time.perf_counter() > deadline:
@@ -484,20 +450,13 @@ class ChatView(QAbstractScrollArea):
             self._materialize(index)
             made = True
         else:
-            self._prepare_ahead(first, last, height, deadline)
+            ids = self._rows.ids
+            if not self._pool.prepare_ahead(((i, ids[i]) for i in margin.ahead),
+                                            lambda: time.perf_counter() > deadline):
+                self._fill_timer.start()
         if made:
             self._arranging = True
             try:
                 self._arrange_now()
             finally:
                 self._arranging = False
-
-    def _prepare_ahead(self, first: int, last: int, height: int, deadline: float) -> None:
-        """With the margin made, read and render the messages beyond it (a slice at a time),
-        so the bubbles made next cost only their widgets."""
-        geometry, value, ids = self._geometry, self.verticalScrollBar().value(), self._rows.ids
-        top = geometry.index_at(int(value - (MARGIN_ABOVE + PREPARE) * height))
-        bottom = geometry.index_at(int(value + height + (MARGIN_BELOW + PREPARE) * height))
-        rows = ((i, ids[i]) for i in [*range(first - 1, top - 1, -1), *range(last + 1, bottom + 1)])
-        if not self._pool.prepare_ahead(rows, lambda: time.perf_counter() > deadline):
-            self._fill_timer.start()

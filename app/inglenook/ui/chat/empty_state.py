@@ -7,7 +7,14 @@ import html
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QLabel,
+    QPushButton,
+    QScrollBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from inglenook.ui.plain import plain_label
 
@@ -112,3 +119,12 @@ class EmptyState(QWidget):
     def _dismiss(self) -> None:
         self.welcome.hide()
         self.welcome_dismissed.emit()
+
+    def place(self, bar: QScrollBar, width: int, height: int) -> None:
+        """Fill a viewport `width` x `height` whose scroll bar is `bar` (it scrolls when the
+        welcome and the starters are taller)."""
+        hint = max(self.heightForWidth(width), self.sizeHint().height())
+        bar.setRange(0, max(0, hint - height))
+        bar.setPageStep(max(1, height))
+        self.setGeometry(0, -bar.value(), width, max(height, hint))
+        self.show()

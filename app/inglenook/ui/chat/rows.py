@@ -83,6 +83,17 @@ class HeightCache:
             del self._heights[found]
 
 
+@dataclass(frozen=True)
+class Margin:
+    """The rows around the view: `keep` (first, last) keep their bubbles, `make` should have
+    one (nearest first: below the view, then upwards from its top), `ahead` beyond them are
+    read and rendered ahead of time (nearest first)."""
+
+    keep: tuple[int, int]
+    make: list[int]
+    ahead: list[int]
+
+
 class RowGeometry:
     """Heights and tops of the rows at one width. `top(i)` is where row i starts, counting
     the top margin and the spacing between rows. Measured heights are also kept in `cache`."""
@@ -112,6 +123,25 @@ class RowGeometry:
         estimated."""
         cached = self.cache.get(rows.ids[index], width)
         return cached if cached is not None else estimate(rows, index, width, metrics)
+
+    def rows_in(self, value: int, height: int) -> range:
+        """The rows at least partly in a view of `height` px at `value`."""
+        if not self.heights:
+            return range(0)
+        return range(self.index_at(value), self.index_at(value + height) + 1)
+
+    def margin(self, value: int, height: int, above: float, below: float, keep: float,
+               ahead: float) -> Margin:
+        """The rows around a view of `height` px at `value`; the margins in screens."""
+        def at(screens: float, down: bool) -> int:
+            return self.index_at(int(value + height + screens * height) if down
+                                 else int(value - screens * height))
+
+        first, last, view_first = at(above, False), at(below, True), self.index_at(value)
+        top, bottom = at(above + ahead, False), at(below + ahead, True)
+        return Margin((at(keep, False), at(keep, True)),
+                      [*range(view_first, last + 1), *range(view_first - 1, first - 1, -1)],
+                      [*range(first - 1, top - 1, -1), *range(last + 1, bottom + 1)])
 
     def measure(self, index: int, key: int, width: int, height: int) -> None:
         self.set(index, height)
