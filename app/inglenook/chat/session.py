@@ -24,20 +24,20 @@ from typing import Literal
 from inglenook.chat import tool_round
 from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
 from inglenook.chat.chat_settings import ChatSettings as ChatSettings
+from inglenook.chat.history import sent_turns, turn_rows
 from inglenook.chat.reply_parts import ReplyParts
 from inglenook.chat.sessions import OWNER_PREFIX as OWNER_PREFIX
 from inglenook.chat.sessions import Sessions as Sessions
 from inglenook.chat.sessions import conversation_of as conversation_of
-from inglenook.chat.tool_round import ToolRound, as_turns
-from inglenook.core.attachments import Attachment, estimate_tokens, inline
-from inglenook.core.context import history_start
+from inglenook.chat.tool_round import ToolRound
+from inglenook.core.attachments import Attachment, estimate_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.replies import Finish, Stats
 from inglenook.store import Preset, Store, StoredMessage
-from inglenook.store.branch import Branch, Outline
+from inglenook.store.branch import Branch
 from inglenook.tools.approval import Decision
 from inglenook.tools.catalog import ToolCatalog
 from inglenook.tools.results import ToolResult
@@ -183,7 +183,7 @@ class ChatSession:
             return last.provenance.stats.context_used, True
         # An estimate from the outline: a long chat is not read for it.
         outline = self.path.outline
-        chars = sum(outline.chars[i] + outline.attached[i] for i in self._turn_rows(outline))
+        chars = sum(outline.chars[i] + outline.attached[i] for i in turn_rows(outline))
         system = self.settings.system_prompt
         used = estimate_tokens(system) + (chars + 3) // 4 if chars else estimate_tokens(system)
         return used, not used
@@ -207,53 +207,7 @@ class ChatSession:
         left out together with its question, so roles keep alternating. Earlier reasoning goes
         with its reply only for a template that reads it back (`reads_reasoning`); a reply
         that called tools is followed by their results."""
-        return self._history(len(self.path), reads_reasoning)[0]
-
-    def _history(self, stop: int, reads_reasoning: bool, n_ctx: int = 0
-                 ) -> tuple[list[Message], tuple[int, int]]:
-        """The turns of the branch before position `stop` as they are sent, and the run of
-        messages left behind: a long chat sends only the turns its model could hold (see
-        core/context.history_start), so a 10,000-message chat does not read, copy and send
-        them all. Returns the turns and (where the run starts among the request's messages,
-        how many messages it holds), (0, 0) when all are sent."""
-        outline = self.path.outline
-        rows = self._turn_rows(outline, stop)
-        starts = [n for n, i in enumerate(rows) if outline.roles[i] == "user" or n == 0]
-        units = list(zip(starts, [*starts[1:], len(rows)][:len(starts)], strict=True))[:-1]
-        sizes = [sum(outline.chars[i] + outline.attached[i] for i in rows[a:b])
-                 for a, b in units]
-        first = history_start(sizes, n_ctx, self.settings.overflow)
-        pinned = 1 if self.settings.overflow == "middle" else 0
-        behind = (units[pinned][0], units[first][0]) if first > pinned else (0, 0)
-        sent = rows[:behind[0]] + rows[behind[1]:]
-        turns: list[Message] = []
-        for index in sent:
-            m = self.path[index]
-            reasoning = m.reasoning if reads_reasoning and m.role == "assistant" else ""
-            if m.tool_cards:
-                turns += as_turns(m.content, reasoning, m.tool_cards)
-            else:
-                turns.append(Message(m.role, inline(m.content, m.attachments),  # type: ignore[arg-type]
-                                     reasoning))
-        system = 1 if self.settings.system_prompt.strip() else 0
-        return turns, ((system + behind[0], behind[1] - behind[0]) if first > pinned
-                       else (0, 0))
-
-    @staticmethod
-    def _turn_rows(outline: Outline, stop: int | None = None) -> list[int]:
-        """The positions of the messages before `stop` that are turns (read from the outline:
-        a reply that failed without writing anything goes, and its question with it)."""
-        roles, chars, calls = outline.roles, outline.chars, outline.calls_tools
-        kept: list[int] = []
-        for index in range(len(outline) if stop is None else stop):
-            role = roles[index]
-            if role == "assistant" and not chars[index] and not calls[index]:
-                if kept and roles[kept[-1]] == "user":
-                    kept.pop()
-                continue
-            if role in ("user", "assistant", "system", "tool"):
-                kept.append(index)
-        return kept
+        return sent_turns(self.path, self.settings, len(self.path), reads_reasoning)[0]
 
     def left_out(self, reply_id: int) -> list[int]:
         """Ids of the messages the model did not see when it wrote this reply: the run its
@@ -270,7 +224,7 @@ class ChatSession:
         system = reply.provenance.system_prompt if reply.provenance.sampling is not None \
             else self.settings.system_prompt
         offset = 1 if system.strip() else 0  # the request's messages start with it
-        turns = self._turn_rows(self.path.outline, index)
+        turns = turn_rows(self.path.outline, index)
         start = stats.dropped_start - offset
         ids = self.path.outline.ids
         return [ids[i] for i in turns[max(start, 0):start + stats.dropped_messages]]
@@ -286,7 +240,8 @@ class ChatSession:
         reply = self.path[index]
         prov = reply.provenance
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
-        turns, _ = self._history(index, prov.history_reasoning == "sent", n_ctx)
+        turns, _ = sent_turns(self.path, self.settings, index,
+                              prov.history_reasoning == "sent", n_ctx)
         return GenerationRequest(request_id, build_messages(system, turns),
                                  prov.sampling or self.settings.sampling,
                                  overflow=self.settings.overflow,
@@ -371,7 +326,8 @@ class ChatSession:
         kept = len(outline) - (0 if continuing or outline.roles[-1] != "assistant" else 1)
         if kept == 0:
             return None
-        turns, behind = self._history(kept, traits.reads_reasoning, options.n_ctx)
+        turns, behind = sent_turns(self.path, self.settings, kept, traits.reads_reasoning,
+                                   options.n_ctx)
         # After tool results the model continues; regenerating that continuation does too.
         if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
             return None
