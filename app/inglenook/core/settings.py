@@ -111,6 +111,14 @@ class Settings:
     def load_params(self, model_path: str) -> LoadParams:
         return LoadParams(model_path).replace(**self.load_options())
 
+    def with_load_options(self, options: dict[str, object]) -> Settings:
+        """A copy with these load options (by LoadParams name; other names are ignored)."""
+        copy = dataclasses.replace(self)
+        for name, value in options.items():
+            if name in LOAD_SPECS:
+                setattr(copy, name, value)
+        return copy
+
     def load_options(self) -> dict[str, object]:
         """The load options, by LoadParams name."""
         return {name: getattr(self, name) for name in LOAD_SPECS}
