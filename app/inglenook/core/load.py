@@ -215,7 +215,7 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
              "Precision of the attention cache. q8_0 halves its memory with little loss; "
              "q4_0 saves more. Quantized caches need flash attention.",
              flag="--kv-cache-type", kind="choice", choices=KV_CACHE_TYPES,
-             help="precision of the attention cache (q8_0 and q4_0 need --flash-attn)"),
+             help="precision of the attention cache; q8_0 and q4_0 need --flash-attn"),
     _switch("flash_attn", "Flash attention",
             "Faster attention that uses less memory on supported hardware. Needed for a "
             "quantized KV cache. With it, guessing ahead (prompt lookup, a draft model) gives "
