@@ -22,7 +22,8 @@ from pytestqt.qtbot import QtBot
 from inglenook.core.load import KV_CACHE_TYPES
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
-from inglenook.ui.side.sampling_panel import KV_NOTE_RESET, SamplingPanel
+from inglenook.ui.side.load_section import KV_NOTE_RESET
+from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.widgets.controls import format_stop_strings, parse_stop_strings
 
 pytestmark = pytest.mark.gui
@@ -60,7 +61,7 @@ def test_set_settings_shows_values(panel: SamplingPanel) -> None:
     assert find(panel, QComboBox, "mirostat_mode_combo").currentText() == "Mirostat 2.0"
     assert find(panel, QPlainTextEdit, "stop_edit").toPlainText() == "###\n\\nUser:"
     assert find(panel, QPlainTextEdit, "system_prompt_edit").toPlainText() == s.system_prompt
-    assert find(panel, QComboBox, "kv_cache_combo").currentText() == "q4_0"
+    assert find(panel, QComboBox, "kv_cache_type_combo").currentText() == "q4_0"
     assert find(panel, QCheckBox, "use_mlock_check").isChecked()
     assert panel.sampling() == s.sampling
     assert panel.system_prompt() == s.system_prompt
@@ -152,7 +153,7 @@ def test_mirostat_disables_ignored_samplers(panel: SamplingPanel, qtbot: QtBot) 
 
 
 def test_quantized_kv_forces_flash_attention(panel: SamplingPanel, qtbot: QtBot) -> None:
-    kv = find(panel, QComboBox, "kv_cache_combo")
+    kv = find(panel, QComboBox, "kv_cache_type_combo")
     fa = find(panel, QCheckBox, "flash_attn_check")
     note = find(panel, QLabel, "kv_note_label")
     assert not fa.isChecked()
@@ -236,7 +237,7 @@ def test_reload_button(panel: SamplingPanel, qtbot: QtBot) -> None:
 
 
 def test_load_params_always_valid(panel: SamplingPanel) -> None:
-    kv = find(panel, QComboBox, "kv_cache_combo")
+    kv = find(panel, QComboBox, "kv_cache_type_combo")
     fa = find(panel, QCheckBox, "flash_attn_check")
     spins = [find(panel, QSpinBox, f"{n}_spin") for n in ("n_ctx", "n_threads", "n_batch")]
     for kv_type, fa_on, extreme in itertools.product(KV_CACHE_TYPES, (True, False),

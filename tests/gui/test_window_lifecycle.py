@@ -253,7 +253,7 @@ def test_per_model_defaults_are_used_when_the_model_loads(
         qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
     window.side.edit_model_defaults(str(bundled_model))
     dialog = window.findChild(ModelDefaultsDialog)
-    dialog.context.setValue(1024)
+    dialog.set_own("n_ctx", 1024)
     dialog.preset.setCurrentIndex(dialog.preset.findData("Precise"))
     dialog.template.setPlainText("{% for m in messages %}")  # unfinished: refused
     dialog._save()

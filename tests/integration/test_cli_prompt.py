@@ -101,7 +101,11 @@ def test_prompt_leaves_out_history_that_does_not_fit() -> None:
     (("--temperature", "hot"), "--temperature must be a number from 0 to 2, not 'hot'"),
     (("--seed", "1e3"), "--seed must be a whole number"),
     (("--max-tokens", "99999999"), "--max-tokens must be a whole number from -1 to 32768"),
-    (("--ctx", "-5"), "--ctx must be a whole number ≥ 0"),
+    (("--ctx", "-5"), "--ctx must be a whole number from 0 to 1048576"),
+    (("--ctx", "1000000000"), "--ctx must be a whole number from 0 to 1048576"),
+    (("--gpu-layers", "1000"), "--gpu-layers must be a whole number from -1 to 999"),
+    (("--repeat-penalty", "3"), "--repeat-penalty must be a number from 0 to 2, not '3'"),
+    (("--kv-cache-type", "q8_0"), "A q8_0 KV cache needs flash attention"),
     (("--threads", "nan"), "--threads must be a whole number"),
 ])
 def test_chat_refuses_bad_numbers_in_one_line(args: tuple[str, ...], says: str) -> None:
@@ -145,6 +149,6 @@ def test_bad_prompt_input_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_context_that_cannot_fit_is_refused_in_one_line() -> None:
-    line = one_line_error(run_cli("chat", "--ctx", "1000000000", "Hi"), 1)
+    line = one_line_error(run_cli("chat", "--ctx", "1000000", "Hi"), 1)
     assert "The largest context that fits is 8,192 tokens" in line
     assert "trained on 8,192 tokens" in line

@@ -65,3 +65,23 @@ def test_rm_refuses_a_model_outside_the_models_folder(
     assert main(["models", "rm", "big-Q4_K_M", "--yes"]) == 1
     assert "is not in the models folder" in capsys.readouterr().err
     assert all(os.path.exists(p) for p in outside)
+
+
+def test_list_says_which_models_wont_load_as_the_library_does(
+        bundled_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inglenook.models import compat
+    from inglenook.models.gguf import read_header
+    from tests.gguf_tools import rewrite_metadata
+
+    zeta = rewrite_metadata(bundled_model, paths.models_dir() / "Zeta9-Chat.gguf",
+                            {"general.architecture": "zeta9"})
+    verdict = compat.check(read_header(zeta))
+    if verdict.status == "unchecked":
+        pytest.skip("the bundled engine's names cannot be read here")
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("Zeta9-Chat"):]
+    assert block.splitlines()[1].strip().startswith(f"zeta9 · {compat.WONT_LOAD} · ")
+    assert block.splitlines()[2].strip() == verdict.sentence  # the Library's words
+    bundled = out[out.index(bundled_model.stem):]
+    assert compat.WONT_LOAD not in bundled.split("\n\n")[0].splitlines()[1]

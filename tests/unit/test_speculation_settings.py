@@ -39,7 +39,7 @@ def test_a_model_can_have_its_own_speculation() -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"lookup_ngram": 0}, "n-gram size"), ({"lookup_ngram": 9}, "n-gram size"),
     ({"lookup_tokens": 0}, "Tokens proposed"), ({"draft_tokens": 65}, "Tokens proposed"),
-    ({"draft_p_min": 1.5}, "confidence"), ({"n_threads_batch": -1}, "Threads")])
+    ({"draft_p_min": 1.5}, "confidence"), ({"n_threads_batch": -1}, "Prompt threads")])
 def test_bad_speculation_settings_are_refused(change: dict, message: str) -> None:
     with pytest.raises(LoadParamsError, match=message):
         LoadParams("m.gguf").replace(**change).validate()

@@ -1,14 +1,13 @@
 """`inglenook chat`: answer one prompt on the command line.
 
 The prompt is an argument, `-` for standard input, or `--file PATH` (for prompts larger than one
-argument may be). Numbers are checked here, with one line saying what is wrong, rather than
-reaching the engine as NaN or out of range.
+argument may be). Every load option and sampling setting has a flag (cli/options.py); a model
+the bundled engine cannot load is refused before loading, with the words the Library uses.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from dataclasses import replace
@@ -16,20 +15,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from inglenook import paths
-from inglenook.cli.common import fail
+from inglenook.cli.common import UsageError, engine_session, fail
+from inglenook.cli.options import (
+    add_load_arguments,
+    add_sampling_arguments,
+    read_load_params,
+    read_sampling,
+)
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
-from inglenook.core.sampling import SPECS, SamplingParams
 
 if TYPE_CHECKING:
     from inglenook.engine.remote import RemoteClient
 
 MAX_PROMPT_BYTES = 64 * 2**20  # what one engine frame carries, less room for the rest
 REMOTE_KEY_ENV = "INGLENOOK_REMOTE_API_KEY"
-
-
-class UsageError(Exception):
-    """A bad option or input; str() is one line for the user."""
 
 
 def add_prompt_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -41,26 +41,16 @@ def add_prompt_arguments(parser: argparse.ArgumentParser, *, required: bool = Tr
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """How the model is loaded (shared with `inglenook prompt`). Numbers are read as text and
-    checked by `load_params`, so a bad one gets one line, not a usage screen."""
+    """Which model and how it is loaded (shared with `prompt`; `serve` has the same flags)."""
     parser.add_argument("--model", help="a .gguf file (default: the bundled model)")
-    parser.add_argument("--ctx", default="0",
-                        help="context length (default: the model's, at most 8192)")
-    parser.add_argument("--allow-beyond-trained", action="store_true",
-                        help="allow a context longer than the model was trained on")
+    add_load_arguments(parser)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     chat = commands.add_parser("chat", help="answer one prompt on the command line")
     add_prompt_arguments(chat)
     add_model_arguments(chat)
-    chat.add_argument("--temperature", default=str(SamplingParams.temperature),
-                      help="randomness, 0 to 2 (0: always the most likely token)")
-    chat.add_argument("--seed", default="-1", help="fixed seed (default: random)")
-    chat.add_argument("--max-tokens", default="-1",
-                      help="longest reply in tokens (default: no limit)")
-    chat.add_argument("--threads", default="0",
-                      help="CPU threads (default: all physical cores)")
+    add_sampling_arguments(chat)
     chat.add_argument("--system", default="", help="system prompt")
     chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
     chat.add_argument("--endpoint", metavar="URL",
@@ -71,25 +61,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     chat.add_argument("--api-key", metavar="KEY",
                       help=f"the endpoint's API key (or set {REMOTE_KEY_ENV}, which keeps it out "
                       "of process listings)")
-
-
-def number(option: str, raw: str, kind: type[int] | type[float], minimum: float,
-           maximum: float | None = None) -> int | float:
-    """`raw` as a finite number of `kind` within [minimum, maximum], or UsageError."""
-    bounds = f"from {minimum:g} to {maximum:g}" if maximum is not None else f"≥ {minimum:g}"
-    what = "a whole number" if kind is int else "a number"
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise UsageError(f"{option} must be {what} {bounds}, not {raw!r}.") from None
-    if not math.isfinite(value) or value < minimum or (maximum is not None and value > maximum):
-        raise UsageError(f"{option} must be {what} {bounds}, not {raw!r}.")
-    return value
-
-
-def spec_number(option: str, raw: str, name: str, kind: type[int] | type[float]) -> int | float:
-    spec = SPECS[name]
-    return number(option, raw, kind, spec.minimum, spec.maximum)
 
 
 def read_prompt(args: argparse.Namespace) -> str | None:
@@ -121,13 +92,25 @@ def _text(data: bytes, where: str) -> str:
         raise UsageError(f"{where} is not UTF-8 text (byte {exc.start}).") from None
 
 
-def load_params(args: argparse.Namespace, threads: int = 0) -> LoadParams:
+def model_path(args: argparse.Namespace) -> str:
+    """--model, else the bundled model."""
     model = args.model or paths.bundled_model_path()
     if model is None:
         raise UsageError("no model given and the bundled model is not installed (make setup).")
-    n_ctx = number("--ctx", args.ctx, int, 0)
-    return LoadParams(str(model), n_ctx=int(n_ctx), n_threads=threads,
-                      allow_beyond_trained=args.allow_beyond_trained)
+    return str(model)
+
+
+def load_params(args: argparse.Namespace) -> LoadParams:
+    return read_load_params(args, model_path(args))
+
+
+def wont_load(path: str) -> str | None:
+    """Why the bundled engine cannot load this file, as the Library says it; None when it
+    may (the engine then says what else is wrong, a file that is no GGUF say)."""
+    from inglenook.models import compat
+
+    verdict = compat.check_file(path)
+    return verdict.sentence if verdict is not None and verdict.wont_load else None
 
 
 def remote_client(args: argparse.Namespace) -> RemoteClient:
@@ -155,28 +138,23 @@ def remote_client(args: argparse.Namespace) -> RemoteClient:
 
 def run(args: argparse.Namespace) -> int:
     from inglenook.engine import protocol as p
-    from inglenook.engine.client import EngineClient, EngineError
+    from inglenook.engine.client import EngineClient
 
     try:
-        if args.endpoint:
-            client: EngineClient | RemoteClient = remote_client(args)
-            load = LoadParams(args.model or "")
-        else:
-            client = EngineClient()
-            load = load_params(args, int(number("--threads", args.threads, int, 0)))
-        sampling = SamplingParams(
-            temperature=float(spec_number("--temperature", args.temperature, "temperature",
-                                          float)),
-            seed=int(spec_number("--seed", args.seed, "seed", int)),
-            max_tokens=int(spec_number("--max-tokens", args.max_tokens, "max_tokens", int)))
+        sampling = read_sampling(args)
+        load = LoadParams(args.model or "") if args.endpoint else load_params(args)
         prompt = read_prompt(args)
+        remote = remote_client(args) if args.endpoint else None
     except UsageError as exc:
         fail(str(exc))
         return 2
     assert prompt is not None
+    if remote is None and (problem := wont_load(load.model_path)):
+        return fail(problem)
+    client: EngineClient | RemoteClient = remote or EngineClient()
     messages = ((Message("system", args.system),) if args.system else ()) + (
         Message("user", prompt),)
-    try:
+    with engine_session(client) as end:
         client.load(load)
         finish = None
         for event in client.generate(GenerationRequest(1, messages, sampling)):
@@ -193,9 +171,4 @@ def run(args: argparse.Namespace) -> int:
         if finish is not None and finish.reason == "error":
             return fail(finish.message)
         return 0
-    except EngineError as exc:
-        return fail(str(exc))
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        client.close()
+    return end.code

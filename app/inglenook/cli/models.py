@@ -171,6 +171,7 @@ def _models_list(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from inglenook.core.units import describe_params, describe_size
+    from inglenook.models import compat
     from inglenook.models.gguf import GGUFError, read_header
     from inglenook.models.library import (
         installed_models,
@@ -185,12 +186,16 @@ def _models_list(args: argparse.Namespace) -> int:
     for e in entries:
         try:
             h = read_header(e.path)
-            facts = [h.architecture or "unknown architecture",
+            verdict = compat.check(h)
+            arch = h.architecture or "unknown architecture"
+            facts = [f"{arch} · {compat.WONT_LOAD}" if verdict.wont_load else arch,
                      f"{describe_params(h.parameter_count)} parameters",
                      quantization(h, e.path) or "unknown quantization",
                      f"context {h.context_length:,}" if h.context_length else "context ?",
                      "chat template" if h.chat_template else "no chat template"]
             summary = " · ".join(facts)
+            if verdict.wont_load:  # as the Library's details say it
+                summary += f"\n    {verdict.sentence}"
         except GGUFError as exc:
             summary = f"unreadable: {exc}"
         parts = len(split_parts(Path(e.path)))

@@ -14,15 +14,9 @@ import json
 import sys
 from typing import Any
 
-from inglenook.cli.chat import (
-    UsageError,
-    add_model_arguments,
-    add_prompt_arguments,
-    load_params,
-    read_prompt,
-    spec_number,
-)
-from inglenook.cli.common import fail
+from inglenook.cli.chat import add_model_arguments, add_prompt_arguments, load_params, read_prompt
+from inglenook.cli.common import UsageError, engine_session, fail
+from inglenook.cli.options import spec_number
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.sampling import SamplingParams
 
@@ -76,11 +70,11 @@ def view_as_json(view: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inglenook.engine.client import EngineClient, EngineError
+    from inglenook.engine.client import EngineClient
 
     try:
         load = load_params(args)
-        max_tokens = int(spec_number("--max-tokens", args.max_tokens, "max_tokens", int))
+        max_tokens = int(spec_number("--max-tokens", args.max_tokens, "max_tokens"))
         text = read_prompt(args)
         if args.conversation is not None:
             messages = conversation_messages(args.conversation, args.system)
@@ -99,15 +93,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     request = GenerationRequest(1, tuple(messages), SamplingParams(max_tokens=max_tokens))
     client = EngineClient()
-    try:
+    with engine_session(client) as end:
         client.load(load)
         view = client.inspect(request)
-    except EngineError as exc:
-        return fail(str(exc))
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        client.close()
+    if end.code:
+        return end.code
     if args.json:
         json.dump(view_as_json(view), sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -9,9 +9,11 @@ import logging
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-from inglenook import paths
-from inglenook.cli.common import fail
+from inglenook.cli.chat import model_path, wont_load
+from inglenook.cli.common import UsageError, engine_session, fail
+from inglenook.cli.options import add_load_arguments, read_load_params
 from inglenook.core.load import LoadParams
 from inglenook.server.config import (
     DEFAULT_HOST,
@@ -21,6 +23,9 @@ from inglenook.server.config import (
     ServerConfig,
     token_from_env,
 )
+
+if TYPE_CHECKING:
+    from inglenook.engine.router import EngineRouter
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -36,52 +41,48 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                        help=f"require 'Authorization: Bearer TOKEN' (or set {TOKEN_ENV}); "
                        "several, separated by spaces: one per tool, each with a KV cache of "
                        "its own")
-    serve.add_argument("--ctx", type=int, default=0,
-                       help="context length (default: the model's, at most 8192)")
-    serve.add_argument("--threads", type=int, default=0,
-                       help="CPU threads (default: all physical cores)")
-    serve.add_argument("--parallel", type=int, default=0, metavar="N",
-                       help="replies decoded at once, each with a KV cache of --ctx tokens "
-                       "(default: up to 4, as free memory allows)")
     serve.add_argument("--cors-origin", action="append", default=[], metavar="URL",
                        help="a web page origin allowed to call the API, e.g. "
                        "http://localhost:3000 (repeat for more)")
     serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="another name clients reach this machine by (the Host header), "
                        "besides its addresses and localhost (repeat for more)")
+    add_load_arguments(serve)  # a model a request names loads with the same options
 
 
 def run(args: argparse.Namespace) -> int:
-    from inglenook.engine.client import EngineError
     from inglenook.engine.router import EngineRouter
-    from inglenook.engine.scheduler import Job, Scheduler
-    from inglenook.server import ApiServer
 
     config = ServerConfig(host=args.host, port=args.port, token=token_from_env(args.token),
                           cors_origins=tuple(args.cors_origin),
                           extra_hosts=tuple(args.allow_host))
     try:
         config.check()  # refused before a model is loaded for nothing
+        load = read_load_params(args, model_path(args))
     except ConfigError as exc:
         return fail(str(exc))
-    model = args.model or paths.bundled_model_path()
-    if model is None:
-        return fail("no model given and the bundled model is not installed (make setup).")
+    except UsageError as exc:
+        fail(str(exc))
+        return 2
+    if problem := wont_load(load.model_path):
+        return fail(problem)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)
-    load = LoadParams(str(model), n_ctx=args.ctx, n_threads=args.threads,
-                      n_slots=args.parallel)
     # A model a request names loads with the same options.
     client = EngineRouter(api_params=lambda path: load.replace(model_path=path))
-    print(f"Loading {model} …", file=sys.stderr, flush=True)
-    try:
-        info = client.load(load)
-    except EngineError as exc:
-        client.close()
-        return fail(str(exc))
-    except KeyboardInterrupt:
-        client.close()
-        return 130
+    with engine_session(client) as end:
+        return _serve(client, load, config)
+    return end.code
+
+
+def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
+    """Load, listen and answer until Ctrl+C or SIGTERM."""
+    from inglenook.engine.client import EngineError
+    from inglenook.engine.scheduler import Job, Scheduler
+    from inglenook.server import ApiServer
+
+    print(f"Loading {load.model_path} …", file=sys.stderr, flush=True)
+    info = client.load(load)
     scheduler = Scheduler(client.cancel, lanes=client.lanes)
 
     def reload() -> None:
@@ -103,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
         url = server.start()
     except OSError as exc:
         scheduler.close()
-        client.close()
         return fail(f"cannot listen on {config.url}: {exc}")
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -117,5 +117,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.stop()
         scheduler.close()
-        client.close()
     return 0

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from inglenook.core.reasoning import TemplateTraits
+from inglenook.core.sampling import ParamSpec
+from inglenook.core.values import Number, check_number, check_text, show
 
 KvCacheType = Literal["f16", "q8_0", "q4_0"]
 KV_CACHE_TYPES: tuple[str, ...] = ("f16", "q8_0", "q4_0")
@@ -17,6 +19,10 @@ LOOKUP_MIN_NGRAM = 3  # shorter matches guess wrong too often on prose (bench: 2
 MAX_SPECULATED = 64
 MAX_SLOTS = 16  # replies decoded at once (llama.cpp's own limit is 256)
 DEFAULT_SLOTS = 4  # the most that are chosen automatically (llama-server's default too)
+MAX_CTX = 1 << 20  # 1,048,576 tokens: beyond what any model is trained for
+MAX_GPU_LAYERS = 999  # more than any model has: "all" by count (llama.cpp clamps it)
+MAX_THREADS = 512
+MAX_PATH = 4096
 
 
 class LoadParamsError(ValueError):
@@ -65,19 +71,16 @@ class LoadParams:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def validate(self) -> None:
-        if self.kv_cache_type not in KV_CACHE_TYPES:
-            raise LoadParamsError(f"Unknown KV cache type {self.kv_cache_type!r}.")
+        for spec in LOAD_SPECS.values():  # each option's range or choices
+            if problem := spec.problem(getattr(self, spec.name)):
+                raise LoadParamsError(problem)
         if self.kv_cache_type != "f16" and not self.flash_attn:
             raise LoadParamsError(
                 f"A {self.kv_cache_type} KV cache needs flash attention: llama.cpp can only "
-                "quantize the V cache with it. Turn flash attention on or use f16."
-            )
-        if self.n_ctx < 0 or self.n_batch < 1 or self.n_threads < 0:
-            raise LoadParamsError("Context length, batch size and threads must be positive.")
+                "quantize the V cache with it. Turn flash attention on or use f16.")
+        # The engine's own tuning (not user options: no panel, flag or setting).
         if self.kv_state_ram_mb < -1 or self.kv_state_disk_mb < -1:
             raise LoadParamsError("Memory for chat states must be 0 or more (-1: automatic).")
-        if self.n_threads_batch < 0:
-            raise LoadParamsError("Threads must be positive.")
         if not 1 <= self.lookup_ngram <= MAX_LOOKUP_NGRAM:
             raise LoadParamsError(f"The n-gram size must be 1 to {MAX_LOOKUP_NGRAM}.")
         if not (1 <= self.lookup_tokens <= MAX_SPECULATED and 1 <= self.draft_tokens
@@ -85,8 +88,6 @@ class LoadParams:
             raise LoadParamsError(f"Tokens proposed must be 1 to {MAX_SPECULATED}.")
         if not 0.0 <= self.draft_p_min <= 1.0:
             raise LoadParamsError("The draft model's confidence cutoff must be 0 to 1.")
-        if not 0 <= self.n_slots <= MAX_SLOTS:
-            raise LoadParamsError(f"Replies at once must be 0 (automatic) to {MAX_SLOTS}.")
 
     @property
     def speculation(self) -> Speculation:
@@ -94,6 +95,161 @@ class LoadParams:
         if self.draft_model_path:
             return "draft model"
         return "prompt lookup" if self.prompt_lookup else ""
+
+
+# ---- the load options a user sets -------------------------------------------------------------
+# Each is declared once, here; from these the side panel's "Model loading" section
+# (ui/side/load_section.py), the per-model defaults dialog, the settings file's checks,
+# LoadParams.validate and the flags of `inglenook chat`, `prompt` and `serve` are built.
+# LoadParams' field default is the option's default.
+
+LoadKind = Literal["int", "bool", "choice", "path"]
+LoadGroup = Literal["load", "speed"]  # the panel's part: loading, or speed (speed_options.py)
+
+
+@dataclass(frozen=True)
+class LoadSpec(ParamSpec):
+    """One load option. `special_value_text` is how "automatic" is spelled: the value at the
+    minimum (0 or -1) means it, and the CLI's help says it in `auto_help`'s words."""
+
+    kind: LoadKind = "int"
+    choices: tuple[str, ...] = ()
+    help: str = ""  # the CLI's short help
+    auto_help: str = ""  # the CLI's words for the automatic value; "": special_value_text
+    per_model: bool = False  # offered in the per-model defaults dialog (ModelDefaults)
+    group: LoadGroup = "load"
+
+    @property
+    def default(self) -> object:
+        return _DEFAULTS[self.name]
+
+    @property
+    def automatic(self) -> int | None:
+        """The value that means "automatic" (or "all"), if any."""
+        return int(self.minimum) if self.special_value_text else None
+
+    @property
+    def rule(self) -> Number:
+        return Number(int, self.minimum, self.maximum)
+
+    def describe_default(self) -> str:
+        if self.kind == "int" and self.default == self.automatic:
+            return self.auto_help or self.special_value_text.lower()
+        if self.kind == "path":
+            return "none"
+        if self.kind == "bool":
+            return "on" if self.default else "off"
+        return str(self.default)
+
+    def problem(self, value: object) -> str | None:
+        """Why `value` cannot be this option, in a sentence for the user; None if it can."""
+        if self.kind == "bool":
+            return None if isinstance(value, bool) else f"{self.label}: on or off, not {value!r}."
+        if self.kind == "choice":
+            return None if value in self.choices else f"Unknown {self.label} {value!r}."
+        if self.kind == "path":
+            return None if isinstance(value, str) and len(value) <= MAX_PATH else (
+                f"{self.label}: not a usable path.")
+        if (isinstance(value, int) and not isinstance(value, bool)
+                and self.minimum <= value <= self.maximum):
+            return None
+        auto = f" ({self.special_value_text.lower()})" if self.special_value_text else ""
+        return f"{self.label} must be {self.minimum:g}{auto} to {self.maximum:g}."
+
+    def check(self, where: str, raw: object, default: object) -> tuple[object, str | None]:
+        """A stored value as this option (settings.json): repaired, with a sentence, or as is."""
+        if self.kind == "bool":
+            return (raw, None) if isinstance(raw, bool) else (
+                default, f"{where}: {show(raw)} is not true or false (reset to {default!r})")
+        if self.kind in ("choice", "path"):
+            shown = default if isinstance(default, str) else ""
+            text, problem = check_text(where, raw, shown, MAX_PATH, self.choices)
+            return (default, problem) if problem else (text, None)
+        return check_number(where, raw, self.rule, default)
+
+
+def _number(name: str, label: str, lo: int, hi: int, tooltip: str, *, flag: str, help: str,
+            step: int = 1, automatic: str = "", auto_help: str = "", per_model: bool = False,
+            group: LoadGroup = "load") -> LoadSpec:
+    return LoadSpec(name, label, lo, hi, step, 0, tooltip, automatic, flag, help=help,
+                    auto_help=auto_help, per_model=per_model, group=group)
+
+
+def _switch(name: str, label: str, tooltip: str, *, flag: str, help: str,
+            per_model: bool = False, group: LoadGroup = "load") -> LoadSpec:
+    return LoadSpec(name, label, 0, 1, 1, 0, tooltip, "", flag, kind="bool", help=help,
+                    per_model=per_model, group=group)
+
+
+_DEFAULTS: dict[str, object] = {f.name: f.default for f in dataclasses.fields(LoadParams)}
+
+LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
+    _number("n_ctx", "Context length", 0, MAX_CTX,
+            "How many tokens of the chat the model can see at once. Longer contexts use more "
+            f"memory. Model default: min(trained context, {DEFAULT_MAX_CTX}).",
+            flag="--ctx", help="context length in tokens", step=1024,
+            automatic="Model default", auto_help=f"the model's, at most {DEFAULT_MAX_CTX}",
+            per_model=True),
+    _number("n_gpu_layers", "GPU layers", -1, MAX_GPU_LAYERS,
+            "How many layers to put on the GPU. All is fastest if they fit in video memory; "
+            "lower it if loading runs out of memory.",
+            flag="--gpu-layers", help="layers to put on the GPU (0: none)", automatic="All",
+            auto_help="all, when the engine can offload", per_model=True),
+    _number("n_threads", "CPU threads", 0, MAX_THREADS,
+            "Threads used for the parts that run on the CPU. Physical cores is usually best; "
+            "more threads than cores tends to be slower.",
+            flag="--threads", help="CPU threads for writing the reply",
+            automatic="All physical cores"),
+    _number("n_batch", "Batch size", 1, 8192,
+            "Prompt tokens processed per step. Larger is faster for long prompts and uses "
+            "more memory.", flag="--batch", help="prompt tokens processed per step", step=128),
+    _number("n_slots", "Replies at once", 0, MAX_SLOTS,
+            "How many replies the model writes at the same time (chats, API clients), each "
+            "with a KV cache of the context length of its own: more costs memory. Several "
+            "decoded together are faster in total than one after another. Automatic: up to "
+            f"{DEFAULT_SLOTS}, as free memory allows.",
+            flag="--parallel", help="replies decoded at once, each with a KV cache of --ctx "
+            "tokens", automatic="Automatic",
+            auto_help=f"up to {DEFAULT_SLOTS}, as free memory allows"),
+    LoadSpec("kv_cache_type", "KV cache", 0, 0, 0, 0,
+             "Precision of the attention cache. q8_0 halves its memory with little loss; "
+             "q4_0 saves more. Quantized caches need flash attention.",
+             flag="--kv-cache-type", kind="choice", choices=KV_CACHE_TYPES,
+             help="precision of the attention cache; q8_0 and q4_0 need --flash-attn"),
+    _switch("flash_attn", "Flash attention",
+            "Faster attention that uses less memory on supported hardware. Needed for a "
+            "quantized KV cache. With it, guessing ahead (prompt lookup, a draft model) gives "
+            "exactly the reply plain decoding gives; on a CPU it can be slower.",
+            flag="--flash-attn", help="flash attention"),
+    _switch("use_mmap", "Memory-map the model file",
+            "Load the file lazily through the page cache: faster start, shares memory.",
+            flag="--mmap", help="memory-map the model file"),
+    _switch("use_mlock", "Lock the model in memory",
+            "Keep the model in RAM so the system never swaps it out. Needs enough free memory.",
+            flag="--mlock", help="lock the model in memory"),
+    _switch("allow_beyond_trained", "Allow a longer context than the model was trained on",
+            "Without this, a context length above the model's trained length is refused: "
+            "beyond it, replies are often incoherent.",
+            flag="--allow-beyond-trained",
+            help="allow a context longer than the model was trained on"),
+    _number("n_threads_batch", "Prompt threads", 0, MAX_THREADS,
+            "Threads for reading the prompt, which uses every core well. All cores is usually "
+            "best.", flag="--prompt-threads", help="CPU threads for reading the prompt",
+            automatic="All cores", auto_help="all logical cores", group="speed"),
+    _switch("prompt_lookup", "Guess ahead from the conversation (prompt lookup)",
+            "Proposes the continuation of text the reply repeats (code being edited, quotes) "
+            "and checks several tokens in one step: the same reply, faster. (Token for token "
+            "with flash attention on; without it, on a CPU, rounding can rarely pick another "
+            "near-tie word.)", flag="--prompt-lookup",
+            help="guess ahead from the conversation (the same reply, faster)",
+            per_model=True, group="speed"),
+    LoadSpec("draft_model_path", "Draft model", 0, 0, 0, 0,
+             "A small model with the same vocabulary that guesses ahead for this one "
+             "(speculative decoding). Same replies; faster only when the draft is much "
+             "cheaper than the model.", flag="--draft-model", kind="path",
+             help="a small .gguf with the same vocabulary that guesses ahead",
+             per_model=True, group="speed"),
+)}
 
 
 @dataclass(frozen=True)

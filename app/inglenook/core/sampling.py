@@ -72,7 +72,7 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """How the side panel shows one numeric setting."""
+    """One numeric setting: its range, how the side panel shows it and its command-line flag."""
 
     name: str
     label: str
@@ -82,6 +82,11 @@ class ParamSpec:
     decimals: int
     tooltip: str
     special_value_text: str = ""  # shown instead of the minimum, e.g. "Random"
+    flag: str = ""  # the command-line option; "": --name-with-dashes
+
+    def __post_init__(self) -> None:
+        if not self.flag:
+            object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
 
 
 SPECS: dict[str, ParamSpec] = {

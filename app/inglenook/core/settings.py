@@ -26,7 +26,13 @@ from inglenook import paths
 from inglenook.core.filelock import TIMEOUT_S, LockTimeout, file_lock
 from inglenook.core.files import keep_aside, write_atomic
 from inglenook.core.jsonload import MAX_BYTES, JsonLoadError, load_json
-from inglenook.core.load import KV_CACHE_TYPES, MAX_SLOTS, LoadParams, ModelDefaults
+from inglenook.core.load import (
+    LOAD_SPECS,
+    MAX_CTX,  # noqa: F401  (re-exported: the settings' limits are the load options')
+    MAX_PATH,
+    LoadParams,
+    ModelDefaults,
+)
 from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.values import (
@@ -43,43 +49,38 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
-MAX_CTX = 1 << 20  # 1,048,576 tokens: beyond what any model is trained for
-# The load options' ranges (the side panel's spin boxes use the same).
-LOAD_LIMITS: dict[str, Number] = {
-    "n_ctx": Number(int, 0, MAX_CTX),
-    "n_gpu_layers": Number(int, -1, 999),
-    "n_threads": Number(int, 0, 512),
-    "n_threads_batch": Number(int, 0, 512),
-    "n_batch": Number(int, 1, 8192),
-    "n_slots": Number(int, 0, MAX_SLOTS),
+# The other numbers' ranges (the load options' are in LOAD_SPECS).
+LIMITS: dict[str, Number] = {
     "api_port": Number(int, 1, 65535),
     "model_idle_minutes": Number(int, -1, 7 * 24 * 60),
 }
-MAX_PATH = 4096
 MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
 MAX_PRESET_NAME = 256
 MAX_MODEL_DEFAULTS = 1000
 THEMES = ("system", "light", "dark")  # "system" follows the desktop's light or dark scheme
+_LOAD = LoadParams("")  # the load options' defaults
+_NO_DEFAULTS = ModelDefaults()  # per model: each option's "use the side panel's"
 
 
 @dataclass
 class Settings:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    # Load options: they apply the next time a model is loaded.
-    n_ctx: int = 0
-    n_gpu_layers: int = -1
-    n_threads: int = 0
-    n_batch: int = 512
-    flash_attn: bool = False
-    kv_cache_type: str = "f16"
-    use_mmap: bool = True
-    use_mlock: bool = False
-    allow_beyond_trained: bool = False  # a context longer than the model was trained on
-    n_threads_batch: int = 0  # prompt threads; 0: all logical cores
-    prompt_lookup: bool = True  # speculative decoding from the prompt (never slower)
-    draft_model_path: str = ""  # a small model with the same vocabulary that guesses ahead
-    n_slots: int = 0  # replies decoded at once; 0: automatic (see LoadParams)
+    # Load options (core/load.py LOAD_SPECS): they apply the next time a model is loaded.
+    # Stored flat, under LoadParams' names; defaults, ranges and meaning are LoadParams'.
+    n_ctx: int = _LOAD.n_ctx
+    n_gpu_layers: int = _LOAD.n_gpu_layers
+    n_threads: int = _LOAD.n_threads
+    n_batch: int = _LOAD.n_batch
+    flash_attn: bool = _LOAD.flash_attn
+    kv_cache_type: str = _LOAD.kv_cache_type
+    use_mmap: bool = _LOAD.use_mmap
+    use_mlock: bool = _LOAD.use_mlock
+    allow_beyond_trained: bool = _LOAD.allow_beyond_trained
+    n_threads_batch: int = _LOAD.n_threads_batch
+    prompt_lookup: bool = _LOAD.prompt_lookup
+    draft_model_path: str = _LOAD.draft_model_path
+    n_slots: int = _LOAD.n_slots
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
@@ -109,22 +110,19 @@ class Settings:
             self.model_defaults[model_path] = defaults.to_dict()
 
     def load_params(self, model_path: str) -> LoadParams:
-        return LoadParams(
-            model_path=model_path,
-            n_ctx=self.n_ctx,
-            n_gpu_layers=self.n_gpu_layers,
-            n_threads=self.n_threads,
-            n_batch=self.n_batch,
-            flash_attn=self.flash_attn,
-            kv_cache_type=self.kv_cache_type,
-            use_mmap=self.use_mmap,
-            use_mlock=self.use_mlock,
-            allow_beyond_trained=self.allow_beyond_trained,
-            n_threads_batch=self.n_threads_batch,
-            prompt_lookup=self.prompt_lookup,
-            draft_model_path=self.draft_model_path,
-            n_slots=self.n_slots,
-        )
+        return LoadParams(model_path).replace(**self.load_options())
+
+    def with_load_options(self, options: dict[str, object]) -> Settings:
+        """A copy with these load options (by LoadParams name; other names are ignored)."""
+        copy = dataclasses.replace(self)
+        for name, value in options.items():
+            if name in LOAD_SPECS:
+                setattr(copy, name, value)
+        return copy
+
+    def load_options(self) -> dict[str, object]:
+        """The load options, by LoadParams name."""
+        return {name: getattr(self, name) for name in LOAD_SPECS}
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -162,19 +160,18 @@ class Settings:
                 value, found = _parse_model_defaults(raw)
                 problems += found
                 problem = None
-            elif f.name in LOAD_LIMITS:
-                value, problem = check_number(f.name, raw, LOAD_LIMITS[f.name], default)
+            elif f.name in LOAD_SPECS:
+                value, problem = LOAD_SPECS[f.name].check(f.name, raw, default)
+            elif f.name in LIMITS:
+                value, problem = check_number(f.name, raw, LIMITS[f.name], default)
             elif isinstance(default, bool):
                 value, problem = check_bool(f.name, raw, default)
-            elif f.name == "kv_cache_type":
-                value, problem = check_text(f.name, raw, default, 16, KV_CACHE_TYPES)
             elif f.name == "overflow":
                 value, problem = check_text(f.name, raw, default, 16, OVERFLOW_POLICIES)
             elif f.name == "theme":
                 value, problem = check_text(f.name, raw, default, 16, THEMES)
             else:
-                limit = {"last_model": MAX_PATH, "draft_model_path": MAX_PATH,
-                         "window_geometry": MAX_GEOMETRY,
+                limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY,
                          "splitter_state": MAX_GEOMETRY}
                 value, problem = check_text(f.name, raw, default, limit.get(f.name, MAX_TEXT))
             values[f.name] = value
@@ -208,17 +205,20 @@ def _parse_model_defaults(raw: object) -> tuple[dict[str, dict], list[str]]:
             continue
         values: dict[str, object] = {}
         checks = {
-            "n_ctx": lambda raw, name: check_number(name, raw, LOAD_LIMITS["n_ctx"], 0),
-            "n_gpu_layers": lambda raw, name: (None, None) if raw is None else check_number(
-                name, raw, LOAD_LIMITS["n_gpu_layers"], None),
             "preset": lambda raw, name: check_text(name, raw, "", MAX_PRESET_NAME),
             "chat_template": lambda raw, name: check_text(name, raw, ""),
         }
-        for key, check in checks.items():
-            if key in entry:
-                values[key], problem = check(entry[key], f"{where}.{key}")
-                if problem:
-                    problems.append(problem)
+        for key in entry:
+            if key in checks:
+                values[key], problem = checks[key](entry[key], f"{where}.{key}")
+            elif key in LOAD_SPECS and LOAD_SPECS[key].per_model and entry[key] is not None:
+                # None (or absent): this model uses the side panel's value
+                values[key], problem = LOAD_SPECS[key].check(f"{where}.{key}", entry[key],
+                                                             getattr(_NO_DEFAULTS, key))
+            else:
+                continue
+            if problem:
+                problems.append(problem)
         defaults = ModelDefaults.from_dict(values)
         if not defaults.empty:
             out[path] = defaults.to_dict()

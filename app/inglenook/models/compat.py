@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from inglenook.models.gguf import GGUFHeader
+from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
 MAX_LIBRARY_BYTES = 512 * 2**20  # libllama is a few MB; something far larger is not it
 # In every llama.cpp since 2023: the table's first entries and its "unknown" name.
@@ -145,6 +145,7 @@ def bundled_engine(path: Path | None = None) -> EngineNames | None:
 
 # -- the verdict ----------------------------------------------------------------------------------
 Status = Literal["ok", "wont_load", "unchecked"]
+WONT_LOAD = "won't load"  # after the architecture, in the Library and `inglenook models list`
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,11 @@ class Compatibility:
     def wont_load(self) -> bool:
         return self.status == "wont_load"
 
+    @property
+    def sentence(self) -> str:
+        """The label and why, as the Library's details and `inglenook chat` say it."""
+        return f"{self.summary}. {self.detail}"
+
 
 def _shown(name: str) -> str:
     return name if len(name) <= _SHOWN else name[:_SHOWN - 1] + "…"
@@ -168,6 +174,15 @@ def _shown(name: str) -> str:
 def _string(header: GGUFHeader, key: str) -> str | None:
     value = header.metadata.get(key)
     return value if isinstance(value, str) else None
+
+
+def check_file(path: str) -> Compatibility | None:
+    """check() of a file on disk; None when its header cannot be read (loading it would say
+    why: not a GGUF file, cut short...)."""
+    try:
+        return check(read_header(path))
+    except (GGUFError, OSError):
+        return None
 
 
 def check(header: GGUFHeader, engine: EngineNames | None = None) -> Compatibility:

@@ -1,5 +1,6 @@
-"""Per-model defaults: context, GPU layers, a preset and a chat-template override, used
-whenever that model loads (over the side panel's settings)."""
+"""Per-model defaults: the load options LOAD_SPECS marks per_model (context, GPU layers, prompt
+lookup, a draft model), a preset and a chat-template override, used whenever that model loads
+(over the side panel's settings)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -14,46 +16,48 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from inglenook.core.load import ModelDefaults
+from inglenook.core.load import LOAD_SPECS, ModelDefaults
 from inglenook.core.template import CHATML_TEMPLATE, ChatTemplate, TemplateError
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.load_field import LoadField
 
 PANEL = "Use the side panel's"
+CPU_ONLY = "This build of llama.cpp runs on the CPU only."
+_PANEL_DEFAULTS = ModelDefaults()  # every option left to the side panel
 
 
 class ModelDefaultsDialog(QDialog):
+    """One row per option: ticked, this model loads with the value beside it; not ticked, it
+    uses the side panel's."""
+
     def __init__(self, model_path: str, defaults: ModelDefaults, presets: Sequence[str],
                  gpu_offload: bool, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelDefaultsDialog")
         self.setWindowTitle(f"Defaults for {Path(model_path).stem}")
-        self.resize(560, 480)
-        self.context = QSpinBox(self)
-        self.context.setObjectName("defaults_n_ctx")
-        self.context.setRange(0, 1_048_576)
-        self.context.setSingleStep(1024)
-        self.context.setSpecialValueText(PANEL)
-        self.context.setValue(defaults.n_ctx)
-        self.layers = QSpinBox(self)
-        self.layers.setObjectName("defaults_n_gpu_layers")
-        self.layers.setRange(-2, 1000)
-        self.layers.setSpecialValueText(PANEL)
-        self.layers.setValue(-2 if defaults.n_gpu_layers is None else defaults.n_gpu_layers)
-        self.layers.setToolTip("-1 offloads every layer")
-        self.layers.setEnabled(gpu_offload)
+        self.resize(560, 520)
+        form = QFormLayout()
+        self.fields: dict[str, LoadField] = {}
+        self.overrides: dict[str, QCheckBox] = {}
+        for spec in LOAD_SPECS.values():
+            if spec.per_model:
+                self._add_row(form, LoadField(spec, self, "defaults_", switch_as_choice=True),
+                              getattr(defaults, spec.name))
         if not gpu_offload:
-            self.layers.setToolTip("This build of llama.cpp runs on the CPU only.")
+            for w in (self.overrides["n_gpu_layers"], self.fields["n_gpu_layers"].editor):
+                w.setEnabled(False)
+                w.setToolTip(CPU_ONLY)
         self.preset = QComboBox(self)
         self.preset.setObjectName("defaults_preset")
         self.preset.addItem("Keep the current settings", "")
         for name in presets:
             self.preset.addItem(name, name)
         self.preset.setCurrentIndex(max(0, self.preset.findData(defaults.preset)))
+        form.addRow("Preset", self.preset)
         self.template = QPlainTextEdit(self)
         self.template.setObjectName("defaults_chat_template")
         self.template.setPlaceholderText("Empty: the model's own chat template")
@@ -63,10 +67,6 @@ class ModelDefaultsDialog(QDialog):
         self.error = plain_label("", self, name="defaultsError")  # template errors quote it
         self.error.setWordWrap(True)
         self.error.hide()
-        form = QFormLayout()
-        form.addRow("Context length", self.context)
-        form.addRow("GPU layers", self.layers)
-        form.addRow("Preset", self.preset)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self._save)
@@ -74,7 +74,10 @@ class ModelDefaultsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(18, 16, 18, 14)
         layout.setSpacing(10)
-        layout.addWidget(QLabel("Used every time this model loads, over the side panel.", self))
+        intro = QLabel("Used every time this model loads, over the side panel. Options not "
+                       "ticked use the side panel's.", self)
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
         layout.addLayout(form)
         layout.addWidget(QLabel("Chat template override (Jinja)", self))
         layout.addWidget(self.template, 1)
@@ -83,12 +86,32 @@ class ModelDefaultsDialog(QDialog):
         layout.addWidget(buttons)
         self.result_defaults = defaults
 
+    def _add_row(self, form: QFormLayout, field: LoadField, value: object) -> None:
+        name = field.spec.name
+        own = value != getattr(_PANEL_DEFAULTS, name)
+        tick = QCheckBox(field.spec.label, self)
+        tick.setObjectName(f"defaults_{name}_override")
+        tick.setToolTip(f"Ticked: this model loads with its own {field.spec.label.lower()}. "
+                        f"Not ticked: {PANEL.lower()}.")
+        tick.setChecked(own)
+        field.set_value(value if own else field.spec.default)
+        field.editor.setEnabled(own)
+        tick.toggled.connect(field.editor.setEnabled)
+        if field.label is not None:
+            field.label.hide()  # the tick box is the row's label
+        form.addRow(tick, field.editor)
+        self.fields[name], self.overrides[name] = field, tick
+
+    def set_own(self, name: str, value: object) -> None:
+        """Give this model its own value of one option (ticks its row)."""
+        self.overrides[name].setChecked(True)
+        self.fields[name].set_value(value)
+
     def defaults(self) -> ModelDefaults:
-        layers = self.layers.value()
-        return ModelDefaults(n_ctx=self.context.value(),
-                             n_gpu_layers=None if layers == -2 else layers,
-                             preset=self.preset.currentData() or "",
-                             chat_template=self.template.toPlainText().strip())
+        own = {name: field.value() for name, field in self.fields.items()
+               if self.overrides[name].isChecked()}
+        return ModelDefaults.from_dict({**own, "preset": self.preset.currentData() or "",
+                                        "chat_template": self.template.toPlainText().strip()})
 
     def _save(self) -> None:
         defaults = self.defaults()

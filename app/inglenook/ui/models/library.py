@@ -259,7 +259,7 @@ class LibraryPage(QWidget):
             context = f"{header.context_length:,}" if header.context_length else "?"
             arch = header.architecture or "?"
             if verdict is not None and verdict.wont_load:
-                arch += " · won't load"
+                arch += f" · {compat.WONT_LOAD}"
             values = [arch, describe_params(header.parameter_count),
                       quant, size, context, "Yes" if header.chat_template else "No"]
         elif isinstance(header, str):  # unreadable: the message is in the tooltip
@@ -321,7 +321,7 @@ class LibraryPage(QWidget):
                      "has a chat template" if header.chat_template else "no chat template",
                      describe_size(entry.size_bytes)]
             verdict = compat.check(header)
-            note = f"\n{verdict.summary}. {verdict.detail}" if verdict.wont_load else ""
+            note = f"\n{verdict.sentence}" if verdict.wont_load else ""
             self.detail_facts.setText(" · ".join(facts) + note)
         elif isinstance(header, str):
             self.detail_facts.setText(header)

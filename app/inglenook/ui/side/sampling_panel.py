@@ -8,8 +8,6 @@ import random
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QFormLayout,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -21,23 +19,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.core.load import DEFAULT_SLOTS, KV_CACHE_TYPES, MAX_SLOTS, LoadParams
+from inglenook.core.load import LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
-from inglenook.ui.plain import plain_tip
+from inglenook.ui.side.load_section import LoadSection
 from inglenook.ui.side.reply_section import ReplySection
-from inglenook.ui.side.speed_options import SpeedOptions
 from inglenook.ui.widgets.controls import (
     SPIN_WIDTH,
     CollapsibleSection,
     ComboBox,
     SliderSpin,
-    SpinBox,
     StopStringsEdit,
     VerticalScrollArea,
-    helper_label,
 )
-from inglenook.ui.widgets.narrow import WrappingCheckBox
 
 # Shown in this order; mirostat_mode is a combo box and seed has no slider.
 SLIDER_FIELDS = (
@@ -57,8 +51,6 @@ OVERFLOW_CHOICES = (
     ("stop", "Stop",
      "Leave nothing out: when the chat is full, say so and stop."),
 )
-KV_NOTE_QUANTIZED = "Quantized KV cache needs flash attention."
-KV_NOTE_RESET = "KV cache set back to f16: a quantized cache needs flash attention."
 
 
 class SamplingPanel(QWidget):
@@ -96,7 +88,15 @@ class SamplingPanel(QWidget):
         self.reply_section = ReplySection(self)  # the model's thinking switch, the chat's tools
         column.addWidget(self.reply_section)
         column.addWidget(self._build_sampling_section())
-        column.addWidget(self._build_load_section())
+        self.load = LoadSection(self)
+        self.load.changed.connect(self._on_load_edited)
+        self.load.reload_requested.connect(self.reload_requested)
+        column.addWidget(self.load)
+        # The options Tune and a refused load's fixes set (model and side controllers).
+        self.speed = self.load.speed
+        self.n_ctx_spin = self.load.fields["n_ctx"].spin
+        self.n_threads_spin = self.load.fields["n_threads"].spin
+        self.n_batch_spin = self.load.fields["n_batch"].spin
         column.addStretch(1)
 
         scroll = VerticalScrollArea(self)
@@ -246,118 +246,6 @@ class SamplingPanel(QWidget):
         grid.addWidget(self.stop_edit, row + 1, 0, 1, 3)
         return section
 
-    def _build_load_section(self) -> QWidget:
-        section = CollapsibleSection("Model loading", "loadSection", self)
-        layout = QVBoxLayout(section.body)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(8)
-        layout.addWidget(helper_label("These apply when the model is next loaded.",
-                                      name="load_hint_label"))
-        form = QFormLayout()
-        form.setContentsMargins(0, 0, 0, 0)
-        form.setHorizontalSpacing(8)
-        form.setVerticalSpacing(6)
-        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # a box under its label
-        form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-        form.setFormAlignment(Qt.AlignmentFlag.AlignLeft)
-        layout.addLayout(form)
-
-        def spin(name: str, label: str, lo: int, hi: int, step: int, special: str,
-                 tip: str) -> SpinBox:
-            box = SpinBox()
-            box.setObjectName(f"{name}_spin")
-            box.setRange(lo, hi)
-            box.setSingleStep(step)
-            box.setSpecialValueText(special)
-            box.setAlignment(Qt.AlignmentFlag.AlignRight)
-            box.setToolTip(tip)
-            box.setAccessibleName(label)
-            box.valueChanged.connect(self._on_load_edited)
-            lab = QLabel(label)
-            lab.setObjectName(f"{name}_label")
-            lab.setToolTip(tip)
-            form.addRow(lab, box)
-            return box
-
-        self.n_ctx_spin = spin(
-            "n_ctx", "Context length", 0, 1 << 20, 1024, "Model default",
-            "How many tokens of the chat the model can see at once. Longer contexts use more "
-            "memory. Model default: min(trained context, 8192).")
-        self._gpu_tooltip = ("How many layers to put on the GPU. All is fastest if they fit "
-                             "in video memory; lower it if loading runs out of memory.")
-        self.n_gpu_layers_spin = spin("n_gpu_layers", "GPU layers", -1, 999, 1, "All",
-                                      self._gpu_tooltip)
-        self.gpu_unsupported_label = helper_label("", name="gpu_unsupported_label")
-        self.gpu_unsupported_label.hide()
-        form.addRow(self.gpu_unsupported_label)
-        self.n_threads_spin = spin(
-            "n_threads", "CPU threads", 0, 512, 1, "All physical cores",
-            "Threads used for the parts that run on the CPU. Physical cores is usually best; "
-            "more threads than cores tends to be slower.")
-        self.n_batch_spin = spin(
-            "n_batch", "Batch size", 1, 8192, 128, "",
-            "Prompt tokens processed per step. Larger is faster for long prompts and uses "
-            "more memory.")
-        self.n_slots_spin = spin(
-            "n_slots", "Replies at once", 0, MAX_SLOTS, 1, "Automatic",
-            "How many replies the model writes at the same time (chats, API clients), each "
-            "with a KV cache of the context length of its own: more costs memory. Several "
-            "decoded together are faster in total than one after another. Automatic: up to "
-            f"{DEFAULT_SLOTS}, as free memory allows.")
-
-        self.kv_cache_combo = ComboBox()
-        self.kv_cache_combo.setObjectName("kv_cache_combo")
-        self.kv_cache_combo.addItems(KV_CACHE_TYPES)
-        kv_tip = ("Precision of the attention cache. q8_0 halves its memory with little loss; "
-                  "q4_0 saves more. Quantized caches need flash attention.")
-        self.kv_cache_combo.setToolTip(kv_tip)
-        self.kv_cache_combo.currentTextChanged.connect(self._on_kv_changed)
-        kv_label = QLabel("KV cache")
-        kv_label.setObjectName("kv_cache_label")
-        kv_label.setToolTip(kv_tip)
-        form.addRow(kv_label, self.kv_cache_combo)
-
-        self.flash_attn_check = self._check(
-            layout, "flash_attn", "Flash attention",
-            "Faster attention that uses less memory on supported hardware. Needed for a "
-            "quantized KV cache. With it, guessing ahead (prompt lookup, a draft model) gives "
-            "exactly the reply plain decoding gives; on a CPU it can be slower.")
-        self.flash_attn_check.toggled.connect(self._on_flash_attn_toggled)
-        self.kv_note_label = helper_label("", name="kv_note_label")
-        self.kv_note_label.hide()
-        layout.addWidget(self.kv_note_label)
-        self.use_mmap_check = self._check(
-            layout, "use_mmap", "Memory-map the model file",
-            "Load the file lazily through the page cache: faster start, shares memory.")
-        self.use_mlock_check = self._check(
-            layout, "use_mlock", "Lock the model in memory",
-            "Keep the model in RAM so the system never swaps it out. Needs enough free memory.")
-        self.beyond_trained_check = self._check(
-            layout, "allow_beyond_trained", "Allow a longer context than the model was trained on",
-            "Without this, a context length above the model's trained length is refused: "
-            "beyond it, replies are often incoherent.")
-
-        self.speed = SpeedOptions(section.body)
-        self.speed.changed.connect(self._on_load_edited)
-        layout.addWidget(self.speed)
-
-        self.reload_button = QPushButton("Reload model")
-        self.reload_button.setObjectName("reload_button")
-        self.reload_button.setToolTip("Load the current model again with these options.")
-        self.reload_button.clicked.connect(self.reload_requested)
-        layout.addSpacing(4)
-        layout.addWidget(self.reload_button)
-        return section
-
-    def _check(self, layout: QVBoxLayout, name: str, text: str, tip: str) -> QCheckBox:
-        box = WrappingCheckBox(text)  # long labels wrap rather than widen the panel
-        box.setObjectName(f"{name}_check")
-        box.setToolTip(tip)
-        box.toggled.connect(self._on_load_edited)
-        layout.addWidget(box)
-        return box
-
     # -- public API -----------------------------------------------------------------------
 
     def set_settings(self, settings: Settings) -> None:
@@ -370,22 +258,9 @@ class SamplingPanel(QWidget):
             self.mirostat_combo.setCurrentIndex(s.mirostat_mode)
             self.stop_edit.set_stop_strings(s.stop)
             self.system_prompt_edit.setPlainText(settings.system_prompt)
-            self.n_ctx_spin.setValue(settings.n_ctx)
-            self.n_gpu_layers_spin.setValue(settings.n_gpu_layers)
-            self.n_threads_spin.setValue(settings.n_threads)
-            self.n_batch_spin.setValue(settings.n_batch)
-            self.n_slots_spin.setValue(settings.n_slots)
-            self.flash_attn_check.setChecked(settings.flash_attn)
-            self.kv_cache_combo.setCurrentText(settings.kv_cache_type)
-            self.use_mmap_check.setChecked(settings.use_mmap)
-            self.use_mlock_check.setChecked(settings.use_mlock)
-            self.beyond_trained_check.setChecked(settings.allow_beyond_trained)
-            self.speed.show_settings(settings)
-            if self._kv_quantized():  # stored by hand or an older version: keep it loadable
-                self.flash_attn_check.setChecked(True)
+            self.load.show_settings(settings)
         finally:
             self._quiet = False
-        self._show_kv_note(KV_NOTE_QUANTIZED if self._kv_quantized() else "")
         self._update_mirostat_rows()
 
     def sampling(self) -> SamplingParams:
@@ -399,40 +274,26 @@ class SamplingPanel(QWidget):
 
     def apply_to(self, settings: Settings) -> Settings:
         """A copy of `settings` with everything this panel shows taken from the panel."""
-        return dataclasses.replace(
-            settings,
-            sampling=self.sampling(),
-            system_prompt=self.system_prompt(),
-            n_ctx=self.n_ctx_spin.value(),
-            n_gpu_layers=self.n_gpu_layers_spin.value(),
-            n_threads=self.n_threads_spin.value(),
-            n_batch=self.n_batch_spin.value(),
-            n_slots=self.n_slots_spin.value(),
-            flash_attn=self.flash_attn_check.isChecked(),
-            kv_cache_type=self.kv_cache_combo.currentText(),
-            use_mmap=self.use_mmap_check.isChecked(),
-            use_mlock=self.use_mlock_check.isChecked(),
-            allow_beyond_trained=self.beyond_trained_check.isChecked(),
-            **self.speed.values(),  # type: ignore[arg-type]
-        )
+        return dataclasses.replace(settings, sampling=self.sampling(),
+                                   system_prompt=self.system_prompt(),
+                                   ).with_load_options(self.load.values())
 
     def load_params(self, model_path: str) -> LoadParams:
         return self.apply_to(Settings()).load_params(model_path)
 
     def set_context(self, n_ctx: int, allow_beyond_trained: bool | None = None) -> None:
         """Set the context length to load with (a fix offered when a load was refused)."""
-        self.n_ctx_spin.setValue(n_ctx)
+        self.load.set_value("n_ctx", n_ctx)
         if allow_beyond_trained is not None:
-            self.beyond_trained_check.setChecked(allow_beyond_trained)
+            self.load.set_value("allow_beyond_trained", allow_beyond_trained)
 
     def set_slots(self, n_slots: int) -> None:
         """Set how many replies load at once (a fix offered when a load was refused)."""
-        self.n_slots_spin.setValue(n_slots)
+        self.load.set_value("n_slots", n_slots)
 
     def show_slots_in_use(self, n_slots: int) -> None:
         """What "Automatic" chose for the model loaded now."""
-        self.n_slots_spin.setSpecialValueText(f"Automatic ({n_slots})" if n_slots else
-                                              "Automatic")
+        self.load.show_slots_in_use(n_slots)
 
     def limit_sampling(self, accepted: frozenset[str] | None) -> None:
         """A remote engine takes only some settings: the others are shown disabled (None: all,
@@ -446,19 +307,10 @@ class SamplingPanel(QWidget):
 
     def set_gpu_offload_supported(self, supported: bool, reason: str = "") -> None:
         """Disable the GPU layers row, saying why, when the engine cannot offload."""
-        label = self.findChild(QLabel, "n_gpu_layers_label")
-        tip = self._gpu_tooltip if supported else reason
-        for w in (label, self.n_gpu_layers_spin):
-            if w is None:
-                continue
-            w.setEnabled(supported)
-            w.setToolTip(plain_tip(tip))  # the engine's words
-        self.gpu_unsupported_label.setText(reason)
-        self.gpu_unsupported_label.setVisible(not supported and bool(reason))
+        self.load.set_gpu_offload_supported(supported, reason)
 
     def set_physical_cores(self, n: int) -> None:
-        self.n_threads_spin.setSpecialValueText(
-            f"All physical cores ({n})" if n > 0 else "All physical cores")
+        self.load.set_physical_cores(n)
 
     def reset_to_defaults(self) -> None:
         """Reset the sampling settings and system prompt; load options are kept."""
@@ -502,29 +354,3 @@ class SamplingPanel(QWidget):
             pair.set_enabled(not on)
             pair.set_tooltip(pair.spec.tooltip + (
                 "\n\nIgnored while Mirostat is on: llama.cpp skips this sampler." if on else ""))
-
-    def _kv_quantized(self) -> bool:
-        return self.kv_cache_combo.currentText() != "f16"
-
-    def _on_kv_changed(self) -> None:
-        if self._quiet:
-            return
-        if self._kv_quantized():
-            self.flash_attn_check.setChecked(True)
-            self._show_kv_note(KV_NOTE_QUANTIZED)
-        else:
-            self._show_kv_note("")
-        self._on_load_edited()
-
-    def _on_flash_attn_toggled(self, checked: bool) -> None:
-        if self._quiet:
-            return
-        if not checked and self._kv_quantized():
-            self.kv_cache_combo.setCurrentText("f16")
-            self._show_kv_note(KV_NOTE_RESET)
-        elif checked:
-            self._show_kv_note(KV_NOTE_QUANTIZED if self._kv_quantized() else "")
-
-    def _show_kv_note(self, text: str) -> None:
-        self.kv_note_label.setText(text)
-        self.kv_note_label.setVisible(bool(text))

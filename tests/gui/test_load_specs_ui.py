@@ -1,0 +1,103 @@
+"""Every load option of LOAD_SPECS has its editor in the side panel (and, when it is a per-model
+option, in the defaults dialog), with the spec's range and words, and what the user sets there
+is what the model loads with."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
+from pytestqt.qtbot import QtBot
+
+from inglenook.core.load import LOAD_SPECS, LoadParams, LoadSpec, ModelDefaults
+from inglenook.core.settings import Settings
+from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
+from inglenook.ui.side.sampling_panel import SamplingPanel
+from tests.unit.test_load_specs import other_value
+
+pytestmark = pytest.mark.gui
+EDITORS: dict[str, type[QWidget]] = {"int": QSpinBox, "choice": QComboBox, "bool": QCheckBox,
+                                     "path": QLineEdit}
+SUFFIX = {"int": "spin", "choice": "combo", "bool": "check", "path": "edit"}
+
+
+def user_sets(editor: QWidget, value: object) -> None:
+    """What a user does to the editor (its own signals fire, as they do for a user)."""
+    if isinstance(editor, QSpinBox):
+        assert isinstance(value, int)
+        editor.setValue(value)
+    elif isinstance(editor, QComboBox):
+        editor.setCurrentText(str(value))
+    elif isinstance(editor, QCheckBox):
+        editor.setChecked(bool(value))
+    elif isinstance(editor, QLineEdit):
+        editor.setText(str(value))
+        editor.editingFinished.emit()
+
+
+def find_editor(parent: QWidget, spec: LoadSpec, prefix: str = "") -> QWidget:
+    editor = parent.findChild(EDITORS[spec.kind], f"{prefix}{spec.name}_{SUFFIX[spec.kind]}")
+    assert editor is not None, spec.name
+    return editor
+
+
+@pytest.mark.parametrize("name", list(LOAD_SPECS))
+def test_every_load_option_has_a_panel_editor_that_reaches_load_params(
+        qtbot: QtBot, name: str) -> None:
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    spec = LOAD_SPECS[name]
+    editor = find_editor(panel, spec)
+    assert editor.toolTip() == spec.tooltip
+    if isinstance(editor, QSpinBox):  # the range and "automatic" as the spec says them
+        assert (editor.minimum(), editor.maximum()) == (spec.minimum, spec.maximum)
+        assert editor.specialValueText() == spec.special_value_text
+    value = other_value(spec)
+    with qtbot.waitSignal(panel.settings_changed):
+        user_sets(editor, value)
+    assert getattr(panel.load_params("/m.gguf"), name) == value
+    assert getattr(panel.apply_to(Settings()), name) == value
+    shown = SamplingPanel()
+    qtbot.addWidget(shown)
+    shown.set_settings(Settings().with_load_options({name: value, "flash_attn": True}
+                                                    if name == "kv_cache_type" else {name: value}))
+    assert getattr(shown.load_params("/m.gguf"), name) == value
+
+
+def test_the_panel_has_no_load_editor_without_a_spec(qtbot: QtBot) -> None:
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    assert set(panel.load.fields) == set(LOAD_SPECS)
+
+
+@pytest.mark.parametrize("name", [n for n, s in LOAD_SPECS.items() if s.per_model])
+def test_every_per_model_option_has_a_dialog_row(qtbot: QtBot, name: str) -> None:
+    spec = LOAD_SPECS[name]
+    dialog = ModelDefaultsDialog("/m/a.gguf", ModelDefaults(), [], gpu_offload=True)
+    qtbot.addWidget(dialog)
+    tick = dialog.findChild(QCheckBox, f"defaults_{name}_override")
+    assert tick is not None and not tick.isChecked() and tick.text() == spec.label
+    editor = dialog.fields[name].editor
+    assert not editor.isEnabled()  # the side panel's, until ticked
+    spin = dialog.findChild(QSpinBox, f"defaults_{name}_spin")
+    if spin is not None:  # the panel's range: no -2 or 1000 of its own
+        assert (spin.minimum(), spin.maximum()) == (spec.minimum, spec.maximum)
+    assert dialog.defaults().empty
+    value = other_value(spec)
+    tick.setChecked(True)
+    assert editor.isEnabled()
+    dialog.fields[name].set_value(value)
+    own = dialog.defaults()
+    assert getattr(own.apply(LoadParams("/m/a.gguf")), name) == value
+    settings = Settings()
+    settings.set_defaults("/m/a.gguf", own)
+    assert Settings.parse(settings.to_dict())[0].defaults_for("/m/a.gguf") == own
+    again = ModelDefaultsDialog("/m/a.gguf", own, [], gpu_offload=True)
+    qtbot.addWidget(again)
+    assert again.overrides[name].isChecked() and again.fields[name].value() == value
+
+
+def test_dialog_says_gpu_layers_cannot_be_set_on_a_cpu_build(qtbot: QtBot) -> None:
+    dialog = ModelDefaultsDialog("/m/a.gguf", ModelDefaults(), [], gpu_offload=False)
+    qtbot.addWidget(dialog)
+    assert not dialog.overrides["n_gpu_layers"].isEnabled()
+    assert "CPU only" in dialog.overrides["n_gpu_layers"].toolTip()

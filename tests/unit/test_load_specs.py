@@ -1,0 +1,147 @@
+"""Every load option is declared once (LOAD_SPECS) and reaches the settings file, LoadParams'
+checks and the command line of chat, prompt and serve from there."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from inglenook.cli import _parser
+from inglenook.cli.chat import load_params
+from inglenook.cli.common import UsageError
+from inglenook.cli.options import read_load_params, read_sampling
+from inglenook.core.load import LOAD_SPECS, LoadParams, LoadParamsError, LoadSpec
+from inglenook.core.sampling import SPECS, SamplingParams
+from inglenook.core.settings import Settings
+
+
+def other_value(spec: LoadSpec) -> object:
+    """A value of the option that is not its default."""
+    if spec.kind == "bool":
+        return not spec.default
+    if spec.kind == "choice":
+        return next(c for c in spec.choices if c != spec.default)
+    if spec.kind == "path":
+        return "/models/draft.gguf"
+    assert isinstance(spec.default, int)
+    return spec.default + 1 if spec.default < spec.maximum else spec.default - 1
+
+
+def flags(spec: LoadSpec, value: object) -> list[str]:
+    if spec.kind == "bool":
+        return [spec.flag if value else "--no-" + spec.flag.removeprefix("--")]
+    extra = ["--flash-attn"] if spec.name == "kv_cache_type" else []  # q8_0 needs it
+    return [spec.flag, str(value), *extra]
+
+
+def test_every_load_option_has_a_spec_and_nothing_else_does() -> None:
+    settings_fields = {f.name for f in dataclasses.fields(Settings)}
+    params_fields = {f.name for f in dataclasses.fields(LoadParams)}
+    for name, spec in LOAD_SPECS.items():
+        assert name == spec.name and name in params_fields and name in settings_fields
+        assert getattr(Settings(), name) == spec.default == getattr(LoadParams(""), name)
+        assert spec.flag.startswith("--") and spec.label and spec.tooltip and spec.help
+        if spec.automatic is not None:  # automatic is the minimum, spelled, never a bare number
+            assert spec.automatic == spec.minimum and spec.special_value_text
+    # Settings' other fields are not load options; LoadParams' others are the engine's tuning.
+    assert settings_fields & params_fields == set(LOAD_SPECS)
+
+
+@pytest.mark.parametrize("name", list(LOAD_SPECS))
+@pytest.mark.parametrize("command", ["chat", "prompt", "serve"])
+def test_every_load_option_has_a_flag_whose_value_reaches_load_params(
+        name: str, command: str) -> None:
+    spec = LOAD_SPECS[name]
+    value = other_value(spec)
+    args = _parser().parse_args([command, *flags(spec, value)])
+    params = read_load_params(args, "/m.gguf")
+    assert getattr(params, name) == value
+    assert params.replace(**{name: spec.default}) == LoadParams(
+        "/m.gguf", flash_attn=name == "kv_cache_type")  # nothing else changed
+
+
+def test_no_flag_keeps_every_default() -> None:
+    args = _parser().parse_args(["chat", "--model", "/m.gguf", "Hi"])
+    assert load_params(args) == LoadParams("/m.gguf")
+    assert read_sampling(args) == SamplingParams()
+
+
+@pytest.mark.parametrize("name", [n for n, s in LOAD_SPECS.items() if s.kind == "int"])
+def test_out_of_range_numbers_are_one_line_with_the_range(name: str) -> None:
+    spec = LOAD_SPECS[name]
+    for raw in (str(int(spec.maximum) + 1), str(int(spec.minimum) - 1), "nan", "2.5", "many"):
+        args = _parser().parse_args(["chat", spec.flag, raw, "Hi"])
+        with pytest.raises(UsageError, match=f"^{spec.flag} must be a whole number from "
+                                             f"{int(spec.minimum)} to {int(spec.maximum)}, "):
+            read_load_params(args, "/m.gguf")
+        with pytest.raises(LoadParamsError, match=spec.label):  # the engine checks the same
+            LoadParams("/m.gguf").replace(**{name: int(spec.maximum) + 1}).validate()
+
+
+def test_options_that_cannot_work_together_are_refused() -> None:
+    args = _parser().parse_args(["chat", "--kv-cache-type", "q4_0", "Hi"])
+    with pytest.raises(UsageError, match="needs flash attention"):
+        read_load_params(args, "/m.gguf")
+
+
+def test_unknown_choice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["chat", "--kv-cache-type", "q3", "Hi"])
+    assert "invalid choice: 'q3'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_every_sampling_setting_has_a_flag(name: str) -> None:
+    spec = SPECS[name]
+    whole = isinstance(getattr(SamplingParams(), name), int)
+    value = spec.maximum
+    args = _parser().parse_args(["chat", spec.flag, str(int(value)) if whole else repr(value),
+                                 "Hi"])
+    assert getattr(read_sampling(args), name) == value
+    args = _parser().parse_args(["chat", spec.flag, str(int(spec.maximum) + 1), "Hi"])
+    with pytest.raises(UsageError, match=f"^{spec.flag} must be "):
+        read_sampling(args)
+
+
+def test_stop_strings_from_the_command_line() -> None:
+    args = _parser().parse_args(["chat", "--stop", "END", "--stop", "\n\n", "Hi"])
+    assert read_sampling(args).stop == ("END", "\n\n")
+
+
+@pytest.mark.parametrize("name", list(LOAD_SPECS))
+def test_settings_file_values_are_checked_by_the_spec(name: str) -> None:
+    spec = LOAD_SPECS[name]
+    value = other_value(spec)
+    together = {"flash_attn": True} if name == "kv_cache_type" else {}  # q8_0 needs it
+    settings, problems = Settings.parse({name: value, **together})
+    assert problems == [] and getattr(settings.load_params("/m.gguf"), name) == value
+    bad = "lots" if spec.kind != "path" else 12
+    settings, problems = Settings.parse({name: bad})
+    assert getattr(settings, name) == spec.default
+    assert len(problems) == 1 and problems[0].startswith(f"{name}: ")
+
+
+def test_settings_numbers_are_clamped_to_the_specs_range() -> None:
+    settings, problems = Settings.parse({"n_gpu_layers": 5000, "n_ctx": -3})
+    assert (settings.n_gpu_layers, settings.n_ctx) == (LOAD_SPECS["n_gpu_layers"].maximum, 0)
+    assert len(problems) == 2
+
+
+def test_per_model_options_round_trip_through_the_settings_file() -> None:
+    from inglenook.core.load import ModelDefaults
+
+    own = ModelDefaults(n_ctx=2048, n_gpu_layers=0, prompt_lookup=False,
+                        draft_model_path="/d.gguf")
+    settings = Settings()
+    settings.set_defaults("/m.gguf", own)
+    again, problems = Settings.parse(settings.to_dict())
+    assert problems == [] and again.defaults_for("/m.gguf") == own
+    assert {n for n, s in LOAD_SPECS.items() if s.per_model} <= {
+        f.name for f in dataclasses.fields(ModelDefaults)}
+
+
+def test_load_options_helpers_ignore_other_names() -> None:
+    settings = Settings().with_load_options({"n_ctx": 1024, "theme": "dark"})
+    assert settings.n_ctx == 1024 and settings.theme == "system"
+    assert settings.load_options()["n_ctx"] == 1024
