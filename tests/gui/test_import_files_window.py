@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 
 from inglenook.ui.history import dialogs
 from inglenook.ui.main_window import MainWindow
-from tests.unit.test_import_files import chatgpt_conversation
+from tests.unit.store.test_import_files import chatgpt_conversation
 
 
 def choose(monkeypatch: pytest.MonkeyPatch, path: Path) -> list[str]:

@@ -12,7 +12,7 @@ from inglenook.core.load import LOAD_SPECS, LoadParams, LoadSpec, ModelDefaults
 from inglenook.core.settings import Settings
 from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
 from inglenook.ui.side.sampling_panel import SamplingPanel
-from tests.unit.test_load_specs import other_value
+from tests.unit.core.test_load_specs import other_value
 
 pytestmark = pytest.mark.gui
 EDITORS: dict[str, type[QWidget]] = {"int": QSpinBox, "choice": QComboBox, "bool": QCheckBox,

@@ -26,7 +26,7 @@ from inglenook.ui.tools.tools_dialog import ToolsDialog
 from tests.gui.conftest import Script, chat, start_reply
 from tests.gui.test_reasoning_window import window_with
 from tests.templates import GPT_OSS, MAGISTRAL, QWEN3
-from tests.unit.test_tools_formats import LLAMA32
+from tests.unit.tools.test_formats import LLAMA32
 
 SERVER = Path(__file__).resolve().parents[1] / "helpers" / "mcp_server.py"
 WAIT_MS = 60_000  # a server starts in a second or two; the machine may be busy

@@ -22,7 +22,7 @@ from inglenook.core.template import ControlStrings, defuse, render_with_fallback
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
 from tests.gguf_tools import TOKEN_TYPE_CONTROL, replace_tokens
-from tests.unit.test_template import GEMMA_TEMPLATE, LLAMA3_TEMPLATE
+from tests.unit.core.test_template import GEMMA_TEMPLATE, LLAMA3_TEMPLATE
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ PySide6 wheels (and our bundle) carry Qt but not the system libraries its xcb pl
 (libxcb-cursor0, libxcb-icccm4…). Without them Qt prints a raw "Could not load the Qt platform
 plugin" and aborts. Loading the plugin ourselves first (dlopen, as Qt would) names the missing
 library, and the user is told what to install instead. packaging/qt-runtime-deps.sh installs the
-same packages for `make run` (tests/unit/test_platform_check.py keeps the two lists equal).
+same packages for `make run` (tests/unit/ui/test_platform_check.py keeps the two lists equal).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from inglenook import paths
 from inglenook.cli import CLOSED_PIPE_EXIT, main
 from inglenook.store import ARCHIVE_FORMAT, CONVERSATION_FORMAT, Store
-from tests.unit.test_import_files import chatgpt_conversation
+from tests.unit.store.test_import_files import chatgpt_conversation
 
 
 def make_chats() -> list[int]:

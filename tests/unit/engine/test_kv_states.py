@@ -1,5 +1,5 @@
 """Conversation KV states without llama.cpp: the store (RAM, spilling, checked files). What a
-prompt reuses is tests/unit/test_kv_reuse.py."""
+prompt reuses is tests/unit/engine/test_kv_reuse.py."""
 
 from __future__ import annotations
 
