@@ -14,7 +14,7 @@ import pytest
 from inglenook.ui import platform_check
 from inglenook.ui.platform_check import APT_PACKAGES, problem, wanted_platform
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_packages_named_are_the_ones_make_run_installs() -> None:
