@@ -75,6 +75,17 @@ def test_escape_stops_and_keeps_the_partial_reply(
     assert reply.notice.isVisible() and "Stopped" in reply.notice.text()
 
 
+def test_the_status_line_clears_once_the_reply_writes(
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    script.write(default={"text": "Once upon a time " * 100, "token_ms": 5})
+    send(qtbot, window, "Tell me a story.")
+    qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
+    assert window.chats.session.reply is not None  # still writing
+    assert window.status_text.text() == ""  # not "Thinking…" under text already there
+    window.chats.stop()
+    wait_reply(qtbot, window)
+
+
 def test_regenerate_replaces_the_last_reply(qtbot: QtBot, window: MainWindow) -> None:
     send(qtbot, window, "Name a colour.")
     wait_reply(qtbot, window)

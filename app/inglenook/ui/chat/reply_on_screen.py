@@ -32,6 +32,7 @@ class ReplyOnScreen(QObject):
         self.bubble: MessageBubble | None = None  # the streaming reply's, while in view
         self.queue = QueueState(None, ())
         self._drawn: tuple[object, ...] = ()  # what the bubble shows (see draw)
+        self._writing = False  # the reply has shown text: the status line's work is done
         self._marker: tuple[int, str] | None = None  # (message, text): history left out
         self._session: ChatSession | None = None
         self._flush_timer = QTimer(self, singleShot=True, interval=0)
@@ -41,6 +42,7 @@ class ReplyOnScreen(QObject):
         """Another chat (or the same one drawn again) is on screen."""
         self._flush_timer.stop()
         self.bubble, self._marker, self._session = None, None, session
+        self._writing = False
 
     # ---- bubbles as the view makes them ---------------------------------------------------
     def dress(self, bubble: MessageBubble, message: StoredMessage) -> None:
@@ -80,13 +82,15 @@ class ReplyOnScreen(QObject):
         reply = self._session.reply if self._session is not None else None
         if reply is None or self.bubble is None:
             return
-        if not self._drawn and (reply.text or reply.reasoning or reply.parts.calling):
-            self.status.setText("")
+        if not self._writing and (reply.text or reply.reasoning or reply.parts.calling):
+            self._writing = True
+            self.status.setText("")  # "Thinking…" or the prompt's progress
             self.progress.hide()
         self.draw(self.bubble, reply)
 
     # ---- the engine's events, for the chat on screen --------------------------------------
     def started(self) -> None:
+        self._writing = False
         self.queue_notice.hide()
         self.status.setText("Thinking…")
         if self.bubble is not None and not self.bubble.text:
