@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inglenook.core.load import LoadParams
+from inglenook.core.load import MAX_CTX, MAX_SLOTS, LoadParams
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.engine import client as client_module
 from inglenook.engine import protocol as p
@@ -264,17 +264,20 @@ def test_engine_reports_gpu_memory_of_its_build(engine: EngineClient) -> None:
 def test_a_context_that_cannot_fit_is_refused_before_any_load(
         engine: EngineClient, bundled_model: Path) -> None:
     progress: list[float] = []
+    # The longest context a load may ask for, for the most replies at once: ~24 GB of KV
+    # cache each, more than any desktop holds.
     with pytest.raises(EngineError, match=r"largest context that fits is ([\d,]+) tokens") as info:
-        engine.load(LoadParams(str(bundled_model), n_ctx=10**9, allow_beyond_trained=True),
-                    on_progress=progress.append)
+        engine.load(LoadParams(str(bundled_model), n_ctx=MAX_CTX, n_slots=MAX_SLOTS,
+                               allow_beyond_trained=True), on_progress=progress.append)
     # llama.cpp reports progress from the first byte of the model it reads: none was read.
     assert progress == []
     message = str(info.value)
-    assert "1,000,000,000 tokens needs about" in message and "\n" not in message
+    assert f"{MAX_CTX:,} tokens for each of {MAX_SLOTS} replies at once needs about" in message
+    assert "\n" not in message
     found = re.search(r"fits is ([\d,]+) tokens", message)
     assert found is not None
     largest = int(found[1].replace(",", ""))
-    assert 0 < largest < 10**9 and largest % 256 == 0
+    assert 0 < largest < MAX_CTX and largest % 256 == 0
     assert engine.alive
     engine.load(LoadParams(str(bundled_model), n_ctx=4096))
 

@@ -107,6 +107,12 @@ LoadKind = Literal["int", "bool", "choice", "path"]
 LoadGroup = Literal["load", "speed"]  # the panel's part: loading, or speed (speed_options.py)
 
 
+
+def _number_text(value: float) -> str:
+    """1,048,576 rather than 1.04858e+06; 0.5 as it is."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 @dataclass(frozen=True)
 class LoadSpec(ParamSpec):
     """One load option. `special_value_text` is how "automatic" is spelled: the value at the
@@ -154,7 +160,8 @@ class LoadSpec(ParamSpec):
                 and self.minimum <= value <= self.maximum):
             return None
         auto = f" ({self.special_value_text.lower()})" if self.special_value_text else ""
-        return f"{self.label} must be {self.minimum:g}{auto} to {self.maximum:g}."
+        return f"{self.label} must be {_number_text(self.minimum)}{auto} to " \
+            f"{_number_text(self.maximum)}."
 
     def check(self, where: str, raw: object, default: object) -> tuple[object, str | None]:
         """A stored value as this option (settings.json): repaired, with a sentence, or as is."""
