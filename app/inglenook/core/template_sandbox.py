@@ -36,8 +36,7 @@ MAX_OUTPUT_CHARS = 1_000_000  # raised to 4x the conversation for very long cont
 TIME_BUDGET_S = 2.0
 _MAX_POWER_BITS = 100_000  # `9 ** (9 ** 9)` would otherwise spin on one bignum
 TOO_BIG = "The chat template produced an unreasonably large prompt and was stopped."
-_TOO_SLOW = (f"The chat template took longer than {TIME_BUDGET_S:g} seconds (of computing) and "
-             "was stopped.")
+_TOO_SLOW = "The chat template took longer than {:g} seconds (of computing) and was stopped."
 _FORMAT_SPEC = re.compile(r"%[-#0 +*.\d]+|\{[^{}]*:[^{}]*\}")  # %-specs and {:...} fields
 
 
@@ -55,6 +54,7 @@ class TemplateError(Exception):
 @dataclass
 class _Budget:
     deadline: float  # in CPU seconds of the rendering thread (see _clock)
+    seconds: float  # the budget that deadline stands for, as the user is told it
     max_chars: int
     work_left: int  # characters the template may emit anywhere, including into {% set %} blocks
     ticks: int = 0
@@ -69,7 +69,8 @@ _CLOCK_EVERY = 16
 
 _BUDGET: ContextVar[_Budget | None] = ContextVar("inglenook_template_budget", default=None)
 # The end of a whole request (all renders of render_prompt, its fallback included); see time_limit.
-_DEADLINE: ContextVar[float | None] = ContextVar("inglenook_template_deadline", default=None)
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("inglenook_template_deadline",
+                                                               default=None)  # (end, seconds)
 
 
 @contextlib.contextmanager
@@ -77,7 +78,7 @@ def time_limit(seconds: float) -> Iterator[None]:
     """Every render inside shares one deadline `seconds` from now (each still has its own
     TIME_BUDGET_S), so a caller that kills the renderer after a hard limit can rely on the
     sandbox stopping everything it can stop before that."""
-    token = _DEADLINE.set(_clock() + seconds)
+    token = _DEADLINE.set((_clock() + seconds, seconds))
     try:
         yield
     finally:
@@ -90,7 +91,7 @@ def _tick() -> None:
         return
     budget.ticks += 1
     if budget.ticks % _CLOCK_EVERY == 0 and _clock() > budget.deadline:
-        raise TemplateError(_TOO_SLOW)
+        raise TemplateError(_TOO_SLOW.format(budget.seconds))
 
 
 def _limit() -> int:
@@ -330,8 +331,11 @@ def rendering(max_chars: int) -> Iterator[None]:
     """The budget of one render: TIME_BUDGET_S of CPU time (or less, inside time_limit) and
     `max_chars` of output."""
     deadline = _clock() + TIME_BUDGET_S
-    token = _BUDGET.set(_Budget(min(deadline, _DEADLINE.get() or deadline), max_chars,
-                                4 * max_chars))
+    budget = _Budget(deadline, TIME_BUDGET_S, max_chars, 4 * max_chars)
+    request = _DEADLINE.get()
+    if request is not None and request[0] < deadline:
+        budget.deadline, budget.seconds = request
+    token = _BUDGET.set(budget)
     try:
         yield
     finally:
