@@ -1,7 +1,7 @@
 """The longest GUI-thread stall while a reply streams at full speed into a 10,000-message
 conversation (mixed Markdown, imported into the store), measured by a QTimer probe; also the
-GUI thread's CPU time to send the message (the whole conversation goes to the engine, which
-leaves out what does not fit), and the RSS of the window and engine processes. Prints one JSON
+GUI thread's CPU time to send the message (only the turns the model could hold are read and
+sent: chat/history.py), and the RSS of the window and engine processes. Prints one JSON
 line. Run by bench/run.py in its own process (offscreen unless told otherwise).
 
 `--quick`: 200 messages, a short reply.

@@ -238,7 +238,7 @@ def main() -> int:
         finally:
             client.close()
 
-        log("GUI stall while streaming into a 200-message conversation…")
+        log("GUI stall while streaming into a 10,000-message conversation…")
         results.update(run_script("gui_stall.py", quick))
 
         log("Conversation store: 10,000 conversations, switching, search, bytes per token…")
