@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import gc
 import json
 import os
 import random
@@ -36,12 +35,13 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import psutil
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from chat_view_memory import assistant_reply, paragraph
+from window_memory import open_window, rss_mb
+from window_memory import settle as shared_settle
 
 
 def long_conversation(messages: int, title: str, seed: int) -> object:
@@ -69,16 +69,12 @@ def fill(messages: int) -> tuple[int, int]:
     return long_id, short_id
 
 
-def rss_mb() -> float:
-    return psutil.Process().memory_info().rss / 2**20
+SETTLE_TURNS = 200  # enough for the view to fill its margin
 
 
-def settle(app: QApplication, turns: int = 200) -> None:
+def settle(app: QApplication, turns: int = SETTLE_TURNS) -> None:
     """Let the view fill its margin and deferred deletes happen, as between two clicks."""
-    for _ in range(turns):
-        app.processEvents()
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    gc.collect()
+    shared_settle(app, turns)
 
 
 def timed(app: QApplication, action: Callable[[], None]) -> tuple[float, float]:
@@ -138,18 +134,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         os.environ["INGLENOOK_HOME"] = home
         long_id, short_id = fill(messages)
-        from inglenook.ui.app import configure, started
-        from inglenook.ui.main_window import MainWindow
-
-        app = QApplication(sys.argv[:1])
-        configure(app)
-        window = MainWindow(autoload=False)
-        window.resize(1280, 820)
-        window.show()
-        started()  # as run_app does once the window is up
-        settle(app)
-        window.chats.open(short_id)
-        settle(app)
+        app, window = open_window(short_id, SETTLE_TURNS)
         for _ in range(2):  # warm-up: fonts, style sheet, the store's caches
             window.chats.open(long_id)
             settle(app)

@@ -52,9 +52,9 @@ def fill(chats: int, messages: int) -> list[int]:
     return ids
 
 
-def settle(app: QApplication) -> None:
+def settle(app: QApplication, turns: int = 3) -> None:
     """Let layouts and deferred deletes happen, as they would between two clicks."""
-    for _ in range(3):
+    for _ in range(turns):
         app.processEvents()
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     gc.collect()
@@ -62,6 +62,23 @@ def settle(app: QApplication) -> None:
 
 def rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
+
+
+def open_window(first: int, turns: int = 3) -> tuple[QApplication, object]:
+    """The real window on INGLENOOK_HOME's store, shown, with conversation `first` open."""
+    from inglenook.ui.app import configure, started
+    from inglenook.ui.main_window import MainWindow
+
+    app = QApplication(sys.argv[:1])
+    configure(app)
+    window = MainWindow(autoload=False)
+    window.resize(1280, 820)
+    window.show()
+    started()  # as run_app does once the window is up
+    settle(app, turns)
+    window.chats.open(first)
+    settle(app, turns)
+    return app, window
 
 
 def main() -> int:
@@ -72,18 +89,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         os.environ["INGLENOOK_HOME"] = home
         ids = fill(chats, messages)
-        from inglenook.ui.app import configure, started
-        from inglenook.ui.main_window import MainWindow
-
-        app = QApplication(sys.argv[:1])
-        configure(app)
-        window = MainWindow(autoload=False)
-        window.resize(1280, 820)
-        window.show()
-        started()  # as run_app does once the window is up
-        settle(app)
-        window.chats.open(ids[0])
-        settle(app)
+        app, window = open_window(ids[0])
         one_chat = rss_mb()
         for conv in ids:  # warm-up: every chat once (fonts, caches, allocator pools)
             window.chats.open(conv)
