@@ -153,7 +153,8 @@ class ReplyOnScreen(QObject):
 
     def show_queue(self, state: QueueState | None = None) -> None:
         """Whether the reply on screen waits for another, and for whose."""
-        self.queue = state or self.queue
+        if state is not None:
+            self.queue = state
         session = self._session
         reply = session.reply if session is not None else None
         behind = self.queue.ahead_of(session.owner, reply.request_id) \
