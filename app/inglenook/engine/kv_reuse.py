@@ -44,7 +44,7 @@ from inglenook.engine.kv_states import (
 
 MIN_SAVE_TOKENS = 64  # below this, evaluating again is about as fast as restoring
 MIN_GAIN_TOKENS = 16  # a saved state is restored only when it spares this many more tokens
-MIN_COPY_TOKENS = 64  # another slot's cells are copied (a whole KV stream) only for this many
+MIN_COPY_TOKENS = 16  # another slot's cells are copied only for this many (see copy_threshold)
 MIN_SHIFT_MATCH = 32  # tokens that must line up after a removed block before it is shifted
 MIN_PREFIX_TOKENS = 256  # a system prompt this long keeps a state of its own
 ADOPT_SLACK = 4  # an unnamed request continues a state it extends to within this many tokens
@@ -111,12 +111,23 @@ class Reuse:
     key: str = ""  # the key the slot's content is kept under from now on
 
 
-class SlotStates:
-    """The slots of one loaded model and the states it keeps, shared by all of them."""
+def copy_threshold(n_ctx_seq: int) -> int:
+    """The shared prefix worth copying from another slot rather than reading. A copy across KV
+    streams moves the whole stream, whatever it holds: for a 2,048-cell slot of the bundled
+    model it cost ~10 ms inside the next llama_decode on a 2-core VM, where reading a prompt
+    cost ~3.5 ms a token. The cost grows with the slot, so larger slots need a longer prefix."""
+    return max(MIN_COPY_TOKENS, n_ctx_seq // 512)
 
-    def __init__(self, memories: Sequence[KvMemory], cache: StateCache) -> None:
+
+class SlotStates:
+    """The slots of one loaded model and the states it keeps, shared by all of them.
+    `min_copy`: the shared prefix worth copying from another slot (copy_threshold)."""
+
+    def __init__(self, memories: Sequence[KvMemory], cache: StateCache,
+                 min_copy: int = MIN_COPY_TOKENS) -> None:
         self.memories = list(memories)
         self.cache = cache
+        self.min_copy = min_copy
         self.live = [""] * len(self.memories)  # each slot's key; "" when it holds nothing known
         self._used = [0] * len(self.memories)  # when each slot was last given out
         self._clock = itertools.count(1)
@@ -142,7 +153,7 @@ class SlotStates:
         restore_s = 0.0
         content, content_tokens, gain = self.live[slot], memory.tokens(), own
         started = time.perf_counter()
-        if donor is not None and copied >= max(own + MIN_COPY_TOKENS, saved):
+        if donor is not None and copied >= max(own + self.min_copy, saved):
             content, content_tokens, gain = self.live[donor], self.memories[donor].tokens(), copied
             self._evict(slot)
             memory.copy_from(self.memories[donor], copied)

@@ -11,10 +11,12 @@ import pytest
 
 from inglenook import paths
 from inglenook.engine.kv_reuse import (
+    MIN_COPY_TOKENS,
     MIN_PREFIX_TOKENS,
     MIN_SAVE_TOKENS,
     KvMemory,
     SlotStates,
+    copy_threshold,
     name_of,
     prefix_key,
     principal_of,
@@ -273,3 +275,17 @@ def test_a_state_file_that_cannot_be_read_leaves_the_slot_as_it_was() -> None:
     # Chat 2's cells still spare chat 1 its system prompt: they are not thrown away.
     assert run(s, m, chat(1), [*A, 7, 7, 1])[1:3] == (len(SYSTEM), "live")
     assert s.cache.get(chat(1)) is None  # the bad file is forgotten
+
+
+def test_a_short_shared_start_is_copied_where_a_copy_is_cheaper_than_reading_it() -> None:
+    """Clients asking about one short text: the second copies the first's 20 tokens."""
+    s, m = states(2)
+    start = list(range(5000, 5020))
+    run(s, m, chat(1), prompt(start, range(100, 108)))
+    slot, cached, source, _ = run(s, m, chat(2), prompt(start, range(200, 208)))
+    assert (slot, cached, source) == (1, len(start), "slot")
+
+
+def test_a_larger_slot_needs_a_longer_shared_start_before_it_is_copied() -> None:
+    assert copy_threshold(2048) == MIN_COPY_TOKENS
+    assert copy_threshold(32768) == 64 > MIN_COPY_TOKENS

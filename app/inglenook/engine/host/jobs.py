@@ -18,10 +18,44 @@ from inglenook.engine.host.llama import (
     log_to,
     quantize,
 )
-from inglenook.engine.host.machine import logical_cores
+from inglenook.engine.host.loading import LoadedModel, with_threads
+from inglenook.engine.host.machine import logical_cores, physical_cores
+from inglenook.engine.tune import tune
 from inglenook.models.gguf import GGUFError, read_header
 
 _BENCH_TEXT = b"The keeper climbed the stairs of the lighthouse and lit the lamp. " * 400
+
+
+def run_tune(loaded: LoadedModel, request: p.Tune, abort_cb: Any,
+             cancelled: Callable[[], bool], send: Callable[[Any], None]) -> None:
+    """Tune the loaded model (slot 0's conversation saved first, as when another chat takes
+    it), apply the result if asked, and answer with a TuneResult."""
+    rid, info = request.request_id, loaded.info
+    loaded.slots.park(0)
+    bench = TuneBench(loaded.model, loaded.ctx, abort_cb)
+    try:
+        tuned = tune(bench, physical_cores(), logical_cores(), loaded.ctx.n_batch,
+                     max(0.05, request.seconds_per_trial), cancelled)
+    except Exception as exc:  # Stopped, or llama.cpp's abort: a stop; else a failure
+        tuned = None
+        if not cancelled():
+            send(p.TuneResult(rid, error=f"The engine failed: {exc}"))
+            return
+    finally:
+        bench.restore(info.n_threads, info.n_threads_batch)
+        bench.close()
+    if tuned is None:
+        send(p.TuneResult(rid, cancelled=True))
+        return
+    if request.apply:
+        bench.restore(tuned.n_threads, tuned.n_threads_batch)
+        if loaded.draft is not None:
+            loaded.draft.set_threads(tuned.n_threads, tuned.n_threads_batch)
+        loaded.info = with_threads(info, tuned.n_threads, tuned.n_threads_batch)
+    send(p.TuneResult(
+        rid, tuned.n_threads, tuned.n_threads_batch, tuned.n_batch, tuned.decode_tok_s,
+        tuned.prompt_tok_s, tuple(p.TuneTrial(t.kind, t.n_threads, t.n_batch, t.tok_s)
+                                  for t in tuned.trials), applied=request.apply))
 
 
 class TuneBench:

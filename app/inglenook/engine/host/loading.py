@@ -39,7 +39,7 @@ from inglenook.engine.host.llama import (
 )
 from inglenook.engine.host.machine import logical_cores, physical_cores
 from inglenook.engine.host.tokenizing import Tokenizer
-from inglenook.engine.kv_reuse import SlotStates
+from inglenook.engine.kv_reuse import SlotStates, copy_threshold
 from inglenook.engine.kv_states import StateCache
 from inglenook.engine.model_traits import stream_markers, template_traits
 from inglenook.engine.speculative import PromptLookup, Proposer, draft_header_mismatch
@@ -153,7 +153,8 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
         n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes)
     memories = [ctx.sequence(s) for s in range(n_slots)]
-    slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir))
+    slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir),
+                       copy_threshold(ctx.n_ctx_seq))
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft)
 
 

@@ -32,20 +32,19 @@ from inglenook.core.replies import Finish
 from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.batch import BatchLoop
-from inglenook.engine.host.jobs import TuneBench, run_quantize
+from inglenook.engine.host.jobs import run_quantize, run_tune
 from inglenook.engine.host.llama import (
     Sampler,
     abort_callback,
     gpu_memory,
     gpu_offload_supported,
 )
-from inglenook.engine.host.loading import LoadedModel, LoadFailure, load, with_threads
-from inglenook.engine.host.machine import logical_cores, physical_cores
+from inglenook.engine.host.loading import LoadedModel, LoadFailure, load
+from inglenook.engine.host.machine import physical_cores
 from inglenook.engine.host.sequences import Sequence
-from inglenook.engine.kv_reuse import MIN_COPY_TOKENS, principal_of, scoped
+from inglenook.engine.kv_reuse import principal_of, scoped
 from inglenook.engine.kv_states import common_prefix, pack
 from inglenook.engine.speculative import DraftLength, Guesser, Tally
-from inglenook.engine.tune import tune
 
 _EXCLUSIVE = (p.Load, p.Unload, p.Tune, p.Quantize)  # wait until no reply runs
 _RECENT = 4096  # finished request ids remembered, so that a late Cancel is dropped
@@ -113,16 +112,15 @@ class EngineHost:
         """Until Shutdown (or the end of the pipe)."""
         backlog: deque[Any] = deque()
         while True:
-            try:  # what has arrived; wait for something only when there is nothing to do
-                backlog.append(inbox.get(block=not self.busy and not backlog))
-                while True:
-                    backlog.append(inbox.get_nowait())
-            except queue.Empty:
-                pass
-            if any(isinstance(m, p.Shutdown) for m in backlog):
+            # What has arrived; wait for something only when there is nothing to do.
+            if _collect(inbox, backlog, block=not self.busy and not backlog):
                 return
             while backlog and not (isinstance(backlog[0], _EXCLUSIVE) and self.busy):
                 self.handle(backlog.popleft())
+                # Requests sent together arrive a frame at a time: those that came while one
+                # was handled join the same first step rather than wait behind its prompt.
+                if _collect(inbox, backlog, block=False):
+                    return
             if self.busy:
                 self.step()
 
@@ -257,7 +255,7 @@ class EngineHost:
             if not seq.reading or seq.request.principal != principal:
                 continue
             shared = min(common_prefix(pack(seq.prompt), target), len(waiting.tokens) - 1)
-            if shared >= MIN_COPY_TOKENS and seq.read < shared:
+            if shared >= self.loaded.slots.min_copy and seq.read < shared:
                 return True
         return False
 
@@ -319,42 +317,31 @@ class EngineHost:
 
     # ---- tuning -------------------------------------------------------------------------------
     def tune(self, request: p.Tune) -> None:
-        rid, loaded = request.request_id, self.loaded
-        if loaded is None:
+        rid = request.request_id
+        if self.loaded is None:
             self.send(p.TuneResult(rid, error="No model is loaded."))
             return
         if rid in self._cancels:  # stopped before it began
             self.send(p.TuneResult(rid, cancelled=True))
             return
-        info = loaded.info
-        loaded.slots.park(0)
-        bench = TuneBench(loaded.model, loaded.ctx, self._abort_cb)
         self._abortable_rid = rid
         try:
-            tuned = tune(bench, physical_cores(), logical_cores(), loaded.ctx.n_batch,
-                         max(0.05, request.seconds_per_trial), lambda: rid in self._cancels)
-        except Exception as exc:  # Stopped, or llama.cpp's abort: a stop; else a failure
-            tuned = None
-            if rid not in self._cancels:
-                self.send(p.TuneResult(rid, error=f"The engine failed: {exc}"))
-                return
+            run_tune(self.loaded, request, self._abort_cb, lambda: rid in self._cancels,
+                     self.send)
         finally:
             self._abortable_rid = -1
-            bench.restore(info.n_threads, info.n_threads_batch)
-            bench.close()
             self._done(rid)
-        if tuned is None:
-            self.send(p.TuneResult(rid, cancelled=True))
-            return
-        if request.apply:
-            bench.restore(tuned.n_threads, tuned.n_threads_batch)
-            if loaded.draft is not None:
-                loaded.draft.set_threads(tuned.n_threads, tuned.n_threads_batch)
-            loaded.info = with_threads(info, tuned.n_threads, tuned.n_threads_batch)
-        self.send(p.TuneResult(
-            rid, tuned.n_threads, tuned.n_threads_batch, tuned.n_batch, tuned.decode_tok_s,
-            tuned.prompt_tok_s, tuple(p.TuneTrial(t.kind, t.n_threads, t.n_batch, t.tok_s)
-                                      for t in tuned.trials), applied=request.apply))
+
+
+def _collect(inbox: queue.Queue[Any], backlog: deque[Any], block: bool) -> bool:
+    """Move what has arrived to the backlog; True when it holds Shutdown."""
+    try:
+        backlog.append(inbox.get(block=block))
+        while True:
+            backlog.append(inbox.get_nowait())
+    except queue.Empty:
+        pass
+    return any(isinstance(m, p.Shutdown) for m in backlog)
 
 
 def _read_requests(stream: IO[bytes], host: EngineHost, inbox: queue.Queue[Any]) -> None:

@@ -20,7 +20,7 @@ from inglenook.engine.speculative import Guesser, Tally, TokenHistory
 
 # Deltas are coalesced so the window's process wakes ~60 times a second, not once per token:
 # on a 2-core machine every wake-up competes with llama.cpp's threads.
-DELTA_BATCH_S = 0.015
+DELTA_BATCH_S = 0.030
 
 
 class Sequence:
