@@ -79,6 +79,10 @@ def _raw_run(llama_cpp: Any, loaded: Any, vocab: Any, n: int, threads: int,
     cp = llama_cpp.llama_context_default_params()
     cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = N_CTX * n, 512, 512, n
     cp.kv_unified, cp.n_threads, cp.n_threads_batch, cp.no_perf = False, threads, threads, True
+    # The same work as the engine's: llama.cpp's own default (auto) turns flash attention on,
+    # the engine's default leaves it off (see host/loading.py).
+    cp.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if LoadParams("").flash_attn
+                          else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     ctx = llama_cpp.llama_init_from_model(loaded, cp)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
     try:
