@@ -36,14 +36,14 @@ from typing import Any
 
 import openai
 
-from inglenook import paths
+from common import at_once, bundled_model, log
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
 from inglenook.engine.host import physical_cores
-from server_bench import EXTRA, SAMPLING, STORY, TOPICS, inglenook_serve, log, peer_server
+from server_bench import EXTRA, SAMPLING, STORY, TOPICS, inglenook_serve, peer_server
 
 N_CTX = 2048
 
@@ -143,13 +143,7 @@ def clients_at_once(url: str, n: int, max_tokens: int, salt: int) -> dict[str, A
         with lock:
             results.append(result)
 
-    threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
+    wall = at_once(n, ask)
     return {"tok_s": sum(r["tokens"] for r in results) / wall,
             "ttfts": [r["ttft"] for r in results]}
 
@@ -251,9 +245,8 @@ def _p95(values: list[float]) -> float:
 
 def main() -> int:
     quick = "--quick" in sys.argv
-    model = paths.bundled_model_path()
+    model = bundled_model()
     if model is None:
-        log("The bundled model is missing: run `make setup`.")
         return 1
     threads = physical_cores()
     steps, rounds, tokens, sentences, runs = (4, 1, 4, 20, 1) if quick else (

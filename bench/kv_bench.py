@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from inglenook import paths
+from common import bundled_model, log
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message, OverflowPolicy
 from inglenook.core.replies import Stats
@@ -32,10 +32,6 @@ from inglenook.engine.host import physical_cores
 
 GREEDY = SamplingParams(temperature=0.0, seed=1, repeat_penalty=1.0, max_tokens=16)
 MIB = 1024 * 1024
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 class Timer:
@@ -123,9 +119,8 @@ def after_overflow(client: EngineClient, model: str, threads: int,
 
 def main() -> int:
     quick = "--quick" in sys.argv
-    model = paths.bundled_model_path()
+    model = bundled_model()
     if model is None:
-        log("The bundled model is missing: run `make setup`.")
         return 1
     threads = physical_cores()
     results: dict[str, object] = {}

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from chart import draw  # bench/chart.py: this script's folder is on sys.path
-from inglenook import paths
+from common import bundled_model, log
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.sampling import SamplingParams
@@ -52,10 +52,6 @@ STORY = "Write a long, detailed story about a lighthouse keeper and a storm."
 # The engine and the raw run must sample identically: greedy, no penalties.
 GREEDY = SamplingParams(temperature=0.0, seed=1, repeat_penalty=1.0, top_k=40, top_p=0.95,
                         min_p=0.05, max_tokens=DECODE_TOKENS)
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def raw_decode_run(llm: object) -> tuple[float, int]:
@@ -204,9 +200,8 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
     quick = args.quick
-    model = paths.bundled_model_path()
+    model = bundled_model()
     if model is None:
-        log("The bundled model is missing: run `make setup`.")
         return 1
     threads = physical_cores()
     results: dict[str, object] = {"model": model.name, "threads": threads, "n_ctx": N_CTX}

@@ -37,7 +37,7 @@ from typing import Any
 
 import openai
 
-from inglenook import paths
+from common import at_once, bundled_model, log
 from inglenook.engine.host import physical_cores
 
 N_CTX = 4096
@@ -47,10 +47,6 @@ SAMPLING: dict[str, Any] = {"temperature": 0.0, "seed": 1, "top_p": 0.95}
 EXTRA: dict[str, Any] = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0}
 TOPICS = ["rivers", "mountains", "bread", "clocks", "owls", "glass", "maps", "bees", "tides",
           "lanterns", "violins", "comets"]
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def free_port() -> int:
@@ -236,7 +232,7 @@ def resent_chat_steps(ask: Any, turns: int, rep: int) -> Iterator[float]:
         yield reply["ttft"]
 
 
-def at_once(api: openai.OpenAI, clients: int, max_tokens: int, salt: int) -> dict[str, Any]:
+def clients_at_once(api: openai.OpenAI, clients: int, max_tokens: int, salt: int) -> dict[str, Any]:
     """`clients` asking at once, each its own story: tokens/s over the wall time, and TTFTs."""
     results: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -248,13 +244,7 @@ def at_once(api: openai.OpenAI, clients: int, max_tokens: int, salt: int) -> dic
         with lock:
             results.append(result)
 
-    threads = [threading.Thread(target=ask, args=(i,)) for i in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
+    wall = at_once(clients, ask)
     return {"tok_s": sum(x["tokens"] for x in results) / wall,
             "ttfts": [x["ttft"] for x in results]}
 
@@ -265,8 +255,8 @@ def concurrency(url: str, rounds: int, max_tokens: int) -> dict[str, float]:
     ratios, single, four, ttfts = [], [], [], []
     with client(url) as api:
         for r in range(rounds):
-            one = at_once(api, 1, max_tokens, r)
-            many = at_once(api, 4, max_tokens, r + 1)
+            one = clients_at_once(api, 1, max_tokens, r)
+            many = clients_at_once(api, 4, max_tokens, r + 1)
             single.append(one["tok_s"])
             four.append(many["tok_s"])
             ratios.append(many["tok_s"] / one["tok_s"])
@@ -285,9 +275,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="tiny counts, to check it runs")
     args = parser.parse_args()
     quick = args.quick
-    model = paths.bundled_model_path()
+    model = bundled_model()
     if model is None:
-        log("The bundled model is missing: run `make setup`.")
         return 1
     threads = physical_cores()
     runs, decode_tokens, turns, reps = (1, 16, 3, 1) if quick else (5, 256, 12, 3)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from inglenook import paths
+from common import bundled_model, log
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import Stats
@@ -46,10 +46,6 @@ FIELDS = [("width", "int", "positive"), ("height", "int", "positive"), ("label",
           ("score", "float", "fraction"), ("region", "str", "known"), ("level", "int", "small"),
           ("speed", "float", "positive"), ("title", "str", "short"), ("batch", "int", "even"),
           ("price", "float", "positive"), ("status", "str", "named"), ("rank", "int", "small")]
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def function_150() -> str:
@@ -169,9 +165,8 @@ def make_copy(source: Path, kind: str, folder: Path) -> tuple[Path, float, float
 
 def main() -> int:
     quick = "--quick" in sys.argv
-    model = paths.bundled_model_path()
+    model = bundled_model()
     if model is None:
-        log("The bundled model is missing: run `make setup`.")
         return 1
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as name:
