@@ -190,3 +190,15 @@ def test_inglenook_serve_from_the_command_line() -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream:
                 stream.close()
+
+
+def test_the_python_guide_of_connect_an_app_talks_to_the_server(served: Served) -> None:
+    """The snippet a user pastes, as Connect an app… fills it in, run against the server."""
+    from inglenook.server.connect import guides
+
+    name = request(served.port, "GET", "/v1/models").json()["data"][0]["id"]
+    (guide,) = [g for g in guides(served.url, name, "") if g.app.startswith("OpenAI client")]
+    code = guide.text.replace("messages=[", "max_tokens=4, messages=[")  # a short reply
+    printed: list[str] = []
+    exec(code, {"print": printed.append})
+    assert printed and printed[0].strip()

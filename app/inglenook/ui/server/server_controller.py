@@ -9,10 +9,12 @@ from PySide6.QtWidgets import QLabel, QWidget
 from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine.worker import EngineWorker
 from inglenook.server.api_server import ApiServer
-from inglenook.server.config import ConfigError, ServerConfig
+from inglenook.server.config import ConfigError, ServerConfig, is_loopback
+from inglenook.server.connect import guides
 from inglenook.server.status import ServerStatus
 from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.plain import plain_tip
+from inglenook.ui.server.connect_dialog import ConnectDialog
 from inglenook.ui.server.server_dialog import ServerDialog
 
 
@@ -32,6 +34,7 @@ class ServerController(QObject):
         self.server: ApiServer | None = None
         self.error = ""
         self._dialog: ServerDialog | None = None
+        self._connect: ConnectDialog | None = None
         self.status_changed.connect(self._show)
         indicator.hide()
 
@@ -50,6 +53,26 @@ class ServerController(QObject):
         self._dialog.load(self.settings)
         self._show(self.server.status() if self.server else ServerStatus())
         self._dialog.show()
+
+    def show_connect(self) -> None:
+        """Connect an app…: the settings for the server as it runs, or as it is set."""
+        if self._connect is None:
+            self._connect = ConnectDialog(self._parent)
+        self._fill_connect()
+        self._connect.show()
+
+    def _fill_connect(self) -> None:
+        if self._connect is None:
+            return
+        s = self.settings
+        status = self.server.status() if self.server else None
+        host = s.api_host if is_loopback(s.api_host) else "127.0.0.1"  # from this computer
+        url = status.url if status and status.url else f"http://{host}:{s.api_port}"
+        model = self.worker.client.model
+        self._connect.set_guides(
+            guides(url, model.name if model else "", (s.api_token.split() or [""])[0],
+                   model.n_ctx if model else 8192),
+            self.server is not None, url)
 
     def switch(self, on: bool) -> None:
         changes = self._dialog.changes() if self._dialog is not None else {}
@@ -92,6 +115,9 @@ class ServerController(QObject):
     def _show(self, status: ServerStatus) -> None:
         if self._dialog is not None:
             self._dialog.show_status(status, self.error)
+        if self._connect is not None and self._connect.isVisible() and \
+                status.running != self._connect.running:
+            self._fill_connect()  # the server went on or off
         self.indicator.setVisible(status.running)
         self.indicator.setText(f"API on {status.url}  ·  {status.requests} requests"
                                if status.running else "")

@@ -107,6 +107,9 @@ def window_menus(w: MainWindow) -> list[Menu]:
             None,
             Command("apiServer", "Local API server…", w.server.show_dialog,
                     tip="Serve the loaded model to other programs (OpenAI-compatible)"),
+            Command("connectApp", "Connect an app…", w.server.show_connect,
+                    tip="What to paste into Claude Code, Codex, Continue, Aider, Open WebUI, "
+                        "Zed or your own script to use the local API"),
         )),
         Menu("&Help", (
             Command("shortcuts", "Keyboard shortcuts", w.show_shortcuts, ["Ctrl+/", "F1"]),
