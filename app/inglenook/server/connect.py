@@ -92,7 +92,7 @@ def guides(url: str, model: str, token: str, context: int = 8192,
             f"URL: {v1}\nKey: {key}\n"),
             f"Open WebUI in Docker reaches this computer as {docker}/v1: the server must then "
             "listen on other addresses too (with a token), and accept that host name."),
-        Guide("Zed", OPENAI, "settings.json (Zed: open settings), then the key", (
+        Guide("Zed", OPENAI, "settings.json (zed: open settings), merged in; then the key", (
             json.dumps(zed, indent=2) + "\n\n"
             "# the key: Agent settings → LLM Providers → Inglenook, or before starting zed:\n"
             f"export {env}={sh_key}\n")),

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -46,11 +47,14 @@ class ConnectDialog(QDialog):
         self.copy.setObjectName("connectCopy")
         self.copy.setToolTip("Copy these settings to the clipboard")
         self.copy.clicked.connect(self._copy)
+        self.copy.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         right = QVBoxLayout()
         right.addWidget(self.where)
         right.addWidget(self.text, 1)
-        right.addWidget(self.note)
-        right.addWidget(self.copy)
+        under = QHBoxLayout()
+        under.addWidget(self.note, 1)
+        under.addWidget(self.copy)
+        right.addLayout(under)
         row = QHBoxLayout()
         row.addWidget(self.apps)
         row.addLayout(right, 1)
@@ -70,8 +74,7 @@ class ConnectDialog(QDialog):
             (f"The API server is on at {url}." if running else
              f"The API server is off: turn it on in Models → Local API server; these settings "
              f"are for {url}.")
-            + " Paste into the app what is shown for it; the requests it sends then show in "
-              "the API server's window.")
+            + " Paste into the app what is shown for it.")
         row = max(0, self.apps.currentRow())
         self.guides, self.running = guides, running
         self.apps.blockSignals(True)
