@@ -91,3 +91,29 @@ def test_a_network_address_without_a_token_is_refused(
     dialog.enabled.setChecked(True)
     assert not window.server.running and not dialog.enabled.isChecked()
     assert "token" in dialog.status.text()
+
+
+def test_the_request_log_lists_each_request_and_what_was_refused(
+        qtbot: QtBot, serving: tuple[MainWindow, int], script: Script) -> None:
+    window, port = serving
+    script.write([{"match": "logged", "text": "one two three"}])
+    result: dict = {}
+    ask_api(port, "logged", result)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:  # a body that is not JSON: refused before it reaches the engine
+        conn.request("POST", "/v1/chat/completions", b"{not json",
+                     {"Content-Type": "application/json"})
+        refused = conn.getresponse().status
+    finally:
+        conn.close()
+    dialog = window.findChild(ServerDialog)
+    qtbot.waitUntil(lambda: dialog.log.topLevelItemCount() == 2, timeout=REPLY_TIMEOUT_MS)
+    newest, oldest = (dialog.log.topLevelItem(i) for i in range(2))
+    columns = {name: i for i, name in enumerate(dialog.log.headerItem().text(c)
+                                                for c in range(dialog.log.columnCount()))}
+    assert result["status"] == 200 and refused == 400
+    assert oldest.text(columns["Request"]) == "POST /v1/chat/completions"
+    assert oldest.text(columns["Status"]) == "200" and oldest.text(columns["From"]) == "127.0.0.1"
+    assert oldest.text(columns["Model"]) == result["body"]["model"]
+    assert f"{result['body']['usage']['completion_tokens']} out" in oldest.text(columns["Tokens"])
+    assert newest.text(columns["Status"]) == "400" and newest.text(columns["Tokens"]) == ""

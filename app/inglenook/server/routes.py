@@ -26,6 +26,7 @@ from inglenook.server.errors import (
     http_error_handler,
     unexpected_error_handler,
 )
+from inglenook.server.request_log import RequestLogMiddleware
 from inglenook.server.responses import ChatFormat, CompletionFormat, Format, models_list
 from inglenook.server.schemas import ApiCall, parse_chat, parse_completion, parse_json
 from inglenook.server.security import SecurityMiddleware
@@ -84,7 +85,8 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 Route("/v1/models/{model:path}", get_model, methods=["GET"]),
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/completions", completions, methods=["POST"])],
-        middleware=[Middleware(SecurityMiddleware, config=config)],
+        middleware=[Middleware(RequestLogMiddleware, board=board),
+                    Middleware(SecurityMiddleware, config=config)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler,
                             Exception: unexpected_error_handler},
         lifespan=lifespan)

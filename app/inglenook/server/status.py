@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from inglenook.core.replies import Stats
+
+REQUEST_LOG = 200  # the latest requests the window lists
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as the window's request log lists it: what was asked, never what was said."""
+
+    at: float  # time.time() when it ended
+    client: str  # the peer's address
+    method: str
+    route: str
+    status: int  # the HTTP status (a stream's is 200 even when it ends with an error event)
+    seconds: float
+    model: str = ""
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    outcome: str = ""  # "" when the status says it all; else why it ended (an error, a stop)
 
 
 @dataclass(frozen=True)
@@ -20,6 +40,7 @@ class ServerStatus:
     tokens_per_s: float = 0.0  # decode speed of the latest reply
     errors: int = 0  # requests answered with an error (4xx/5xx), cancellations excluded
     last_error: str = ""
+    recent: tuple[RequestRecord, ...] = ()  # the latest requests, oldest first
 
 
 class StatusBoard:
@@ -29,6 +50,7 @@ class StatusBoard:
     def __init__(self, on_change: Callable[[ServerStatus], None] | None = None) -> None:
         self._lock = threading.Lock()
         self._status = ServerStatus()
+        self._recent: deque[RequestRecord] = deque(maxlen=REQUEST_LOG)
         self.on_change = on_change
 
     def get(self) -> ServerStatus:
@@ -71,6 +93,13 @@ class StatusBoard:
             s = self._status
             self._status = replace(s, requests=s.requests + 1, errors=s.errors + 1,
                                    last_error=message)
+        self._changed()
+
+    def logged(self, record: RequestRecord) -> None:
+        """A request ended (any route, any outcome)."""
+        with self._lock:
+            self._recent.append(record)
+            self._status = replace(self._status, recent=tuple(self._recent))
         self._changed()
 
     def _changed(self) -> None:

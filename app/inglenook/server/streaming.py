@@ -18,6 +18,7 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.engine import protocol as p
 from inglenook.server.engine_link import ENGINE_LOST, NOT_LOADED, EngineLink, Reply
 from inglenook.server.errors import ApiError
+from inglenook.server.request_log import note_usage
 from inglenook.server.responses import FINISH_REASONS, Format, sse
 from inglenook.server.schemas import ApiCall
 from inglenook.server.status import StatusBoard
@@ -70,6 +71,7 @@ class ReplyResponse:
                     self.link.cancel(self.reply)  # nothing when it ended
                     tasks.cancel_scope.cancel()
         finally:
+            note_usage(scope, self.fmt.model, self.stats, self._outcome())
             self._record(scope.get("path", ""))
 
     async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
@@ -157,13 +159,14 @@ class ReplyResponse:
         self.board.failed(self.error.message)
         return self.error
 
-    def _record(self, path: str) -> None:
+    def _outcome(self) -> str:
+        """Why the reply ended, when its HTTP status does not say it ("": it does)."""
         if self.client_left:
-            outcome = "the client left; stopped"
-        elif self.error is not None:
-            outcome = f"{self.error.status} {self.error.message}"
-        else:
-            outcome = "200"
+            return "the client left; stopped"
+        return f"{self.error.status} {self.error.message}" if self.error is not None else ""
+
+    def _record(self, path: str) -> None:
+        outcome = self._outcome() or "200"
         s = self.stats
         figures = (f", {s.prompt_tokens} prompt ({s.cached_tokens} cached) + "
                    f"{s.generated_tokens} tokens, TTFT {s.ttft_s * 1000:.0f} ms, "

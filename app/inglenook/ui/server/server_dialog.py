@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -16,18 +17,34 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from inglenook.core.settings import Settings
 from inglenook.server.config import ServerConfig
-from inglenook.server.status import ServerStatus
-from inglenook.ui.plain import plain_label
+from inglenook.server.status import RequestRecord, ServerStatus
+from inglenook.ui.plain import plain_label, plain_tip
 from inglenook.ui.widgets.content_height import fit_to_content
 
 LOCAL = "127.0.0.1"
 ANYWHERE = "0.0.0.0"
+
+
+LOG_COLUMNS = ["Time", "From", "Request", "Model", "Tokens", "Took", "Status"]
+ROLE_AT = Qt.ItemDataRole.UserRole
+
+
+def log_row(r: RequestRecord) -> list[str]:
+    """A request's row; text only (the route and model name come from outside)."""
+    tokens = (f"{r.prompt_tokens:,} in ({r.cached_tokens:,} cached), {r.generated_tokens:,} out"
+              if r.prompt_tokens or r.generated_tokens else "")
+    took = f"{r.seconds * 1000:.0f} ms" if r.seconds < 10 else f"{r.seconds:.1f} s"
+    status = str(r.status) if r.status else "—"
+    return [time.strftime("%H:%M:%S", time.localtime(r.at)), r.client, f"{r.method} {r.route}",
+            r.model, tokens, took, f"{status} {r.outcome}".strip()]
 
 
 class ServerDialog(QDialog):
@@ -99,6 +116,15 @@ class ServerDialog(QDialog):
         self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.log_title = plain_label("Recent requests (what was asked, never what was said)",
+                                     self, name="serverLogTitle")
+        self.log = QTreeWidget(self)
+        self.log.setObjectName("serverLog")
+        self.log.setAccessibleName("Recent requests")
+        self.log.setRootIsDecorated(False)
+        self.log.setUniformRowHeights(True)
+        self.log.setHeaderLabels(LOG_COLUMNS)
+        self.log.setMinimumHeight(140)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         buttons.rejected.connect(self.reject)
@@ -108,10 +134,12 @@ class ServerDialog(QDialog):
         layout.addWidget(self.enabled)
         layout.addLayout(form)
         layout.addWidget(self.status)
+        layout.addWidget(self.log_title)
+        layout.addWidget(self.log, 1)
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
-        self._height = fit_to_content(self, 560)
+        self._height = fit_to_content(self, 720)
 
     def load(self, settings: Settings) -> None:
         index = self.host.findData(settings.api_host)
@@ -152,3 +180,19 @@ class ServerDialog(QDialog):
         self.enabled.blockSignals(True)
         self.enabled.setChecked(status.running)
         self.enabled.blockSignals(False)
+        self._show_log(status.recent)
+
+    def _show_log(self, recent: tuple[RequestRecord, ...]) -> None:
+        """Newest first; rebuilt only when a request was added (a status change per reply,
+        not per token)."""
+        newest = self.log.topLevelItem(0)
+        if self.log.topLevelItemCount() == len(recent) and (
+                not recent or (newest is not None and newest.data(0, ROLE_AT) == recent[-1].at)):
+            return
+        self.log.clear()
+        for r in reversed(recent):
+            item = QTreeWidgetItem(log_row(r))
+            item.setData(0, ROLE_AT, r.at)
+            if r.outcome:
+                item.setToolTip(len(LOG_COLUMNS) - 1, plain_tip(r.outcome))
+            self.log.addTopLevelItem(item)
