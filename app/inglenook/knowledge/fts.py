@@ -9,6 +9,7 @@ out: they add nothing to the ranking and make every query visit every row.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ STOPWORDS = frozenset((
     "their", "there", "these", "this", "to", "was", "were", "what", "when", "where", "which",
     "who", "whom", "why", "will", "with", "you", "your"))
 MAX_QUERY_TERMS = 32
+_WORD = re.compile(r"\w+(?:['’-]\w+)*")
 
 
 class KnowledgeError(Exception):
@@ -44,9 +46,8 @@ class Collection:
 def fts_query(question: str) -> str | None:
     """The FTS5 query for a question, or None when it holds no word worth searching."""
     words: list[str] = []
-    for raw in question.split():
-        word = "".join(ch for ch in raw if ch.isalnum() or ch in "-_'").strip("-_'").lower()
-        if word and word not in STOPWORDS and word not in words:
+    for word in _WORD.findall(question.lower()):
+        if word not in STOPWORDS and word not in words:
             words.append(word)
     if not words:
         return None

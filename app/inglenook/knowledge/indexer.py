@@ -72,9 +72,11 @@ def read_bounded(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat
             if before.st_size > limit:
                 raise UnreadableFile(f"{describe_size(before.st_size)}, more than the "
                                      f"{describe_size(limit)} a document may have: not read")
-            parts, total = [], 0
-            while total <= limit:
-                block = os.read(fd, min(_READ_BLOCK, limit + 1 - total))
+            # At most one byte more than announced: a file growing as it is read is caught
+            # by that byte, never read on for as long as it grows.
+            parts, total, wanted = [], 0, before.st_size + 1
+            while total < wanted:
+                block = os.read(fd, min(_READ_BLOCK, wanted - total))
                 if not block:
                     break
                 parts.append(block)
@@ -84,9 +86,6 @@ def read_bounded(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat
             raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from exc
         finally:
             os.close(fd)
-        if total > limit:
-            raise UnreadableFile(f"grew past the {describe_size(limit)} a document may have "
-                                 "while being read")
         if (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns) \
                 and total == after.st_size:
             return b"".join(parts), after
