@@ -37,9 +37,15 @@ def _chunk_text(text: str, page: int | None, markdown: bool) -> list[Chunk]:
 
     def flush(end: int) -> None:
         nonlocal buffer, size
-        body = "\n".join(buffer).strip()
-        if body:
-            chunks.append(Chunk(body, start, end, page, heading))
+        first, last = 0, len(buffer) - 1
+        while first <= last and not buffer[first].strip():  # cite the lines with text only
+            first += 1
+        while last >= first and not buffer[last].strip():
+            last -= 1
+        if first <= last:
+            body = "\n".join(buffer[first:last + 1])
+            chunks.append(Chunk(body, start + first, end - (len(buffer) - 1 - last), page,
+                                heading))
         buffer, size = [], 0
 
     for number, line in enumerate(lines, start=1):
