@@ -150,3 +150,19 @@ def test_progress_is_truthful_and_cancel_keeps_what_was_indexed(tmp_path: Path) 
     finished = Indexer(index, "Docs", progress=seen.append).run()
     assert not finished.cancelled and (finished.added, finished.unchanged) == (4, 3)
     assert seen[-1] == Progress(7, 7, seen[-1].path)
+
+
+def test_a_2_gb_file_is_refused_without_being_read(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    with (docs / "dump.txt").open("wb") as sparse:  # sparse: no 2 GB written to the disk
+        sparse.truncate(2 * 10**9)
+    found = reasons(index_of(docs)[1].run().problems)
+    assert found["dump.txt"] == "2.0 GB, more than the 64 MB a document may have: not read"
+
+
+def test_a_root_can_be_a_single_file(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    index = SqliteFtsIndex()
+    index.create_collection("One", [str(docs / "notes.md")])
+    assert Indexer(index, "One").run().added == 1
+    assert index.search(["One"], "copper lantern")[0].path == str(docs / "notes.md")
