@@ -121,3 +121,14 @@ def test_the_index_reopens_with_what_it_held(index: SqliteFtsIndex) -> None:
 def test_reciprocal_rank_fusion_prefers_ids_ranked_well_by_both() -> None:
     assert fuse([[1, 2, 3], [4, 2, 5]], limit=1) == [2]
     assert fuse([[5]], limit=3) == [5]
+
+
+def test_words_found_almost_everywhere_are_left_out_of_a_long_question(
+        index: SqliteFtsIndex) -> None:
+    chunks = [Chunk(f"garden note {n}", n, n) for n in range(40)]
+    index.add_document("Notes", doc("/notes/garden.md"), chunks)
+    index.add_document("Notes", doc("/notes/owl.md"), [Chunk("garden owl pellet", 1, 1)])
+    assert index._without_common(["garden", "note", "owl", "pellet", "moss"]) == \
+        ["moss", "owl", "pellet"]  # the three rarest; "garden" and "note" are everywhere
+    assert index.search(["Notes"], "garden note owl pellet moss")[0].path == "/notes/owl.md"
+    assert index._without_common(["garden", "note"]) == ["garden", "note"]
