@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from inglenook.knowledge.fts import SqliteFtsIndex
-from inglenook.knowledge.indexer import Indexer, Progress, UnreadableFile, read_bounded
+from inglenook.knowledge.indexer import (
+    Indexer,
+    IndexReport,
+    Progress,
+    UnreadableFile,
+    read_bounded,
+)
 from inglenook.knowledge.scanner import scan
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX links and FIFOs")
@@ -35,7 +42,8 @@ def index_of(docs: Path, **kwargs: object) -> tuple[SqliteFtsIndex, Indexer]:
 
 
 @posix_only
-def test_links_out_loops_and_fifos_are_listed_and_never_read(tmp_path: Path) -> None:
+def test_links_out_loops_and_fifos_are_listed_and_never_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     docs = folder(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -46,7 +54,17 @@ def test_links_out_loops_and_fifos_are_listed_and_never_read(tmp_path: Path) -> 
     os.symlink(docs / "notes.md", docs / "inside-link.md")
     os.mkfifo(docs / "pipe.txt")  # opening it would block the indexer for ever
     index, indexer = index_of(docs)
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: str, flags: int, *args: int) -> int:
+        opened.append(str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", recording_open)
     report = indexer.run()
+    monkeypatch.undo()
+    assert opened and not [p for p in opened if p.startswith(str(outside))]
     found = reasons(report.problems)
     assert "not followed" in found["out"] and "not followed" in found["secret-link.txt"]
     assert "loop" in found["loop"]
@@ -166,3 +184,34 @@ def test_a_root_can_be_a_single_file(tmp_path: Path) -> None:
     index.create_collection("One", [str(docs / "notes.md")])
     assert Indexer(index, "One").run().added == 1
     assert index.search(["One"], "copper lantern")[0].path == str(docs / "notes.md")
+
+
+def test_it_runs_on_a_worker_thread_and_stops_when_cancelled_from_another(
+        tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    for n in range(50):
+        (docs / f"f{n}.txt").write_text(f"note {n}")
+    stop, first_file, finished = threading.Event(), threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def progress(p: Progress) -> None:
+        if p.total is not None and p.done == 1:
+            first_file.set()
+            stop.wait(timeout=10)  # holds the worker until the other thread has cancelled
+
+    def work() -> None:  # SQLite connections belong to one thread: the worker opens its own
+        index = SqliteFtsIndex()
+        index.create_collection("Docs", [str(docs)])
+        outcome.append(Indexer(index, "Docs", progress, stop.is_set).run())
+        outcome.append(index.stats("Docs").documents)
+        index.close()
+        finished.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    assert first_file.wait(timeout=10)
+    stop.set()
+    assert finished.wait(timeout=10)
+    worker.join()
+    report, documents = outcome
+    assert isinstance(report, IndexReport) and report.cancelled and documents == 1
