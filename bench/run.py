@@ -16,6 +16,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
                           replies at once (raw llama_decode of N sequences, N API clients)
   two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
   template_*              bench/template_bench.py: a prompt rendered here vs in the child
+  knowledge_*             bench/knowledge_bench.py: indexing 1,000 files, search at 100,000
+                          chunks, recall@5 of generated facts (BM25)
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -253,6 +255,9 @@ def main() -> int:
 
         log("Chat templates: rendered here and in the engine's killable child…")
         results.update(run_script("template_bench.py", quick))
+
+        log("Knowledge: 1,000 files indexed, search over 100,000 chunks, recall@5…")
+        results.update(run_script("knowledge_bench.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))

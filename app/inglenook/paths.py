@@ -100,6 +100,13 @@ def database_file() -> Path:
     return data_dir() / "inglenook.db"
 
 
+def knowledge_database_file() -> Path:
+    """The knowledge index: collections, their files' text in chunks, the full-text index
+    (see knowledge/). Its own file, apart from the conversations: it can be rebuilt from the
+    folders, and a rebuild never touches a chat."""
+    return data_dir() / "knowledge.db"
+
+
 def engine_log_file() -> Path:
     return log_dir() / "engine.log"
 

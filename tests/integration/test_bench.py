@@ -31,6 +31,7 @@ README_KEYS = (
     "prefill_max_stall_ms", "two_chats_max_stall_ms", "two_chats_overlap_s",
     "template_render_12_turns_ms", "template_isolated_12_turns_ms",
     "template_isolated_400_turns_ms",
+    "knowledge_index_1k_files_s", "knowledge_query_p95_ms", "knowledge_recall_at_5",
 )
 
 

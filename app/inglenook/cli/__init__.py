@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from inglenook import __version__
-from inglenook.cli import chat, connect, conversations, models, prompt, serve
+from inglenook.cli import chat, connect, conversations, knowledge, models, prompt, serve
 
 ENGINE_HOST_FLAG = "--engine-host"
 SELF_TEST_FLAG = "--self-test"
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"chat": chat, "models": models, "conversations": conversations,
-            "prompt": prompt, "serve": serve, "connect": connect}
+            "prompt": prompt, "serve": serve, "connect": connect, "knowledge": knowledge}
 
 
 # Qt's own command-line options, for the window (QGuiApplication's and QApplication's).

@@ -55,7 +55,15 @@ def extract(path: Path, max_chars: int = MAX_CHARS) -> dict:
             length += len(text)
             if length > max_chars:
                 break
-        return {"text": "\n\n".join(t for t in texts if t), "pages": len(reader.pages)}
+        # Where each page's text starts in "text" (pages without text have none): the
+        # knowledge index cites pages (knowledge/convert.py).
+        starts, offset = [], 0
+        for number, page_text in enumerate(texts, start=1):
+            if page_text:
+                starts.append([number, offset])
+                offset += len(page_text) + 2
+        return {"text": "\n\n".join(t for t in texts if t), "pages": len(reader.pages),
+                "page_starts": starts}
     except (FileNotDecryptedError, DependencyError):
         return {"error": "it is encrypted in a way Inglenook cannot read."}
     except MemoryError:

@@ -1,0 +1,170 @@
+"""`inglenook knowledge …`: collections of your own folders, indexed and searched (issue 21).
+
+  add NAME PATH...   make a collection (or add folders and files to one) and index it
+  update NAME        index it again: new and changed files are read, gone ones leave
+  list               the collections, with their files, passages and unread files
+  search NAME QUERY  the best passages, each with where it is (file, page, lines)
+  rm NAME            forget a collection (the files themselves are not touched)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import unicodedata
+from typing import TYPE_CHECKING
+
+from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
+
+if TYPE_CHECKING:
+    from inglenook.knowledge.fts import SqliteFtsIndex
+    from inglenook.knowledge.indexer import IndexReport
+
+SHOWN_PROBLEMS = 10
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    knowledge = commands.add_parser("knowledge", help="index your own folders and search them")
+    sub = knowledge.add_subparsers(dest="knowledge_command", required=True, metavar="COMMAND")
+    add = sub.add_parser("add", help="make a collection of folders and files (or add to one) "
+                                     "and index it")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("paths", nargs="+", metavar="PATH", help="folders and files")
+    add.add_argument("--follow-links", action="store_true",
+                     help="follow symbolic links that point out of these folders")
+    update = sub.add_parser("update", help="index a collection again (changed files only)")
+    update.add_argument("name", metavar="NAME")
+    sub.add_parser("list", help="one line per collection, and the files it could not read")
+    search = sub.add_parser("search", help="the passages of a collection that best match")
+    search.add_argument("name", metavar="NAME")
+    search.add_argument("query", nargs="+", metavar="QUERY")
+    search.add_argument("-n", "--limit", type=int, default=5, help="how many (default 5)")
+    rm = sub.add_parser("rm", help="forget a collection (its files are not touched)")
+    rm.add_argument("name", metavar="NAME")
+
+
+def run(args: argparse.Namespace) -> int:
+    from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
+
+    command = {"add": _add, "update": _update, "list": _list, "search": _search,
+               "rm": _rm}[args.knowledge_command]
+    try:
+        index = SqliteFtsIndex()
+    except KnowledgeError as exc:
+        return fail(str(exc))
+    try:
+        return command(index, args)
+    except KnowledgeError as exc:
+        return fail(str(exc))
+    except UsageError as exc:
+        print(f"inglenook knowledge: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        index.close()
+
+
+def plain(text: str) -> str:
+    """Document text for a terminal: control characters (escape sequences a file may hold)
+    shown as their code, never sent to the terminal."""
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) != "Cc"
+                   else f"\\x{ord(ch):02x}" for ch in text)
+
+
+def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    from inglenook.knowledge.fts import KnowledgeError
+
+    roots = []
+    for path in args.paths:
+        absolute = os.path.abspath(os.path.expanduser(path))
+        if not os.path.exists(absolute):
+            raise UsageError(f"{path} does not exist.")
+        roots.append(absolute)
+    try:
+        collection = index.collection(args.name)
+    except KnowledgeError:
+        index.create_collection(args.name, roots, args.follow_links)
+    else:
+        index.set_roots(collection.name, [*collection.roots,
+                                          *(r for r in roots if r not in collection.roots)])
+    return _index(index, args.name)
+
+
+def _update(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    return _index(index, args.name)
+
+
+def _index(index: SqliteFtsIndex, name: str) -> int:
+    from inglenook.knowledge.indexer import Indexer, Progress
+
+    stop = threading.Event()
+    shows = sys.stderr.isatty()
+
+    def progress(p: Progress) -> None:
+        if shows:
+            where = f"{p.done:,} files found" if p.total is None else \
+                f"{p.done:,} of {p.total:,} files"
+            print(f"\rIndexing {name}: {where}\x1b[K", end="", file=sys.stderr, flush=True)
+
+    try:
+        report = Indexer(index, name, progress, stop.is_set).run()
+    except KeyboardInterrupt:
+        return INTERRUPTED_EXIT
+    finally:
+        if shows:
+            print(file=sys.stderr)
+    _print_report(index, name, report)
+    return 0
+
+
+def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None:
+    stats = index.stats(name)
+    print(f"{name}: {report.added:,} added, {report.updated:,} updated, "
+          f"{report.unchanged:,} unchanged, {report.removed:,} removed; "
+          f"{stats.documents:,} files, {stats.chunks:,} passages in all.")
+    if report.problems:
+        print(f"{len(report.problems):,} not indexed:")
+        for path, reason in report.problems[:SHOWN_PROBLEMS]:
+            print(f"  {plain(path)}: {reason}")
+        if len(report.problems) > SHOWN_PROBLEMS:
+            print(f"  … and {len(report.problems) - SHOWN_PROBLEMS:,} more "
+                  f"(inglenook knowledge list shows them all)")
+
+
+def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    collections = index.collections()
+    if not collections:
+        print("No collections yet (inglenook knowledge add NAME FOLDER).")
+    for collection in collections:
+        stats = index.stats(collection.name)
+        problems = index.problems(collection.name)
+        print(f"{collection.name} · {stats.documents:,} files · {stats.chunks:,} passages · "
+              f"{len(problems):,} not indexed")
+        for root in collection.roots:
+            print(f"  {plain(root)}")
+        for path, reason in problems:
+            print(f"  not indexed: {plain(path)}: {reason}")
+    return 0
+
+
+def _search(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1.")
+    hits = index.search([index.collection(args.name).name], " ".join(args.query), args.limit)
+    if not hits:
+        print("Nothing found.")
+    for n, hit in enumerate(hits, start=1):
+        print(f"[{n}] {plain(hit.citation)}")
+        if hit.chunk.heading:
+            print(f"    § {plain(hit.chunk.heading)}")
+        for line in plain(hit.chunk.text).splitlines()[:8]:
+            print(f"    {line}")
+    return 0
+
+
+def _rm(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    name = index.collection(args.name).name
+    index.remove_collection(name)
+    print(f"Forgot the collection {name} (its files are untouched).")
+    return 0

@@ -1,0 +1,74 @@
+"""Cutting a document's pages into passages that keep their place (lines, page) and sense.
+
+A passage ends before a heading (Markdown `#`, which HTML and DOCX headings become too), and
+near TARGET_CHARS at a blank line where it can; a fenced code block is not cut unless it alone
+is longer than MAX_CHARS. Each passage remembers the last heading above it, which is indexed
+with it (a question often names the section rather than the words inside it).
+"""
+
+from __future__ import annotations
+
+import re
+
+from inglenook.knowledge.convert import Page
+from inglenook.knowledge.index import Chunk
+
+TARGET_CHARS = 1200  # ~300 tokens: a few passages fit a small model's context with the question
+MAX_CHARS = 4000
+_HEADING = re.compile(r"^#{1,6}\s+\S")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def chunk_pages(pages: list[Page], markdown: bool = True) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for page in pages:
+        chunks += _chunk_text(page.text, page.number, markdown)
+    return chunks
+
+
+def _chunk_text(text: str, page: int | None, markdown: bool) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    lines = text.split("\n")
+    heading = ""
+    buffer: list[str] = []
+    start = 1
+    size = 0
+    in_fence = False
+
+    def flush(end: int) -> None:
+        nonlocal buffer, size
+        first, last = 0, len(buffer) - 1
+        while first <= last and not buffer[first].strip():  # cite the lines with text only
+            first += 1
+        while last >= first and not buffer[last].strip():
+            last -= 1
+        if first <= last:
+            body = "\n".join(buffer[first:last + 1])
+            chunks.append(Chunk(body, start + first, end - (len(buffer) - 1 - last), page,
+                                heading))
+        buffer, size = [], 0
+
+    for number, line in enumerate(lines, start=1):
+        if markdown and _FENCE.match(line):
+            in_fence = not in_fence
+        is_heading = markdown and not in_fence and _HEADING.match(line) is not None
+        if buffer and (is_heading or size >= MAX_CHARS
+                       or (size >= TARGET_CHARS and not in_fence and not line.strip())):
+            flush(number - 1)
+        if not buffer:
+            start = number
+        if is_heading:
+            heading = line.lstrip("#").strip()[:200]
+        # A single line longer than MAX_CHARS (minified code, a CSV without newlines) is
+        # cut into pieces that all cite that line.
+        if len(line) > MAX_CHARS and buffer:
+            flush(number - 1)
+        while len(line) > MAX_CHARS:
+            buffer.append(line[:MAX_CHARS])
+            start = number
+            flush(number)
+            line = line[MAX_CHARS:]
+        buffer.append(line)
+        size += len(line) + 1
+    flush(len(lines))
+    return chunks

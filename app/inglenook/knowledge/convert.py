@@ -1,0 +1,186 @@
+"""Files to text, in pages: what the chunker cuts and the citations point into.
+
+Text is UTF-8 (or UTF-16 with its byte-order mark); a file with NUL bytes or that is not
+valid UTF-8 is binary, whatever its name says. HTML loses its tags, scripts and styles, and
+its headings become Markdown headings; CSV rows become lines of `column: value`; PDFs are
+read in a child process with a time budget (core/attachments_pdf.py), page by page; DOCX
+paragraphs keep their heading levels.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import zipfile
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from inglenook.core.attachments import pdf_command
+
+PDF_TIMEOUT_S = 60.0
+CSV_MAX_ROWS = 100_000
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".log", ".org", ".tex"})
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+CODE_SUFFIXES = frozenset({
+    ".py", ".js", ".ts", ".tsx", ".jsx", ".c", ".h", ".cc", ".cpp", ".hpp", ".java", ".kt",
+    ".go", ".rs", ".rb", ".php", ".cs", ".swift", ".m", ".scala", ".sh", ".bash", ".zsh",
+    ".ps1", ".sql", ".lua", ".pl", ".r", ".jl", ".hs", ".ml", ".ex", ".exs", ".clj", ".dart",
+    ".toml", ".yaml", ".yml", ".json", ".ini", ".cfg", ".xml", ".css", ".scss", ".vue"})
+KINDS = {**{s: "text" for s in TEXT_SUFFIXES}, **{s: "markdown" for s in MARKDOWN_SUFFIXES},
+         **{s: "code" for s in CODE_SUFFIXES}, ".csv": "csv", ".tsv": "csv", ".html": "html",
+         ".htm": "html", ".pdf": "pdf", ".docx": "docx"}
+
+
+class ConvertError(Exception):
+    """str() says why, as the end of "<file> was not indexed: …"."""
+
+
+@dataclass(frozen=True)
+class Page:
+    text: str
+    number: int | None = None  # a PDF's page number; None for files without pages
+
+
+def kind_of(name: str) -> str | None:
+    return KINDS.get(Path(name).suffix.lower())
+
+
+def convert(kind: str, data: bytes, path: Path) -> list[Page]:
+    """The text of a file already read (data), by its kind. PDFs are read again from path
+    by the child, which indexer.py checks against the hash of data afterwards."""
+    if kind == "pdf":
+        return _pdf(path)
+    if kind == "docx":
+        return [Page(_docx(data))]
+    text = decode(data)
+    if kind == "html":
+        return [Page(html_text(text))]
+    if kind == "csv":
+        return [Page(_csv(text, "\t" if path.suffix.lower() == ".tsv" else ","))]
+    return [Page(text)]
+
+
+def decode(data: bytes) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return _lines(data.decode("utf-16"))
+        except UnicodeDecodeError as exc:
+            raise ConvertError("it is not UTF-16 text, though it starts as such") from exc
+    if b"\x00" in data[:65536]:
+        raise ConvertError("it holds binary data, not text (whatever its name says)")
+    try:
+        return _lines(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ConvertError(f"it is not UTF-8 text (byte {exc.start:,} is not)") from exc
+
+
+def _lines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class _HtmlText(HTMLParser):
+    SKIP = frozenset({"script", "style", "template", "noscript", "head"})
+    BLOCKS = frozenset({"p", "div", "li", "tr", "br", "section", "article", "pre", "table",
+                        "ul", "ol", "blockquote", "hr", "dd", "dt"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.SKIP:
+            self.skipping += 1
+        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
+            self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.SKIP:
+            self.skipping = max(0, self.skipping - 1)
+        elif (len(tag) == 2 and tag[0] == "h") or tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skipping:
+            self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    parser = _HtmlText()
+    parser.feed(markup)
+    parser.close()
+    lines = [" ".join(line.split()) for line in "".join(parser.parts).split("\n")]
+    text, blank = [], False
+    for line in lines:  # runs of blank lines become one
+        if line or not blank:
+            text.append(line)
+        blank = not line
+    return "\n".join(text).strip()
+
+
+def _csv(text: str, delimiter: str) -> str:
+    rows = csv.reader(io.StringIO(text), delimiter=delimiter)
+    header = next(rows, [])
+    lines = [" | ".join(header)]
+    for n, row in enumerate(rows):
+        if n >= CSV_MAX_ROWS:
+            break
+        pairs = [f"{name}: {value}" for name, value in zip(header, row, strict=False) if value]
+        pairs += row[len(header):]
+        lines.append("; ".join(pairs))
+    return "\n".join(lines)
+
+
+def _docx(data: bytes) -> str:
+    import docx  # python-docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise ConvertError(f"it is not a Word document that can be read "
+                           f"({type(exc).__name__})") from exc
+    lines: list[str] = []
+    for paragraph in document.paragraphs:
+        style = (paragraph.style.name if paragraph.style is not None else "") or ""
+        text = paragraph.text.strip()
+        if style.startswith("Heading") and style[7:].strip().isdigit() and text:
+            lines += ["", "#" * min(6, int(style[7:])) + " " + text]
+        elif style == "Title" and text:
+            lines += ["", "# " + text]
+        else:
+            lines.append(text)
+    for table in document.tables:
+        for row in table.rows:
+            lines.append(" | ".join(cell.text.strip() for cell in row.cells))
+    return "\n".join(lines).strip()
+
+
+def _pdf(path: Path) -> list[Page]:
+    try:
+        done = subprocess.run([*pdf_command(), str(path)], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=PDF_TIMEOUT_S, check=False,
+                              creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+    except subprocess.TimeoutExpired as exc:
+        raise ConvertError(f"reading its text took more than {PDF_TIMEOUT_S:.0f} s "
+                           "(the PDF may be damaged)") from exc
+    try:
+        result = json.loads(done.stdout.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        result = None
+    if not isinstance(result, dict) or "error" in result or "text" not in result:
+        reason = result.get("error") if isinstance(result, dict) else None
+        raise ConvertError(str(reason or f"the PDF reader stopped (exit code "
+                                          f"{done.returncode}); the PDF may be damaged"))
+    text = str(result["text"]).encode("utf-8", "replace").decode("utf-8")
+    starts = [(int(n), int(at)) for n, at in result.get("page_starts", [])] or [(1, 0)]
+    pages = []
+    for i, (number, at) in enumerate(starts):
+        end = starts[i + 1][1] if i + 1 < len(starts) else len(text)
+        pages.append(Page(_lines(text[at:end]).strip(), number))
+    return [page for page in pages if page.text]

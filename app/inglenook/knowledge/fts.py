@@ -1,0 +1,236 @@
+"""The knowledge index on SQLite FTS5 (BM25), in its own database file (paths.py).
+
+The user's question is never parsed as FTS5 syntax: each word becomes a quoted term, and the
+terms are OR-ed, so BM25 ranks passages holding more of the rarer words first (a question
+shares few of its words with the answer). Words so common that they match everywhere are left
+out: they add nothing to the ranking and make every query visit every row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from inglenook import paths
+from inglenook.knowledge import schema
+from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats
+from inglenook.store.db import backup, connect, transaction
+
+STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
+    "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the",
+    "their", "there", "these", "this", "to", "was", "were", "what", "when", "where", "which",
+    "who", "whom", "why", "will", "with", "you", "your"))
+MAX_QUERY_TERMS = 32
+# Words in more than this share of the chunks are dropped from a query that has rarer ones
+# (at least KEPT_TERMS are kept, the rarest): their weight in BM25 is small, and each one makes
+# the search score most of the index (100,000 chunks: ~70 ms for six such words, ~40 for three).
+COMMON_SHARE = 0.05
+KEPT_TERMS = 3
+_WORD = re.compile(r"\w+(?:['’-]\w+)*")
+
+
+class KnowledgeError(Exception):
+    """A collection that does not exist or already does, a database that cannot be opened;
+    str() is one sentence for the user."""
+
+
+@dataclass(frozen=True)
+class Collection:
+    name: str
+    roots: tuple[str, ...]
+    follow_links: bool
+    indexed_at: float | None
+
+
+def query_words(question: str) -> list[str]:
+    words: list[str] = []
+    for word in _WORD.findall(question.lower()):
+        if word not in STOPWORDS and word not in words:
+            words.append(word)
+    return words[:MAX_QUERY_TERMS]
+
+
+def fts_query(question: str | list[str]) -> str | None:
+    """The FTS5 query for a question (or its words), or None when it holds no word worth
+    searching."""
+    words = query_words(question) if isinstance(question, str) else question
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+class SqliteFtsIndex:
+    """KnowledgeIndex on SQLite FTS5, and the collections it holds. One per thread."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or paths.knowledge_database_file()
+        try:
+            self._conn = connect(self.path)
+            self._migrate()
+            # How many chunks hold each word: a view of the index itself, nothing stored.
+            self._conn.execute("CREATE VIRTUAL TABLE temp.chunks_vocab "
+                               "USING fts5vocab(main, chunks_fts, 'row')")
+        except sqlite3.Error as exc:
+            raise KnowledgeError(f"The knowledge index {self.path} cannot be opened ({exc}). "
+                                 "It can be deleted and rebuilt from the folders.") from exc
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > schema.LATEST_VERSION:
+            raise KnowledgeError(f"The knowledge index {self.path} was written by a newer "
+                                 f"version of Inglenook (schema v{version}).")
+        if version and version < schema.LATEST_VERSION:
+            backup(self._conn, self.path.with_name(f"{self.path.name}.bak-v{version}"))
+        for target in range(version + 1, schema.LATEST_VERSION + 1):
+            with transaction(self._conn):
+                schema.MIGRATIONS[target - 1](self._conn)
+                self._conn.execute(f"PRAGMA user_version = {target}")
+
+    # ---- collections ----------------------------------------------------------------------
+
+    def create_collection(self, name: str, roots: Sequence[str],
+                          follow_links: bool = False) -> Collection:
+        name = " ".join(name.split())
+        if not name:
+            raise KnowledgeError("A collection needs a name.")
+        try:
+            with transaction(self._conn):
+                self._conn.execute(
+                    "INSERT INTO collections (name, roots, follow_links, created_at) "
+                    "VALUES (?, ?, ?, ?)", (name, json.dumps(list(roots)), int(follow_links),
+                                            time.time()))
+        except sqlite3.IntegrityError as exc:
+            raise KnowledgeError(f"There is already a collection named {name!r}.") from exc
+        return self.collection(name)
+
+    def set_roots(self, name: str, roots: Sequence[str]) -> None:
+        with transaction(self._conn):
+            self._conn.execute("UPDATE collections SET roots = ? WHERE id = ?",
+                               (json.dumps(list(roots)), self._id(name)))
+
+    def collections(self) -> list[Collection]:
+        rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at "
+                                  "FROM collections ORDER BY name").fetchall()
+        return [Collection(n, tuple(json.loads(r)), bool(f), at) for n, r, f, at in rows]
+
+    def collection(self, name: str) -> Collection:
+        for found in self.collections():
+            if found.name.casefold() == name.casefold():
+                return found
+        raise KnowledgeError(f"There is no collection named {name!r}.")
+
+    def remove_collection(self, name: str) -> None:
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM collections WHERE id = ?", (self._id(name),))
+
+    def _id(self, name: str) -> int:
+        row = self._conn.execute("SELECT id FROM collections WHERE name = ?",
+                                 (name,)).fetchone()
+        if row is None:
+            raise KnowledgeError(f"There is no collection named {name!r}.")
+        return int(row[0])
+
+    def set_problems(self, name: str, problems: Sequence[tuple[str, str]]) -> None:
+        """The files of the last scan that were not indexed: (path, reason); and when."""
+        cid = self._id(name)
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM problems WHERE collection_id = ?", (cid,))
+            self._conn.executemany(
+                "INSERT INTO problems (collection_id, path, reason) VALUES (?, ?, ?)",
+                [(cid, path, reason) for path, reason in problems])
+            self._conn.execute("UPDATE collections SET indexed_at = ? WHERE id = ?",
+                               (time.time(), cid))
+
+    def problems(self, name: str) -> list[tuple[str, str]]:
+        return [(p, r) for p, r in self._conn.execute(
+            "SELECT path, reason FROM problems WHERE collection_id = ? ORDER BY path",
+            (self._id(name),))]
+
+    # ---- KnowledgeIndex -------------------------------------------------------------------
+
+    def add_document(self, collection: str, document: Document,
+                     chunks: Sequence[Chunk]) -> None:
+        cid = self._id(collection)
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM documents WHERE collection_id = ? AND path = ?",
+                               (cid, document.path))
+            cur = self._conn.execute(
+                "INSERT INTO documents (collection_id, path, size, mtime_ns, sha256, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?)", (cid, document.path, document.size,
+                                              document.mtime_ns, document.sha256, document.kind))
+            doc_id = cur.lastrowid
+            self._conn.executemany(
+                "INSERT INTO chunks (document_id, position, text, heading, line_start, "
+                "line_end, page) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(doc_id, n, c.text, c.heading, c.line_start, c.line_end, c.page)
+                 for n, c in enumerate(chunks)])
+
+    def touch_document(self, collection: str, document: Document) -> None:
+        """Same content, new size/mtime record (a file saved again unchanged)."""
+        with transaction(self._conn):
+            self._conn.execute(
+                "UPDATE documents SET size = ?, mtime_ns = ? WHERE collection_id = ? "
+                "AND path = ?", (document.size, document.mtime_ns, self._id(collection),
+                                 document.path))
+
+    def remove_document(self, collection: str, path: str) -> None:
+        with transaction(self._conn):
+            self._conn.execute("DELETE FROM documents WHERE collection_id = ? AND path = ?",
+                               (self._id(collection), path))
+
+    def documents(self, collection: str) -> dict[str, Document]:
+        rows = self._conn.execute(
+            "SELECT path, size, mtime_ns, sha256, kind FROM documents WHERE collection_id = ?",
+            (self._id(collection),))
+        return {row[0]: Document(*row) for row in rows}
+
+    def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]:
+        match = fts_query(self._without_common(query_words(query)))
+        ids = [self._id(name) for name in collections]
+        if match is None or not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        # bm25() is lower for better matches; the heading column weighs double.
+        rows = self._conn.execute(
+            f"SELECT c.id, k.name, d.path, c.text, c.heading, c.line_start, c.line_end, "
+            f"c.page, bm25(chunks_fts, 1.0, 2.0) AS score "
+            f"FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            f"JOIN documents d ON d.id = c.document_id "
+            f"JOIN collections k ON k.id = d.collection_id "
+            f"WHERE chunks_fts MATCH ? AND d.collection_id IN ({marks}) "
+            f"ORDER BY score LIMIT ?", (match, *ids, limit)).fetchall()
+        return [Hit(cid, name, path, Chunk(text, start, end, page, heading), -score)
+                for cid, name, path, text, heading, start, end, page, score in rows]
+
+    def _without_common(self, words: list[str]) -> list[str]:
+        if len(words) <= KEPT_TERMS:
+            return words
+        marks = ", ".join("?" * len(words))
+        counts = dict(self._conn.execute(
+            f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", words))
+        total = self._conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        by_rarity = sorted(words, key=lambda w: counts.get(w, 0))  # stable: question order
+        return [w for n, w in enumerate(by_rarity)
+                if n < KEPT_TERMS or counts.get(w, 0) <= COMMON_SHARE * total]
+
+    def stats(self, collection: str) -> IndexStats:
+        docs, chunks, chars = self._conn.execute(
+            "SELECT count(DISTINCT d.id), count(c.id), coalesce(sum(length(c.text)), 0) "
+            "FROM documents d LEFT JOIN chunks c ON c.document_id = d.id "
+            "WHERE d.collection_id = ?", (self._id(collection),)).fetchone()
+        return IndexStats(docs, chunks, chars)
+
+    def rebuild(self) -> None:
+        """Rebuild the full-text index from the chunks (a damaged FTS table, a new
+        tokenizer); the documents' text is kept."""
+        with transaction(self._conn):
+            self._conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")

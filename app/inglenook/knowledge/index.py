@@ -1,0 +1,92 @@
+"""The index behind one small interface: documents in, ranked chunks out.
+
+SqliteFtsIndex (fts.py) is the first implementation: BM25 over SQLite FTS5. Dense vectors come
+later as a second ranking of the same chunks (sqlite-vec in the same file, or Qdrant for
+collections that outgrow a desktop): an implementation that has both ranks each one and merges
+them with `fuse` (reciprocal rank fusion), so callers never learn which rankings exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+RRF_K = 60  # the constant of Cormack et al. (2009): damps the weight of the very first ranks
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage of a document, with where it came from (for the citation)."""
+
+    text: str
+    line_start: int  # 1-based, in the converted text of its page (or of the file)
+    line_end: int
+    page: int | None = None  # PDFs
+    heading: str = ""  # the heading the passage sits under, if any
+
+    @property
+    def location(self) -> str:
+        lines = (f"line {self.line_start}" if self.line_start == self.line_end
+                 else f"lines {self.line_start}–{self.line_end}")
+        return f"page {self.page}, {lines}" if self.page is not None else lines
+
+
+@dataclass(frozen=True)
+class Document:
+    """What the index knows of a file: enough to tell whether it changed."""
+
+    path: str  # absolute, as scanned
+    size: int
+    mtime_ns: int
+    sha256: str
+    kind: str  # the converter that read it: text, markdown, code, csv, html, pdf, docx
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One chunk found by a search, best first."""
+
+    chunk_id: int
+    collection: str
+    path: str
+    chunk: Chunk
+    score: float  # higher is better; comparable within one search only
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}, {self.chunk.location}"
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    documents: int
+    chunks: int
+    characters: int
+
+
+class KnowledgeIndex(Protocol):
+    """Documents of named collections, searched by what the user asks."""
+
+    def add_document(self, collection: str, document: Document,
+                     chunks: Sequence[Chunk]) -> None:
+        """Add a document, or replace the one at the same path with its new chunks."""
+
+    def remove_document(self, collection: str, path: str) -> None: ...
+
+    def documents(self, collection: str) -> dict[str, Document]:
+        """The documents indexed, by path (what an incremental re-index compares with)."""
+
+    def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]: ...
+
+    def stats(self, collection: str) -> IndexStats: ...
+
+
+def fuse(rankings: Sequence[Sequence[int]], limit: int, k: int = RRF_K) -> list[int]:
+    """Reciprocal rank fusion of several rankings of chunk ids (best first): each id scores
+    the sum of 1 / (k + rank) over the rankings it appears in."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda cid: (-scores[cid], cid))[:limit]

@@ -1,0 +1,162 @@
+"""Indexing a collection: scan, read what changed, convert, chunk, store; with progress and
+cancel, so that the window can run it on a worker thread and the CLI in the foreground.
+
+A file is read again only when its size or mtime differ from the index's record, and its
+chunks are replaced only when its content hash differs too (a file saved again unchanged costs
+one read). Reading is bounded (MAX_FILE_BYTES), through a descriptor opened without following
+a final link and without blocking, checked to be a regular file; a file whose size or mtime
+moves while it is read is read again, and listed if it keeps moving. Files gone from the folders
+leave the index. Cancelling keeps what was indexed so far; the next run goes on from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inglenook.core.units import describe_size
+from inglenook.knowledge.chunking import chunk_pages
+from inglenook.knowledge.convert import ConvertError, convert
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.knowledge.index import Document
+from inglenook.knowledge.scanner import FoundFile, scan
+
+MAX_FILE_BYTES = 64_000_000  # a bigger "document" is a data dump or a disk image, not notes
+READ_ATTEMPTS = 3
+_READ_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where an indexing run is: scanning (total None, done = files found so far) or reading
+    (done of total files looked at)."""
+
+    done: int
+    total: int | None
+    path: str = ""
+
+
+@dataclass
+class IndexReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    cancelled: bool = False
+
+
+class UnreadableFile(Exception):
+    """str() is the reason, for the problems list."""
+
+
+def read_bounded(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file, at most limit, as they were between two equal stats."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(READ_ATTEMPTS):
+        try:
+            fd = os.open(os.path.realpath(path), flags)
+        except PermissionError as exc:
+            raise UnreadableFile("permission denied: the file cannot be read") from exc
+        except OSError as exc:
+            raise UnreadableFile(f"cannot be opened: {exc.strerror or exc}") from exc
+        try:
+            before = os.fstat(fd)
+            if not stat.S_ISREG(before.st_mode):
+                raise UnreadableFile("no longer a regular file: not read")
+            if before.st_size > limit:
+                raise UnreadableFile(f"{describe_size(before.st_size)}, more than the "
+                                     f"{describe_size(limit)} a document may have: not read")
+            # At most one byte more than announced: a file growing as it is read is caught
+            # by that byte, never read on for as long as it grows.
+            parts, total, wanted = [], 0, before.st_size + 1
+            while total < wanted:
+                block = os.read(fd, min(_READ_BLOCK, wanted - total))
+                if not block:
+                    break
+                parts.append(block)
+                total += len(block)
+            after = os.fstat(fd)
+        except OSError as exc:
+            raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
+        if (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns) \
+                and total == after.st_size:
+            return b"".join(parts), after
+    raise UnreadableFile("it kept changing while being read: try again when it is saved")
+
+
+class Indexer:
+    """Brings one collection's index in step with its folders.
+
+    `progress` is called from the thread that runs `run` (the window hands it to a queued
+    signal); `cancelled` is asked between files and between folders."""
+
+    def __init__(self, index: SqliteFtsIndex, name: str,
+                 progress: Callable[[Progress], None] = lambda p: None,
+                 cancelled: Callable[[], bool] = lambda: False,
+                 max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        self.index = index
+        self.name = name
+        self.progress = progress
+        self.cancelled = cancelled
+        self.max_file_bytes = max_file_bytes
+
+    def run(self) -> IndexReport:
+        collection = self.index.collection(self.name)
+        self.name = collection.name
+        found = scan(collection.roots, collection.follow_links, self.cancelled,
+                     lambda count: self.progress(Progress(count, None)))
+        report = IndexReport(problems=list(found.problems), cancelled=found.cancelled)
+        if found.cancelled:
+            return report
+        known = self.index.documents(self.name)
+        total = len(found.files)
+        self.progress(Progress(0, total))
+        for done, file in enumerate(found.files, start=1):
+            if self.cancelled():
+                report.cancelled = True
+                break
+            self._one(file, known.get(file.path), report)
+            self.progress(Progress(done, total, file.path))
+        if not report.cancelled:
+            seen = {file.path for file in found.files}
+            for path in known.keys() - seen:
+                self.index.remove_document(self.name, path)
+                report.removed += 1
+            self.index.set_problems(self.name, report.problems)
+        return report
+
+    def _one(self, file: FoundFile, known: Document | None, report: IndexReport) -> None:
+        if known is not None and (known.size, known.mtime_ns) == (file.size, file.mtime_ns):
+            report.unchanged += 1
+            return
+        try:
+            data, info = read_bounded(file.path, self.max_file_bytes)
+            sha = hashlib.sha256(data).hexdigest()
+            document = Document(file.path, info.st_size, info.st_mtime_ns, sha, file.kind)
+            if known is not None and known.sha256 == sha:
+                self.index.touch_document(self.name, document)
+                report.unchanged += 1
+                return
+            pages = convert(file.kind, data, Path(file.path))
+            chunks = chunk_pages(pages, markdown=file.kind in ("markdown", "html", "docx",
+                                                               "text"))
+            if not chunks:
+                raise UnreadableFile("it has no text (a scanned PDF is pictures of pages)")
+        except (UnreadableFile, ConvertError) as exc:
+            report.problems.append((file.path, str(exc)))
+            if known is not None:
+                self.index.remove_document(self.name, file.path)
+            return
+        self.index.add_document(self.name, document, chunks)
+        if known is None:
+            report.added += 1
+        else:
+            report.updated += 1

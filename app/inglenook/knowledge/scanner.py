@@ -1,0 +1,135 @@
+"""Finding the files of a collection without ever leaving its folders.
+
+The walk is our own (os.scandir with lstat semantics), so that every entry is looked at before
+anything follows it:
+- a symbolic link is followed only when its target lies inside one of the collection's roots,
+  or when the user asked for links to be followed; one pointing out is listed, not read;
+- a folder already visited (a link loop, a bind mount seen twice) is not entered again;
+- FIFOs, sockets and devices are listed and never opened (opening a FIFO blocks);
+- a folder that cannot be listed (permission denied) is listed with the reason;
+- version-control and dependency folders are skipped, and said so.
+Reading is not done here: indexer.py opens each file with O_NOFOLLOW | O_NONBLOCK and checks
+again that it is the regular file scanned (it may have been swapped for a link or a FIFO since).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inglenook.knowledge.convert import kind_of
+
+SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv",
+                             ".tox", ".mypy_cache", ".ruff_cache"})
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    path: str
+    size: int
+    mtime_ns: int
+    kind: str
+
+
+@dataclass
+class Scan:
+    files: list[FoundFile] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    cancelled: bool = False
+
+
+def _inside(real: str, roots: Sequence[str]) -> bool:
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _kind_of(entry_stat: os.stat_result) -> str:
+    mode = entry_stat.st_mode
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO): not read"
+    if stat.S_ISSOCK(mode):
+        return "a socket: not read"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device: not read"
+    return "not a regular file: not read"
+
+
+def scan(roots: Sequence[str], follow_links: bool = False,
+         cancelled: Callable[[], bool] = lambda: False,
+         found: Callable[[int], None] = lambda count: None) -> Scan:
+    """The readable-looking files under roots (folders or files), and every entry that was not
+    taken, with the reason. `found(count)` is called as files are found; `cancelled()` is
+    asked between folders."""
+    real_roots = [os.path.realpath(r) for r in roots]
+    result = Scan()
+    visited: set[tuple[int, int]] = set()
+    stack: list[str] = []
+    for root in roots:
+        _entry(root, real_roots, follow_links, visited, stack, result, is_root=True)
+    while stack:
+        if cancelled():
+            result.cancelled = True
+            break
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                names = sorted(entry.path for entry in entries)
+        except PermissionError:
+            result.problems.append((folder, "permission denied: the folder cannot be listed"))
+            continue
+        except OSError as exc:
+            result.problems.append((folder, f"the folder cannot be listed: "
+                                            f"{exc.strerror or exc}"))
+            continue
+        for path in reversed(names):  # popped in name order
+            _entry(path, real_roots, follow_links, visited, stack, result)
+        found(len(result.files))
+    return result
+
+
+def _entry(path: str, real_roots: Sequence[str], follow_links: bool,
+           visited: set[tuple[int, int]], stack: list[str], result: Scan,
+           is_root: bool = False) -> None:
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        result.problems.append((path, f"cannot be looked at: {exc.strerror or exc}"))
+        return
+    if stat.S_ISLNK(info.st_mode):
+        real = os.path.realpath(path)
+        if not is_root and not follow_links and not _inside(real, real_roots):
+            result.problems.append((path, f"a symbolic link out of the collection's folders "
+                                          f"(to {real}): not followed"))
+            return
+        try:
+            info = os.stat(path)
+        except OSError:
+            result.problems.append((path, "a symbolic link to nothing (or a loop of links)"))
+            return
+    if stat.S_ISDIR(info.st_mode):
+        if not is_root and os.path.basename(path) in SKIPPED_FOLDERS:
+            result.problems.append((path, "a version-control or dependency folder: skipped"))
+            return
+        key = (info.st_dev, info.st_ino)
+        if key in visited:
+            result.problems.append((path, "a folder already indexed (a loop of links?): "
+                                          "not entered again"))
+            return
+        visited.add(key)
+        stack.append(path)
+    elif stat.S_ISREG(info.st_mode):
+        kind = kind_of(Path(path).name)
+        key = (info.st_dev, info.st_ino)
+        if key in visited:  # a link to a file of the collection, or a hard link
+            result.problems.append((path, "the same file as another one indexed: "
+                                          "indexed once"))
+        elif kind is None:
+            result.problems.append((path, "not a kind of file the index reads (text, "
+                                          "Markdown, code, CSV, HTML, PDF, DOCX)"))
+        else:
+            visited.add(key)
+            result.files.append(FoundFile(path, info.st_size, info.st_mtime_ns, kind))
+    else:
+        result.problems.append((path, _kind_of(info)))

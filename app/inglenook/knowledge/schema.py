@@ -1,0 +1,83 @@
+"""The knowledge database's schema, as migrations (the rules of store/schema.py hold here):
+MIGRATIONS[n - 1] takes the file from v(n-1) to vn; never edit a step, append one.
+
+v1:
+- A collection is a name and its roots (folders and files, absolute paths, JSON list), with
+  whether symbolic links out of them are followed.
+- A document is one file of a collection; what it was when read (size, mtime, hash) decides
+  whether a re-index reads it again. Its chunks go with it (ON DELETE CASCADE).
+- chunks_fts is an external-content FTS5 table over the chunks, kept in step by triggers.
+  Dense vectors, when they come, get their own table keyed by chunk id (sqlite-vec's vec0 in
+  this same file), filled beside the FTS rows; nothing here needs to change for them.
+- problems: every file of the last scan that was not indexed, with the reason in words.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from inglenook.store.schema import statements
+
+V1_SQL = """
+CREATE TABLE collections (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    roots         TEXT NOT NULL DEFAULT '[]',
+    follow_links  INTEGER NOT NULL DEFAULT 0,
+    created_at    REAL NOT NULL,
+    indexed_at    REAL
+);
+
+CREATE TABLE documents (
+    id             INTEGER PRIMARY KEY,
+    collection_id  INTEGER NOT NULL REFERENCES collections (id) ON DELETE CASCADE,
+    path           TEXT NOT NULL,
+    size           INTEGER NOT NULL,
+    mtime_ns       INTEGER NOT NULL,
+    sha256         TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    UNIQUE (collection_id, path)
+);
+
+CREATE TABLE chunks (
+    id           INTEGER PRIMARY KEY,
+    document_id  INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,
+    text         TEXT NOT NULL,
+    heading      TEXT NOT NULL DEFAULT '',
+    line_start   INTEGER NOT NULL,
+    line_end     INTEGER NOT NULL,
+    page         INTEGER
+);
+CREATE INDEX chunks_document ON chunks (document_id, position);
+
+CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+    text, heading, content = 'chunks', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts (rowid, text, heading) VALUES (new.id, new.text, new.heading);
+END;
+CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts (chunks_fts, rowid, text, heading)
+        VALUES ('delete', old.id, old.text, old.heading);
+END;
+
+CREATE TABLE problems (
+    id             INTEGER PRIMARY KEY,
+    collection_id  INTEGER NOT NULL REFERENCES collections (id) ON DELETE CASCADE,
+    path           TEXT NOT NULL,
+    reason         TEXT NOT NULL
+);
+CREATE INDEX problems_collection ON problems (collection_id);
+"""
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    for statement in statements(V1_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+LATEST_VERSION = len(MIGRATIONS)

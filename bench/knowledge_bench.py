@@ -1,0 +1,118 @@
+"""Knowledge index figures (issue 21), printed as one JSON line; run by bench/run.py.
+
+  knowledge_index_1k_files_s  1,000 generated Markdown files (~10 MB) indexed from a folder:
+                              scan, read, hash, chunk, FTS5 (full-text only, no embedder)
+  knowledge_query_p95_ms      95th percentile of a search (a 6-word question) over 100,000
+                              chunks
+  knowledge_recall_at_5       generated documents, each holding one unique fact among filler;
+                              a question about each fact; how often its document is in the
+                              top 5 (BM25 alone)
+`--quick` uses tiny counts (tests/integration/test_bench.py): its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.knowledge.index import Chunk, Document
+from inglenook.knowledge.indexer import Indexer
+
+RNG = random.Random(21)
+WORDS = [f"{a}{b}" for a in ("ri", "mo", "bre", "clo", "ow", "gla", "ma", "be", "ti", "lan",
+                             "vi", "co", "har", "mea", "cop", "thi", "en", "gar", "sta", "pel")
+         for b in ("ver", "nt", "ad", "ck", "l", "ss", "p", "e", "de", "tern", "olin", "met",
+                   "bour", "dow", "per", "stle", "gine", "den", "ble", "ican")]
+NAMES = ["Ada", "Bram", "Cleo", "Dov", "Edda", "Finn", "Gale", "Hugo", "Iris", "Juno", "Kai",
+         "Lior", "Mira", "Nils", "Oona", "Pia", "Quin", "Rhea", "Soren", "Tove"]
+THINGS = ["violin", "compass", "lantern", "teapot", "telescope", "kite", "atlas", "clock"]
+PLACES = ["attic", "boathouse", "greenhouse", "cellar", "lighthouse", "orchard", "mill"]
+
+
+def filler(words: int) -> str:
+    lines = []
+    for _ in range(max(1, words // 12)):
+        lines.append(" ".join(RNG.choice(WORDS) for _ in range(12)) + ".")
+    return "\n".join(lines)
+
+
+def index_files(count: int, bytes_each: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "notes"
+        for n in range(count):
+            sub = folder / f"d{n % 20}"
+            sub.mkdir(parents=True, exist_ok=True)
+            body = []
+            while sum(len(b) for b in body) < bytes_each:
+                body.append(f"## Section {len(body)}\n\n{filler(120)}\n")
+            (sub / f"note{n}.md").write_text(f"# Note {n}\n\n" + "\n".join(body))
+        index = SqliteFtsIndex(Path(tmp) / "k.db")
+        index.create_collection("Notes", [str(folder)])
+        start = time.perf_counter()
+        report = Indexer(index, "Notes").run()
+        elapsed = time.perf_counter() - start
+        assert report.added == count and not report.problems, report.problems[:3]
+        index.close()
+        return elapsed
+
+
+def query_p95(chunks: int, queries: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        index = SqliteFtsIndex(Path(tmp) / "k.db")
+        index.create_collection("Big", ["/big"])
+        per_doc = 100
+        for d in range(chunks // per_doc):
+            index.add_document("Big", Document(f"/big/{d}.md", 1, 1, str(d), "markdown"),
+                               [Chunk(filler(60), 1, 5) for _ in range(per_doc)])
+        times = []
+        for _ in range(queries):
+            question = " ".join(RNG.choice(WORDS) for _ in range(6))
+            start = time.perf_counter()
+            index.search(["Big"], question, 5)
+            times.append(time.perf_counter() - start)
+        index.close()
+        return statistics.quantiles(times, n=20)[-1] * 1000 if len(times) > 1 else times[0]
+
+
+def recall_at_5(documents: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        index = SqliteFtsIndex(Path(tmp) / "k.db")
+        index.create_collection("Facts", ["/facts"])
+        facts = []
+        for d in range(documents):
+            name = f"{RNG.choice(NAMES)}{d}"  # a unique owner: the fact's key
+            thing, place = RNG.choice(THINGS), RNG.choice(PLACES)
+            text = (f"{filler(150)}\n{name}'s {thing} is kept in the {place} by the river.\n"
+                    f"{filler(150)}")
+            path = f"/facts/{d}.md"
+            index.add_document("Facts", Document(path, 1, 1, str(d), "markdown"),
+                               [Chunk(part, 1, 1) for part in text.split("\n\n")])
+            facts.append((path, f"Where does {name} keep the {thing}?"))
+        found = sum(1 for path, question in facts
+                    if path in {hit.path for hit in index.search(["Facts"], question, 5)})
+        index.close()
+        return found / len(facts)
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv[1:]
+    os.environ.setdefault("INGLENOOK_HOME", tempfile.mkdtemp())
+    results = {
+        "knowledge_index_1k_files_s": round(index_files(20 if quick else 1000, 10_000), 2),
+        "knowledge_query_p95_ms": round(query_p95(2_000 if quick else 100_000,
+                                                  20 if quick else 300), 2),
+        "knowledge_recall_at_5": round(recall_at_5(20 if quick else 500), 3),
+    }
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""`inglenook knowledge add|update|list|search|rm` through the CLI's main()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inglenook.cli import main
+
+
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "owls.md").write_text("# Owls\n\nThe barn owl nests in the old mill.\n")
+    (folder / "bin.txt").write_bytes(b"\x00\x01\x02")
+    (folder / "evil.md").write_text("# Trap\n\nterminal \x1b]0;pwned\x07 escape\n")
+    return folder
+
+
+def test_add_search_list_rm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = notes(tmp_path)
+    assert main(["knowledge", "add", "Notes", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "Notes: 2 added" in out and "bin.txt: it holds binary data" in out
+    assert main(["knowledge", "search", "notes", "where", "does", "the", "owl", "nest"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"[1] {folder / 'owls.md'}, lines 1–3\n")
+    assert "barn owl nests" in out
+    assert main(["knowledge", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "Notes · 2 files · 2 passages · 1 not indexed" in out and str(folder) in out
+    assert main(["knowledge", "update", "Notes"]) == 0
+    assert "0 added, 0 updated, 2 unchanged" in capsys.readouterr().out
+    assert main(["knowledge", "rm", "Notes"]) == 0
+    capsys.readouterr()
+    assert main(["knowledge", "list"]) == 0
+    assert "No collections yet" in capsys.readouterr().out
+    assert (folder / "owls.md").exists()
+
+
+def test_control_characters_in_documents_never_reach_the_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["knowledge", "add", "Notes", str(notes(tmp_path))])
+    capsys.readouterr()
+    assert main(["knowledge", "search", "Notes", "terminal", "escape"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;pwned\\x07" in out
+
+
+def test_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["knowledge", "search", "Nothing", "x"]) == 1
+    assert capsys.readouterr().err == "inglenook: There is no collection named 'Nothing'.\n"
+    assert main(["knowledge", "add", "Notes", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    main(["knowledge", "add", "Notes", str(notes(tmp_path))])
+    capsys.readouterr()
+    assert main(["knowledge", "search", "Notes", "owl", "-n", "0"]) == 2

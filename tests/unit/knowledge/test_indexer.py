@@ -1,0 +1,217 @@
+"""Indexing real folders: hostile entries are listed with their reason and never read,
+re-indexing reads only what changed, progress counts truthfully, cancel keeps what was done."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.knowledge.indexer import (
+    Indexer,
+    IndexReport,
+    Progress,
+    UnreadableFile,
+    read_bounded,
+)
+from inglenook.knowledge.scanner import scan
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX links and FIFOs")
+
+
+def folder(root: Path) -> Path:
+    docs = root / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "notes.md").write_text("# Owls\n\nThe owl sleeps in the copper lantern.\n")
+    (docs / "sub" / "code.py").write_text("def harbour():\n    return 'tide'\n")
+    return docs
+
+
+def reasons(problems: list[tuple[str, str]]) -> dict[str, str]:
+    return {Path(path).name: reason for path, reason in problems}
+
+
+def index_of(docs: Path, **kwargs: object) -> tuple[SqliteFtsIndex, Indexer]:
+    index = SqliteFtsIndex()
+    index.create_collection("Docs", [str(docs)])
+    return index, Indexer(index, "Docs", **kwargs)  # type: ignore[arg-type]
+
+
+@posix_only
+def test_links_out_loops_and_fifos_are_listed_and_never_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = folder(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("the password is swordfish")
+    os.symlink(outside, docs / "out")
+    os.symlink(outside / "secret.txt", docs / "secret-link.txt")
+    os.symlink(docs, docs / "sub" / "loop")
+    os.symlink(docs / "notes.md", docs / "inside-link.md")
+    os.mkfifo(docs / "pipe.txt")  # opening it would block the indexer for ever
+    index, indexer = index_of(docs)
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: str, flags: int, *args: int) -> int:
+        opened.append(str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    report = indexer.run()
+    monkeypatch.undo()
+    assert opened and not [p for p in opened if p.startswith(str(outside))]
+    found = reasons(report.problems)
+    assert "not followed" in found["out"] and "not followed" in found["secret-link.txt"]
+    assert "loop" in found["loop"]
+    assert "FIFO" in found["pipe.txt"]
+    assert "indexed once" in found["inside-link.md"]
+    assert report.added == 2
+    assert index.search(["Docs"], "password swordfish") == []
+    assert index.problems("Docs") == sorted(report.problems)
+
+
+@posix_only
+def test_links_out_are_followed_when_asked(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "far.txt").write_text("a distant comet")
+    os.symlink(tmp_path / "outside", docs / "out")
+    assert [Path(f.path).name for f in scan([str(docs)], follow_links=True).files] == \
+        ["notes.md", "far.txt", "code.py"]
+
+
+def test_binary_named_txt_and_files_too_big_are_refused_with_a_reason(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    (docs / "photo.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (docs / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (docs / "big.txt").write_text("word " * 400)
+    (docs / "image.png").write_bytes(b"\x89PNG")
+    _, indexer = index_of(docs, max_file_bytes=1000)
+    found = reasons(indexer.run().problems)
+    assert "binary" in found["photo.txt"]
+    assert "not UTF-8" in found["latin1.txt"]
+    assert "2 KB, more than the 1 KB" in found["big.txt"]
+    assert "not a kind of file" in found["image.png"]
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0,
+                    reason="root reads files whatever their mode (chmod 000 denies nothing)")
+def test_permission_denied_is_listed(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    (docs / "locked.md").write_text("hidden")
+    (docs / "locked.md").chmod(0)
+    (docs / "closed").mkdir()
+    (docs / "closed").chmod(0)
+    try:
+        found = reasons(index_of(docs)[1].run().problems)
+    finally:
+        (docs / "closed").chmod(0o700)
+    assert "permission denied" in found["locked.md"] and "permission denied" in found["closed"]
+
+
+def test_a_file_that_keeps_changing_while_read_is_listed(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log.txt"
+    path.write_text("growing")
+    real_read = os.read
+
+    def read_and_append(fd: int, n: int) -> bytes:  # another program writes as we read
+        data = real_read(fd, n)
+        if data:
+            with path.open("a") as writer:
+                writer.write("more")
+        return data
+
+    monkeypatch.setattr(os, "read", read_and_append)
+    with pytest.raises(UnreadableFile, match="kept changing"):
+        read_bounded(str(path))
+
+
+def test_reindexing_reads_only_what_changed_and_drops_what_is_gone(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    index, indexer = index_of(docs)
+    assert indexer.run().added == 2
+    again = indexer.run()
+    assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 2, 0)
+    notes = docs / "notes.md"
+    stamp = notes.stat().st_mtime_ns
+    os.utime(notes, ns=(stamp + 10**9, stamp + 10**9))  # saved again, same content
+    assert indexer.run().unchanged == 2
+    notes.write_text("# Owls\n\nThe owl moved to the meadow.\n")
+    (docs / "sub" / "code.py").unlink()
+    third = indexer.run()
+    assert (third.updated, third.removed) == (1, 1)
+    assert index.search(["Docs"], "lantern") == []
+    assert index.search(["Docs"], "meadow")[0].path == str(notes)
+    assert index.stats("Docs").documents == 1
+
+
+def test_progress_is_truthful_and_cancel_keeps_what_was_indexed(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    for n in range(5):
+        (docs / f"f{n}.txt").write_text(f"note number {n}")
+    seen: list[Progress] = []
+
+    def cancel_after_three() -> bool:
+        return sum(1 for p in seen if p.total is not None and p.done) >= 3
+
+    index, indexer = index_of(docs, progress=seen.append, cancelled=cancel_after_three)
+    report = indexer.run()
+    reading = [p for p in seen if p.total is not None]
+    assert report.cancelled and index.stats("Docs").documents == 3
+    assert [p.done for p in reading] == [0, 1, 2, 3] and {p.total for p in reading} == {7}
+    finished = Indexer(index, "Docs", progress=seen.append).run()
+    assert not finished.cancelled and (finished.added, finished.unchanged) == (4, 3)
+    assert seen[-1] == Progress(7, 7, seen[-1].path)
+
+
+def test_a_2_gb_file_is_refused_without_being_read(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    with (docs / "dump.txt").open("wb") as sparse:  # sparse: no 2 GB written to the disk
+        sparse.truncate(2 * 10**9)
+    found = reasons(index_of(docs)[1].run().problems)
+    assert found["dump.txt"] == "2.0 GB, more than the 64 MB a document may have: not read"
+
+
+def test_a_root_can_be_a_single_file(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    index = SqliteFtsIndex()
+    index.create_collection("One", [str(docs / "notes.md")])
+    assert Indexer(index, "One").run().added == 1
+    assert index.search(["One"], "copper lantern")[0].path == str(docs / "notes.md")
+
+
+def test_it_runs_on_a_worker_thread_and_stops_when_cancelled_from_another(
+        tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    for n in range(50):
+        (docs / f"f{n}.txt").write_text(f"note {n}")
+    stop, first_file, finished = threading.Event(), threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def progress(p: Progress) -> None:
+        if p.total is not None and p.done == 1:
+            first_file.set()
+            stop.wait(timeout=10)  # holds the worker until the other thread has cancelled
+
+    def work() -> None:  # SQLite connections belong to one thread: the worker opens its own
+        index = SqliteFtsIndex()
+        index.create_collection("Docs", [str(docs)])
+        outcome.append(Indexer(index, "Docs", progress, stop.is_set).run())
+        outcome.append(index.stats("Docs").documents)
+        index.close()
+        finished.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    assert first_file.wait(timeout=10)
+    stop.set()
+    assert finished.wait(timeout=10)
+    worker.join()
+    report, documents = outcome
+    assert isinstance(report, IndexReport) and report.cancelled and documents == 1
