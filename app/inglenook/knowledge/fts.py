@@ -31,6 +31,7 @@ MAX_QUERY_TERMS = 32
 # (at least KEPT_TERMS are kept, the rarest): their weight in BM25 is small, and each one makes
 # the search score most of the index (100,000 chunks: ~70 ms for six such words, ~40 for three).
 COMMON_SHARE = 0.05
+OVERFETCH = 20  # matches scored per hit wanted before the collections' filter
 KEPT_TERMS = 3
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")
 
@@ -198,18 +199,42 @@ class SqliteFtsIndex:
         ids = [self._id(name) for name in collections]
         if match is None or not ids:
             return []
+        # The best matches by score alone first: joining every match to its document costs as
+        # much again as scoring them (100,000 chunks: 25 ms against 45). Only when the
+        # collections' filter leaves too few of them is the whole set joined.
+        wanted = limit * OVERFETCH
+        best = self._conn.execute(
+            "SELECT rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?", (match, wanted)).fetchall()
+        hits = self._hits([rowid for rowid, _ in best], dict(best), ids)
+        if len(hits) >= limit or len(best) < wanted:
+            return hits[:limit]
         marks = ", ".join("?" * len(ids))
-        # bm25() is lower for better matches; the heading column weighs double.
-        rows = self._conn.execute(
-            f"SELECT c.id, k.name, d.path, c.text, c.heading, c.line_start, c.line_end, "
-            f"c.page, bm25(chunks_fts, 1.0, 2.0) AS score "
-            f"FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        every = self._conn.execute(
+            f"SELECT chunks_fts.rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
+            f"JOIN chunks c ON c.id = chunks_fts.rowid "
             f"JOIN documents d ON d.id = c.document_id "
-            f"JOIN collections k ON k.id = d.collection_id "
             f"WHERE chunks_fts MATCH ? AND d.collection_id IN ({marks}) "
             f"ORDER BY score LIMIT ?", (match, *ids, limit)).fetchall()
-        return [Hit(cid, name, path, Chunk(text, start, end, page, heading), -score)
-                for cid, name, path, text, heading, start, end, page, score in rows]
+        return self._hits([rowid for rowid, _ in every], dict(every), ids)
+
+    def _hits(self, rowids: list[int], scores: dict[int, float], ids: list[int]) -> list[Hit]:
+        """The chunks of `rowids` in the collections `ids`, in the order given."""
+        if not rowids:
+            return []
+        marks = ", ".join("?" * len(rowids))
+        kept = ", ".join("?" * len(ids))
+        rows = self._conn.execute(
+            f"SELECT c.id, k.name, d.path, c.text, c.heading, c.line_start, c.line_end, c.page "
+            f"FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"JOIN collections k ON k.id = d.collection_id "
+            f"WHERE c.id IN ({marks}) AND d.collection_id IN ({kept})",
+            (*rowids, *ids)).fetchall()
+        found = {row[0]: row for row in rows}
+        # bm25() is lower for better matches; the heading column weighs double.
+        return [Hit(cid, name, path, Chunk(text, start, end, page, heading), -scores[cid])
+                for cid, name, path, text, heading, start, end, page in
+                (found[r] for r in rowids if r in found)]
 
     def _without_common(self, words: list[str]) -> list[str]:
         if len(words) <= KEPT_TERMS:
