@@ -9,7 +9,7 @@ import pytest
 
 from inglenook import paths
 from inglenook.knowledge import schema
-from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex, fts_query
+from inglenook.knowledge.fts import OVERFETCH, KnowledgeError, SqliteFtsIndex, fts_query
 from inglenook.knowledge.index import Chunk, Document, KnowledgeIndex, fuse
 
 
@@ -64,6 +64,19 @@ def test_a_search_stays_in_the_collections_asked(index: SqliteFtsIndex) -> None:
     index.add_document("Work", doc("/work/w.txt"), [Chunk("quarterly budget", 1, 1)])
     assert index.search(["Notes"], "budget") == []
     assert len(index.search(["Notes", "Work"], "budget")) == 1
+
+
+def test_a_collection_outranked_by_another_still_gets_its_own_best_matches(
+        index: SqliteFtsIndex) -> None:
+    """More matches of another collection rank first than are scored before the filter."""
+    index.create_collection("Work", ["/work"])
+    strong = [Chunk("budget budget budget", i, i) for i in range(OVERFETCH * 5 + 1)]
+    index.add_document("Work", doc("/work/w.txt"), strong)
+    index.add_document("Notes", doc("/notes/n.txt"), [Chunk("the budget of a garden in June, "
+                                                            "with many other words", 1, 1)])
+    (hit,) = index.search(["Notes"], "budget", limit=5)
+    assert hit.path == "/notes/n.txt"
+    assert len(index.search(["Notes", "Work"], "budget", limit=5)) == 5
 
 
 def test_fts5_syntax_in_a_question_is_only_words() -> None:
