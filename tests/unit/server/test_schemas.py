@@ -36,7 +36,7 @@ def test_a_full_chat_request_maps_onto_messages_and_sampling() -> None:
                   {"role": "tool", "content": "42"}],
         temperature=0, top_p=0.5, top_k=7, min_p=0.1, max_tokens=12, stop="END", seed=5,
         presence_penalty=-1.5, frequency_penalty=2, stream=True,
-        stream_options={"include_usage": True}, user="editor", tools=[{"type": "function"}]))
+        stream_options={"include_usage": True}, user="editor"))
     assert call.messages == (Message("system", "Be brief."), Message("user", "Hello there"),
                              Message("assistant", ""), Message("tool", "42"))
     s = call.sampling
