@@ -38,7 +38,8 @@ FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", "stream
           "service_tier"}
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
 _BLOCK_FIELDS = {"type", "text", "cache_control", "citations", "id", "name", "input",
-                 "tool_use_id", "content", "is_error", "thinking", "signature"}
+                 "tool_use_id", "content", "is_error", "thinking", "signature",
+                 "caller", "source"}  # caller: who made a tool_use; source: of an image (refused)
 
 
 def parse_messages(data: Any, counting: bool = False) -> ApiCall:
@@ -104,7 +105,8 @@ def _turns(raw: Any) -> list[Message]:
         texts, reasoning, made, results = [], [], [], []
         for j, part in enumerate(listed(content, f"{where}.content")):
             at = f"{where}.content[{j}]"
-            block = obj(part, at)
+            # Clients echo a block back as they got it, with empty fields: those mean nothing.
+            block = {k: v for k, v in obj(part, at).items() if v is not None}
             only_known(block, _BLOCK_FIELDS, at)
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
