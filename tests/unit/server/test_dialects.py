@@ -34,7 +34,8 @@ WEATHER = {"type": "function", "function": {
 ANTHROPIC_WEATHER = {"name": "get_weather", "description": "The weather in a city.",
                      "input_schema": WEATHER["function"]["parameters"]}  # type: ignore[index]
 ASK = "What is the weather in Paris?"
-ROUTES = [("/v1/chat/completions", {"model": "", "messages": [{"role": "user", "content": "x"}]}),
+ROUTES: list[tuple[str, dict[str, Any]]] = [
+          ("/v1/chat/completions", {"model": "", "messages": [{"role": "user", "content": "x"}]}),
           ("/v1/completions", {"model": "", "prompt": "x"}),
           ("/v1/messages", {"model": "", "max_tokens": 5,
                             "messages": [{"role": "user", "content": "x"}]}),
