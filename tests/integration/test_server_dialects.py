@@ -48,7 +48,6 @@ def test_openai_tools_and_a_tool_round_trip_reach_the_template(served: Served) -
         bare = prompt_tokens(asked)
         offered = prompt_tokens(asked, tools=[TOOL])
         assert offered > bare + 40  # the tool's spec and the instructions around it
-        assert prompt_tokens(asked, tools=[TOOL], tool_choice="none") == bare
         called = [*asked, {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call0", "type": "function",
             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
@@ -61,7 +60,7 @@ def test_anthropic_tools_and_a_tool_round_trip_reach_the_template(served: Served
                  "input_schema": PARAMETERS}
     with anthropic.Anthropic(base_url=served.url, api_key="x", max_retries=0) as api:
         def input_tokens(messages: list[Any], **extra: Any) -> int:
-            with api.messages.stream(model="", max_tokens=2, temperature=0, messages=messages,
+            with api.messages.stream(model="", max_tokens=2, messages=messages,
                                      **extra) as stream:
                 message = stream.get_final_message()
             return message.usage.input_tokens + (message.usage.cache_read_input_tokens or 0)
