@@ -1,6 +1,7 @@
 """The endpoints of every dialect, under one security middleware (server/security.py):
 OpenAI's (GET /v1/models, POST /v1/chat/completions, POST /v1/completions) here, Anthropic's
-(POST /v1/messages, /v1/messages/count_tokens) in anthropic.py."""
+(POST /v1/messages, /v1/messages/count_tokens) in anthropic.py, Ollama's (/api/*, only when
+turned on) in ollama.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.server import anthropic
+from inglenook.server import anthropic, ollama
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink
 from inglenook.server.errors import (
@@ -75,7 +76,8 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 Route("/v1/models/{model:path}", get_model, methods=["GET"]),
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/completions", completions, methods=["POST"]),
-                *anthropic.routes(serving)],
+                *anthropic.routes(serving),
+                *(ollama.routes(serving) if config.ollama else [])],
         middleware=[Middleware(SecurityMiddleware, config=config)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler,
                             Exception: unexpected_error_handler},

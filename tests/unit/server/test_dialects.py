@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import ollama
 import openai
 import pytest
 
@@ -241,3 +242,81 @@ def test_anthropic_clients_send_the_token_as_x_api_key(engine: EngineClient) -> 
         with anthropic.Anthropic(base_url=s.url, api_key=TOKEN, max_retries=0) as good:
             assert good.messages.create(model="", max_tokens=5,
                                         messages=[{"role": "user", "content": "x"}]).content
+
+
+# ---- Ollama -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ollama_served(engine: EngineClient) -> Iterator[Served]:
+    with serving(engine, max_body_bytes=64 * 1024, ollama=True) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def olla(ollama_served: Served) -> Iterator[ollama.Client]:
+    with ollama.Client(host=ollama_served.url) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def model(olla: ollama.Client) -> str:
+    """Ollama's clients need a name: the one /api/tags lists."""
+    return olla.list().models[0].model or ""
+
+
+def test_ollama_routes_are_off_unless_turned_on(served: Served) -> None:
+    assert request(served.port, "GET", "/api/tags").status == 404
+
+
+def test_ollama_lists_and_shows_the_model(ollama_served: Served, olla: ollama.Client) -> None:
+    client = olla
+    (listed,) = client.list().models
+    shown = client.show(listed.model or "")
+    assert set(shown.capabilities or []) == {"completion", "tools", "thinking"}
+    assert [m.model for m in client.ps().models] == [listed.model]
+    assert request(ollama_served.port, "GET", "/api/version").json()["version"]
+
+
+def test_ollama_chat_tool_round_trip_streamed_and_not(olla: ollama.Client, model: str) -> None:
+    client = olla
+    asked: list[Any] = [{"role": "user", "content": ASK}]
+    reply = client.chat(model=model, messages=asked, tools=[WEATHER], stream=False)
+    (call,) = reply.message.tool_calls or []
+    assert (call.function.name, dict(call.function.arguments)) == ("get_weather",
+                                                                   {"city": "Paris"})
+    assert reply.message.thinking == "The user wants the weather." and reply.done
+    parts = list(client.chat(model=model, messages=asked, tools=[WEATHER], stream=True))
+    assert [c.function.name for p in parts for c in p.message.tool_calls or []] == [
+        "get_weather"]
+    assert parts[-1].done and parts[-1].done_reason == "stop" and parts[-1].eval_count
+    history = [*asked, reply.message,
+               {"role": "tool", "tool_name": "get_weather", "content": "sunny, 21 °C"}]
+    answer = client.chat(model=model, messages=history, tools=[WEATHER], stream=False)
+    assert answer.message.content == "It is sunny in Paris."
+
+
+def test_ollama_generate_streams_ndjson(olla: ollama.Client, model: str) -> None:
+    client = olla
+    parts = list(client.generate(model=model, prompt="hi you", options={"seed": 3},
+                                 stream=True))
+    assert "".join(p.response for p in parts) == "Echo: hi you" and parts[-1].done
+
+
+def test_ollama_refuses_what_is_not_there(ollama_served: Served, olla: ollama.Client,
+                                         model: str) -> None:
+    client = olla
+    with pytest.raises(ollama.ResponseError, match="grammar") as caught:
+        client.chat(model=model, messages=[{"role": "user", "content": "x"}], format="json")
+    assert caught.value.status_code == 400
+    with pytest.raises(ollama.ResponseError, match="embedding") as caught:
+        client.embed(model=model, input="x")
+    assert caught.value.status_code == 501
+    for path, body in (("/api/chat", {"messages": [{"role": "user", "content": "x"}]}),
+                       ("/api/generate", {"prompt": "x"})):
+        assert request(ollama_served.port, "POST", path, body,
+                       headers={"Host": "evil.example"}).status == 403
+        assert request(ollama_served.port, "POST", path, body,
+                       headers={"Origin": "https://evil.example"}).status == 403
+        assert request(ollama_served.port, "POST", path, b"{not json").status == 400
+        huge = json.dumps({**body, "system": "x" * 100_000}).encode()
+        assert request(ollama_served.port, "POST", path, huge).status == 413
+        assert request(ollama_served.port, "POST", path, {**body, "nope": 1}).status == 400
