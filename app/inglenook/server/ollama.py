@@ -2,13 +2,16 @@
 Ollama's port 11434 unless --port says otherwise): /api/version, /api/tags, /api/show, /api/ps,
 /api/chat and /api/generate (NDJSON streaming, Ollama's default). `format` (a JSON schema)
 needs grammar-constrained sampling and /api/embed an embedding model: neither exists here
-yet, so both are refused with a sentence saying so, never ignored. Same security middleware.
+yet, so both are refused with a sentence saying so, never ignored. Same security middleware;
+errors in Ollama's shape, {"error": "<sentence>"}, past it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -171,6 +174,9 @@ class ChatFormat(Format):
     def error_event(self, error: ApiError) -> bytes:
         return _line({"error": error.message})
 
+    def error_response(self, error: ApiError) -> JSONResponse:
+        return ollama_error(error)
+
 
 class GenerateFormat(ChatFormat):
     """/api/generate: the same, with `response` (and `thinking`) instead of a message."""
@@ -178,6 +184,22 @@ class GenerateFormat(ChatFormat):
     def _piece(self, content: str = "", thinking: str = "",
                calls: tuple[Any, ...] = ()) -> dict[str, Any]:
         return {"response": content, **({"thinking": thinking} if thinking else {})}
+
+
+def ollama_error(error: ApiError) -> JSONResponse:
+    """Ollama's error shape, {"error": "<sentence>"}: what its clients show."""
+    return JSONResponse({"error": error.message}, status_code=error.status)
+
+
+def _ollama(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+    @functools.wraps(handler)
+    async def answer(request: Request) -> Any:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return ollama_error(exc)
+
+    return answer
 
 
 def _details(info: Any) -> dict[str, Any]:
@@ -230,11 +252,11 @@ def routes(serving: Serving) -> list[Route]:
         raise ApiError(501, "Embeddings are not available: this server has no embedding "
                        "model yet.", code="not_implemented")
 
-    return [Route("/api/version", version, methods=["GET"]),
-            Route("/api/tags", tags, methods=["GET"]),
-            Route("/api/ps", ps, methods=["GET"]),
-            Route("/api/show", show, methods=["POST"]),
-            Route("/api/chat", chat, methods=["POST"]),
-            Route("/api/generate", generate, methods=["POST"]),
-            Route("/api/embed", embed, methods=["POST"]),
-            Route("/api/embeddings", embed, methods=["POST"])]
+    return [Route("/api/version", _ollama(version), methods=["GET"]),
+            Route("/api/tags", _ollama(tags), methods=["GET"]),
+            Route("/api/ps", _ollama(ps), methods=["GET"]),
+            Route("/api/show", _ollama(show), methods=["POST"]),
+            Route("/api/chat", _ollama(chat), methods=["POST"]),
+            Route("/api/generate", _ollama(generate), methods=["POST"]),
+            Route("/api/embed", _ollama(embed), methods=["POST"]),
+            Route("/api/embeddings", _ollama(embed), methods=["POST"])]

@@ -13,6 +13,8 @@ import secrets
 import time
 from typing import Any
 
+from starlette.responses import JSONResponse
+
 from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.reply_reader import Choice, ReaderEvent
@@ -90,6 +92,10 @@ class Format:
     def error_event(self, error: ApiError) -> bytes:
         """An error after the status was sent: an event OpenAI's clients raise."""
         return sse(error.body())
+
+    def error_response(self, error: ApiError) -> JSONResponse:
+        """An error before anything was sent, with its status."""
+        return error.response()
 
 
 class ChatFormat(Format):

@@ -106,7 +106,7 @@ class ReplyResponse:
                                      [s for s in stats if s is not None])
             response = JSONResponse(body)
         else:
-            response = self._fail(failed).response()
+            response = self.fmt.error_response(self._fail(failed))
         await response(scope, receive, send)
         self.responded = True
 
@@ -156,7 +156,7 @@ class ReplyResponse:
             return
         error = self._fail(failed)
         if not started:
-            await error.response()(scope, receive, send)
+            await self.fmt.error_response(error)(scope, receive, send)
             self.responded = True
         else:  # the status is sent: an error event, which the dialect's clients raise
             await body([self.fmt.error_event(error)])

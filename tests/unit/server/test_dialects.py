@@ -306,7 +306,10 @@ def test_ollama_refuses_what_is_not_there(ollama_served: Served, olla: ollama.Cl
     client = olla
     with pytest.raises(ollama.ResponseError, match="grammar") as caught:
         client.chat(model=model, messages=[{"role": "user", "content": "x"}], format="json")
-    assert caught.value.status_code == 400
+    assert caught.value.status_code == 400 and caught.value.error.startswith("'format'")
+    with pytest.raises(ollama.ResponseError) as caught:
+        client.chat(model="no-such-model", messages=[{"role": "user", "content": "x"}])
+    assert caught.value.status_code == 404 and "no-such-model" in caught.value.error
     with pytest.raises(ollama.ResponseError, match="embedding") as caught:
         client.embed(model=model, input="x")
     assert caught.value.status_code == 501
