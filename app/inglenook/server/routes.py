@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.server import anthropic, ollama
+from inglenook.server import anthropic, ollama, openai_responses
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink
 from inglenook.server.errors import (
@@ -76,6 +76,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 Route("/v1/models/{model:path}", get_model, methods=["GET"]),
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/completions", completions, methods=["POST"]),
+                *openai_responses.routes(serving),
                 *anthropic.routes(serving),
                 *(ollama.routes(serving) if config.ollama else [])],
         middleware=[Middleware(SecurityMiddleware, config=config)],

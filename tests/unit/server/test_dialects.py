@@ -38,6 +38,7 @@ ASK = "What is the weather in Paris?"
 ROUTES: list[tuple[str, dict[str, Any]]] = [
           ("/v1/chat/completions", {"model": "", "messages": [{"role": "user", "content": "x"}]}),
           ("/v1/completions", {"model": "", "prompt": "x"}),
+          ("/v1/responses", {"model": "", "input": "x"}),
           ("/v1/messages", {"model": "", "max_tokens": 5,
                             "messages": [{"role": "user", "content": "x"}]}),
           ("/v1/messages/count_tokens", {"model": "",
@@ -323,3 +324,51 @@ def test_ollama_refuses_what_is_not_there(ollama_served: Served, olla: ollama.Cl
         huge = json.dumps({**body, "system": "x" * 100_000}).encode()
         assert request(ollama_served.port, "POST", path, huge).status == 413
         assert request(ollama_served.port, "POST", path, {**body, "nope": 1}).status == 400
+
+
+# ---- OpenAI Responses ---------------------------------------------------------------------------
+RESPONSES_WEATHER: Any = {"type": "function", "name": "get_weather",
+                          "parameters": WEATHER["function"]["parameters"]}  # type: ignore[index]
+
+
+def test_responses_tool_call_round_trip(oai: openai.OpenAI) -> None:
+    first = oai.responses.create(model="", input=ASK, instructions="Be brief.",
+                                 tools=[RESPONSES_WEATHER], store=False)
+    assert [item.type for item in first.output] == ["reasoning", "function_call"]
+    call = first.output[1]
+    assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Paris"})  # type: ignore[union-attr]
+    assert first.status == "completed" and first.usage and first.usage.output_tokens > 0
+    history: list[Any] = [{"role": "user", "content": ASK}, call.model_dump(exclude_none=True),
+                          {"type": "function_call_output", "call_id": call.call_id,  # type: ignore[union-attr]
+                           "output": "sunny, 21 °C"}]
+    answer = oai.responses.create(model="", input=history, tools=[RESPONSES_WEATHER],
+                                  store=False)
+    assert answer.output_text == "It is sunny in Paris."
+
+
+def test_responses_stream_events(oai: openai.OpenAI) -> None:
+    events = list(oai.responses.create(model="", input="hello there", stream=True, store=False))
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    assert text == "Echo: hello there"
+    assert events[-1].response.output_text == "Echo: hello there"  # type: ignore[union-attr]
+    with oai.responses.stream(model="", input=ASK, tools=[RESPONSES_WEATHER],
+                              store=False) as stream:
+        final = stream.get_final_response()
+    assert [item.type for item in final.output] == ["reasoning", "function_call"]
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"store": True}, "store"),
+    ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"input": [{"type": "input_image", "image_url": "x"}]}, "input[0]"),
+])
+def test_responses_refuse_what_they_cannot_honour(served: Served, fields: dict[str, Any],
+                                                  param: str) -> None:
+    response = request(served.port, "POST", "/v1/responses",
+                       {"model": "", "input": "x", **fields})
+    assert response.status == 400 and response.json()["error"]["param"] == param
