@@ -120,7 +120,7 @@ def stream(api: openai.OpenAI, messages: list[dict[str, str]], max_tokens: int,
     sent = time.perf_counter()
     stamps, text, usage = [], [], None
     for chunk in api.chat.completions.create(
-            model="m", messages=messages, max_tokens=max_tokens, stream=True,  # type: ignore[arg-type]
+            model="", messages=messages, max_tokens=max_tokens, stream=True,  # type: ignore[arg-type]
             stream_options={"include_usage": True},
             extra_body={**EXTRA, **({"user": user} if user else {})}, **SAMPLING):
         if chunk.usage is not None:

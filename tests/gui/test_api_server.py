@@ -28,7 +28,7 @@ def ask_api(port: int, text: str, result: dict) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         conn.request("POST", "/v1/chat/completions", json.dumps(
-            {"model": "x", "messages": [{"role": "user", "content": text}]}),
+            {"model": "", "messages": [{"role": "user", "content": text}]}),
             {"Content-Type": "application/json"})
         response = conn.getresponse()
         result["status"] = response.status

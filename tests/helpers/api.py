@@ -113,7 +113,7 @@ def request(port: int, method: str, path: str,
 
 
 def chat_body(text: str = "Hi", **extra: Any) -> dict[str, Any]:
-    return {"model": "any", "messages": [{"role": "user", "content": text}], **extra}
+    return {"model": "", "messages": [{"role": "user", "content": text}], **extra}
 
 
 @contextmanager

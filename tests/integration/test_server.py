@@ -36,7 +36,7 @@ def api(served: Served) -> Iterator[openai.OpenAI]:
 
 
 def greedy(api: openai.OpenAI, messages: list[dict[str, str]], **extra: Any) -> Any:
-    return api.chat.completions.create(model="m", messages=messages,  # type: ignore[arg-type]
+    return api.chat.completions.create(model="", messages=messages,  # type: ignore[arg-type]
                                        max_tokens=48, extra_body=SAMPLING, **extra)
 
 
@@ -79,10 +79,10 @@ def test_max_tokens_and_stop(api: openai.OpenAI) -> None:
 
 
 def test_completions(api: openai.OpenAI) -> None:
-    reply = api.completions.create(model="m", prompt="The sky is", extra_body=SAMPLING)
+    reply = api.completions.create(model="", prompt="The sky is", extra_body=SAMPLING)
     assert reply.choices[0].text and reply.usage.completion_tokens <= 16
     streamed = "".join(c.choices[0].text for c in api.completions.create(
-        model="m", prompt="The sky is", stream=True, extra_body=SAMPLING))
+        model="", prompt="The sky is", stream=True, extra_body=SAMPLING))
     assert streamed == reply.choices[0].text
 
 

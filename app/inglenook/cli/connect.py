@@ -26,12 +26,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     connect.add_argument("--token", default=None,
                          help="the server's token (default: INGLENOOK_API_TOKEN, else none)")
     connect.add_argument("--ctx", type=int, default=8192, help="the model's context length")
+    connect.add_argument("--ollama", nargs="?", const="http://127.0.0.1:11434", default="",
+                         metavar="URL", help="also the apps that speak Ollama's API "
+                         "(`inglenook serve --ollama`; default URL %(const)s)")
 
 
 def run(args: argparse.Namespace) -> int:
     model = args.model or Path(str(paths.bundled_model_path() or "")).stem
     token = (token_from_env(args.token).split() or [""])[0]
-    found = [g for g in guides(args.url.rstrip("/"), model, token, args.ctx)
+    found = [g for g in guides(args.url.rstrip("/"), model, token, args.ctx,
+                               ollama_url=args.ollama.rstrip("/"))
              if args.app.lower() in g.app.lower()]
     if not found:
         names = ", ".join(g.app for g in guides(args.url, model, token))

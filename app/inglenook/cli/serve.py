@@ -18,6 +18,7 @@ from inglenook.core.load import LoadParams
 from inglenook.server.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    OLLAMA_PORT,
     TOKEN_ENV,
     ConfigError,
     ServerConfig,
@@ -35,8 +36,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default=DEFAULT_HOST,
                        help=f"address to listen on (default {DEFAULT_HOST}; any other address "
                        "needs --token)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
-                       help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--port", type=int, default=None,
+                       help=f"port (default {DEFAULT_PORT}, with --ollama {OLLAMA_PORT}; 0 "
+                       "picks a free one)")
+    serve.add_argument("--ollama", action="store_true",
+                       help="also answer Ollama's API (/api/chat, /api/tags…), on Ollama's "
+                       f"port {OLLAMA_PORT} unless --port says otherwise")
     serve.add_argument("--token", default=None,
                        help=f"require 'Authorization: Bearer TOKEN' (or set {TOKEN_ENV}); "
                        "several, separated by spaces: one per tool, each with a KV cache of "
@@ -53,7 +58,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from inglenook.engine.router import EngineRouter
 
-    config = ServerConfig(host=args.host, port=args.port, token=token_from_env(args.token),
+    port = args.port if args.port is not None else OLLAMA_PORT if args.ollama else DEFAULT_PORT
+    config = ServerConfig(host=args.host, port=port, token=token_from_env(args.token),
+                          ollama=args.ollama,
                           cors_origins=tuple(args.cors_origin),
                           extra_hosts=tuple(args.allow_host))
     try:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+OLLAMA_PORT = 11434  # `inglenook serve --ollama`: where Ollama's clients look by default
 DEFAULT_MAX_BODY = 4 * 1024 * 1024  # a 128k-token conversation is ~0.5 MB of JSON
 DEFAULT_MAX_PENDING = 32  # API replies generating or waiting; more get 503
 MIN_NETWORK_TOKEN = 16  # a short token on a network port can be guessed
@@ -34,6 +35,7 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_pending: int = DEFAULT_MAX_PENDING
     extra_hosts: tuple[str, ...] = field(default=())  # more Host names to accept (a LAN name)
+    ollama: bool = False  # Ollama's /api/* routes too (server/ollama.py): off unless asked
 
     def check(self) -> None:
         """Raise ConfigError for settings that would be unsafe or cannot work."""

@@ -14,6 +14,7 @@ DIALECT_NAMES = {OPENAI: "OpenAI chat completions (/v1/chat/completions)",
                  ANTHROPIC: "Anthropic Messages (/v1/messages)",
                  RESPONSES: "OpenAI Responses (/v1/responses)",
                  OLLAMA: "Ollama's API (/api/chat)"}
+SERVED = (OPENAI, ANTHROPIC, RESPONSES)  # and OLLAMA where it is turned on
 NO_TOKEN = "none"  # what a client sends as its key when the server asks for no token
 
 
@@ -36,7 +37,7 @@ class Guide:
 
 
 def guides(url: str, model: str, token: str, context: int = 8192,
-           dialects: Collection[str] = (OPENAI,), ollama_url: str = "") -> list[Guide]:
+           dialects: Collection[str] = SERVED, ollama_url: str = "") -> list[Guide]:
     """One guide an app: `url` is the server's root (http://127.0.0.1:8080), `token` the first
     of its tokens ("" for none), `context` the loaded model's context length."""
     key = token or NO_TOKEN
@@ -98,6 +99,7 @@ def guides(url: str, model: str, token: str, context: int = 8192,
             f"export {env}={sh_key}\n")),
     ]
     if ollama_url:
+        dialects = {*dialects, OLLAMA}
         found.append(Guide("Ollama clients (Goose, n8n, Raycast, Copilot Chat…)", OLLAMA,
                            "the app's Ollama setting", f"Ollama URL: {ollama_url}\n"
                            f"Model: {model}\n"))

@@ -16,8 +16,10 @@ import itertools
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams
@@ -55,6 +57,9 @@ class Ask:
     group: str = ""
     n: int = 1
     keep_alive: float | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    enable_thinking: bool | None = None
+    reasoning_effort: str = ""
 
 
 class Reply:
@@ -123,7 +128,30 @@ class EngineLink:
         return self.client.names()
 
     def resolve(self, name: str) -> str:
-        return self.client.resolve(name)
+        """The group of the model a request names; an empty name is the window's model. A
+        name that is neither loaded nor in the library is a 404, as OpenAI answers it (an
+        unknown name answered by another model would hide a typo)."""
+        group = self.client.resolve(name)
+        wanted = name.strip().lower()
+        if group or not wanted:
+            return group
+        model = self.client.model
+        known = {m.name.lower() for m in self.client.loaded_models()}
+        if model is not None:
+            known |= {model.name.lower(), Path(model.path).name.lower(),
+                      Path(model.path).stem.lower()}
+        if wanted not in known:
+            raise ApiError(404, f"The model '{name[:100]}' does not exist here; GET /v1/models "
+                           "lists those a request may name (or leave the name empty for the "
+                           "loaded one).", param="model", code="model_not_found")
+        return group
+
+    def model_info(self, group: str) -> ModelInfo | None:
+        """What the engine of `group` has loaded (None until it has)."""
+        if not group:
+            return self.client.model
+        engine = self.client.engine_of(group)
+        return engine.model if engine is not None else None
 
     def start(self, ask: Ask) -> Reply:
         if not ask.group and self.client.model is None:
@@ -141,8 +169,13 @@ class EngineLink:
             self.board.reply_started()
             if choice and sampling.seed >= 0:  # each choice a sample of its own
                 sampling = ask.sampling.replace(seed=(ask.sampling.seed + choice) % 2**31)
+            # overflow "stop": a conversation longer than the context is a 400, as OpenAI
+            # answers it, never a reply to a history with turns silently left out.
             request = GenerationRequest(rid, ask.messages, sampling,
                                         conversation=ask.conversation if not choice else "",
+                                        overflow="stop", tools=ask.tools,
+                                        enable_thinking=ask.enable_thinking,
+                                        reasoning_effort=ask.reasoning_effort,
                                         principal=ask.principal)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,

@@ -1,5 +1,6 @@
 """Errors as OpenAI's API reports them, so clients show the message instead of a parse error:
-{"error": {"message", "type", "param", "code"}}."""
+{"error": {"message", "type", "param", "code"}}, with Anthropic's `"type": "error"` beside it
+(its clients read the same `error.type` and `error.message`): one shape every dialect reads."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ class ApiError(Exception):
 
 def error_body(status: int, message: str, param: str | None = None,
                code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": _TYPES.get(status, "server_error"),
-                      "param": param, "code": code}}
+    return {"type": "error", "error": {"message": message,
+                                       "type": _TYPES.get(status, "server_error"),
+                                       "param": param, "code": code}}
 
 
 async def api_error_handler(_request: Request, exc: Exception) -> Response:

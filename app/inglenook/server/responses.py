@@ -1,7 +1,9 @@
 """The JSON objects OpenAI clients expect back, for chat and for plain completions.
 
-Both endpoints produce the same events from the engine; a Format turns them into one endpoint's
-objects (`chat.completion` / `chat.completion.chunk`, or `text_completion`).
+Every dialect's endpoints produce the same events from the engine, read apart by a
+ChoiceReader (reasoning, text, tool calls); a Format turns them into one endpoint's objects
+(here `chat.completion` / `chat.completion.chunk`, or `text_completion`; anthropic.py has
+Anthropic's). A Format is one reply's: it may keep what it has sent so far.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ import secrets
 import time
 from typing import Any
 
+from starlette.responses import JSONResponse
+
 from inglenook.core.replies import Stats
+from inglenook.server.errors import ApiError
+from inglenook.server.reply_reader import Choice, ReaderEvent
+from inglenook.tools.formats import ToolCall
+from inglenook.tools.parsing import CallParsed, TextDelta
+from inglenook.tools.stream import ReasoningDelta
 
 FINISH_REASONS = {"stop": "stop", "length": "length"}
 
@@ -28,19 +37,30 @@ def usage(stats: Stats | list[Stats] | None) -> dict[str, Any]:
             "prompt_tokens_details": {"cached_tokens": every[0].cached_tokens if every else 0}}
 
 
-def sse(data: dict[str, Any] | str) -> bytes:
-    """One server-sent event."""
-    text = data if isinstance(data, str) else json.dumps(
-        data, ensure_ascii=False, separators=(",", ":"))
-    return f"data: {text}\n\n".encode("utf-8", errors="replace")
+def compact(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def sse(data: dict[str, Any] | str, event: str = "") -> bytes:
+    """One server-sent event (named, for Anthropic's)."""
+    text = data if isinstance(data, str) else compact(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {text}\n\n".encode("utf-8", errors="replace")
+
+
+def arguments_text(call: ToolCall) -> str:
+    return json.dumps(dict(call.arguments), ensure_ascii=False)
 
 
 class Format:
-    """One reply's objects. `model` is the name /v1/models lists."""
+    """One reply's objects. `model` is the name /v1/models lists. `split`: reasoning told
+    apart from the answer; `tools`: the request offered tools (calls are parsed)."""
 
     object_name = ""
     chunk_name = ""
     id_prefix = ""
+    media_type = "text/event-stream; charset=utf-8"
+    split = True
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -50,41 +70,92 @@ class Format:
     def _head(self, name: str) -> dict[str, Any]:
         return {"id": self.id, "object": name, "created": self.created, "model": self.model}
 
-    def complete(self, texts: list[str], finishes: list[str],
-                 stats: Stats | list[Stats] | None) -> dict[str, Any]:
-        """The whole reply: one choice per text."""
+    def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
+        """The whole reply: one object for every choice."""
         raise NotImplementedError
 
-    def opening(self, index: int = 0) -> dict[str, Any] | None:
-        """The first chunk of a choice's stream, before any text (chat: the role)."""
-        return None
+    def begin(self) -> list[bytes]:
+        """What a stream opens with, sent with its first event."""
+        return []
 
-    def chunk(self, text: str | None, finish: str | None = None,
-              index: int = 0) -> dict[str, Any]:
+    def event(self, index: int, event: ReaderEvent) -> list[bytes]:
         raise NotImplementedError
 
-    def usage_chunk(self, stats: Stats | list[Stats] | None) -> dict[str, Any]:
-        """`stream_options.include_usage`: a last chunk with no choices and the counts."""
-        return {**self._head(self.chunk_name), "choices": [], "usage": usage(stats)}
+    def end(self, index: int, choice: Choice) -> list[bytes]:
+        """A choice ended well (its finish is set)."""
+        raise NotImplementedError
+
+    def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
+        """Every choice ended well."""
+        return [sse("[DONE]")]
+
+    def error_event(self, error: ApiError) -> bytes:
+        """An error after the status was sent: an event OpenAI's clients raise."""
+        return sse(error.body())
+
+    def error_response(self, error: ApiError) -> JSONResponse:
+        """An error before anything was sent, with its status."""
+        return error.response()
 
 
 class ChatFormat(Format):
     object_name, chunk_name, id_prefix = "chat.completion", "chat.completion.chunk", "chatcmpl"
 
-    def complete(self, texts: list[str], finishes: list[str],
-                 stats: Stats | list[Stats] | None) -> dict[str, Any]:
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self._opened: set[int] = set()
+        self._calls: dict[int, int] = {}  # calls streamed so far, per choice
+
+    def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         return {**self._head(self.object_name), "choices": [{
-            "index": i, "message": {"role": "assistant", "content": text},
-            "logprobs": None, "finish_reason": finish}
-            for i, (text, finish) in enumerate(zip(texts, finishes, strict=True))],
+            "index": i, "message": self._message(c), "logprobs": None,
+            "finish_reason": self._finish(c)} for i, c in enumerate(choices)],
             "usage": usage(stats)}
 
-    def opening(self, index: int = 0) -> dict[str, Any] | None:
-        return self._chunk({"role": "assistant", "content": ""}, None, index)
+    @staticmethod
+    def _message(c: Choice) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant",
+                                   "content": c.text.strip() or None if c.calls else c.text}
+        if c.reasoning:
+            message["reasoning_content"] = c.reasoning.strip()
+        if c.calls:
+            message["tool_calls"] = [{"id": call.id, "type": "function", "function": {
+                "name": call.name, "arguments": arguments_text(call)}} for call in c.calls]
+        return message
 
-    def chunk(self, text: str | None, finish: str | None = None,
-              index: int = 0) -> dict[str, Any]:
-        return self._chunk({} if text is None else {"content": text}, finish, index)
+    @staticmethod
+    def _finish(c: Choice) -> str:
+        return "tool_calls" if c.calls else FINISH_REASONS[c.finish]
+
+    def event(self, index: int, event: ReaderEvent) -> list[bytes]:
+        if isinstance(event, TextDelta):
+            deltas = [{"content": event.text}] if event.text else []
+        elif isinstance(event, ReasoningDelta):
+            deltas = [{"reasoning_content": event.text}]
+        else:
+            deltas = [self._call_delta(index, call) for call in event.calls]
+        return [*self._open(index, bool(deltas)), *(sse(self._chunk(d, None, index))
+                                                    for d in deltas)]
+
+    def _call_delta(self, index: int, call: ToolCall) -> dict[str, Any]:
+        k = self._calls.get(index, 0)
+        self._calls[index] = k + 1
+        return {"tool_calls": [{"index": k, "id": call.id, "type": "function", "function": {
+            "name": call.name, "arguments": arguments_text(call)}}]}
+
+    def _open(self, index: int, now: bool = True) -> list[bytes]:
+        if not now or index in self._opened:
+            return []
+        self._opened.add(index)
+        return [sse(self._chunk({"role": "assistant", "content": ""}, None, index))]
+
+    def end(self, index: int, choice: Choice) -> list[bytes]:
+        return [*self._open(index), sse(self._chunk({}, self._finish(choice), index))]
+
+    def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
+        last = ([sse({**self._head(self.chunk_name), "choices": [], "usage": usage(stats)})]
+                if include_usage else [])
+        return [*last, sse("[DONE]")]
 
     def _chunk(self, delta: dict[str, Any], finish: str | None, index: int) -> dict[str, Any]:
         return {**self._head(self.chunk_name), "choices": [{
@@ -93,18 +164,30 @@ class ChatFormat(Format):
 
 class CompletionFormat(Format):
     object_name, chunk_name, id_prefix = "text_completion", "text_completion", "cmpl"
+    split = False  # the model's text as it wrote it
 
-    def complete(self, texts: list[str], finishes: list[str],
-                 stats: Stats | list[Stats] | None) -> dict[str, Any]:
+    def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         return {**self._head(self.object_name), "choices": [{
-            "index": i, "text": text, "logprobs": None, "finish_reason": finish}
-            for i, (text, finish) in enumerate(zip(texts, finishes, strict=True))],
+            "index": i, "text": c.text, "logprobs": None,
+            "finish_reason": FINISH_REASONS[c.finish]} for i, c in enumerate(choices)],
             "usage": usage(stats)}
 
-    def chunk(self, text: str | None, finish: str | None = None,
-              index: int = 0) -> dict[str, Any]:
+    def event(self, index: int, event: ReaderEvent) -> list[bytes]:
+        if isinstance(event, CallParsed) or not event.text:
+            return []
+        return [sse(self._chunk(event.text, None, index))]
+
+    def end(self, index: int, choice: Choice) -> list[bytes]:
+        return [sse(self._chunk("", FINISH_REASONS[choice.finish], index))]
+
+    def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
+        last = ([sse({**self._head(self.chunk_name), "choices": [], "usage": usage(stats)})]
+                if include_usage else [])
+        return [*last, sse("[DONE]")]
+
+    def _chunk(self, text: str, finish: str | None, index: int) -> dict[str, Any]:
         return {**self._head(self.chunk_name), "choices": [{
-            "index": index, "text": text or "", "logprobs": None, "finish_reason": finish}]}
+            "index": index, "text": text, "logprobs": None, "finish_reason": finish}]}
 
 
 def models_list(names: list[str], created: int) -> dict[str, Any]:

@@ -1,22 +1,37 @@
 """Requests of the OpenAI API, checked field by field into Inglenook's own types.
 
 Everything a client sends is untrusted: a wrong type, NaN, a value out of range or an unknown
-role is a 400 naming the field, never an exception further in. Fields the engine cannot honour
-(logprobs, JSON mode) are refused rather than silently ignored; fields that change nothing
-here (tools, metadata) are ignored, as other local servers do.
+role is a 400 naming the field, never an exception further in. Every field is honoured or
+refused by name (a field this server does not know included): never silently ignored.
+Omitted sampling values take OpenAI's defaults (API_SAMPLING), not the window's.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from inglenook.core.messages import Message
+from inglenook.core.messages import Message, ToolCallTurn
 from inglenook.core.sampling import MAX_STOP_LENGTH, MAX_STOP_STRINGS, SPECS, SamplingParams
 from inglenook.server.errors import ApiError
+from inglenook.server.fields import (
+    boolean,
+    number,
+    obj,
+    only_known,
+    parse_json,
+    text,
+)
+from inglenook.server.tool_specs import (
+    name_of_call,
+    openai_calls,
+    openai_tool_choice,
+    openai_tools,
+)
+
+__all__ = ["API_SAMPLING", "ApiCall", "parse_chat", "parse_completion", "parse_json"]
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_USER_LENGTH = 64
@@ -27,6 +42,21 @@ _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 _SAMPLING_NUMBERS = ("temperature", "top_p", "top_k", "min_p", "presence_penalty",
                      "frequency_penalty", "repeat_penalty")
+# OpenAI's defaults for what a request leaves out: temperature 1, top_p 1, no penalties; the
+# samplers OpenAI lacks (top_k, min_p, repeat penalty) off.
+API_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, top_k=0, min_p=0.0,
+                              repeat_penalty=1.0)
+EFFORTS = ("none", "minimal", "low", "medium", "high")
+_COMMON = {"model", "stream", "stream_options", "user", "n", "seed", "stop", "max_tokens",
+           "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+           "repeat_penalty", "logprobs", "top_logprobs", "logit_bias", "keep_alive",
+           "metadata", "store", "service_tier"}
+CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "response_format", "tools",
+                         "tool_choice", "parallel_tool_calls", "reasoning_effort",
+                         "chat_template_kwargs", "modalities"}
+COMPLETION_FIELDS = _COMMON | {"prompt", "echo", "suffix", "best_of"}
+_MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id",
+                   "reasoning_content", "refusal"}
 
 
 @dataclass(frozen=True)
@@ -41,31 +71,44 @@ class ApiCall:
     user: str = ""
     n: int = 1
     keep_alive: float | None = None  # seconds a model loaded for it stays idle; -1: always
-
-
-def parse_json(body: bytes) -> Any:
-    """JSON as the standard defines it: NaN and Infinity (which Python accepts) are refused."""
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
-    try:
-        return json.loads(body, parse_constant=no_constants)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ApiError(400, f"The body is not valid JSON ({_short(exc)}).",
-                       code="invalid_json") from None
+    tools: tuple[dict[str, Any], ...] = ()  # given to the chat template; calls parsed back
+    parallel_tool_calls: bool = True  # False: only a reply's first call is returned
+    enable_thinking: bool | None = None  # None: the template's default
+    reasoning_effort: str = ""
+    thinking_field: str = "reasoning_effort"  # the field enable_thinking came from (errors)
 
 
 def parse_chat(data: Any) -> ApiCall:
-    body = _object(data)
+    body = obj(data)
+    only_known(body, CHAT_FIELDS)
     messages = _messages(body.get("messages"))
     max_tokens = _first_present(body, "max_completion_tokens", "max_tokens")
-    return _call(body, messages, max_tokens, default_max=-1)
+    response_format = body.get("response_format")
+    if response_format is not None and response_format != {"type": "text"}:
+        raise ApiError(400, "Only {\"type\": \"text\"} responses are supported.",
+                       param="response_format")
+    if body.get("modalities") not in (None, ["text"]):
+        raise ApiError(400, "Only text replies are supported.", param="modalities")
+    tools = openai_tool_choice(body.get("tool_choice"), openai_tools(body.get("tools")))
+    effort = text(body, "reasoning_effort", 16)
+    if effort and effort not in EFFORTS:
+        raise ApiError(400, f"'reasoning_effort' must be one of {', '.join(EFFORTS)}.",
+                       param="reasoning_effort")
+    thinking = _template_kwargs(body.get("chat_template_kwargs"))
+    field = "chat_template_kwargs.enable_thinking"
+    if effort in ("none", "minimal"):
+        thinking, effort, field = False, "", "reasoning_effort"
+    call = _call(body, messages, max_tokens, default_max=-1)
+    return ApiCall(**{**call.__dict__, "tools": tools, "reasoning_effort": effort,
+                      "parallel_tool_calls": boolean(body, "parallel_tool_calls", default=True),
+                      "enable_thinking": thinking, "thinking_field": field})
 
 
 def parse_completion(data: Any) -> ApiCall:
     """The prompt goes to the model as one user turn: the engine takes conversations, always
     through the chat template (see the README's API section)."""
-    body = _object(data)
+    body = obj(data)
+    only_known(body, COMPLETION_FIELDS)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1:
         prompt = prompt[0]
@@ -78,33 +121,52 @@ def parse_completion(data: Any) -> ApiCall:
         raise ApiError(400, "'suffix' is not supported.", param="suffix")
     if body.get("best_of") not in (None, 1):
         raise ApiError(400, "'best_of' must be 1.", param="best_of")
-    if body.get("logprobs") is not None:
-        raise ApiError(400, "'logprobs' is not supported.", param="logprobs")
     return _call(body, (Message("user", prompt),), "max_tokens",
                  default_max=COMPLETION_MAX_TOKENS)
 
 
+def _template_kwargs(raw: Any) -> bool | None:
+    """llama-server's `chat_template_kwargs`: only `enable_thinking` is passed on."""
+    if raw is None:
+        return None
+    kwargs = obj(raw, "chat_template_kwargs")
+    only_known(kwargs, {"enable_thinking"}, "chat_template_kwargs")
+    value = kwargs.get("enable_thinking")
+    if value is not None and not isinstance(value, bool):
+        raise ApiError(400, "'chat_template_kwargs.enable_thinking' must be true or false.",
+                       param="chat_template_kwargs.enable_thinking")
+    return value
+
+
 def _call(body: dict[str, Any], messages: tuple[Message, ...], max_tokens_field: str,
           default_max: int) -> ApiCall:
-    n = _number(body, "n", 1, MAX_CHOICES, integer=True)
+    n = number(body, "n", 1, MAX_CHOICES, integer=True)
     if body.get("logprobs") not in (None, False):
         raise ApiError(400, "'logprobs' is not supported.", param="logprobs")
-    response_format = body.get("response_format")
-    if response_format is not None and response_format != {"type": "text"}:
-        raise ApiError(400, "Only {\"type\": \"text\"} responses are supported.",
-                       param="response_format")
-    stream = _bool(body, "stream")
+    if body.get("top_logprobs") not in (None, 0):
+        raise ApiError(400, "'top_logprobs' is not supported.", param="top_logprobs")
+    if body.get("logit_bias") not in (None, {}):
+        raise ApiError(400, "'logit_bias' is not supported.", param="logit_bias")
+    if body.get("store") not in (None, False):
+        raise ApiError(400, "'store' is not supported: replies are not kept.", param="store")
+    if body.get("service_tier") not in (None, "auto", "default"):
+        raise ApiError(400, "'service_tier' must be \"auto\" or \"default\".",
+                       param="service_tier")
+    if body.get("metadata") is not None:
+        obj(body["metadata"], "metadata")  # kept by OpenAI only with `store`: as here, unused
+    stream = boolean(body, "stream")
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise ApiError(400, "'stream_options' must be an object.", param="stream_options")
-    include_usage = _bool(options or {}, "include_usage", "stream_options.include_usage")
-    model = _text(body, "model", 256)
-    user = _text(body, "user", MAX_USER_LENGTH)
-    return ApiCall(messages, _sampling(body, max_tokens_field, default_max), stream,
-                   include_usage, model, user, int(n or 1), _keep_alive(body.get("keep_alive")))
+    only_known(options or {}, {"include_usage"}, "stream_options")
+    include_usage = boolean(options or {}, "include_usage", "stream_options.include_usage")
+    model = text(body, "model", 256)
+    user = text(body, "user", MAX_USER_LENGTH)
+    return ApiCall(messages, sampling(body, max_tokens_field, default_max), stream,
+                   include_usage, model, user, int(n or 1), keep_alive(body.get("keep_alive")))
 
 
-def _keep_alive(raw: Any) -> float | None:
+def keep_alive(raw: Any) -> float | None:
     """Ollama's `keep_alive`: seconds, or a duration such as "5m"; negative: always; 0: unload
     as soon as the reply ends."""
     if raw is None:
@@ -120,42 +182,62 @@ def _keep_alive(raw: Any) -> float | None:
     return -1.0 if value < 0 else min(value, MAX_KEEP_ALIVE_S)
 
 
-def _sampling(body: dict[str, Any], max_tokens_field: str, default_max: int) -> SamplingParams:
+def sampling(body: dict[str, Any], max_tokens_field: str, default_max: int,
+             names: tuple[str, ...] = _SAMPLING_NUMBERS, stop_field: str = "stop",
+             renamed: dict[str, str] | None = None) -> SamplingParams:
+    """The sampling values a body sets, over API_SAMPLING. `renamed`: a dialect's own names
+    for ours (Ollama's num_predict)."""
     values: dict[str, Any] = {}
-    for name in _SAMPLING_NUMBERS:
+    for name in names:
         spec = SPECS[name]
-        integer = name == "top_k"
-        value = _number(body, name, spec.minimum, spec.maximum, integer)
+        value = number(body, name, spec.minimum, spec.maximum, integer=name == "top_k")
         if value is not None:
             values[name] = value
-    seed = _number(body, "seed", -(2**63), 2**64 - 1, integer=True)
+    seed = number(body, "seed", -(2**63), 2**64 - 1, integer=True)
     if seed is not None:
         # OpenAI takes any 64-bit seed; llama.cpp takes 31 bits. -1 (llama.cpp's "random") and
         # other negatives keep their meaning of "random".
         values["seed"] = int(seed) % 2**31 if seed >= 0 else -1
-    max_tokens = _number(body, max_tokens_field, 1, 2**31 - 1, integer=True)
+    max_tokens = number(body, max_tokens_field, 1, 2**31 - 1, integer=True)
     # Beyond the panel's maximum the context fills first anyway.
     values["max_tokens"] = (default_max if max_tokens is None
                             else min(int(max_tokens), int(SPECS["max_tokens"].maximum)))
-    values["stop"] = _stop(body.get("stop"))
-    return SamplingParams(**values)
+    values["stop"] = stops(body.get(stop_field), stop_field)
+    return API_SAMPLING.replace(**values)
 
 
 def _messages(raw: Any) -> tuple[Message, ...]:
     if not isinstance(raw, list) or not raw:
         raise ApiError(400, "'messages' must be a non-empty list.", param="messages")
-    messages = []
+    messages: list[Message] = []
+    calls: list[ToolCallTurn] = []
     for i, item in enumerate(raw):
         where = f"messages[{i}]"
         if not isinstance(item, dict):
             raise ApiError(400, f"'{where}' must be an object.", param=where)
+        only_known(item, _MESSAGE_FIELDS, where)
         role = item.get("role")
         if role == "developer":  # OpenAI's newer name for the system role
             role = "system"
         if role not in ROLES:
             raise ApiError(400, f"'{where}.role' must be one of {', '.join(ROLES)}.",
                            param=f"{where}.role")
-        messages.append(Message(role, _content(item.get("content"), role, where)))
+        content = _content(item.get("content"), role, where)
+        if role == "assistant":
+            made = openai_calls(item.get("tool_calls"), where)
+            calls += made
+            reasoning = text(item, "reasoning_content", 10**7, f"{where}.reasoning_content")
+            messages.append(Message("assistant", content, reasoning, tool_calls=made))
+        elif role == "tool":
+            call_id = text(item, "tool_call_id", 256, f"{where}.tool_call_id")
+            name = text(item, "name", 64, f"{where}.name") or name_of_call(call_id, calls)
+            messages.append(Message("tool", content, tool_call_id=call_id, name=name))
+        else:
+            for field in ("tool_calls", "tool_call_id", "reasoning_content", "name"):
+                if item.get(field) is not None:
+                    raise ApiError(400, f"'{where}.{field}' is not supported for a {role} turn.",
+                                   param=f"{where}.{field}")
+            messages.append(Message(role, content))
     return tuple(messages)
 
 
@@ -176,64 +258,16 @@ def _content(raw: Any, role: str, where: str) -> str:
     raise ApiError(400, f"'{where}.content' must be text.", param=f"{where}.content")
 
 
-def _stop(raw: Any) -> tuple[str, ...]:
+def stops(raw: Any, name: str = "stop") -> tuple[str, ...]:
     if raw is None:
         return ()
-    stops = [raw] if isinstance(raw, str) else raw
-    if (not isinstance(stops, list) or len(stops) > MAX_STOP_STRINGS
-            or not all(isinstance(s, str) and len(s) <= MAX_STOP_LENGTH for s in stops)):
-        raise ApiError(400, f"'stop' must be a string or a list of at most {MAX_STOP_STRINGS} "
-                       f"strings of at most {MAX_STOP_LENGTH} characters.", param="stop")
-    return tuple(s for s in stops if s)
-
-
-def _number(body: dict[str, Any], name: str, minimum: float, maximum: float,
-            integer: bool = False) -> float | int | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if integer and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    kind = "an integer" if integer else "a number"
-    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if (isinstance(value, bool) or not ok_type or not math.isfinite(value)
-            or not minimum <= value <= maximum):
-        raise ApiError(400, f"'{name}' must be {kind} from {_show(minimum)} to {_show(maximum)}.",
-                       param=name, code="invalid_value")
-    return value
-
-
-def _bool(body: dict[str, Any], name: str, shown: str | None = None) -> bool:
-    value = body.get(name)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise ApiError(400, f"'{shown or name}' must be true or false.", param=shown or name)
-    return value
-
-
-def _text(body: dict[str, Any], name: str, limit: int) -> str:
-    value = body.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > limit:
-        raise ApiError(400, f"'{name}' must be text of at most {limit} characters.", param=name)
-    return value
-
-
-def _object(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise ApiError(400, "The body must be a JSON object.")
-    return data
+    found = [raw] if isinstance(raw, str) else raw
+    if (not isinstance(found, list) or len(found) > MAX_STOP_STRINGS
+            or not all(isinstance(s, str) and len(s) <= MAX_STOP_LENGTH for s in found)):
+        raise ApiError(400, f"'{name}' must be a string or a list of at most {MAX_STOP_STRINGS} "
+                       f"strings of at most {MAX_STOP_LENGTH} characters.", param=name)
+    return tuple(s for s in found if s)
 
 
 def _first_present(body: dict[str, Any], *names: str) -> str:
     return next((n for n in names if body.get(n) is not None), names[-1])
-
-
-def _show(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc)[:200] or type(exc).__name__

@@ -5,8 +5,9 @@
 2. Origin: browsers name the page making the request. Only listed origins get CORS headers,
    and a request from any other page is refused outright (403): a page can send a "simple"
    POST without asking first, and it would run even though the page cannot read the answer.
-3. Token: when one is set, `Authorization: Bearer <token>`, compared in constant time (with
-   each of several, when the server gives each tool its own).
+3. Token: when one is set, `Authorization: Bearer <token>` or `x-api-key: <token>` (how
+   Anthropic's clients send it), compared in constant time (with each of several, when the
+   server gives each tool its own). One middleware for every route of every dialect.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class SecurityMiddleware:
             if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
                 await _preflight(send, cors, headers.get("access-control-request-headers", ""))
                 return
-        if self.tokens and not self._authorized(headers.get("authorization", "")):
+        if self.tokens and not self._authorized(headers):
             await _refuse(send, 401, "A valid API key is needed: send the server's token as "
                           "'Authorization: Bearer <token>'.", "invalid_api_key", cors,
                           [(b"www-authenticate", b"Bearer")])
@@ -80,12 +81,22 @@ class SecurityMiddleware:
 
         await self.app(scope, receive, send_with_cors)
 
-    def _authorized(self, header: str) -> bool:
-        scheme, _, given = header.partition(" ")
-        presented = given.strip().encode("utf-8", errors="replace")
+    def _authorized(self, headers: Headers) -> bool:
+        given = presented_token(headers)
+        presented = (given or "").encode("utf-8", errors="replace")
         # Every token compared, so the time taken does not say which one came close.
         matches = [hmac.compare_digest(presented, token) for token in self.tokens]
-        return scheme.lower() == "bearer" and any(matches)
+        return given is not None and any(matches)
+
+
+def presented_token(headers: Headers) -> str | None:
+    """The token a request carries: `Authorization: Bearer …` (OpenAI, Ollama) or
+    `x-api-key` (Anthropic's clients); None when it carries neither."""
+    scheme, _, given = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and given.strip():
+        return given.strip()
+    key = headers.get("x-api-key")
+    return key.strip() if key else None
 
 
 async def _preflight(send: Send, cors: list[tuple[bytes, bytes]], requested: str) -> None:

@@ -18,14 +18,14 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.engine import protocol as p
 from inglenook.server.engine_link import ENGINE_LOST, NOT_LOADED, EngineLink, Reply
 from inglenook.server.errors import ApiError
+from inglenook.server.reply_reader import ChoiceReader
 from inglenook.server.request_log import note_usage
-from inglenook.server.responses import FINISH_REASONS, Format, sse
+from inglenook.server.responses import FINISH_REASONS, Format
 from inglenook.server.schemas import ApiCall
 from inglenook.server.status import StatusBoard
 
 log = logging.getLogger(__name__)
-SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"),
-               (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+SSE_HEADERS = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 
 
 def finish_error(finish: Finish) -> ApiError:
@@ -51,8 +51,9 @@ class ReplyResponse:
     """The ASGI response for one started Reply."""
 
     def __init__(self, link: EngineLink, reply: Reply, call: ApiCall, fmt: Format,
-                 board: StatusBoard) -> None:
+                 board: StatusBoard, group: str = "") -> None:
         self.link, self.reply, self.call, self.fmt, self.board = link, reply, call, fmt, board
+        self.group = group  # the engine the reply runs on (router.resolve)
         self.stats: Stats | None = None
         self.client_left = False
         self.responded = False  # the whole response is sent
@@ -80,78 +81,88 @@ class ReplyResponse:
         self.client_left = not self.responded  # after the response it only means "done"
         scope.cancel()
 
+    def _readers(self) -> list[ChoiceReader]:
+        """Made at the reply's first event: by then a model the request named is loaded."""
+        info = self.link.model_info(self.group)
+        return [ChoiceReader(info, bool(self.call.tools), self.call.parallel_tool_calls,
+                             self.fmt.split) for _ in self.reply.request_ids]
+
     async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
-        n = len(self.reply.request_ids)
-        texts: list[list[str]] = [[] for _ in range(n)]
-        finishes = [Finish("error")] * n
-        stats: list[Stats | None] = [None] * n
+        readers: list[ChoiceReader] = []
+        stats: list[Stats | None] = [None] * len(self.reply.request_ids)
+        failed: Finish | None = None
         async for choice, event in self.reply.events():
+            readers = readers or self._readers()
             if isinstance(event, p.Delta):
-                texts[choice].append(event.text)
+                readers[choice].feed(event.text)
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):
-                finishes[choice] = event.finish
+                readers[choice].flush()
+                readers[choice].choice.finish = event.finish.reason
+                if event.finish.reason not in FINISH_REASONS and failed is None:
+                    failed = event.finish
         self.stats = stats[0]
-        failed = next((f for f in finishes if f.reason not in FINISH_REASONS), None)
         if failed is None:
-            body = self.fmt.complete(["".join(t) for t in texts],
-                                     [FINISH_REASONS[f.reason] for f in finishes],
+            body = self.fmt.complete([r.choice for r in readers],
                                      [s for s in stats if s is not None])
             response = JSONResponse(body)
         else:
-            response = self._fail(failed).response()
+            response = self.fmt.error_response(self._fail(failed))
         await response(scope, receive, send)
         self.responded = True
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
-        n = len(self.reply.request_ids)
+        readers: list[ChoiceReader] = []
         started = False
-        opened: set[int] = set()
-        stats: list[Stats | None] = [None] * n
+        stats: list[Stats | None] = [None] * len(self.reply.request_ids)
         failed: Finish | None = None
 
-        async def body(data: bytes, more: bool = True) -> None:
+        async def body(chunks: list[bytes], more: bool = True) -> None:
             nonlocal started
+            if not chunks and more:
+                return  # held back (a marker that may be starting): nothing to send yet
             if not started:
                 started = True
                 await send({"type": "http.response.start", "status": 200,
-                            "headers": SSE_HEADERS})
-            await send({"type": "http.response.body", "body": data, "more_body": more})
+                            "headers": [(b"content-type", self.fmt.media_type.encode()),
+                                        *SSE_HEADERS]})
+                chunks = [*self.fmt.begin(), *chunks]
+            await send({"type": "http.response.body", "body": b"".join(chunks),
+                        "more_body": more})
             self.responded = not more
 
-        async def choice_text(choice: int, text: str | None, finish: str | None = None) -> None:
-            if choice not in opened:
-                opened.add(choice)
-                opening = self.fmt.opening(choice)
-                if opening is not None:
-                    await body(sse(opening))
-            await body(sse(self.fmt.chunk(text, finish, choice)))
-
         async for choice, event in self.reply.events():
-            if isinstance(event, p.Delta) and event.text and failed is None:
-                await choice_text(choice, event.text)
+            readers = readers or self._readers()
+            if failed is not None:
+                continue
+            reader = readers[choice]
+            if isinstance(event, p.Delta) and event.text:
+                for part in reader.feed(event.text):
+                    await body(self.fmt.event(choice, part))
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):
-                if event.finish.reason in FINISH_REASONS and failed is None:
-                    await choice_text(choice, None, FINISH_REASONS[event.finish.reason])
-                elif failed is None and event.finish.reason not in FINISH_REASONS:
+                if event.finish.reason in FINISH_REASONS:
+                    for part in reader.flush():
+                        await body(self.fmt.event(choice, part))
+                    reader.choice.finish = event.finish.reason
+                    await body(self.fmt.end(choice, reader.choice))
+                else:
                     failed = event.finish
                     self.link.cancel(self.reply)  # the other choices go too
         self.stats = stats[0]
         if failed is None:
-            if self.call.include_usage:
-                await body(sse(self.fmt.usage_chunk([s for s in stats if s is not None])))
-            await body(sse("[DONE]"), more=False)
+            await body(self.fmt.close([s for s in stats if s is not None],
+                                      self.call.include_usage), more=False)
             return
         error = self._fail(failed)
         if not started:
-            await error.response()(scope, receive, send)
+            await self.fmt.error_response(error)(scope, receive, send)
             self.responded = True
-        else:  # the status is sent: an error event, which OpenAI's clients raise
-            await body(sse(error.body()))
-            await body(b"", more=False)
+        else:  # the status is sent: an error event, which the dialect's clients raise
+            await body([self.fmt.error_event(error)])
+            await body([], more=False)
 
     def _fail(self, finish: Finish) -> ApiError:
         """Counted before the client hears of it, so the status never lags the reply."""

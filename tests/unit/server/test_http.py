@@ -23,7 +23,7 @@ from inglenook.cli import main
 from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
 from inglenook.engine.scheduler import Job
-from inglenook.server import ApiServer, ConfigError, ServerConfig, connections, routes
+from inglenook.server import ApiServer, ConfigError, ServerConfig, connections, replying
 from inglenook.server.api_server import BACKLOG
 from inglenook.server.connections import PER_ADDRESS
 from inglenook.server.engine_link import FIRST_API_REQUEST_ID
@@ -89,7 +89,7 @@ def test_models_lists_the_loaded_model(api: openai.OpenAI, bundled_model: Path) 
 
 def test_chat_without_streaming(api: openai.OpenAI) -> None:
     reply = api.chat.completions.create(
-        model="anything", messages=[{"role": "user", "content": "hello there"}], seed=3)
+        model="", messages=[{"role": "user", "content": "hello there"}], seed=3)
     (choice,) = reply.choices
     assert choice.message.content == "Echo: hello there"
     assert choice.message.role == "assistant" and choice.finish_reason == "stop"
@@ -100,7 +100,7 @@ def test_chat_without_streaming(api: openai.OpenAI) -> None:
 
 def test_chat_streaming_with_usage(api: openai.OpenAI) -> None:
     chunks = list(api.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "one two"}], stream=True,
+        model="", messages=[{"role": "user", "content": "one two"}], stream=True,
         stream_options={"include_usage": True}))
     assert chunks[0].choices[0].delta.role == "assistant"
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -113,16 +113,16 @@ def test_chat_streaming_with_usage(api: openai.OpenAI) -> None:
 
 def test_max_tokens_ends_with_length(api: openai.OpenAI) -> None:
     reply = api.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "a b c d e f"}], max_tokens=2)
+        model="", messages=[{"role": "user", "content": "a b c d e f"}], max_tokens=2)
     assert reply.choices[0].finish_reason == "length"
     assert reply.choices[0].message.content == "Echo: a "
 
 
 def test_completions_streaming_and_not(api: openai.OpenAI) -> None:
-    reply = api.completions.create(model="m", prompt="Once upon")
+    reply = api.completions.create(model="", prompt="Once upon")
     assert reply.choices[0].text == "Echo: Once upon" and reply.object == "text_completion"
     streamed = "".join(c.choices[0].text for c in api.completions.create(
-        model="m", prompt="Once upon", stream=True))
+        model="", prompt="Once upon", stream=True))
     assert streamed == "Echo: Once upon"
 
 
@@ -130,7 +130,7 @@ def test_an_engine_error_is_a_clear_error_not_a_traceback(
         served: Served, fake: tuple[EngineClient, Script], api: openai.OpenAI) -> None:
     fake[1].write(replies=[{"match": "boom", "error": "The engine failed: kaput"}])
     with pytest.raises(openai.InternalServerError) as caught:
-        api.chat.completions.create(model="m", messages=[{"role": "user", "content": "boom"}])
+        api.chat.completions.create(model="", messages=[{"role": "user", "content": "boom"}])
     assert "kaput" in str(caught.value) and "Traceback" not in str(caught.value)
     assert served.server.status().last_error == "The engine failed: kaput"
 
@@ -238,7 +238,7 @@ def test_a_token_is_required_when_set(fake: tuple[EngineClient, Script]) -> None
                        headers={"Authorization": f"Bearer {TOKEN}"}).status == 200
         with openai.OpenAI(base_url=s.base_url, api_key=TOKEN, max_retries=0) as good:
             assert good.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "x"}]).choices
+                model="", messages=[{"role": "user", "content": "x"}]).choices
         with openai.OpenAI(base_url=s.base_url, api_key="nope", max_retries=0) as bad, \
                 pytest.raises(openai.AuthenticationError):
             bad.models.list()
@@ -440,7 +440,7 @@ def test_a_client_that_never_finishes_its_request_is_closed(
 
 def test_a_body_that_trickles_is_refused_with_408(
         served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(routes, "BODY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(replying, "BODY_TIMEOUT_S", 0.5)
     with socket.create_connection(("127.0.0.1", served.port)) as slow:
         slow.settimeout(20)
         slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"

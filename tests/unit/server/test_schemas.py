@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from inglenook.core.messages import Message
+from inglenook.core.messages import Message, ToolCallTurn
 from inglenook.server.errors import ApiError
 from inglenook.server.schemas import (
     COMPLETION_MAX_TOKENS,
@@ -36,7 +36,7 @@ def test_a_full_chat_request_maps_onto_messages_and_sampling() -> None:
                   {"role": "tool", "content": "42"}],
         temperature=0, top_p=0.5, top_k=7, min_p=0.1, max_tokens=12, stop="END", seed=5,
         presence_penalty=-1.5, frequency_penalty=2, stream=True,
-        stream_options={"include_usage": True}, user="editor", tools=[{"type": "function"}]))
+        stream_options={"include_usage": True}, user="editor"))
     assert call.messages == (Message("system", "Be brief."), Message("user", "Hello there"),
                              Message("assistant", ""), Message("tool", "42"))
     s = call.sampling
@@ -140,3 +140,55 @@ def test_a_completion_prompt_is_one_user_turn() -> None:
     call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4})
     assert call.messages == (Message("user", "Once upon"),)
     assert call.sampling.max_tokens == 4
+
+
+def test_omitted_sampling_values_take_openais_defaults() -> None:
+    s = parse_chat(chat()).sampling
+    assert (s.temperature, s.top_p, s.top_k, s.min_p, s.repeat_penalty) == (1.0, 1.0, 0, 0.0, 1.0)
+    assert (s.presence_penalty, s.frequency_penalty) == (0.0, 0.0)
+
+
+def test_tools_and_a_history_with_calls_reach_the_template() -> None:
+    spec = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}
+    call = parse_chat(chat(tools=[spec], parallel_tool_calls=False, messages=[
+        {"role": "user", "content": "1+2?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "3"}]))
+    assert call.tools == (spec,) and not call.parallel_tool_calls
+    assistant, tool = call.messages[1:]
+    assert assistant.tool_calls == (ToolCallTurn("c1", "add", '{"a": 1, "b": 2}'),)
+    assert (tool.role, tool.content, tool.tool_call_id, tool.name) == ("tool", "3", "c1", "add")
+    assert parse_chat(chat(tools=[spec], tool_choice="none")).tools == ()
+
+
+def test_reasoning_switches() -> None:
+    assert parse_chat(chat(reasoning_effort="high")).reasoning_effort == "high"
+    off = parse_chat(chat(reasoning_effort="none"))
+    assert off.enable_thinking is False and off.reasoning_effort == ""
+    kwargs = parse_chat(chat(chat_template_kwargs={"enable_thinking": False}))
+    assert kwargs.enable_thinking is False
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"logit_bias": {"1": 5}}, "logit_bias"),
+    ({"top_logprobs": 3}, "top_logprobs"),
+    ({"store": True}, "store"),
+    ({"functions": []}, "functions"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": "sometimes"}, "tool_choice"),
+    ({"tools": [{"type": "code_interpreter"}]}, "tools[0].type"),
+    ({"tools": "add"}, "tools"),
+    ({"reasoning_effort": "max"}, "reasoning_effort"),
+    ({"chat_template_kwargs": {"x": 1}}, "chat_template_kwargs.x"),
+    ({"stream_options": {"include_obfuscation": True}}, "stream_options.include_obfuscation"),
+    ({"messages": [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c", "function": {"name": "f", "arguments": "[1]"}}]}]},
+     "messages[0].tool_calls[0].function.arguments"),
+    ({"messages": [{"role": "user", "content": "x", "tool_call_id": "c"}]},
+     "messages[0].tool_call_id"),
+])
+def test_fields_that_cannot_be_honoured_are_refused_by_name(fields: dict[str, Any],
+                                                            param: str) -> None:
+    assert refused(chat(**fields)).param == param

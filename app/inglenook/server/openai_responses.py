@@ -1,0 +1,305 @@
+"""OpenAI's Responses API, stateless (what Codex speaks): POST /v1/responses with `input`
+items (messages, function calls and their outputs, reasoning), `instructions`, function
+`tools`, streamed as Responses events or whole. Nothing is stored: `previous_response_id`
+and `store: true` are refused by name, like every field this server cannot honour.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, cast
+
+from starlette.routing import Route
+
+from inglenook.core.messages import Message, Role, ToolCallTurn
+from inglenook.core.replies import Stats
+from inglenook.server.errors import ApiError
+from inglenook.server.fields import boolean, listed, number, obj, only_known, text
+from inglenook.server.reply_reader import Choice, ReaderEvent
+from inglenook.server.replying import Serving
+from inglenook.server.responses import Format, arguments_text, sse
+from inglenook.server.schemas import EFFORTS, ApiCall, sampling
+from inglenook.server.tool_specs import checked_arguments, function_spec, name_of_call
+from inglenook.tools.formats import ToolCall
+from inglenook.tools.parsing import CallParsed, TextDelta
+
+FIELDS = {"model", "input", "instructions", "tools", "tool_choice", "max_output_tokens",
+          "temperature", "top_p", "stream", "parallel_tool_calls", "store", "metadata",
+          "user", "reasoning", "text", "include", "truncation", "service_tier",
+          "prompt_cache_key", "previous_response_id", "background"}
+_TEXT_PARTS = ("input_text", "output_text", "text")
+
+
+def parse_responses(data: Any) -> ApiCall:
+    body = obj(data)
+    only_known(body, FIELDS)
+    for name, allowed in (("previous_response_id", (None,)), ("store", (None, False)),
+                          ("background", (None, False)), ("truncation", (None, "disabled")),
+                          ("service_tier", (None, "auto", "default"))):
+        if body.get(name) not in allowed:
+            raise ApiError(400, f"'{name}' is not supported: this server keeps no responses "
+                           "and answers each request whole.", param=name)
+    if body.get("text") not in (None, {}, {"format": {"type": "text"}}):
+        raise ApiError(400, "Only text output is supported.", param="text")
+    include = listed(body.get("include") or [], "include")
+    if not all(isinstance(i, str) for i in include):
+        raise ApiError(400, "'include' must be a list of names.", param="include")
+    reasoning = obj(body.get("reasoning") or {}, "reasoning")
+    only_known(reasoning, {"effort", "summary"}, "reasoning")
+    effort = text(reasoning, "effort", 16, "reasoning.effort")
+    if effort and effort not in EFFORTS:
+        raise ApiError(400, f"'reasoning.effort' must be one of {', '.join(EFFORTS)}.",
+                       param="reasoning.effort")
+    head = [Message("system", text(body, "instructions", 10**6))] if body.get(
+        "instructions") else []
+    tools = _tools(body.get("tools"), body.get("tool_choice"))
+    number(body, "max_output_tokens", 1, 2**31 - 1, integer=True)
+    values = sampling(body, "max_output_tokens", -1, ("temperature", "top_p"))
+    off = effort in ("none", "minimal")
+    return ApiCall((*head, *_items(body.get("input"))), values, boolean(body, "stream"),
+                   model=text(body, "model", 256), user=text(body, "user", 64), tools=tools,
+                   parallel_tool_calls=boolean(body, "parallel_tool_calls", default=True),
+                   enable_thinking=False if off else None,
+                   reasoning_effort="" if off else effort,
+                   thinking_field="reasoning.effort")
+
+
+def _tools(raw: Any, choice: Any) -> tuple[dict[str, Any], ...]:
+    specs = []
+    for i, item in enumerate(listed(raw or [], "tools", 128)):
+        tool = obj(item, f"tools[{i}]")
+        if tool.get("type") != "function":
+            raise ApiError(400, f"'tools[{i}].type' must be \"function\": this server has no "
+                           "built-in tools.", param=f"tools[{i}].type")
+        if tool.get("strict"):
+            raise ApiError(400, f"'tools[{i}].strict' needs grammar-constrained sampling, "
+                           "which this server does not do yet.", param=f"tools[{i}].strict")
+        specs.append(function_spec(tool.get("name"), tool.get("description"),
+                                   tool.get("parameters"), f"tools[{i}]"))
+    if choice in (None, "auto"):
+        return tuple(specs)
+    if choice == "none":
+        return ()
+    raise ApiError(400, "'tool_choice' can be \"auto\" or \"none\": forcing a call needs "
+                   "grammar-constrained sampling, which this server does not do yet.",
+                   param="tool_choice")
+
+
+def _items(raw: Any) -> list[Message]:
+    if isinstance(raw, str):
+        return [Message("user", raw)]
+    out: list[Message] = []
+    calls: list[ToolCallTurn] = []
+    thought = ""
+    for i, item in enumerate(listed(raw, "input")):
+        where = f"input[{i}]"
+        entry = obj(item, where)
+        kind = entry.get("type", "message")
+        if kind == "message":
+            role = entry.get("role")
+            role = "system" if role == "developer" else role
+            if role not in ("system", "user", "assistant"):
+                raise ApiError(400, f"'{where}.role' must be system, developer, user or "
+                               "assistant.", param=f"{where}.role")
+            out.append(Message(cast(Role, role), _content(entry.get("content"), where),
+                               thought if role == "assistant" else ""))
+            thought = "" if role == "assistant" else thought
+        elif kind == "function_call":
+            call = ToolCallTurn(text(entry, "call_id", 256, f"{where}.call_id"),
+                                text(entry, "name", 64, f"{where}.name"),
+                                checked_arguments(entry.get("arguments"),
+                                                  f"{where}.arguments"))
+            calls.append(call)
+            last = out[-1] if out else None
+            if last is not None and last.role == "assistant":
+                out[-1] = Message("assistant", last.content, last.reasoning,
+                                  (*last.tool_calls, call))
+            else:
+                out.append(Message("assistant", "", thought, (call,)))
+                thought = ""
+        elif kind == "function_call_output":
+            call_id = text(entry, "call_id", 256, f"{where}.call_id")
+            output = entry.get("output")
+            result = output if isinstance(output, str) else "".join(
+                _content(output, f"{where}.output"))
+            out.append(Message("tool", result, tool_call_id=call_id,
+                                name=name_of_call(call_id, calls)))
+        elif kind == "reasoning":
+            summary = listed(entry.get("summary") or [], f"{where}.summary")
+            thought += "".join(s.get("text", "") for s in summary if isinstance(s, dict))
+        else:
+            raise ApiError(400, f"'{where}' is a {str(kind)[:40]} item: messages, "
+                           "function_call, function_call_output and reasoning are supported.",
+                           param=where)
+    if not out:
+        raise ApiError(400, "'input' must hold at least one message.", param="input")
+    return out
+
+
+def _content(raw: Any, where: str) -> str:
+    if isinstance(raw, str):
+        return raw
+    parts = []
+    for j, part in enumerate(listed(raw, f"{where}.content")):
+        block = obj(part, f"{where}.content[{j}]")
+        if block.get("type") not in _TEXT_PARTS or not isinstance(block.get("text"), str):
+            raise ApiError(400, f"'{where}.content[{j}]' must be text: only text is supported.",
+                           param=f"{where}.content[{j}]")
+        parts.append(block["text"])
+    return "".join(parts)
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+class ResponseFormat(Format):
+    """One `response`, or its stream of events: an output item for each part of the reply
+    (reasoning, the message, each function call), opened as it begins."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self.id = _id("resp")
+        self._items: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None
+        self._seq = 0
+        self._incomplete = False
+
+    def _response(self, status: str, stats: list[Stats]) -> dict[str, Any]:
+        """In progress with no output: begin() is sent with the first event, after it."""
+        s = stats[0] if stats else None
+        return {"id": self.id, "object": "response", "created_at": self.created,
+                "status": status, "model": self.model,
+                "output": [] if status == "in_progress" else self._items,
+                "error": None, "incomplete_details": {"reason": "max_output_tokens"}
+                if self._incomplete else None, "parallel_tool_calls": True,
+                "tool_choice": "auto", "tools": [],
+                "usage": None if s is None else {
+                    "input_tokens": s.prompt_tokens,
+                    "input_tokens_details": {"cached_tokens": s.cached_tokens},
+                    "output_tokens": s.generated_tokens,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": s.prompt_tokens + s.generated_tokens}}
+
+    def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
+        c = choices[0]
+        if c.reasoning:
+            self._items.append(_reasoning(c.reasoning.strip()))
+        if c.text.strip() or not c.calls:
+            self._items.append(_message(c.text.strip() if c.calls else c.text, "completed"))
+        self._items += [_call(call) for call in c.calls]
+        self._incomplete = c.finish == "length"
+        return self._response("incomplete" if self._incomplete else "completed", stats)
+
+    def _event(self, kind: str, **data: Any) -> bytes:
+        self._seq += 1
+        return sse({"type": kind, "sequence_number": self._seq, **data}, kind)
+
+    def begin(self) -> list[bytes]:
+        return [self._event("response.created", response=self._response("in_progress", [])),
+                self._event("response.in_progress", response=self._response("in_progress",
+                                                                            []))]
+
+    def event(self, index: int, event: ReaderEvent) -> list[bytes]:
+        if isinstance(event, CallParsed):
+            out = self._close()
+            for call in event.calls:
+                item = _call(call)
+                at = len(self._items)
+                self._items.append(item)
+                out += [self._event("response.output_item.added", output_index=at,
+                                    item={**item, "arguments": "", "status": "in_progress"}),
+                        self._event("response.function_call_arguments.delta", output_index=at,
+                                    item_id=item["id"], delta=item["arguments"]),
+                        self._event("response.function_call_arguments.done", output_index=at,
+                                    item_id=item["id"], arguments=item["arguments"]),
+                        self._event("response.output_item.done", output_index=at, item=item)]
+            return out
+        kind = "message" if isinstance(event, TextDelta) else "reasoning"
+        if not event.text or (kind == "message" and self._kind() != "message"
+                              and not event.text.strip()):
+            return []
+        out = [] if self._kind() == kind else [*self._close(), *self._start(kind)]
+        item, at = self._items[-1], len(self._items) - 1  # the one just opened
+        if kind == "message":
+            item["content"][0]["text"] += event.text
+            return [*out, self._event("response.output_text.delta", item_id=item["id"],
+                                      output_index=at, content_index=0, delta=event.text)]
+        item["summary"][0]["text"] += event.text
+        return [*out, self._event("response.reasoning_summary_text.delta", item_id=item["id"],
+                                  output_index=at, summary_index=0, delta=event.text)]
+
+    def _kind(self) -> str:
+        return self._open["type"] if self._open else ""
+
+    def _start(self, kind: str) -> list[bytes]:
+        item = _message("", "in_progress") if kind == "message" else _reasoning("")
+        at = len(self._items)
+        self._items.append(item)
+        self._open = item
+        added = self._event("response.output_item.added", output_index=at, item={
+            **item, "content": [], "summary": []} if kind == "reasoning" else {
+            **item, "content": []})
+        if kind == "message":
+            return [added, self._event("response.content_part.added", item_id=item["id"],
+                                       output_index=at, content_index=0,
+                                       part={"type": "output_text", "text": "",
+                                             "annotations": []})]
+        return [added, self._event("response.reasoning_summary_part.added", item_id=item["id"],
+                                   output_index=at, summary_index=0,
+                                   part={"type": "summary_text", "text": ""})]
+
+    def _close(self) -> list[bytes]:
+        item, at = self._open, len(self._items) - 1
+        if item is None:
+            return []
+        self._open = None
+        if item["type"] == "message":
+            item["status"] = "completed"
+            part = item["content"][0]
+            return [self._event("response.output_text.done", item_id=item["id"],
+                                output_index=at, content_index=0, text=part["text"]),
+                    self._event("response.content_part.done", item_id=item["id"],
+                                output_index=at, content_index=0, part=part),
+                    self._event("response.output_item.done", output_index=at, item=item)]
+        part = item["summary"][0]
+        return [self._event("response.reasoning_summary_text.done", item_id=item["id"],
+                            output_index=at, summary_index=0, text=part["text"]),
+                self._event("response.reasoning_summary_part.done", item_id=item["id"],
+                            output_index=at, summary_index=0, part=part),
+                self._event("response.output_item.done", output_index=at, item=item)]
+
+    def end(self, index: int, choice: Choice) -> list[bytes]:
+        self._incomplete = choice.finish == "length"
+        return self._close()
+
+    def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
+        if self._incomplete:
+            return [self._event("response.incomplete",
+                                response=self._response("incomplete", stats))]
+        return [self._event("response.completed", response=self._response("completed", stats))]
+
+    def error_event(self, error: ApiError) -> bytes:
+        return self._event("error", code=error.code, message=error.message, param=error.param)
+
+
+def _message(content: str, status: str) -> dict[str, Any]:
+    return {"type": "message", "id": _id("msg"), "status": status, "role": "assistant",
+            "content": [{"type": "output_text", "text": content, "annotations": []}]}
+
+
+def _reasoning(summary: str) -> dict[str, Any]:
+    return {"type": "reasoning", "id": _id("rs"),
+            "summary": [{"type": "summary_text", "text": summary}]}
+
+
+def _call(call: ToolCall) -> dict[str, Any]:
+    return {"type": "function_call", "id": _id("fc"), "call_id": f"call_{call.id}",
+            "name": call.name, "arguments": arguments_text(call), "status": "completed"}
+
+
+def routes(serving: Serving) -> list[Route]:
+    async def responses(request: Any) -> Any:
+        return await serving.reply(request, parse_responses, ResponseFormat)
+
+    return [Route("/v1/responses", responses, methods=["POST"])]

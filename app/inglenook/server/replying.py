@@ -1,0 +1,130 @@
+"""What every dialect's reply route does with a request: read the body (bounded), find whose
+it is and which model it names, and start the reply on the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+
+from inglenook.server.config import ServerConfig
+from inglenook.server.engine_link import Ask, EngineLink
+from inglenook.server.errors import ApiError
+from inglenook.server.fields import parse_json
+from inglenook.server.responses import Format
+from inglenook.server.schemas import ApiCall
+from inglenook.server.security import presented_token
+from inglenook.server.status import StatusBoard
+from inglenook.server.streaming import ReplyResponse
+
+API_ANONYMOUS = "api"  # the principal of every client of a server without tokens
+API_TOKEN = "api-token:"  # + a hash of the token: one principal per token
+BODY_TIMEOUT_S = 30.0  # for a whole request body: 4 MB arrives in far less on any link
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What a route needs of the server."""
+
+    link: EngineLink
+    config: ServerConfig
+    board: StatusBoard
+
+    async def body(self, request: Request) -> Any:
+        return parse_json(await read_body(request, self.config.max_body_bytes))
+
+    async def reply(self, request: Request, parse: Callable[[Any], ApiCall],
+                    fmt: Callable[[str], Format]) -> ReplyResponse:
+        """Parse the body into a call and start its reply; errors counted, then raised."""
+        try:
+            call = parse(await self.body(request))
+            return self.start(request, call, fmt)
+        except ApiError as exc:
+            self.board.refused(exc.message)
+            raise
+
+    def start(self, request: Request, call: ApiCall,
+              fmt: Callable[[str], Format]) -> ReplyResponse:
+        link = self.link
+        principal = principal_of(request, self.config)
+        owner = owner_of(request, call.user, principal)
+        group = link.resolve(call.model)
+        self._check_effort(call, group)
+        model = Path(group).stem if group else link.model_name or ""
+        reply = link.start(Ask(call.messages, call.sampling, owner, principal,
+                               conversation=f"user:{call.user}" if call.user else "",
+                               group=group, n=call.n, keep_alive=call.keep_alive,
+                               tools=call.tools, enable_thinking=call.enable_thinking,
+                               reasoning_effort=call.reasoning_effort))
+        return ReplyResponse(link, reply, call, fmt(model), self.board, group)
+
+    def _check_effort(self, call: ApiCall, group: str) -> None:
+        """A reasoning switch the model's template does not read is refused, not ignored
+        (known only once the model is loaded: a model loaded for this request is trusted)."""
+        info = self.link.model_info(group)
+        if info is None:
+            return
+        if call.reasoning_effort and not info.traits.effort:
+            raise ApiError(400, "This model's chat template has no reasoning effort; leave "
+                           "'reasoning_effort' out.", param="reasoning_effort")
+        wanted, traits = call.enable_thinking, info.traits
+        if wanted is None or traits.thinking_switch or (wanted == (traits.reasoning is not None)):
+            return  # switchable, or already as asked
+        raise ApiError(400, "This model " + ("does not think before it answers" if wanted else
+                                             "always thinks: its chat template has no switch")
+                       + f"; leave '{call.thinking_field}' out.", param=call.thinking_field)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to be longer than `limit`."""
+    too_big = ApiError(413, f"The request body is larger than {limit:,} bytes.",
+                       code="body_too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    chunks: list[bytes] = []
+
+    async def collect() -> None:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_big
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(collect(), BODY_TIMEOUT_S)
+    except asyncio.TimeoutError:  # a client that trickles its body holds a connection
+        raise ApiError(408, f"The request body did not arrive within {BODY_TIMEOUT_S:g} s.",
+                       code="body_timeout") from None
+    return b"".join(chunks)
+
+
+def owner_of(request: Request, user: str, principal: str = API_ANONYMOUS) -> str:
+    """Whose turn a reply is on the scheduler: the `user` the client names (within its
+    principal), or else its connection, so that two clients take turns like two chats do."""
+    within = "" if principal == API_ANONYMOUS else f"{principal[len(API_TOKEN):]}/"
+    if user:
+        return f"api:{within}{user}"
+    client = request.client
+    return f"api:{client.host}:{client.port}" if client else "api:"
+
+
+def principal_of(request: Request, config: ServerConfig) -> str:
+    """Whose KV cache a request may reuse: the token it was let in with (the server may give
+    each tool its own), or, on a server without tokens, every client's together. Never the
+    window's chats (core.messages.WINDOW)."""
+    tokens = config.tokens
+    if not tokens:
+        return API_ANONYMOUS
+    presented = (presented_token(request.headers) or "").encode("utf-8", errors="replace")
+    for token in tokens:
+        if hmac.compare_digest(presented, token.encode()):
+            return API_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:16]
+    return API_ANONYMOUS  # not reached: the security middleware let only tokens in

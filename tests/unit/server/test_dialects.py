@@ -1,0 +1,374 @@
+"""The API's dialects over HTTP on a fake engine host (scripted replies, no llama.cpp) whose
+model has Qwen3's chat template: tool calls and reasoning through the official `openai` and
+`anthropic` clients, streaming and not; fields refused by name; the security middleware on
+every route of every dialect."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import ollama
+import openai
+import pytest
+
+from inglenook.core.load import LoadParams
+from inglenook.engine.client import EngineClient
+from tests.helpers.api import Served, request, serving
+from tests.templates import QWEN3
+
+TOKEN = "s3cret-token-for-tests"
+CALL = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
+SCRIPT = {"default": {"text": "Echo: {last}", "token_ms": 0},
+          "replies": [{"match": "weather", "text": CALL, "token_ms": 0},
+                      {"role": "tool", "match": "sunny", "text": "It is sunny in Paris.",
+                       "token_ms": 0}]}
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+ANTHROPIC_WEATHER = {"name": "get_weather", "description": "The weather in a city.",
+                     "input_schema": WEATHER["function"]["parameters"]}  # type: ignore[index]
+ASK = "What is the weather in Paris?"
+ROUTES: list[tuple[str, dict[str, Any]]] = [
+          ("/v1/chat/completions", {"model": "", "messages": [{"role": "user", "content": "x"}]}),
+          ("/v1/completions", {"model": "", "prompt": "x"}),
+          ("/v1/responses", {"model": "", "input": "x"}),
+          ("/v1/messages", {"model": "", "max_tokens": 5,
+                            "messages": [{"role": "user", "content": "x"}]}),
+          ("/v1/messages/count_tokens", {"model": "",
+                                         "messages": [{"role": "user", "content": "x"}]})]
+
+
+@pytest.fixture(scope="module")
+def engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[EngineClient]:
+    folder = tmp_path_factory.mktemp("fake-qwen3")
+    script = folder / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    client = EngineClient(log_path=folder / "engine.log",
+                          command=[sys.executable, "-m", "tests.helpers.fake_host", str(script)])
+    client.load(LoadParams(str(bundled_model), chat_template=QWEN3))
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def served(engine: EngineClient) -> Iterator[Served]:
+    with serving(engine, max_body_bytes=64 * 1024) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def oai(served: Served) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def claude(served: Served) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=served.url, api_key="unused", max_retries=0) as client:
+        yield client
+
+
+# ---- OpenAI: tools and reasoning ---------------------------------------------------------------
+def test_a_tool_call_comes_back_as_tool_calls_and_its_result_is_read_back(
+        oai: openai.OpenAI) -> None:
+    asked: list[Any] = [{"role": "user", "content": ASK}]
+    reply = oai.chat.completions.create(model="", messages=asked, tools=[WEATHER])  # type: ignore[list-item]
+    (choice,) = reply.choices
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls or []
+    assert call.function.name == "get_weather"  # type: ignore[union-attr]
+    assert json.loads(call.function.arguments) == {"city": "Paris"}  # type: ignore[union-attr]
+    assert choice.message.content is None
+    assert choice.message.model_extra == {"reasoning_content": "The user wants the weather."}
+    history = [*asked, choice.message.model_dump(exclude_none=True),
+               {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 °C"}]
+    answer = oai.chat.completions.create(model="", messages=history, tools=[WEATHER])
+    assert answer.choices[0].message.content == "It is sunny in Paris."
+    assert answer.choices[0].finish_reason == "stop"
+
+
+def test_a_streamed_tool_call_arrives_as_deltas(oai: openai.OpenAI) -> None:
+    chunks = list(oai.chat.completions.create(
+        model="", messages=[{"role": "user", "content": ASK}], tools=[WEATHER],  # type: ignore[list-item]
+        stream=True, stream_options={"include_usage": True}))
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    calls = [t for d in deltas for t in d.tool_calls or []]
+    assert [(t.index, t.function.name) for t in calls] == [(0, "get_weather")]  # type: ignore[union-attr]
+    assert json.loads(calls[0].function.arguments) == {"city": "Paris"}  # type: ignore[union-attr, arg-type]
+    thought = "".join((d.model_extra or {}).get("reasoning_content", "") for d in deltas)
+    assert thought.strip() == "The user wants the weather."
+    assert "<tool_call>" not in "".join(d.content or "" for d in deltas)
+    assert chunks[-2].choices[0].finish_reason == "tool_calls"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def test_without_tools_the_markup_is_text_and_tool_choice_none_offers_none(
+        oai: openai.OpenAI) -> None:
+    for extra in ({}, {"tools": [WEATHER], "tool_choice": "none"}):
+        reply = oai.chat.completions.create(
+            model="", messages=[{"role": "user", "content": ASK}], **extra)  # type: ignore[arg-type]
+        assert "<tool_call>" in (reply.choices[0].message.content or "")
+        assert reply.choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"tool_choice": "required", "tools": [WEATHER]}, "tool_choice"),
+    ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+      "tools": [WEATHER]}, "tool_choice"),
+    ({"logit_bias": {"15": 100}}, "logit_bias"),
+    ({"reasoning_effort": "high"}, "reasoning_effort"),
+    ({"frobnicate": 1}, "frobnicate"),
+    ({"tools": [{"type": "function", "function": {"name": "no spaces"}}]},
+     "tools[0].function.name"),
+    ({"messages": [{"role": "user", "content": "x", "name": "bob"}]}, "messages[0].name"),
+])
+def test_what_cannot_be_honoured_is_refused_by_name(served: Served, fields: dict[str, Any],
+                                                     param: str) -> None:
+    body = {"model": "", "messages": [{"role": "user", "content": "x"}], **fields}
+    response = request(served.port, "POST", "/v1/chat/completions", body)
+    assert response.status == 400, response.body
+    assert response.json()["error"]["param"] == param
+
+
+def test_an_unknown_model_is_a_404_in_both_dialects(
+        oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
+    with pytest.raises(openai.NotFoundError, match="gpt-4o"):
+        oai.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(anthropic.NotFoundError, match="claude"):
+        claude.messages.create(model="claude-sonnet-4-5", max_tokens=5,
+                               messages=[{"role": "user", "content": "x"}])
+
+
+# ---- Anthropic ----------------------------------------------------------------------------------
+def test_anthropic_messages_with_a_system_prompt(claude: anthropic.Anthropic) -> None:
+    message = claude.messages.create(model="", max_tokens=50, system="Be brief.",
+                                     messages=[{"role": "user", "content": "hello there"}])
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].text == "Echo: hello there"  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn" and message.role == "assistant"
+    assert message.usage.output_tokens == 3 and message.usage.input_tokens > 0
+    cut = claude.messages.create(model="", max_tokens=1,
+                                 messages=[{"role": "user", "content": "hello there"}])
+    assert cut.stop_reason == "max_tokens"
+
+
+def test_anthropic_tool_use_round_trip(claude: anthropic.Anthropic) -> None:
+    asked: list[Any] = [{"role": "user", "content": ASK}]
+    message = claude.messages.create(model="", max_tokens=200, messages=asked,
+                                     tools=[ANTHROPIC_WEATHER])  # type: ignore[list-item]
+    assert [b.type for b in message.content] == ["thinking", "tool_use"]
+    thinking, use = message.content
+    assert thinking.thinking == "The user wants the weather."  # type: ignore[union-attr]
+    assert (use.name, use.input) == ("get_weather", {"city": "Paris"})  # type: ignore[union-attr]
+    assert message.stop_reason == "tool_use"
+    history = [*asked, {"role": "assistant", "content": [b.model_dump() for b in message.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,  # type: ignore[union-attr]
+                                             "content": "sunny, 21 °C"}]}]
+    answer = claude.messages.create(model="", max_tokens=200, messages=history,
+                                    tools=[ANTHROPIC_WEATHER])  # type: ignore[list-item]
+    assert answer.content[0].text == "It is sunny in Paris."  # type: ignore[union-attr]
+
+
+def test_anthropic_streaming_events_build_the_same_message(claude: anthropic.Anthropic) -> None:
+    with claude.messages.stream(model="", max_tokens=200, tools=[ANTHROPIC_WEATHER],  # type: ignore[list-item]
+                                messages=[{"role": "user", "content": ASK}]) as stream:
+        kinds = [event.type for event in stream]
+        message = stream.get_final_message()
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert "thinking" in kinds and "input_json" in kinds
+    assert [b.type for b in message.content] == ["thinking", "tool_use"]
+    assert message.content[1].input == {"city": "Paris"}  # type: ignore[union-attr]
+    assert message.stop_reason == "tool_use" and message.usage.output_tokens > 0
+    with claude.messages.stream(model="", max_tokens=50,
+                                messages=[{"role": "user", "content": "hi you"}]) as stream:
+        assert stream.get_final_text() == "Echo: hi you"
+
+
+def test_anthropic_count_tokens(claude: anthropic.Anthropic) -> None:
+    short = claude.messages.count_tokens(model="", messages=[{"role": "user", "content": "a"}])
+    longer = claude.messages.count_tokens(
+        model="", system="Be brief.", messages=[{"role": "user", "content": "a b c d e"}])
+    assert 0 < short.input_tokens < longer.input_tokens
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"max_tokens": None}, "max_tokens"),
+    ({"tool_choice": {"type": "any"}, "tools": [ANTHROPIC_WEATHER]}, "tool_choice"),
+    ({"thinking": {"type": "sometimes"}}, "thinking.type"),
+    ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
+    ({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
+     "messages[0].content[0]"),
+    ({"container": "x"}, "container"),
+])
+def test_anthropic_refuses_what_it_cannot_honour_by_name(
+        served: Served, fields: dict[str, Any], param: str) -> None:
+    body = {"model": "", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+            **fields}
+    response = request(served.port, "POST", "/v1/messages",
+                       {k: v for k, v in body.items() if v is not None})
+    assert response.status == 400, response.body
+    error = response.json()
+    assert error["type"] == "error" and error["error"]["param"] == param
+
+
+# ---- one security middleware on every route -----------------------------------------------------
+@pytest.mark.parametrize(("path", "body"), ROUTES)
+def test_every_route_refuses_a_foreign_host_an_origin_a_huge_body_and_bad_json(
+        served: Served, path: str, body: dict[str, Any]) -> None:
+    assert request(served.port, "POST", path, body,
+                   headers={"Host": "evil.example"}).status == 403
+    assert request(served.port, "POST", path, body,
+                   headers={"Origin": "https://evil.example"}).status == 403
+    huge = json.dumps({**body, "system": "x" * 100_000}).encode()
+    assert request(served.port, "POST", path, huge).status == 413
+    bad = request(served.port, "POST", path, b"{not json")
+    assert bad.status == 400 and bad.json()["error"]["code"] == "invalid_json"
+    assert request(served.port, "POST", path, body).status == 200
+
+
+def test_anthropic_clients_send_the_token_as_x_api_key(engine: EngineClient) -> None:
+    with serving(engine, token=TOKEN) as s:
+        for key in ("wrong", ""):
+            response = request(s.port, "POST", "/v1/messages", ROUTES[2][1],
+                               headers={"x-api-key": key} if key else {})
+            assert response.status == 401
+        with anthropic.Anthropic(base_url=s.url, api_key=TOKEN, max_retries=0) as good:
+            assert good.messages.create(model="", max_tokens=5,
+                                        messages=[{"role": "user", "content": "x"}]).content
+
+
+# ---- Ollama -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ollama_served(engine: EngineClient) -> Iterator[Served]:
+    with serving(engine, max_body_bytes=64 * 1024, ollama=True) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def olla(ollama_served: Served) -> Iterator[ollama.Client]:
+    with ollama.Client(host=ollama_served.url) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def model(olla: ollama.Client) -> str:
+    """Ollama's clients need a name: the one /api/tags lists."""
+    return olla.list().models[0].model or ""
+
+
+def test_ollama_routes_are_off_unless_turned_on(served: Served) -> None:
+    assert request(served.port, "GET", "/api/tags").status == 404
+
+
+def test_ollama_lists_and_shows_the_model(ollama_served: Served, olla: ollama.Client) -> None:
+    client = olla
+    (listed,) = client.list().models
+    shown = client.show(listed.model or "")
+    assert set(shown.capabilities or []) == {"completion", "tools", "thinking"}
+    assert [m.model for m in client.ps().models] == [listed.model]
+    assert request(ollama_served.port, "GET", "/api/version").json()["version"]
+
+
+def test_ollama_chat_tool_round_trip_streamed_and_not(olla: ollama.Client, model: str) -> None:
+    client = olla
+    asked: list[Any] = [{"role": "user", "content": ASK}]
+    reply = client.chat(model=model, messages=asked, tools=[WEATHER], stream=False)
+    (call,) = reply.message.tool_calls or []
+    assert (call.function.name, dict(call.function.arguments)) == ("get_weather",
+                                                                   {"city": "Paris"})
+    assert reply.message.thinking == "The user wants the weather." and reply.done
+    parts = list(client.chat(model=model, messages=asked, tools=[WEATHER], stream=True))
+    assert [c.function.name for p in parts for c in p.message.tool_calls or []] == [
+        "get_weather"]
+    assert parts[-1].done and parts[-1].done_reason == "stop" and parts[-1].eval_count
+    history = [*asked, reply.message,
+               {"role": "tool", "tool_name": "get_weather", "content": "sunny, 21 °C"}]
+    answer = client.chat(model=model, messages=history, tools=[WEATHER], stream=False)
+    assert answer.message.content == "It is sunny in Paris."
+
+
+def test_ollama_generate_streams_ndjson(olla: ollama.Client, model: str) -> None:
+    client = olla
+    parts = list(client.generate(model=model, prompt="hi you", options={"seed": 3},
+                                 stream=True))
+    assert "".join(p.response for p in parts) == "Echo: hi you" and parts[-1].done
+
+
+def test_ollama_refuses_what_is_not_there(ollama_served: Served, olla: ollama.Client,
+                                         model: str) -> None:
+    client = olla
+    with pytest.raises(ollama.ResponseError, match="grammar") as caught:
+        client.chat(model=model, messages=[{"role": "user", "content": "x"}], format="json")
+    assert caught.value.status_code == 400 and caught.value.error.startswith("'format'")
+    with pytest.raises(ollama.ResponseError) as caught:
+        client.chat(model="no-such-model", messages=[{"role": "user", "content": "x"}])
+    assert caught.value.status_code == 404 and "no-such-model" in caught.value.error
+    with pytest.raises(ollama.ResponseError, match="embedding") as caught:
+        client.embed(model=model, input="x")
+    assert caught.value.status_code == 501
+    for path, body in (("/api/chat", {"messages": [{"role": "user", "content": "x"}]}),
+                       ("/api/generate", {"prompt": "x"})):
+        assert request(ollama_served.port, "POST", path, body,
+                       headers={"Host": "evil.example"}).status == 403
+        assert request(ollama_served.port, "POST", path, body,
+                       headers={"Origin": "https://evil.example"}).status == 403
+        assert request(ollama_served.port, "POST", path, b"{not json").status == 400
+        huge = json.dumps({**body, "system": "x" * 100_000}).encode()
+        assert request(ollama_served.port, "POST", path, huge).status == 413
+        assert request(ollama_served.port, "POST", path, {**body, "nope": 1}).status == 400
+
+
+# ---- OpenAI Responses ---------------------------------------------------------------------------
+RESPONSES_WEATHER: Any = {"type": "function", "name": "get_weather",
+                          "parameters": WEATHER["function"]["parameters"]}  # type: ignore[index]
+
+
+def test_responses_tool_call_round_trip(oai: openai.OpenAI) -> None:
+    first = oai.responses.create(model="", input=ASK, instructions="Be brief.",
+                                 tools=[RESPONSES_WEATHER], store=False)
+    assert [item.type for item in first.output] == ["reasoning", "function_call"]
+    call = first.output[1]
+    assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Paris"})  # type: ignore[union-attr]
+    assert first.status == "completed" and first.usage and first.usage.output_tokens > 0
+    history: list[Any] = [{"role": "user", "content": ASK}, call.model_dump(exclude_none=True),
+                          {"type": "function_call_output", "call_id": call.call_id,  # type: ignore[union-attr]
+                           "output": "sunny, 21 °C"}]
+    answer = oai.responses.create(model="", input=history, tools=[RESPONSES_WEATHER],
+                                  store=False)
+    assert answer.output_text == "It is sunny in Paris."
+
+
+def test_responses_stream_events(oai: openai.OpenAI) -> None:
+    events = list(oai.responses.create(model="", input="hello there", stream=True, store=False))
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    assert text == "Echo: hello there"
+    assert events[-1].response.output_text == "Echo: hello there"  # type: ignore[union-attr]
+    with oai.responses.stream(model="", input=ASK, tools=[RESPONSES_WEATHER],
+                              store=False) as stream:
+        final = stream.get_final_response()
+    assert [item.type for item in final.output] == ["reasoning", "function_call"]
+
+
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"store": True}, "store"),
+    ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"input": [{"type": "input_image", "image_url": "x"}]}, "input[0]"),
+])
+def test_responses_refuse_what_they_cannot_honour(served: Served, fields: dict[str, Any],
+                                                  param: str) -> None:
+    response = request(served.port, "POST", "/v1/responses",
+                       {"model": "", "input": "x", **fields})
+    assert response.status == 400 and response.json()["error"]["param"] == param
