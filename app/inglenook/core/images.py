@@ -73,7 +73,7 @@ def decode_image(data: bytes, name: str = "The image") -> DecodedImage:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data), formats=FORMATS)
+            image: Image.Image = Image.open(io.BytesIO(data), formats=FORMATS)
             width, height = image.size  # from the header: nothing decoded yet
             if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
                 raise ImageRefused(f"{name} is {width:,} × {height:,} pixels; images up to "
