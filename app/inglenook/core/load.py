@@ -357,6 +357,7 @@ class ModelInfo:
     n_slots: int = 1  # replies decoded at once, each with a KV cache of n_ctx tokens
     kv_bytes: int = 0  # the KV cache of all slots together
     memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
+    vision: bool = False  # loaded with a projector: messages may show it images
 
 
 RefusalReason = Literal["memory", "beyond_trained"]

@@ -38,7 +38,9 @@ from inglenook.engine.host.llama import (
     max_sequences,
 )
 from inglenook.engine.host.machine import logical_cores, physical_cores
+from inglenook.engine.host.mtmd import Projector, ProjectorError
 from inglenook.engine.host.tokenizing import Tokenizer
+from inglenook.engine.host.vision import Vision
 from inglenook.engine.kv_reuse import SlotStates
 from inglenook.engine.kv_states import StateCache
 from inglenook.engine.model_traits import stream_markers, template_traits
@@ -70,9 +72,12 @@ class LoadedModel:
     proposer: Proposer | None = None  # what guesses tokens ahead, at most `most` at a time
     most: int = 0
     draft: DraftModel | None = None
+    vision: Vision | None = None  # the projector, when loaded with one (LoadParams.mmproj_path)
 
     def close(self) -> None:
         self.slots.reset()
+        if self.vision is not None:
+            self.vision.close()
         if self.draft is not None:
             self.draft.close()
         self.tokenizer.template.close()
@@ -127,17 +132,20 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     except (ValueError, RuntimeError, OSError) as exc:
         model.close()
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
-    tokenizer = None
+    tokenizer, vision = None, None
     try:
         tokenizer, source, traits, tools = _template(params, header, model)
+        vision = tokenizer.vision = _vision(params, model, n_threads_batch, offload)
         proposer, most, draft = _speculation(params, model, ctx, n_ctx, threads, abort_cb)
-    except (TemplateError, _DraftError) as exc:
+    except (TemplateError, _DraftError, ProjectorError) as exc:
+        if vision is not None:
+            vision.close()
         if tokenizer is not None:
             tokenizer.template.close()
         ctx.close()
         model.close()
-        raise LoadFailure(str(exc) if isinstance(exc, _DraftError) else
-                          f"This model's chat template cannot be used. {exc}") from None
+        raise LoadFailure(f"This model's chat template cannot be used. {exc}"
+                          if isinstance(exc, TemplateError) else str(exc)) from None
     ram, disk = _state_budgets(params)
     info = ModelInfo(
         path=params.model_path, name=Path(params.model_path).stem,
@@ -151,10 +159,12 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         speculation=params.speculation if proposer is not None else "",
         draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
-        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes)
+        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes,
+        vision=vision is not None)
     memories = [ctx.sequence(s) for s in range(n_slots)]
     slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir))
-    return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft)
+    return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
+                       vision)
 
 
 def _template(params: LoadParams, header: GGUFHeader,
@@ -249,6 +259,17 @@ def _speculation(params: LoadParams, model: Model, ctx: Context, n_ctx: int,
         raise _DraftError(f"llama.cpp could not load the draft model {name}: {exc}") from exc
     draft = DraftModel(draft_model, draft_ctx, params.draft_p_min, model.n_vocab, abort_cb)
     return draft, most, draft
+
+
+def _vision(params: LoadParams, model: Model, n_threads: int, offload: bool) -> Vision | None:
+    if not params.mmproj_path:
+        return None
+    name = Path(params.mmproj_path).name
+    try:
+        projector = Projector(params.mmproj_path, model, n_threads, use_gpu=offload)
+    except ProjectorError as exc:
+        raise ProjectorError(f"The vision projector {name} cannot be used: {exc}") from None
+    return Vision(projector)
 
 
 def _state_budgets(params: LoadParams) -> tuple[int, int]:
