@@ -115,3 +115,10 @@ def test_a_model_without_a_projector_says_it_cannot_see(engine: EngineClient,
     _, events = ask(engine, (Message("user", "Look.", images=(ref,)),), 9)
     finish = finish_of(events).finish
     assert finish.reason == "error" and "cannot see images" in finish.message
+
+
+def test_message_text_cannot_spell_an_image(seeing: tuple[EngineClient, Path]) -> None:
+    client, _folder = seeing
+    view = client.inspect(GenerationRequest(10, (Message("user", "\ufffc here \ufffc"),), SHORT))
+    assert not any(t.id < 0 for t in view.tokens)
+    assert "\ufffc" not in view.prompt and "\ufffd here \ufffd" in view.prompt

@@ -48,6 +48,7 @@ from inglenook.engine.speculative import PromptLookup, Proposer, draft_header_mi
 from inglenook.engine.template_process import TemplateRenderer
 from inglenook.models import fit
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+from inglenook.models.projector import ProjectorInfo, check_pair, projector_info
 
 MIB = 1024 * 1024
 MAX_STATE_BUDGET = 8 * 1024 * MIB  # the automatic budgets: a quarter of what is free, this at most
@@ -92,6 +93,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         params.validate()
         header = read_header(params.model_path)
         draft_header = _draft_header(params, header)
+        projector = _projector(params)
     except (LoadParamsError, GGUFError) as exc:
         raise LoadFailure(str(exc)) from None
     supported = gpu_offload_supported()
@@ -101,7 +103,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     n_ctx = choose_context(params.n_ctx, header.context_length)
     offload = supported and n_gpu_layers != 0
     n_slots, refused, memory_bytes, kv_bytes = _check_memory(params, header, n_ctx, offload,
-                                                              draft_header)
+                                                              draft_header, projector)
     if refused is not None:
         raise LoadFailure(refused.message, refused)
     # Checking guesses evaluates several tokens in one batch. On a CPU, llama.cpp's attention
@@ -186,13 +188,16 @@ def _template(params: LoadParams, header: GGUFHeader,
 
 
 def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool,
-                  draft: GGUFHeader | None) -> tuple[int, LoadRefusal | None, int, int]:
+                  draft: GGUFHeader | None, projector: ProjectorInfo | None = None
+                  ) -> tuple[int, LoadRefusal | None, int, int]:
     """The slots to load with, why this load should not be tried (see fit.refusal) or None,
     and the estimates of all it holds and of its KV caches (0 when unknown)."""
     asked = min(params.n_slots, max_sequences()) if params.n_slots else 0
     try:
         shape = fit.shape_from_header(header)
         draft_shape = fit.shape_from_header(draft) if draft is not None else None
+        if projector is not None:
+            shape = dataclasses.replace(shape, projector_bytes=projector.memory_bytes)
     except GGUFError:
         return asked or 1, None, 0, 0  # no shape: llama.cpp decides (it needs the same keys)
     available = psutil.virtual_memory()
@@ -259,6 +264,17 @@ def _speculation(params: LoadParams, model: Model, ctx: Context, n_ctx: int,
         raise _DraftError(f"llama.cpp could not load the draft model {name}: {exc}") from exc
     draft = DraftModel(draft_model, draft_ctx, params.draft_p_min, model.n_vocab, abort_cb)
     return draft, most, draft
+
+
+def _projector(params: LoadParams) -> ProjectorInfo | None:
+    """The projector's header, refused before anything loads when it does not fit the model
+    (GGUFError carries the reason)."""
+    if not params.mmproj_path:
+        return None
+    reason = check_pair(params.model_path, params.mmproj_path)
+    if reason is not None:
+        raise GGUFError(f"The vision projector cannot be used: {reason}")
+    return projector_info(read_header(params.mmproj_path))
 
 
 def _vision(params: LoadParams, model: Model, n_threads: int, offload: bool) -> Vision | None:
