@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from inglenook.core.load import LoadParams
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
 # libmtmd's compute buffers for one image, over the weights: a ViT's attention over ~1,000-4,000
@@ -130,3 +131,12 @@ def _precision_rank(name: str) -> int:
         if tag in lower:
             return rank
     return 4
+
+
+def with_projector(params: LoadParams) -> LoadParams:
+    """`params` with the projector beside the model when none was chosen (as LM Studio pairs
+    a vision model's files); a chosen one is kept, and checked when it loads."""
+    if params.mmproj_path or not params.model_path:
+        return params
+    found = projector_beside(params.model_path)
+    return params.replace(mmproj_path=found.path) if found is not None else params

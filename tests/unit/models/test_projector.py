@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from inglenook.core.load import LoadParams
 from inglenook.models import fit
 from inglenook.models.fit import Memory, ModelShape
 from inglenook.models.gguf import read_header
@@ -17,6 +18,7 @@ from inglenook.models.projector import (
     looks_like_projector,
     projector_beside,
     projector_info,
+    with_projector,
 )
 from tests.gguf_tools import write_gguf
 from tests.mmproj_tools import write_mmproj
@@ -82,3 +84,12 @@ def test_the_fit_planner_counts_the_projector() -> None:
 @pytest.mark.parametrize("name", ["mmproj-model-f16.gguf", "llava-v1.6-mmproj-f16.gguf"])
 def test_hub_projector_names(name: str) -> None:
     assert looks_like_projector(name)
+
+
+def test_loading_a_model_takes_the_projector_beside_it_unless_one_was_chosen(
+        tmp_path: Path) -> None:
+    m = str(model(tmp_path / "vlm.gguf"))
+    beside = write_mmproj(tmp_path / "mmproj-vlm-f16.gguf", 576)
+    assert with_projector(LoadParams(m)).mmproj_path == str(beside)
+    chosen = LoadParams(m, mmproj_path="/elsewhere/mmproj.gguf")
+    assert with_projector(chosen) == chosen
