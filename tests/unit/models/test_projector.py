@@ -12,6 +12,7 @@ from inglenook.core.load import LoadParams
 from inglenook.models import fit
 from inglenook.models.fit import Memory, ModelShape
 from inglenook.models.gguf import read_header
+from inglenook.models.library import installed_models
 from inglenook.models.projector import (
     COMPUTE_BYTES,
     check_pair,
@@ -93,3 +94,10 @@ def test_loading_a_model_takes_the_projector_beside_it_unless_one_was_chosen(
     assert with_projector(LoadParams(m)).mmproj_path == str(beside)
     chosen = LoadParams(m, mmproj_path="/elsewhere/mmproj.gguf")
     assert with_projector(chosen) == chosen
+
+
+def test_the_library_does_not_list_a_projector_as_a_model(tmp_path: Path) -> None:
+    model(tmp_path / "vlm.gguf")
+    write_mmproj(tmp_path / "mmproj-vlm-f16.gguf", 576)
+    names = [e.name for e in installed_models(tmp_path)]
+    assert "vlm" in names and "mmproj-vlm-f16" not in names
