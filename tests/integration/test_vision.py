@@ -80,8 +80,15 @@ def test_a_stop_during_encoding_gives_no_embeddings(
         loaded: tuple[Model, Context, Projector]) -> None:
     _model, _ctx, projector = loaded
     chunk = projector.image(rgb(64, 64, 4), 64, 64, "d" * 64)
+    asked: list[bool] = []
+
+    def stop() -> bool:
+        asked.append(True)
+        return True
+
     try:
-        assert chunk.encode(lambda: True) is None
+        assert chunk.encode(stop) is None
+        assert len(asked) >= 2  # asked inside the compute (ggml's callback), then after it
         assert chunk.encode(lambda: False) is not None  # and the next encode works
     finally:
         chunk.close()

@@ -24,6 +24,7 @@ from llama_cpp import mtmd_cpp as mtmd
 from inglenook.engine.host.llama import Context, Model
 
 CHUNK_IMAGE = 1  # mtmd_input_chunk_type: TEXT=0, IMAGE=1, AUDIO=2
+_STOP_EVERY = 16  # graph nodes between two checks for a stop while an image is encoded
 
 
 class ProjectorError(ValueError):
@@ -37,11 +38,14 @@ class Projector:
         params.n_threads = n_threads
         params.print_timings = False
         params.warmup = False  # a warm-up encode costs a full image at load time
-        # Encoding is stopped through the progress callback, like a long prompt's decode.
+        # A stop during encoding: ggml's scheduler asks this callback, node by node, whether
+        # to hand it a computed node; saying yes every _STOP_EVERY nodes splits the graph
+        # there, and answering "stop" after such a node ends the compute (its output is then
+        # thrown away). Saying no would compute the whole graph before any check.
         self._should_stop: Callable[[], bool] = lambda: False
-        self._progress = mtmd.mtmd_progress_callback(
-            lambda _fraction, _data: not self._should_stop())
-        params.progress_callback = self._progress
+        self._nodes = 0
+        self._eval = llama_cpp.ggml_backend_sched_eval_callback(self._on_node)
+        params.cb_eval = self._eval
         self.model = model
         self.ptr = mtmd.mtmd_init_from_file(path.encode("utf-8"), model.ptr, params)
         if not self.ptr:
@@ -55,6 +59,12 @@ class Projector:
             raise ProjectorError("This projector places images with M-RoPE (Qwen-VL), which "
                                  "Inglenook does not support yet.")
         self.n_embd = int(llama_cpp.llama_model_n_embd(model.ptr))
+
+    def _on_node(self, _tensor: object, ask: bool, _data: object) -> bool:
+        if ask:
+            self._nodes += 1
+            return self._nodes % _STOP_EVERY == 0
+        return not self._should_stop()
 
     def image(self, rgb: bytes, width: int, height: int, image_id: str) -> ImageChunk:
         """One image as libmtmd will encode it (resized, tiled): not encoded yet."""
