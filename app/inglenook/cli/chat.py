@@ -23,7 +23,7 @@ from inglenook.cli.options import (
     read_sampling,
 )
 from inglenook.core.load import LoadParams
-from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.messages import GenerationRequest, ImageRef, Message
 
 if TYPE_CHECKING:
     from inglenook.engine.remote import RemoteClient
@@ -53,6 +53,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_sampling_arguments(chat)
     chat.add_argument("--system", default="", help="system prompt")
     chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
+    chat.add_argument("--image", metavar="FILE", action="append", default=[],
+                      help="show the model an image (PNG, JPEG, GIF, WebP, BMP) with the prompt; "
+                      "repeat for several. The model needs its vision projector (--mmproj, or "
+                      "an mmproj-*.gguf beside it)")
     chat.add_argument("--endpoint", metavar="URL",
                       help="use a model on an OpenAI-compatible server (vLLM, llama-server, "
                       "Ollama, LM Studio, inglenook serve) instead of a local file: its base URL, "
@@ -61,6 +65,22 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     chat.add_argument("--api-key", metavar="KEY",
                       help=f"the endpoint's API key (or set {REMOTE_KEY_ENV}, which keeps it out "
                       "of process listings)")
+
+
+def read_images(args: argparse.Namespace) -> tuple[ImageRef, ...]:
+    """The --image files, each read and decoded once here so a refusal (not an image, too
+    large, a FIFO) is one clear line before any model loads."""
+    from inglenook.core.images import ImageRefused, read_image  # Pillow only when asked
+
+    refs = []
+    for name in args.image:
+        path = Path(name)
+        try:
+            image = read_image(path)
+        except ImageRefused as exc:
+            raise UsageError(f"--image: {exc}") from None
+        refs.append(ImageRef(image.sha256, str(path.resolve())))
+    return tuple(refs)
 
 
 def read_prompt(args: argparse.Namespace) -> str | None:
@@ -144,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         sampling = read_sampling(args)
         load = LoadParams(args.model or "") if args.endpoint else load_params(args)
         prompt = read_prompt(args)
+        images = read_images(args)
         remote = remote_client(args) if args.endpoint else None
     except UsageError as exc:
         fail(str(exc))
@@ -151,9 +172,11 @@ def run(args: argparse.Namespace) -> int:
     assert prompt is not None
     if remote is None and (problem := wont_load(load.model_path)):
         return fail(problem)
+    if remote is not None and images:
+        return fail("--image works with a local model for now, not with --endpoint.")
     client: EngineClient | RemoteClient = remote or EngineClient()
     messages = ((Message("system", args.system),) if args.system else ()) + (
-        Message("user", prompt),)
+        Message("user", prompt, images=images),)
     with engine_session(client) as end:
         client.load(load)
         finish = None

@@ -11,6 +11,7 @@ import math
 from inglenook.cli.common import UsageError
 from inglenook.core.load import LOAD_SPECS, LoadParams, LoadParamsError, LoadSpec
 from inglenook.core.sampling import SPECS, ParamSpec, SamplingParams
+from inglenook.models.projector import with_projector
 
 LOAD_DEST = "load_"  # argparse destinations: load_n_ctx, …
 SAMPLING_DEST = "sampling_"
@@ -80,7 +81,7 @@ def load_options(args: argparse.Namespace) -> dict[str, object]:
 def read_load_params(args: argparse.Namespace, model_path: str) -> LoadParams:
     """LoadParams for this model with the options given; UsageError when they cannot work
     (a quantized KV cache without --flash-attn, say)."""
-    params = LoadParams(model_path).replace(**load_options(args))
+    params = with_projector(LoadParams(model_path).replace(**load_options(args)))
     try:
         params.validate()
     except LoadParamsError as exc:

@@ -66,6 +66,9 @@ class LoadParams:
     # Replies decoded at once (slots, "lanes"): each has a KV cache of n_ctx tokens of its own.
     # 0: automatic, up to DEFAULT_SLOTS as free memory allows (see models/fit.py).
     n_slots: int = 0
+    # A vision projector (mmproj GGUF) read with the model: its images become embeddings
+    # (engine/host/mtmd.py); models/projector.py pairs and checks it before loading.
+    mmproj_path: str = ""
 
     def replace(self, **changes: object) -> LoadParams:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -256,6 +259,10 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
              "cheaper than the model.", flag="--draft-model", kind="path",
              help="a small .gguf with the same vocabulary that guesses ahead",
              per_model=True, group="speed"),
+    LoadSpec("mmproj_path", "Vision projector", 0, 0, 0, 0,
+             "The mmproj .gguf that lets this model read images (a vision model's second "
+             "file). Its embedding size must be the model's.", flag="--mmproj", kind="path",
+             help="an mmproj .gguf that lets the model read images", per_model=True),
 )}
 
 
@@ -270,6 +277,7 @@ class ModelDefaults:
     # Speculative decoding for this model (see LoadParams): None / "" defer to the panel.
     prompt_lookup: bool | None = None
     draft_model_path: str = ""
+    mmproj_path: str = ""  # this model's vision projector
 
     def apply(self, params: LoadParams) -> LoadParams:
         changes: dict[str, object] = {}
@@ -283,6 +291,8 @@ class ModelDefaults:
             changes["prompt_lookup"] = self.prompt_lookup
         if self.draft_model_path.strip():
             changes["draft_model_path"] = self.draft_model_path
+        if self.mmproj_path.strip():
+            changes["mmproj_path"] = self.mmproj_path
         return params.replace(**changes)
 
     def to_dict(self) -> dict:
@@ -296,13 +306,15 @@ class ModelDefaults:
         n_ctx, layers = data.get("n_ctx"), data.get("n_gpu_layers")
         preset, template = data.get("preset"), data.get("chat_template")
         lookup, draft = data.get("prompt_lookup"), data.get("draft_model_path")
+        mmproj = data.get("mmproj_path")
         return cls(
             n_ctx=n_ctx if type(n_ctx) is int and n_ctx > 0 else 0,
             n_gpu_layers=layers if type(layers) is int and layers >= -1 else None,
             preset=preset if isinstance(preset, str) else "",
             chat_template=template if isinstance(template, str) else "",
             prompt_lookup=lookup if isinstance(lookup, bool) else None,
-            draft_model_path=draft if isinstance(draft, str) else "")
+            draft_model_path=draft if isinstance(draft, str) else "",
+            mmproj_path=mmproj if isinstance(mmproj, str) else "")
 
     @property
     def empty(self) -> bool:
@@ -345,6 +357,7 @@ class ModelInfo:
     n_slots: int = 1  # replies decoded at once, each with a KV cache of n_ctx tokens
     kv_bytes: int = 0  # the KV cache of all slots together
     memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
+    vision: bool = False  # loaded with a projector: messages may show it images
 
 
 RefusalReason = Literal["memory", "beyond_trained"]

@@ -27,6 +27,21 @@ class ToolCallTurn:
 
 
 @dataclass(frozen=True)
+class ImageRef:
+    """An image a message shows the model: the sha256 of the file's bytes and where the file
+    is. It crosses the pipe as these two strings (never the pixels, never pickle); the engine
+    reads the file with core/images.py's bounds and refuses it when the bytes' hash is not
+    `sha256`, so a KV state keyed on the hash can never be restored for another image."""
+
+    sha256: str
+    path: str
+
+    def __post_init__(self) -> None:
+        if len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256):
+            raise ValueError("An image's sha256 must be 64 lowercase hex digits.")
+
+
+@dataclass(frozen=True)
 class Message:
     """One turn. The role is one of ROLES and nothing else: templates branch on it and print it
     between control tokens, so a free-form role would be a way to write markup.
@@ -34,7 +49,9 @@ class Message:
     `reasoning` is what a thinking model wrote before this reply's answer, sent only to
     templates that read it back (`reasoning_content`); like `content`, it is message text and
     never markup. An assistant turn that called tools lists them in `tool_calls`; a `tool` turn
-    answers one of them (`tool_call_id`, `name`: the function it answers)."""
+    answers one of them (`tool_call_id`, `name`: the function it answers). `images` are shown
+    to the model before the message's text, in order (only a model loaded with a projector
+    can read them)."""
 
     role: Role
     content: str
@@ -42,6 +59,7 @@ class Message:
     tool_calls: tuple[ToolCallTurn, ...] = ()
     tool_call_id: str = ""
     name: str = ""
+    images: tuple[ImageRef, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -80,6 +80,7 @@ class Settings:
     n_threads_batch: int = _LOAD.n_threads_batch
     prompt_lookup: bool = _LOAD.prompt_lookup
     draft_model_path: str = _LOAD.draft_model_path
+    mmproj_path: str = _LOAD.mmproj_path
     n_slots: int = _LOAD.n_slots
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.

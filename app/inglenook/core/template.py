@@ -33,7 +33,7 @@ from typing import Any, Protocol, cast
 
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 
-from inglenook.core.messages import ROLES, Message, ToolCallTurn
+from inglenook.core.messages import ROLES, ImageRef, Message, ToolCallTurn
 from inglenook.core.template_sandbox import (
     MAX_OUTPUT_CHARS,
     TIME_BUDGET_S,
@@ -228,6 +228,8 @@ class RenderedPrompt:
     # strings in message text were defused instead (see `defuse`), and `segments` is one markup
     # segment of the whole prompt.
     defused: bool = False
+    # The images of the rendered messages, in order: IMAGE_MARK stands for each in the text.
+    images: tuple[ImageRef, ...] = ()
 
     @property
     def text(self) -> str:
@@ -235,6 +237,9 @@ class RenderedPrompt:
 
 
 ZWSP = "\u200b"
+# Where an image sits in a rendered prompt (the engine puts its embeddings there). Message text
+# cannot contain it: engine/host/tokenizing.py replaces it in message text before rendering.
+IMAGE_MARK = "\ufffc"  # OBJECT REPLACEMENT CHARACTER
 # Placeholders are delimited by two private-use characters of plane 15 and carry a random nonce:
 # nothing a user types or a template writes can contain one by chance, or guess it.
 _OPEN, _CLOSE = "\U000f0000", "\U000f0001"

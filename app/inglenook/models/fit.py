@@ -42,6 +42,9 @@ class ModelShape:
     architecture: str
     key_length: int | None = None  # per head; None: n_embd // n_head
     value_length: int | None = None  # per head; None: the key length
+    # A vision projector loaded with the model (models/projector.py: its weights and buffers),
+    # counted in RAM: libmtmd reads it into memory.
+    projector_bytes: int = 0
 
 
 def _int(header: GGUFHeader, key: str) -> int | None:
@@ -202,7 +205,7 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
     kv = kv_cache_bytes(shape, n_ctx, kv_type) * max(1, slots)
     overhead = overhead_bytes(shape, n_ctx)
     drafting = draft_bytes(draft, n_ctx, kv_type)
-    total = weights + kv + overhead + drafting
+    total = weights + kv + overhead + drafting + shape.projector_bytes
     gpu_layers, on_gpu = 0, 0
     split = memory.gpu_offload and memory.vram_free > 0 and shape.n_layers > 0
     if split:
@@ -230,6 +233,8 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
         note += " (GPU memory unknown: checked against RAM only)"
     if drafting:
         note += f", {gigabytes(drafting)} of it for the draft model"
+    if shape.projector_bytes:
+        note += f", {gigabytes(shape.projector_bytes)} of it for the vision projector"
     if label == "tight":
         note += "; close other programs, or choose a smaller quantization or context"
     return FitPlan(label, weights, kv, overhead, total, gpu_layers, note + ".",

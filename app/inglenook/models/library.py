@@ -14,7 +14,8 @@ from typing import Literal
 
 from inglenook import paths
 from inglenook.models.filenames import parse_quant, split_name
-from inglenook.models.gguf import GGUFHeader, read_header
+from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+from inglenook.models.projector import is_projector, looks_like_projector
 
 ImportMode = Literal["copy", "link"]
 
@@ -64,9 +65,22 @@ def installed_models(models_dir: Path | None = None) -> list[ModelEntry]:
         split = split_name(path.name)
         if split and split.index != 1:
             continue  # llama.cpp loads a split model from its first part
+        if _is_projector_file(path):
+            continue  # a vision model's second file: loaded with its model, not on its own
         seen.add(path.resolve())
         entries.append(ModelEntry(path.stem, str(path), "local", files_size(split_parts(path))))
     return entries
+
+
+def _is_projector_file(path: Path) -> bool:
+    """Named as the Hub names projectors, and its header says it is one (only those files'
+    headers are read, so listing stays cheap)."""
+    if not looks_like_projector(path.name):
+        return False
+    try:
+        return is_projector(read_header(path))
+    except (OSError, GGUFError):
+        return False
 
 
 def find_installed(name: str, entries: list[ModelEntry]) -> list[ModelEntry]:

@@ -7,6 +7,10 @@ coming; read alone it goes in batches of n_batch, as llama.cpp would read it. On
 batch carry llama.cpp's abort callback (ggml calls it for every graph node, which costs decoding
 ~6%): a stop ends a long prompt mid-batch, and ends a reply within one step.
 
+An image's positions are read as embeddings (engine/host/vision.py), a step of their own: a
+llama.cpp batch holds tokens or embeddings, not both. Its encoding (libmtmd) and its decode
+stop on a stop, as a long prompt does.
+
 Speculation (a draft model, or prompt lookup) guesses for a reply only while it decodes alone:
 with others in the batch, llama.cpp already computes several tokens per pass, and a guessed
 row costs a share of a pass that only one reply can win.
@@ -21,7 +25,9 @@ from typing import Any
 from inglenook.engine import protocol as p
 from inglenook.engine.host.drafting import DraftModel
 from inglenook.engine.host.llama import DECODE_ABORTED, Batch, Context
+from inglenook.engine.host.mtmd import EmbeddingBatch
 from inglenook.engine.host.sequences import Sequence
+from inglenook.engine.host.vision import ImageError, ImageSpan, Vision
 from inglenook.engine.kv_reuse import SlotStates
 
 PROMPT_CHUNK_BUSY = 64  # prompt tokens a step reads while other replies decode
@@ -32,10 +38,13 @@ class BatchLoop:
     it reads (the host's callback checks whether that one was cancelled)."""
 
     def __init__(self, ctx: Context, slots: SlotStates, send: Callable[[Any], None],
-                 abort_cb: Any, most: int = 0, draft: DraftModel | None = None) -> None:
+                 abort_cb: Any, most: int = 0, draft: DraftModel | None = None,
+                 vision: Vision | None = None) -> None:
         self.ctx, self.slots, self.send = ctx, slots, send
         self.abort_cb, self.most, self.draft = abort_cb, most, draft
         self.batch = Batch(ctx.n_batch)
+        self.vision = vision
+        self.embd_batch = EmbeddingBatch(ctx.n_batch, vision.n_embd) if vision else None
         self.active: list[Sequence] = []  # by slot
         self.abortable: Sequence | None = None
 
@@ -52,6 +61,8 @@ class BatchLoop:
             seq.fail("cancelled")
         self._end_finished()
         self.batch.close()
+        if self.embd_batch is not None:
+            self.embd_batch.close()
 
     # ---- one step -----------------------------------------------------------------------------
     def step(self) -> None:
@@ -61,6 +72,15 @@ class BatchLoop:
         self._end_finished()
         if not self.active:
             return
+        for seq in self.active:
+            span = seq.image_now
+            if span is not None:
+                self._read_image(seq, span)
+                now = time.perf_counter()
+                for other in self.active:
+                    other.flush(self.send, now)
+                self._end_finished()
+                return
         plan = self._plan()
         alone_reading = len(self.active) == 1 and self.active[0].reading
         if alone_reading:
@@ -113,7 +133,7 @@ class BatchLoop:
                 tokens = [seq.pending, *(draft or ())]
                 outputs = [True] * len(tokens)
             else:
-                end = min(len(seq.prompt), seq.read + share)
+                end = seq.plain_end(min(len(seq.prompt), seq.read + share))
                 if seq.read < seq.keep_at < end:
                     end = seq.keep_at  # a long system prompt's state is kept on the way
                 tokens = seq.prompt[seq.read:end]
@@ -125,6 +145,41 @@ class BatchLoop:
                 batch.add(token, pos + i, seq.slot, outputs[i])
             plan.append((seq, tokens, at, draft))
         return plan
+
+    def _read_image(self, seq: Sequence, span: ImageSpan) -> None:
+        """Encode the image (unless it is at hand) and read up to n_batch of its positions."""
+        assert self.vision is not None and self.embd_batch is not None
+        self.abortable = seq  # the host's callback asks whether this one was stopped
+        try:
+            rows = self.vision.embeddings(
+                span.sha256, lambda: seq.cancelled or bool(self.abort_cb(None)))
+        except (ImageError, ValueError) as exc:
+            seq.fail("error", str(exc))
+            return
+        finally:
+            self.abortable = None
+        if rows is None:
+            seq.fail("cancelled")
+            return
+        offset = seq.read - span.start
+        piece = rows[offset:offset + self.ctx.n_batch]
+        done = seq.read + len(piece) == len(seq.prompt)
+        self.abortable = seq
+        self.ctx.set_abort(self.abort_cb)
+        try:
+            status = self.embd_batch.decode(self.ctx, piece, seq.memory.n, seq.slot, done)
+        finally:
+            self.ctx.set_abort(None)
+            self.abortable = None
+        if status != 0:
+            seq.memory.keep(seq.memory.n)
+            if status == DECODE_ABORTED:
+                seq.fail("cancelled")
+            else:
+                seq.fail("error", f"The engine failed: llama_decode returned {status}.")
+            return
+        seq.memory.appended(seq.prompt[seq.read:seq.read + len(piece)])
+        self._read(seq, len(piece), len(piece) - 1, time.perf_counter())
 
     def _read(self, seq: Sequence, n: int, last: int, now: float) -> None:
         seq.read += n
@@ -141,7 +196,8 @@ class BatchLoop:
             return
         # The draft model reads the prompt too, before the first token rather than inside
         # the first guess (only a reply decoding alone guesses).
-        if self.draft is not None and len(self.active) == 1 and not self._draft_catch_up(seq):
+        if (self.draft is not None and len(self.active) == 1 and not seq.images
+                and not self._draft_catch_up(seq)):
             seq.fail("cancelled")
             return
         token = seq.sampler.sample(self.ctx, last)

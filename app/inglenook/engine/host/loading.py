@@ -38,7 +38,9 @@ from inglenook.engine.host.llama import (
     max_sequences,
 )
 from inglenook.engine.host.machine import logical_cores, physical_cores
+from inglenook.engine.host.mtmd import Projector, ProjectorError
 from inglenook.engine.host.tokenizing import Tokenizer
+from inglenook.engine.host.vision import Vision
 from inglenook.engine.kv_reuse import SlotStates, copy_threshold
 from inglenook.engine.kv_states import StateCache
 from inglenook.engine.model_traits import stream_markers, template_traits
@@ -46,6 +48,7 @@ from inglenook.engine.speculative import PromptLookup, Proposer, draft_header_mi
 from inglenook.engine.template_process import TemplateRenderer
 from inglenook.models import fit
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+from inglenook.models.projector import ProjectorInfo, check_pair, projector_info
 
 MIB = 1024 * 1024
 MAX_STATE_BUDGET = 8 * 1024 * MIB  # the automatic budgets: a quarter of what is free, this at most
@@ -70,9 +73,12 @@ class LoadedModel:
     proposer: Proposer | None = None  # what guesses tokens ahead, at most `most` at a time
     most: int = 0
     draft: DraftModel | None = None
+    vision: Vision | None = None  # the projector, when loaded with one (LoadParams.mmproj_path)
 
     def close(self) -> None:
         self.slots.reset()
+        if self.vision is not None:
+            self.vision.close()
         if self.draft is not None:
             self.draft.close()
         self.tokenizer.template.close()
@@ -87,6 +93,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         params.validate()
         header = read_header(params.model_path)
         draft_header = _draft_header(params, header)
+        projector = _projector(params)
     except (LoadParamsError, GGUFError) as exc:
         raise LoadFailure(str(exc)) from None
     supported = gpu_offload_supported()
@@ -96,7 +103,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     n_ctx = choose_context(params.n_ctx, header.context_length)
     offload = supported and n_gpu_layers != 0
     n_slots, refused, memory_bytes, kv_bytes = _check_memory(params, header, n_ctx, offload,
-                                                              draft_header)
+                                                              draft_header, projector)
     if refused is not None:
         raise LoadFailure(refused.message, refused)
     # Checking guesses evaluates several tokens in one batch. On a CPU, llama.cpp's attention
@@ -127,17 +134,20 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     except (ValueError, RuntimeError, OSError) as exc:
         model.close()
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
-    tokenizer = None
+    tokenizer, vision = None, None
     try:
         tokenizer, source, traits, tools = _template(params, header, model)
+        vision = tokenizer.vision = _vision(params, model, n_threads_batch, offload)
         proposer, most, draft = _speculation(params, model, ctx, n_ctx, threads, abort_cb)
-    except (TemplateError, _DraftError) as exc:
+    except (TemplateError, _DraftError, ProjectorError) as exc:
+        if vision is not None:
+            vision.close()
         if tokenizer is not None:
             tokenizer.template.close()
         ctx.close()
         model.close()
-        raise LoadFailure(str(exc) if isinstance(exc, _DraftError) else
-                          f"This model's chat template cannot be used. {exc}") from None
+        raise LoadFailure(f"This model's chat template cannot be used. {exc}"
+                          if isinstance(exc, TemplateError) else str(exc)) from None
     ram, disk = _state_budgets(params)
     info = ModelInfo(
         path=params.model_path, name=Path(params.model_path).stem,
@@ -151,11 +161,13 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         speculation=params.speculation if proposer is not None else "",
         draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
-        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes)
+        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes,
+        vision=vision is not None)
     memories = [ctx.sequence(s) for s in range(n_slots)]
     slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir),
                        copy_threshold(ctx.n_ctx_seq))
-    return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft)
+    return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
+                       vision)
 
 
 def _template(params: LoadParams, header: GGUFHeader,
@@ -177,13 +189,16 @@ def _template(params: LoadParams, header: GGUFHeader,
 
 
 def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool,
-                  draft: GGUFHeader | None) -> tuple[int, LoadRefusal | None, int, int]:
+                  draft: GGUFHeader | None, projector: ProjectorInfo | None = None
+                  ) -> tuple[int, LoadRefusal | None, int, int]:
     """The slots to load with, why this load should not be tried (see fit.refusal) or None,
     and the estimates of all it holds and of its KV caches (0 when unknown)."""
     asked = min(params.n_slots, max_sequences()) if params.n_slots else 0
     try:
         shape = fit.shape_from_header(header)
         draft_shape = fit.shape_from_header(draft) if draft is not None else None
+        if projector is not None:
+            shape = dataclasses.replace(shape, projector_bytes=projector.memory_bytes)
     except GGUFError:
         return asked or 1, None, 0, 0  # no shape: llama.cpp decides (it needs the same keys)
     available = psutil.virtual_memory()
@@ -250,6 +265,28 @@ def _speculation(params: LoadParams, model: Model, ctx: Context, n_ctx: int,
         raise _DraftError(f"llama.cpp could not load the draft model {name}: {exc}") from exc
     draft = DraftModel(draft_model, draft_ctx, params.draft_p_min, model.n_vocab, abort_cb)
     return draft, most, draft
+
+
+def _projector(params: LoadParams) -> ProjectorInfo | None:
+    """The projector's header, refused before anything loads when it does not fit the model
+    (GGUFError carries the reason)."""
+    if not params.mmproj_path:
+        return None
+    reason = check_pair(params.model_path, params.mmproj_path)
+    if reason is not None:
+        raise GGUFError(f"The vision projector cannot be used: {reason}")
+    return projector_info(read_header(params.mmproj_path))
+
+
+def _vision(params: LoadParams, model: Model, n_threads: int, offload: bool) -> Vision | None:
+    if not params.mmproj_path:
+        return None
+    name = Path(params.mmproj_path).name
+    try:
+        projector = Projector(params.mmproj_path, model, n_threads, use_gpu=offload)
+    except ProjectorError as exc:
+        raise ProjectorError(f"The vision projector {name} cannot be used: {exc}") from None
+    return Vision(projector)
 
 
 def _state_budgets(params: LoadParams) -> tuple[int, int]:

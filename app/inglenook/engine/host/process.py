@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from inglenook.core.context import ContextOverflow, Fit, fit_messages, policy_of, reply_reserve
 from inglenook.core.load import LoadParams
-from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.messages import GenerationRequest, ImageRef, Message
 from inglenook.core.replies import Finish
 from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
 from inglenook.engine import protocol as p
@@ -42,6 +42,7 @@ from inglenook.engine.host.llama import (
 from inglenook.engine.host.loading import LoadedModel, LoadFailure, load
 from inglenook.engine.host.machine import physical_cores
 from inglenook.engine.host.sequences import Sequence
+from inglenook.engine.host.vision import ImageError, spans_of
 from inglenook.engine.kv_reuse import principal_of, scoped
 from inglenook.engine.kv_states import common_prefix, pack
 from inglenook.engine.speculative import DraftLength, Guesser, Tally
@@ -56,6 +57,7 @@ class _Waiting:
     tokens: list[int]
     fit: Fit
     received: float
+    images: tuple[ImageRef, ...] = ()  # the prompt's images, in order
 
 
 class EngineHost:
@@ -178,7 +180,7 @@ class EngineHost:
             return
         self.loaded = loaded
         self.loop = BatchLoop(loaded.ctx, loaded.slots, self.send, self._abort_cb,
-                              loaded.most, loaded.draft)
+                              loaded.most, loaded.draft, loaded.vision)
         self.send(p.Loaded(loaded.info))
 
     def unload(self) -> None:
@@ -211,12 +213,12 @@ class EngineHost:
             self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
             return
         try:
-            _, tokens, fit = self._fit(self.loaded, request)
+            prompt, tokens, fit = self._fit(self.loaded, request)
             failure = None if tokens else Finish(
                 "error", "The chat template produced an empty prompt.")
         except ContextOverflow as exc:
             failure = Finish("error", str(exc), context_full=True)
-        except TemplateError as exc:
+        except (TemplateError, ImageError) as exc:
             failure = Finish("error", str(exc))
         except Exception as exc:  # the reply fails; the host and the model stay up
             failure = Finish("error", f"The engine failed: {exc}")
@@ -224,7 +226,7 @@ class EngineHost:
             self.send(p.Started(rid))
             self.send(p.Finished(rid, failure))
             return
-        self.waiting.append(_Waiting(request, tokens, fit, received))
+        self.waiting.append(_Waiting(request, tokens, fit, received, prompt.images))
 
     def _admit(self) -> None:
         """Waiting replies into free slots, in the order they came."""
@@ -270,12 +272,18 @@ class EngineHost:
                                                          reuse.cached) else 0
         seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
         guesser = None
-        if loaded.proposer is not None:
+        # No guesses with images: a guess copied from the prompt could be an image position.
+        if loaded.proposer is not None and not waiting.images:
             guesser = Guesser(loaded.proposer, DraftLength(loaded.most), Tally())
         self.send(p.Started(request.request_id))
-        return Sequence(request, tokens, fit, waiting.received, slot, loaded.memories[slot],
-                        reuse, keep_at, Sampler(loaded.model, sp, seed), seed, loaded.tokenizer,
-                        loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
+        seq = Sequence(request, tokens, fit, waiting.received, slot, loaded.memories[slot],
+                       reuse, keep_at, Sampler(loaded.model, sp, seed), seed, loaded.tokenizer,
+                       loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
+        if waiting.images and loaded.vision is not None:
+            vision = loaded.vision
+            seq.images = spans_of(tokens, waiting.images,
+                                  [vision.positions(ref) for ref in waiting.images])
+        return seq
 
     @staticmethod
     def _fit(loaded: LoadedModel, request: GenerationRequest
@@ -310,7 +318,7 @@ class EngineHost:
             prompt, tokens, fit = self._fit(self.loaded, request)
             self.send(self.loaded.tokenizer.view(rid, prompt, tokens, fit,
                                                  self.loaded.ctx.n_ctx_seq))
-        except (TemplateError, ContextOverflow) as exc:
+        except (TemplateError, ContextOverflow, ImageError) as exc:
             self.send(p.PromptView(rid, error=str(exc)))
         except Exception as exc:  # the host and the model stay up
             self.send(p.PromptView(rid, error=f"The engine failed: {exc}"))

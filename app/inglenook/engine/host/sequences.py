@@ -15,6 +15,7 @@ from inglenook.core.streaming import StopMatcher, Utf8Stream
 from inglenook.engine import protocol as p
 from inglenook.engine.host.llama import Sampler, SeqMemory
 from inglenook.engine.host.tokenizing import Tokenizer
+from inglenook.engine.host.vision import ImageSpan
 from inglenook.engine.kv_reuse import Reuse
 from inglenook.engine.speculative import Guesser, Tally, TokenHistory
 
@@ -38,6 +39,7 @@ class Sequence:
         self.sampler, self.seed = sampler, seed
         self.tokenizer, self.is_eog, self.n_ctx = tokenizer, is_eog, n_ctx
         self.guesser = guesser
+        self.images: tuple[ImageSpan, ...] = ()  # where the prompt's images are (vision.py)
         self.tally = guesser.tally if guesser is not None else Tally()
         self.history = TokenHistory(tokens) if guesser is not None else None
         self.pending: int | None = None  # the last token chosen, decoded in the next step
@@ -56,6 +58,22 @@ class Sequence:
     @property
     def reading(self) -> bool:
         return self.pending is None and self.reason is None
+
+    @property
+    def image_now(self) -> ImageSpan | None:
+        """The image whose positions the prompt reads next, if it is one."""
+        if self.reading:
+            for span in self.images:
+                if span.start <= self.read < span.start + span.n:
+                    return span
+        return None
+
+    def plain_end(self, end: int) -> int:
+        """`end`, or sooner: where the next image starts (its positions are a step apart)."""
+        for span in self.images:
+            if self.read < span.start < end:
+                return span.start
+        return end
 
     @property
     def reading_stopped(self) -> bool:

@@ -9,13 +9,16 @@ ordinary conversation gets the same tokens as before.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Collection, Sequence
+import dataclasses
+from collections.abc import Collection, Iterator, Sequence
 
 from inglenook.core.context import Fit
-from inglenook.core.messages import Message
+from inglenook.core.messages import ImageRef, Message
 from inglenook.core.template import (
+    IMAGE_MARK,
     ControlStrings,
     RenderedPrompt,
+    Segment,
     TemplateContext,
     TemplateError,
     defuse,
@@ -28,11 +31,13 @@ from inglenook.engine.host.llama import (
     ATTR_USER_DEFINED,
     Model,
 )
+from inglenook.engine.host.vision import ImageError, Vision, is_placeholder, placeholders
 from inglenook.engine.kv_states import common_prefix, pack
 from inglenook.engine.template_process import TemplateRenderer
 
 PREFIX_MIN_CHARS = 600  # a system prompt shorter than this cannot be MIN_PREFIX_TOKENS long
 _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip token
+_IMAGE_SHOWN = "[image]"  # the first position of an image, in the prompt inspector
 
 
 class Tokenizer:
@@ -45,6 +50,7 @@ class Tokenizer:
         self.model = model
         self.template = template
         self._pieces: dict[int, bytes] = {}
+        self.vision: Vision | None = None  # the projector, when the model was loaded with one
         self._system_probes: dict[str, bytes] = {}
         self._markup, self.control = self._control_tokens()
         for token, (raw, attr) in self._markup.items():
@@ -93,7 +99,37 @@ class Tokenizer:
 
     def render(self, messages: Sequence[Message],
                context: TemplateContext | None = None) -> RenderedPrompt:
-        return self.template.render_prompt(messages, control=self.control, context=context)
+        """An image is IMAGE_MARK before its message's text (which cannot contain one)."""
+        images = tuple(ref for m in messages for ref in m.images)
+        if images and self.vision is None:
+            raise ImageError("This model cannot see images: load it with its vision "
+                             "projector (an mmproj .gguf).")
+        if not images and not any(IMAGE_MARK in m.content for m in messages):
+            return self.template.render_prompt(messages, control=self.control, context=context)
+        marked = [dataclasses.replace(m, content=IMAGE_MARK * len(m.images)
+                                      + m.content.replace(IMAGE_MARK, "\ufffd"))
+                  for m in messages]
+        prompt = self.template.render_prompt(marked, control=self.control, context=context)
+        return dataclasses.replace(prompt, images=images)
+
+    def _with_images(self, prompt: RenderedPrompt) -> Iterator[Segment | ImageRef]:
+        """The prompt's segments, split where its images are."""
+        images = iter(prompt.images)
+        found = 0
+        for segment in prompt.segments:
+            pieces = segment.text.split(IMAGE_MARK)
+            for k, piece in enumerate(pieces):
+                if k:
+                    found += 1
+                    ref = next(images, None)
+                    if ref is None:
+                        break
+                    yield ref
+                if piece:
+                    yield Segment(piece, segment.from_message)
+        if found != len(prompt.images):
+            raise ImageError("The chat template dropped or repeated an image of the "
+                             "conversation.")
 
     def tokenize(self, messages: Sequence[Message]) -> list[int]:
         return self.tokenize_prompt(self.render(messages))
@@ -108,7 +144,13 @@ class Tokenizer:
         tokens = [bos] if self.model.add_bos else []
         run: list[tuple[bytes, bool]] = []  # (text, from a message) since the last control token
         before = 0  # attributes of that control token
-        for segment in prompt.segments:
+        for segment in self._with_images(prompt):
+            if isinstance(segment, ImageRef):  # an image ends the plain text before it
+                assert self.vision is not None
+                tokens += self._plain(run, before, 0)
+                run, before = [], 0
+                tokens += placeholders(segment.sha256, self.vision.positions(segment))
+                continue
             data = segment.text.encode("utf-8", errors="replace")
             if segment.from_message:
                 run.append((data, True))
@@ -172,8 +214,10 @@ class Tokenizer:
         span several tokens is shown with the token that completes it, so the pieces add up to
         the text."""
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        shown = tuple(p.PromptToken(t, utf8.decode(self.model.piece(t, special=True)),
-                                    t in self._markup) for t in tokens)
+        shown = tuple(p.PromptToken(t, _IMAGE_SHOWN if is_placeholder(t) and (
+            i == 0 or not is_placeholder(tokens[i - 1])) else "" if is_placeholder(t) else
+            utf8.decode(self.model.piece(t, special=True)), t in self._markup or t < 0)
+            for i, t in enumerate(tokens))
         text = "".join(t.piece for t in shown) + utf8.decode(b"", final=True)
         return p.PromptView(request_id, text, shown, n_ctx=n_ctx,
                             dropped_messages=fit.dropped, defused=prompt.defused,

@@ -1,0 +1,109 @@
+"""Images from outside, read with bounds and decoded to RGB for the engine (Qt-free).
+
+An image file is outside data: it may be a decompression bomb, announce 30,000 × 30,000 pixels,
+be truncated, be another format under a .png name, hold thousands of animation frames, or not
+be a file at all (a FIFO that never ends). `read_image` opens only regular files, reads at most
+MAX_FILE_BYTES, checks the announced size before decoding a pixel, decodes the first frame only
+and returns it at most MAX_SIDE pixels a side. Each refusal is an ImageRefused with a sentence
+for the user; nothing is stored here.
+
+Pillow is the one dependency of core/ outside the standard library: images cannot be decoded
+safely by hand, and it decodes without Qt (the engine host and the API server have no Qt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_PIXELS = 40_000_000  # announced width × height; a 12 MP photo is 12,000,000
+MAX_SIDE = 2048  # vision encoders resize to ~336-1,024 pixels anyway
+FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP")
+
+
+class ImageRefused(ValueError):
+    """The image cannot be used; the message says why, for the user."""
+
+
+@dataclass(frozen=True)
+class DecodedImage:
+    """The first frame as RGB bytes, row by row; `sha256` is the file's bytes' hash."""
+
+    rgb: bytes
+    width: int
+    height: int
+    sha256: str
+    format: str
+
+
+def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit`: a FIFO, a device or a folder is refused before
+    it is opened for reading (opening a FIFO waits for a writer), a larger file after `limit`."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ImageRefused(f"{path.name}: cannot be read ({exc.strerror}).") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ImageRefused(f"{path.name} is not a regular file.")
+    if info.st_size > limit:
+        raise ImageRefused(f"{path.name} is {info.st_size:,} bytes; images up to "
+                           f"{limit:,} bytes are read.")
+    # O_NONBLOCK: had the file been swapped for a FIFO since the stat, open does not wait.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ImageRefused(f"{path.name} is not a regular file.")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ImageRefused(f"{path.name} grew past {limit:,} bytes while it was read.")
+    return data
+
+
+def decode_image(data: bytes, name: str = "The image") -> DecodedImage:
+    """The first frame of an image file's bytes, as RGB, no larger than MAX_SIDE a side."""
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image: Image.Image = Image.open(io.BytesIO(data), formats=FORMATS)
+            width, height = image.size  # from the header: nothing decoded yet
+            if width <= 0 or height <= 0 or width * height > MAX_PIXELS:
+                raise ImageRefused(f"{name} is {width:,} × {height:,} pixels; images up to "
+                                   f"{MAX_PIXELS:,} pixels are read.")
+            fmt = image.format or "?"
+            image.seek(0)  # the first frame only: an animation's others are never decoded
+            image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # JPEG decodes at a reduced scale
+            image.load()
+            if image.mode != "RGB":
+                if "A" in image.getbands() or image.mode == "P":
+                    image = image.convert("RGBA")
+                    flat = Image.new("RGB", image.size, (255, 255, 255))
+                    flat.paste(image, mask=image.getchannel("A"))
+                    image = flat
+                else:
+                    image = image.convert("RGB")
+            if max(image.size) > MAX_SIDE:
+                image.thumbnail((MAX_SIDE, MAX_SIDE))
+    except ImageRefused:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ImageRefused(f"{name} announces far more pixels than the {MAX_PIXELS:,} "
+                           "images are read up to.") from None
+    except UnidentifiedImageError:
+        raise ImageRefused(f"{name} is not an image in a format read here "
+                           f"({', '.join(FORMATS)}).") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:  # truncated or corrupt
+        raise ImageRefused(f"{name} is damaged or truncated ({exc}).") from None
+    return DecodedImage(image.tobytes(), image.width, image.height, digest, fmt)
+
+
+def read_image(path: Path) -> DecodedImage:
+    return decode_image(read_bounded(path), path.name)

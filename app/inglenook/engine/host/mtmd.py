@@ -1,0 +1,161 @@
+"""The adapter's vision half: the only module that touches libmtmd (llama_cpp.mtmd_cpp), as
+llama.py is the only one that touches libllama.
+
+    Projector   an mmproj GGUF loaded beside the text model (mtmd_init_from_file)
+    ImageChunk  one image, preprocessed: how many positions it takes, then its embeddings
+    decode_embeddings  a run of those embeddings into a sequence's KV cells (llama_decode of an
+                embedding batch), so an image is read in pieces like a long prompt
+
+Images come in as RGB bytes that core/images.py decoded with its limits; libmtmd's own decoder
+(stb_image, mtmd_helper_bitmap_init_from_buf) never sees a file. Only projectors whose image
+positions are plain and causal are taken (LLaVA-style); M-RoPE (Qwen-VL) and non-causal ones
+(Gemma 3) are refused with the reason until the batch loop places them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+import llama_cpp
+import numpy as np
+from llama_cpp import mtmd_cpp as mtmd
+
+from inglenook.engine.host.llama import Context, Model
+
+CHUNK_IMAGE = 1  # mtmd_input_chunk_type: TEXT=0, IMAGE=1, AUDIO=2
+_STOP_EVERY = 16  # graph nodes between two checks for a stop while an image is encoded
+
+
+class ProjectorError(ValueError):
+    """The projector cannot be used with this model (the message says why)."""
+
+
+class Projector:
+    def __init__(self, path: str, model: Model, n_threads: int, use_gpu: bool) -> None:
+        params = mtmd.mtmd_context_params_default()
+        params.use_gpu = use_gpu
+        params.n_threads = n_threads
+        params.print_timings = False
+        params.warmup = False  # a warm-up encode costs a full image at load time
+        # A stop during encoding: ggml's scheduler asks this callback, node by node, whether
+        # to hand it a computed node; saying yes every _STOP_EVERY nodes splits the graph
+        # there, and answering "stop" after such a node ends the compute (its output is then
+        # thrown away). Saying no would compute the whole graph before any check.
+        self._should_stop: Callable[[], bool] = lambda: False
+        self._nodes = 0
+        self._eval = llama_cpp.ggml_backend_sched_eval_callback(self._on_node)
+        params.cb_eval = self._eval
+        self.model = model
+        self.ptr = mtmd.mtmd_init_from_file(path.encode("utf-8"), model.ptr, params)
+        if not self.ptr:
+            raise ProjectorError(f"libmtmd could not load the projector {path} "
+                                 "(the engine log has its reason).")
+        if not mtmd.mtmd_support_vision(self.ptr):
+            self.close()
+            raise ProjectorError("This projector reads no images (an audio projector?).")
+        if mtmd.mtmd_decode_use_mrope(self.ptr):
+            self.close()
+            raise ProjectorError("This projector places images with M-RoPE (Qwen-VL), which "
+                                 "Inglenook does not support yet.")
+        self.n_embd = int(llama_cpp.llama_model_n_embd(model.ptr))
+
+    def _on_node(self, _tensor: object, ask: bool, _data: object) -> bool:
+        if ask:
+            self._nodes += 1
+            return self._nodes % _STOP_EVERY == 0
+        return not self._should_stop()
+
+    def image(self, rgb: bytes, width: int, height: int, image_id: str) -> ImageChunk:
+        """One image as libmtmd will encode it (resized, tiled): not encoded yet."""
+        if len(rgb) != width * height * 3:
+            raise ValueError(f"{len(rgb)} bytes are not a {width}×{height} RGB image.")
+        data = (ctypes.c_uint8 * len(rgb)).from_buffer_copy(rgb)
+        bitmap = mtmd.mtmd_bitmap_init(width, height, data)
+        if not bitmap:
+            raise ValueError("libmtmd refused the image.")
+        chunks = mtmd.mtmd_input_chunks_init()
+        try:
+            mtmd.mtmd_bitmap_set_id(bitmap, image_id.encode("ascii"))
+            part = mtmd.mtmd_input_part()
+            part.bitmap = bitmap
+            parts = (ctypes.POINTER(mtmd.mtmd_input_part) * 1)(ctypes.pointer(part))
+            # From parts, not from text with a marker: a message cannot spell an image.
+            status = mtmd.mtmd_tokenize_from_parts(self.ptr, chunks, parts, 1, False)
+            if status != 0 or mtmd.mtmd_input_chunks_size(chunks) != 1:
+                raise ValueError(f"libmtmd could not preprocess the image (status {status}).")
+            chunk = mtmd.mtmd_input_chunk_copy(mtmd.mtmd_input_chunks_get(chunks, 0))
+        finally:
+            mtmd.mtmd_input_chunks_free(chunks)
+            mtmd.mtmd_bitmap_free(bitmap)
+        if not chunk or mtmd.mtmd_input_chunk_get_type(chunk) != CHUNK_IMAGE:
+            raise ValueError("libmtmd did not make an image chunk of the image.")
+        if mtmd.mtmd_decode_use_non_causal(self.ptr, chunk):
+            mtmd.mtmd_input_chunk_free(chunk)
+            raise ProjectorError("This projector reads images with non-causal attention "
+                                 "(Gemma 3), which Inglenook does not support yet.")
+        return ImageChunk(self, chunk)
+
+    def close(self) -> None:
+        if self.ptr:
+            mtmd.mtmd_free(self.ptr)
+            self.ptr = None
+
+
+class ImageChunk:
+    def __init__(self, projector: Projector, ptr: int) -> None:
+        self.projector, self.ptr = projector, ptr
+        self.n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(ptr))
+        self.n_pos = int(mtmd.mtmd_input_chunk_get_n_pos(ptr))
+
+    def encode(self, should_stop: Callable[[], bool]) -> np.ndarray | None:
+        """The image's embeddings, (n_tokens, n_embd) float32 (a copy: libmtmd reuses its
+        buffer); None when `should_stop` said stop while it ran."""
+        projector = self.projector
+        projector._should_stop = should_stop
+        try:
+            status = mtmd.mtmd_encode_chunk(projector.ptr, self.ptr)
+        finally:
+            projector._should_stop = lambda: False
+        if should_stop():
+            return None
+        if status != 0:
+            raise ValueError(f"libmtmd could not encode the image (status {status}).")
+        out = mtmd.mtmd_get_output_embd(projector.ptr)
+        return np.ctypeslib.as_array(out, shape=(self.n_tokens, projector.n_embd)).copy()
+
+    def close(self) -> None:
+        if self.ptr:
+            mtmd.mtmd_input_chunk_free(self.ptr)
+            self.ptr = 0
+
+
+class EmbeddingBatch:
+    """Rows of embeddings for one llama_decode (llama.cpp's batches hold tokens or embeddings,
+    never both: an image's run is a step of its own)."""
+
+    def __init__(self, capacity: int, n_embd: int) -> None:
+        self.ptr = llama_cpp.llama_batch_init(capacity, n_embd, 1)
+        self.capacity, self.n_embd = capacity, n_embd
+
+    def decode(self, ctx: Context, rows: np.ndarray, pos: int, seq: int, logits_last: bool
+               ) -> int:
+        """Decode `rows` (n, n_embd) at positions pos.. of `seq`: llama_decode's status."""
+        n = len(rows)
+        if n > self.capacity or rows.shape[1] != self.n_embd:
+            raise ValueError(f"{rows.shape} rows do not fit a batch of {self.capacity}.")
+        b = self.ptr
+        ctypes.memmove(b.embd, np.ascontiguousarray(rows, dtype=np.float32).ctypes.data,
+                       rows.size * 4)
+        for i in range(n):
+            b.pos[i] = pos + i
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = seq
+            b.logits[i] = logits_last and i == n - 1
+        b.n_tokens = n
+        return int(llama_cpp.llama_decode(ctx.ptr, b))
+
+    def close(self) -> None:
+        if self.ptr is not None:
+            llama_cpp.llama_batch_free(self.ptr)
+            self.ptr = None

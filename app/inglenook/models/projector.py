@@ -1,0 +1,142 @@
+"""Vision projectors (mmproj GGUF files): telling one from a model, checking it against a model,
+and finding a model's projector beside it.
+
+A projector's header says what it is: general.architecture "clip" and `clip.projector_type`
+(`clip.vision.projector_type` in newer files). Its output size (`clip.vision.projection_dim`)
+must be the text model's n_embd: libmtmd refuses the pair otherwise, and we say why before
+loading anything. The Hub lays a vision model out as one or more model files and one projector
+per precision in the same folder (`mmproj-model-f16.gguf`, `mmproj-<Model>-Q8_0.gguf`,
+`<model>-mmproj-f16.gguf`): a projector is paired with a model beside it whose n_embd it fits.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from inglenook.core.load import LoadParams
+from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+
+# libmtmd's compute buffers for one image, over the weights: a ViT's attention over ~1,000-4,000
+# patches in f32 (llama.cpp logs 20-300 MiB for common projectors); counted generously.
+COMPUTE_BYTES = 256 * 2**20
+MAX_CANDIDATES = 16  # projector files looked at in one folder
+
+
+@dataclass(frozen=True)
+class ProjectorInfo:
+    path: str
+    projector_type: str
+    n_embd: int  # output size; 0: the header does not say (libmtmd checks at load)
+    vision: bool
+    weights_bytes: int
+
+    @property
+    def memory_bytes(self) -> int:
+        """What loading it adds: its weights (read into memory, not mapped) and buffers."""
+        return self.weights_bytes + COMPUTE_BYTES
+
+
+def _text(header: GGUFHeader, *keys: str) -> str:
+    for key in keys:
+        value = header.metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _count(header: GGUFHeader, key: str) -> int:
+    value = header.metadata.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def is_projector(header: GGUFHeader) -> bool:
+    return header.architecture == "clip" and bool(
+        _text(header, "clip.projector_type", "clip.vision.projector_type"))
+
+
+def projector_info(header: GGUFHeader) -> ProjectorInfo | None:
+    """The header read as a projector's; None when it is not one (a model, say)."""
+    if not is_projector(header):
+        return None
+    vision = header.metadata.get("clip.has_vision_encoder")
+    return ProjectorInfo(
+        path=header.path,
+        projector_type=_text(header, "clip.vision.projector_type", "clip.projector_type"),
+        n_embd=_count(header, "clip.vision.projection_dim"),
+        vision=vision is not False,  # older files leave it out; audio-only ones say False
+        weights_bytes=header.tensor_bytes)
+
+
+def mismatch(projector: ProjectorInfo, model: GGUFHeader) -> str | None:
+    """Why this projector cannot be used with this model, in a sentence; None if it can."""
+    name = Path(projector.path).name
+    if is_projector(model):
+        return f"{Path(model.path).name} is a projector itself, not a model."
+    if not projector.vision:
+        return f"{name} reads no images (an audio projector)."
+    n_embd = _count(model, f"{model.architecture}.embedding_length")
+    if projector.n_embd and n_embd and projector.n_embd != n_embd:
+        return (f"{name} makes embeddings of {projector.n_embd:,} values, but "
+                f"{Path(model.path).name} reads {n_embd:,}: it belongs to another model.")
+    return None
+
+
+def check_pair(model_path: str, projector_path: str) -> str | None:
+    """`mismatch` from the two files; a file that cannot be read is a reason too."""
+    try:
+        model, header = read_header(model_path), read_header(projector_path)
+    except (GGUFError, OSError) as exc:
+        return f"The projector or its model cannot be read: {exc}"
+    projector = projector_info(header)
+    if projector is None:
+        return f"{Path(projector_path).name} is not a vision projector (mmproj) file."
+    return mismatch(projector, model)
+
+
+def looks_like_projector(name: str) -> bool:
+    """By the Hub's file names alone (the header decides)."""
+    lower = name.lower()
+    return lower.endswith(".gguf") and "mmproj" in lower
+
+
+def projector_beside(model_path: str) -> ProjectorInfo | None:
+    """The projector in the model's folder that fits it, preferring f16 (what the Hub's vision
+    repositories recommend) over lower precisions; None when there is none."""
+    folder = Path(model_path).parent
+    if looks_like_projector(Path(model_path).name):
+        return None
+    try:
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.is_file() and looks_like_projector(e.name))[:MAX_CANDIDATES]
+        model = read_header(model_path)
+    except (OSError, GGUFError):
+        return None
+    fitting = []
+    for name in names:
+        try:
+            info = projector_info(read_header(folder / name))
+        except (OSError, GGUFError):
+            continue
+        if info is not None and mismatch(info, model) is None:
+            fitting.append(info)
+    fitting.sort(key=lambda i: (_precision_rank(Path(i.path).name), Path(i.path).name))
+    return fitting[0] if fitting else None
+
+
+def _precision_rank(name: str) -> int:
+    lower = name.lower()
+    for rank, tag in enumerate(("f16", "bf16", "q8_0", "f32")):
+        if tag in lower:
+            return rank
+    return 4
+
+
+def with_projector(params: LoadParams) -> LoadParams:
+    """`params` with the projector beside the model when none was chosen (as LM Studio pairs
+    a vision model's files); a chosen one is kept, and checked when it loads."""
+    if params.mmproj_path or not params.model_path:
+        return params
+    found = projector_beside(params.model_path)
+    return params.replace(mmproj_path=found.path) if found is not None else params

@@ -1,0 +1,114 @@
+"""core/images.py: hostile image files are refused with a reason, read with bounds."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from inglenook.core import images
+from inglenook.core.images import ImageRefused, decode_image, read_bounded, read_image
+
+
+def png_bytes(size: tuple[int, int], mode: str = "RGB", color: object = (10, 20, 30)) -> bytes:
+    out = io.BytesIO()
+    Image.new(mode, size, color).save(out, "PNG")  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG that announces width × height and holds a few compressed bytes of it."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(
+            ">I", zlib.crc32(kind + body))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+            + chunk(b"IDAT", zlib.compress(b"\0" * 4096)) + chunk(b"IEND", b""))
+
+
+def test_a_plain_image_becomes_rgb_with_the_hash_of_its_bytes(tmp_path: Path) -> None:
+    data = png_bytes((5, 3))
+    (tmp_path / "a.png").write_bytes(data)
+    image = read_image(tmp_path / "a.png")
+    assert (image.width, image.height, image.format) == (5, 3, "PNG")
+    assert image.rgb == bytes((10, 20, 30)) * 15
+    assert image.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_transparency_is_flattened_onto_white() -> None:
+    image = decode_image(png_bytes((2, 2), "RGBA", (0, 0, 0, 0)))
+    assert image.rgb == b"\xff" * 12
+
+
+def test_30000_by_30000_pixels_are_refused_before_decoding() -> None:
+    with pytest.raises(ImageRefused, match="pixels than the 40,000,000"):
+        decode_image(png_header_only(30_000, 30_000))
+
+
+def test_a_decompression_bomb_is_refused() -> None:
+    # 200 bytes that announce 12,000 × 12,000 pixels (432 MB of RGB).
+    bomb = png_header_only(12_000, 12_000)
+    assert len(bomb) < 300
+    with pytest.raises(ImageRefused, match="pixels"):
+        decode_image(bomb)
+
+
+def test_a_truncated_file_is_refused() -> None:
+    data = png_bytes((64, 64), color=(1, 2, 3))
+    with pytest.raises(ImageRefused, match="damaged or truncated"):
+        decode_image(data[: len(data) // 2])
+
+
+def test_a_text_file_named_png_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.png").write_text("not a picture at all")
+    with pytest.raises(ImageRefused, match="not an image"):
+        read_image(tmp_path / "notes.png")
+
+
+def test_a_jpeg_named_png_is_read_as_what_it_is(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 0, 0)).save(out, "JPEG")
+    (tmp_path / "photo.png").write_bytes(out.getvalue())
+    assert read_image(tmp_path / "photo.png").format == "JPEG"
+
+
+def test_an_animated_gif_of_5000_frames_gives_its_first_frame() -> None:
+    frames = [Image.new("P", (2, 2), i % 200) for i in range(5000)]
+    out = io.BytesIO()
+    frames[0].save(out, "GIF", save_all=True, append_images=frames[1:])
+    image = decode_image(out.getvalue())
+    assert (image.width, image.height) == (2, 2)
+    assert image.rgb == decode_image(_gif(frames[0])).rgb
+
+
+def _gif(frame: Image.Image) -> bytes:
+    out = io.BytesIO()
+    frame.save(out, "GIF")
+    return out.getvalue()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_named_png_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.png")
+    with pytest.raises(ImageRefused, match="not a regular file"):
+        read_image(tmp_path / "pipe.png")
+
+
+def test_a_file_over_the_limit_is_refused_unread(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "big.png").write_bytes(png_bytes((4, 4)))
+    with pytest.raises(ImageRefused, match="bytes; images up to 10 bytes"):
+        read_bounded(tmp_path / "big.png", limit=10)
+
+
+def test_a_large_image_is_scaled_down_to_the_side_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(images, "MAX_SIDE", 16)
+    image = decode_image(png_bytes((64, 32)))
+    assert (image.width, image.height) == (16, 8)
+    assert len(image.rgb) == 16 * 8 * 3
