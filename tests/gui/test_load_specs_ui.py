@@ -40,7 +40,10 @@ def find_editor(parent: QWidget, spec: LoadSpec, prefix: str = "") -> QWidget:
     return editor
 
 
-@pytest.mark.parametrize("name", list(LOAD_SPECS))
+PANEL = [n for n, s in LOAD_SPECS.items() if s.group != "model"]  # the rest: per model only
+
+
+@pytest.mark.parametrize("name", PANEL)
 def test_every_load_option_has_a_panel_editor_that_reaches_load_params(
         qtbot: QtBot, name: str) -> None:
     panel = SamplingPanel()
@@ -66,7 +69,16 @@ def test_every_load_option_has_a_panel_editor_that_reaches_load_params(
 def test_the_panel_has_no_load_editor_without_a_spec(qtbot: QtBot) -> None:
     panel = SamplingPanel()
     qtbot.addWidget(panel)
-    assert set(panel.load.fields) == set(LOAD_SPECS)
+    assert set(panel.load.fields) == set(PANEL)
+
+
+def test_a_models_own_options_are_offered_per_model_only(qtbot: QtBot) -> None:
+    """A vision projector belongs to one model: in the panel it would load with every one."""
+    own = [n for n, s in LOAD_SPECS.items() if s.group == "model"]
+    assert own == ["mmproj_path"] and all(LOAD_SPECS[n].per_model for n in own)
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    assert not set(own) & set(panel.load.fields)
 
 
 @pytest.mark.parametrize("name", [n for n, s in LOAD_SPECS.items() if s.per_model])

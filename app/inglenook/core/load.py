@@ -107,7 +107,10 @@ class LoadParams:
 # LoadParams' field default is the option's default.
 
 LoadKind = Literal["int", "bool", "choice", "path"]
-LoadGroup = Literal["load", "speed"]  # the panel's part: loading, or speed (speed_options.py)
+# The panel's part: loading, or speed (speed_options.py); "model": never the panel, only one
+# model's defaults (Defaults for this model…) and the command line, for what belongs to one
+# model file (its vision projector: another model's would be refused).
+LoadGroup = Literal["load", "speed", "model"]
 
 
 
@@ -262,7 +265,8 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
     LoadSpec("mmproj_path", "Vision projector", 0, 0, 0, 0,
              "The mmproj .gguf that lets this model read images (a vision model's second "
              "file). Its embedding size must be the model's.", flag="--mmproj", kind="path",
-             help="an mmproj .gguf that lets the model read images", per_model=True),
+             help="an mmproj .gguf that lets the model read images", per_model=True,
+             group="model"),
 )}
 
 
