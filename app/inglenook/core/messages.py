@@ -99,6 +99,12 @@ class GenerationRequest:
     # engine/kv_reuse.py). WINDOW: the window's chats and the CLI; the API server names each
     # token's principal, and one for clients without a token.
     principal: str = ""
+    # The reply's shape, enforced by a grammar while sampling (never by hope): "" free text,
+    # JSON_OBJECT any JSON object, else a JSON Schema (its JSON text) the reply must match.
+    reply_format: str = ""
+
+
+JSON_OBJECT = "json"  # GenerationRequest.reply_format: any JSON object
 
 
 def build_messages(system_prompt: str, turns: list[Message]) -> tuple[Message, ...]:

@@ -60,6 +60,7 @@ class Ask:
     tools: tuple[dict[str, Any], ...] = ()
     enable_thinking: bool | None = None
     reasoning_effort: str = ""
+    reply_format: str = ""  # GenerationRequest.reply_format
 
 
 class Reply:
@@ -176,7 +177,8 @@ class EngineLink:
                                         overflow="stop", tools=ask.tools,
                                         enable_thinking=ask.enable_thinking,
                                         reasoning_effort=ask.reasoning_effort,
-                                        principal=ask.principal)
+                                        principal=ask.principal,
+                                        reply_format=ask.reply_format)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,
                       dropped=functools.partial(self._end, reply, choice,

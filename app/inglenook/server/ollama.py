@@ -18,14 +18,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.core.messages import Message, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, Message, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, obj, only_known, text
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
 from inglenook.server.responses import Format
-from inglenook.server.schemas import ApiCall, keep_alive, sampling
+from inglenook.server.schemas import ApiCall, keep_alive, sampling, schema_text
 from inglenook.server.tool_specs import name_of_call, openai_tools
 from inglenook.tools.parsing import CallParsed, TextDelta
 
@@ -38,9 +38,11 @@ GENERATE_FIELDS = _COMMON | {"prompt", "system"}
 
 
 def _base(body: dict[str, Any]) -> dict[str, Any]:
-    if body.get("format") not in (None, ""):
-        raise ApiError(400, "'format' (JSON output) needs grammar-constrained sampling, which "
-                       "this server does not do yet.", param="format")
+    fmt = body.get("format")
+    if fmt not in (None, "", "json") and not isinstance(fmt, dict):
+        raise ApiError(400, "'format' must be \"json\" or a JSON schema.", param="format")
+    reply_format = (JSON_OBJECT if fmt == "json" else
+                    schema_text(fmt, "format") if isinstance(fmt, dict) else "")
     options = obj(body.get("options") or {}, "options")
     only_known(options, _OPTIONS, "options")
     think = body.get("think")
@@ -50,7 +52,7 @@ def _base(body: dict[str, Any]) -> dict[str, Any]:
                                  "max_tokens", -1),
             "stream": boolean(body, "stream", default=True), "model": text(body, "model", 256),
             "keep_alive": keep_alive(body.get("keep_alive")), "enable_thinking": think,
-            "thinking_field": "think"}
+            "thinking_field": "think", "reply_format": reply_format}
 
 
 def parse_chat(data: Any) -> ApiCall:

@@ -61,7 +61,8 @@ class Serving:
                                conversation=f"user:{call.user}" if call.user else "",
                                group=group, n=call.n, keep_alive=call.keep_alive,
                                tools=call.tools, enable_thinking=call.enable_thinking,
-                               reasoning_effort=call.reasoning_effort))
+                               reasoning_effort=call.reasoning_effort,
+                               reply_format=call.reply_format))
         return ReplyResponse(link, reply, call, fmt(model), self.board, group)
 
     def _check_effort(self, call: ApiCall, group: str) -> None:

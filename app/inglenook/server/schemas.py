@@ -8,12 +8,13 @@ Omitted sampling values take OpenAI's defaults (API_SAMPLING), not the window's.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from inglenook.core.messages import Message, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, Message, ToolCallTurn
 from inglenook.core.sampling import MAX_STOP_LENGTH, MAX_STOP_STRINGS, SPECS, SamplingParams
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import (
@@ -76,6 +77,7 @@ class ApiCall:
     enable_thinking: bool | None = None  # None: the template's default
     reasoning_effort: str = ""
     thinking_field: str = "reasoning_effort"  # the field enable_thinking came from (errors)
+    reply_format: str = ""  # GenerationRequest.reply_format: "", JSON_OBJECT or a JSON schema
 
 
 def parse_chat(data: Any) -> ApiCall:
@@ -83,10 +85,7 @@ def parse_chat(data: Any) -> ApiCall:
     only_known(body, CHAT_FIELDS)
     messages = _messages(body.get("messages"))
     max_tokens = _first_present(body, "max_completion_tokens", "max_tokens")
-    response_format = body.get("response_format")
-    if response_format is not None and response_format != {"type": "text"}:
-        raise ApiError(400, "Only {\"type\": \"text\"} responses are supported.",
-                       param="response_format")
+    reply_format = openai_reply_format(body.get("response_format"))
     if body.get("modalities") not in (None, ["text"]):
         raise ApiError(400, "Only text replies are supported.", param="modalities")
     tools = openai_tool_choice(body.get("tool_choice"), openai_tools(body.get("tools")))
@@ -100,6 +99,7 @@ def parse_chat(data: Any) -> ApiCall:
         thinking, effort, field = False, "", "reasoning_effort"
     call = _call(body, messages, max_tokens, default_max=-1)
     return ApiCall(**{**call.__dict__, "tools": tools, "reasoning_effort": effort,
+                      "reply_format": reply_format,
                       "parallel_tool_calls": boolean(body, "parallel_tool_calls", default=True),
                       "enable_thinking": thinking, "thinking_field": field})
 
@@ -123,6 +123,36 @@ def parse_completion(data: Any) -> ApiCall:
         raise ApiError(400, "'best_of' must be 1.", param="best_of")
     return _call(body, (Message("user", prompt),), "max_tokens",
                  default_max=COMPLETION_MAX_TOKENS)
+
+
+def openai_reply_format(raw: Any) -> str:
+    """OpenAI's `response_format` as a GenerationRequest.reply_format: text, any JSON object,
+    or a JSON schema, enforced by a grammar while sampling (`strict` or not)."""
+    if raw is None:
+        return ""
+    fmt = obj(raw, "response_format")
+    kind = fmt.get("type")
+    if kind == "text":
+        only_known(fmt, {"type"}, "response_format")
+        return ""
+    if kind == "json_object":
+        only_known(fmt, {"type"}, "response_format")
+        return JSON_OBJECT
+    if kind == "json_schema":
+        only_known(fmt, {"type", "json_schema"}, "response_format")
+        spec = obj(fmt.get("json_schema"), "response_format.json_schema")
+        only_known(spec, {"name", "schema", "strict", "description"},
+                   "response_format.json_schema")
+        return schema_text(spec.get("schema", {}), "response_format.json_schema.schema")
+    raise ApiError(400, "'response_format.type' must be \"text\", \"json_object\" or "
+                   "\"json_schema\".", param="response_format.type")
+
+
+def schema_text(schema: Any, param: str) -> str:
+    """A JSON schema as the text the engine turns into a grammar."""
+    if not isinstance(schema, dict):
+        raise ApiError(400, f"'{param}' must be a JSON schema (an object).", param=param)
+    return json.dumps(schema) if schema else JSON_OBJECT
 
 
 def _template_kwargs(raw: Any) -> bool | None:

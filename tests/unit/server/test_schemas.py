@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -83,12 +84,25 @@ def test_seeds_of_any_size_fit_llama_cpp() -> None:
     ({"stop": ["x"] * 33}, "stop"),
     ({"n": 9}, "n"), ({"n": 0}, "n"), ({"keep_alive": "soon"}, "keep_alive"),
     ({"logprobs": True}, "logprobs"),
-    ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"response_format": {"type": "xml"}}, "response_format.type"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"schema": []}}},
+     "response_format.json_schema.schema"),
+    ({"response_format": {"type": "json_object", "x": 1}}, "response_format.x"),
     ({"user": ["me"]}, "user"),
     ({"model": 3}, "model"),
 ])
 def test_bad_parameters_are_refused_by_name(fields: dict[str, Any], param: str) -> None:
     assert refused(chat(**fields)).param == param
+
+
+def test_response_format_becomes_the_replys_format() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert parse_chat(chat()).reply_format == ""
+    assert parse_chat(chat(response_format={"type": "text"})).reply_format == ""
+    assert parse_chat(chat(response_format={"type": "json_object"})).reply_format == "json"
+    call = parse_chat(chat(response_format={"type": "json_schema", "json_schema": {
+        "name": "n", "strict": True, "schema": schema}}))
+    assert json.loads(call.reply_format) == schema
 
 
 @pytest.mark.parametrize(("messages", "param"), [

@@ -30,6 +30,7 @@ import llama_cpp
 import numpy as np
 
 from inglenook.core.sampling import SamplingParams
+from inglenook.engine.host.grammar import GrammarError
 from inglenook.engine.kv_reuse import KvMemory
 from inglenook.engine.kv_states import count
 
@@ -339,11 +340,18 @@ class Sampler:
     then greedy (temperature 0), or Mirostat, or top-k, typical, top-p, min-p, temperature and
     a seeded draw. Prompt tokens are not fed to the penalties, as there."""
 
-    def __init__(self, model: Model, sp: SamplingParams, seed: int) -> None:
+    def __init__(self, model: Model, sp: SamplingParams, seed: int, grammar: str = "") -> None:
         self.ptr = llama_cpp.llama_sampler_chain_init(
             llama_cpp.llama_sampler_chain_default_params())
         self.greedy = sp.temperature == 0.0
         add = self._add
+        if grammar:  # first: the others choose among the tokens it allows
+            constrained = llama_cpp.llama_sampler_init_grammar(
+                model.vocab, grammar.encode(), b"root")
+            if not constrained:
+                self.close()
+                raise GrammarError("llama.cpp could not read the reply's grammar.")
+            add(constrained)
         # With the arguments llama-cpp-python gives it (its binding's signature), so that the
         # penalties work exactly as there.
         add(llama_cpp.llama_sampler_init_penalties(

@@ -32,6 +32,7 @@ from inglenook.core.replies import Finish
 from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.batch import BatchLoop
+from inglenook.engine.host.grammar import GrammarError, grammar_for
 from inglenook.engine.host.jobs import run_quantize, run_tune
 from inglenook.engine.host.llama import (
     Sampler,
@@ -58,6 +59,7 @@ class _Waiting:
     fit: Fit
     received: float
     images: tuple[ImageRef, ...] = ()  # the prompt's images, in order
+    grammar: str = ""  # the reply's format as GBNF ("" free text)
 
 
 class EngineHost:
@@ -213,12 +215,13 @@ class EngineHost:
             self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
             return
         try:
+            grammar = grammar_for(request.reply_format)
             prompt, tokens, fit = self._fit(self.loaded, request)
             failure = None if tokens else Finish(
                 "error", "The chat template produced an empty prompt.")
         except ContextOverflow as exc:
             failure = Finish("error", str(exc), context_full=True)
-        except (TemplateError, ImageError) as exc:
+        except (TemplateError, ImageError, GrammarError) as exc:
             failure = Finish("error", str(exc))
         except Exception as exc:  # the reply fails; the host and the model stay up
             failure = Finish("error", f"The engine failed: {exc}")
@@ -226,7 +229,7 @@ class EngineHost:
             self.send(p.Started(rid))
             self.send(p.Finished(rid, failure))
             return
-        self.waiting.append(_Waiting(request, tokens, fit, received, prompt.images))
+        self.waiting.append(_Waiting(request, tokens, fit, received, prompt.images, grammar))
 
     def _admit(self) -> None:
         """Waiting replies into free slots, in the order they came."""
@@ -245,7 +248,8 @@ class EngineHost:
             except Exception as exc:  # the reply fails; the host and the model stay up
                 rid = waiting.request.request_id
                 self.send(p.Started(rid))
-                self.send(p.Finished(rid, Finish("error", f"The engine failed: {exc}")))
+                self.send(p.Finished(rid, Finish("error", str(exc) if isinstance(
+                    exc, GrammarError) else f"The engine failed: {exc}")))
 
     def _reading_alike(self, waiting: _Waiting) -> bool:
         """Whether a sequence of the same principal is reading a prompt that starts as this
@@ -264,20 +268,21 @@ class EngineHost:
     def _sequence(self, loaded: LoadedModel, waiting: _Waiting, busy: set[int]) -> Sequence:
         request, tokens, fit = waiting.request, waiting.tokens, waiting.fit
         sp = request.sampling
+        seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
+        sampler = Sampler(loaded.model, sp, seed, waiting.grammar)  # first: it may refuse
         key = scoped(request.principal, request.conversation)
         slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
         assert principal_of(reuse.key) == request.principal
         boundary = loaded.tokenizer.system_prefix(request.messages, tokens)
         keep_at = boundary if loaded.slots.wants_prefix(slot, tokens, boundary,
                                                          reuse.cached) else 0
-        seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
         guesser = None
         # No guesses with images: a guess copied from the prompt could be an image position.
         if loaded.proposer is not None and not waiting.images:
             guesser = Guesser(loaded.proposer, DraftLength(loaded.most), Tally())
         self.send(p.Started(request.request_id))
         seq = Sequence(request, tokens, fit, waiting.received, slot, loaded.memories[slot],
-                       reuse, keep_at, Sampler(loaded.model, sp, seed), seed, loaded.tokenizer,
+                       reuse, keep_at, sampler, seed, loaded.tokenizer,
                        loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
         if waiting.images and loaded.vision is not None:
             vision = loaded.vision
