@@ -60,7 +60,7 @@ def test_the_budget_is_a_quarter_of_the_context_up_to_a_cap() -> None:
 def test_passages_go_before_the_last_question_with_their_sources(db: Path) -> None:
     turn = for_question(["Notes"], QUESTION, 2048, opener(db))
     assert turn is not None and not turn.notice and 0 < turn.tokens <= 512
-    assert [(s.path, s.location) for s in turn.sources][0] == ("/n/owl.md", "line 3")
+    assert (turn.sources[0].path, turn.sources[0].location) == ("/n/owl.md", "line 3")
     messages = (Message("system", "Be brief."), Message("user", "Hi"),
                 Message("assistant", "Hello"), Message("user", QUESTION))
     assert question_of(messages) == QUESTION
