@@ -4,6 +4,7 @@ sources, and an index that cannot be read is said on the banner while the reply 
 
 from __future__ import annotations
 
+from PySide6.QtWidgets import QDoubleSpinBox
 from pytestqt.qtbot import QtBot
 
 from inglenook import paths
@@ -48,3 +49,13 @@ def test_an_unreadable_index_is_said_and_the_reply_goes_on(
     chat(qtbot, window, "Where does the barn owl nest?")
     assert window.chats.session.path[-1].content == "Echo: Where does the barn owl nest?"
     assert window.banner.isVisible() and "could not be read" in window.banner.text()
+
+
+def test_editing_the_sampling_keeps_the_chats_collections(
+        qtbot: QtBot, window: MainWindow) -> None:
+    use_notes(window)
+    spin = window.panel.findChild(QDoubleSpinBox, "temperature_spin")
+    assert spin is not None
+    spin.setValue(1.3)
+    qtbot.waitUntil(lambda: window.chats.session.settings.sampling.temperature == 1.3)
+    assert window.chats.session.settings.knowledge == ("Notes",)
