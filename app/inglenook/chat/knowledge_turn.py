@@ -112,6 +112,19 @@ def for_question(collections: Sequence[str], question: str, n_ctx: int,
     return KnowledgeTurn(names, got.text, got.sources, got.tokens)
 
 
+def for_reply(collections: Sequence[str], messages: Sequence[Message], n_ctx: int,
+              open_index: OpenIndex = default_index, replaced: KnowledgeTurn | None = None
+              ) -> KnowledgeTurn | None:
+    """The passages for a reply to the last question of messages. Regenerating a reply
+    (`replaced`: what the reply it replaces was given) gives the new one the same passages
+    while the chat uses the same collections, so the two differ by sampling alone; a notice
+    or other collections search again."""
+    if replaced is not None and replaced.collections == tuple(collections) and \
+            not replaced.notice and collections:
+        return replaced
+    return for_question(collections, question_of(messages), n_ctx, open_index)
+
+
 def question_of(messages: Sequence[Message]) -> str:
     """The user's last message (what is searched for); "" when there is none."""
     return next((m.content for m in reversed(messages) if m.role == "user"), "")
@@ -131,6 +144,16 @@ def with_passages(messages: Sequence[Message], turn: KnowledgeTurn | None
 def recorded(provenance: Provenance) -> KnowledgeTurn | None:
     """What a saved reply was given (its chips, its notice, the inspector's replay)."""
     return KnowledgeTurn.from_dict(provenance.extra.get(KEY))
+
+
+def describe(turn: KnowledgeTurn) -> list[tuple[str, str]]:
+    """Readable rows for the Details view: (label, value)."""
+    if turn.notice:
+        return [("Knowledge", turn.notice)]
+    if not turn.sources:
+        return [("Knowledge", f"nothing found in {', '.join(turn.collections)}")]
+    return [("Knowledge", f"≈{turn.tokens:,} tokens from {', '.join(turn.collections)}"),
+            *((f"Source [{s.number}]", f"{s.path}, {s.location}") for s in turn.sources)]
 
 
 def recording(provenance: Provenance, turn: KnowledgeTurn | None) -> Provenance:

@@ -337,8 +337,10 @@ class ChatSession:
             return None
         s = self.settings
         messages = build_messages(s.system_prompt, turns)
-        knowledge = knowledge_turn.for_question(
-            s.knowledge, knowledge_turn.question_of(messages), options.n_ctx, options.open_index)
+        replaced = self.path[-1] if kept < len(outline) and not continuing else None
+        knowledge = knowledge_turn.for_reply(
+            s.knowledge, messages, options.n_ctx, options.open_index,
+            knowledge_turn.recorded(replaced.provenance) if replaced is not None else None)
         request = GenerationRequest(
             request_id, knowledge_turn.with_passages(messages, knowledge), s.sampling,
             conversation=self.owner, overflow=s.overflow,

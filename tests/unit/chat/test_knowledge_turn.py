@@ -16,6 +16,7 @@ from inglenook.chat.knowledge_turn import (
     KnowledgeTurn,
     OpenIndex,
     budget,
+    describe,
     for_question,
     question_of,
     recorded,
@@ -109,3 +110,14 @@ def test_a_chats_collections_are_kept_with_its_settings() -> None:
     assert ChatSettings.stored(None, data, [], ChatSettings()).knowledge == ("Notes", "Papers")
     assert "knowledge" not in ChatSettings().to_dict()
     assert ChatSettings.stored(None, {"knowledge": "Notes"}, [], ChatSettings()).knowledge == ()
+
+
+def test_details_name_the_sources_or_the_notice(db: Path) -> None:
+    turn = for_question(["Notes"], QUESTION, 2048, opener(db))
+    assert turn is not None
+    rows = describe(turn)
+    assert rows[0][0] == "Knowledge" and rows[0][1].endswith("tokens from Notes")
+    assert rows[1] == ("Source [1]", "/n/owl.md, line 3")
+    assert describe(KnowledgeTurn(("Notes",), "", notice="Answered without…")) == \
+        [("Knowledge", "Answered without…")]
+    assert describe(KnowledgeTurn(("Notes",), "")) == [("Knowledge", "nothing found in Notes")]

@@ -88,3 +88,26 @@ def test_a_chat_without_collections_never_opens_the_index(store: Store) -> None:
     assert not paths.knowledge_database_file().exists()
     reply(session)
     assert recorded(session.path[-1].provenance) is None
+
+
+def test_regenerating_gives_the_same_passages_until_the_collections_change(
+        store: Store) -> None:
+    index_notes()
+    session = ChatSession(store, ChatSettings(knowledge=("Notes",)))
+    session.add_user(QUESTION)
+    first = session.begin_reply(1, ReplyOptions(n_ctx=2048))
+    reply(session)
+    index = SqliteFtsIndex()  # the document changes after the first reply
+    index.add_document("Notes", Document("/n/owl.md", 2, 2, "b", "markdown"),
+                       [Chunk("The barn owl moved to the church tower.", 1, 1)])
+    index.create_collection("Birds", ["/b"])
+    index.add_document("Birds", Document("/b/owl.md", 1, 1, "c", "markdown"),
+                       [Chunk("A barn owl nests in hollow trees.", 9, 9)])
+    index.close()
+    again = session.begin_reply(2, ReplyOptions(n_ctx=2048))
+    assert first is not None and again is not None and again.messages == first.messages
+    reply(session)
+    session.set_settings(session.settings.replace(knowledge=("Birds",)))
+    other = session.begin_reply(3, ReplyOptions(n_ctx=2048))
+    assert other is not None and "hollow trees" in other.messages[-1].content
+    assert OWL not in other.messages[-1].content
