@@ -48,7 +48,7 @@ def test_an_unreadable_index_is_said_and_the_reply_goes_on(
     use_notes(window)
     chat(qtbot, window, "Where does the barn owl nest?")
     assert window.chats.session.path[-1].content == "Echo: Where does the barn owl nest?"
-    assert window.banner.isVisible() and "could not be read" in window.banner.text()
+    assert window.banner.isVisible() and "cannot be opened" in window.banner.text()
 
 
 def test_editing_the_sampling_keeps_the_chats_collections(

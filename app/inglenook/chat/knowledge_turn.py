@@ -107,8 +107,8 @@ def for_question(collections: Sequence[str], question: str, n_ctx: int,
         with open_index() as index:
             got = retrieve(index, names, question, budget(n_ctx))
     except (KnowledgeError, sqlite3.Error, OSError) as exc:
-        return KnowledgeTurn(names, "", notice=f"Answered without your documents: the "
-                                               f"knowledge index could not be read ({exc}).")
+        # The index's own words say what went wrong (cannot be opened, no such collection).
+        return KnowledgeTurn(names, "", notice=f"Answered without your documents: {exc}")
     return KnowledgeTurn(names, got.text, got.sources, got.tokens)
 
 

@@ -88,8 +88,8 @@ def test_an_unreadable_index_gives_a_notice_and_no_passages(tmp_path: Path) -> N
     broken.write_bytes(b"not a database " * 100)
     turn = for_question(["Notes"], QUESTION, 2048, opener(broken))
     assert turn is not None and turn.text == "" and turn.sources == ()
-    assert turn.notice.startswith("Answered without your documents: the knowledge index")
-    assert str(broken) in turn.notice
+    assert turn.notice.startswith("Answered without your documents: The knowledge index")
+    assert str(broken) in turn.notice and "cannot be opened" in turn.notice
     assert recorded(recording(Provenance(), turn)) == turn  # the notice is kept with the reply
 
 
@@ -121,3 +121,9 @@ def test_details_name_the_sources_or_the_notice(db: Path) -> None:
     assert describe(KnowledgeTurn(("Notes",), "", notice="Answered without…")) == \
         [("Knowledge", "Answered without…")]
     assert describe(KnowledgeTurn(("Notes",), "")) == [("Knowledge", "nothing found in Notes")]
+
+
+def test_a_collection_removed_since_is_said_too(db: Path) -> None:
+    turn = for_question(["Notes", "Gone"], QUESTION, 2048, opener(db))
+    assert turn is not None and turn.sources == ()
+    assert turn.notice == "Answered without your documents: There is no collection named 'Gone'."

@@ -74,10 +74,10 @@ def test_an_unreadable_index_lets_the_reply_go_on_and_says_so(store: Store) -> N
     request = session.begin_reply(1, ReplyOptions(n_ctx=2048))
     assert request is not None and request.messages[-1].content == QUESTION
     assert session.reply is not None and session.reply.knowledge is not None
-    assert "could not be read" in session.reply.knowledge.notice
+    assert "cannot be opened" in session.reply.knowledge.notice
     reply(session, "I cannot see your notes.")
     given = recorded(session.path[-1].provenance)
-    assert given is not None and "could not be read" in given.notice
+    assert given is not None and "cannot be opened" in given.notice
 
 
 def test_a_chat_without_collections_never_opens_the_index(store: Store) -> None:
