@@ -21,7 +21,8 @@ class ChatSettings:
     """What one chat is answered with. `preset` names the preset the values came from; None
     once the user edited them by hand (shown as "Custom"). `thinking` and `reasoning_effort`
     are sent to templates that read them (None, "": the template's own default); `tools`
-    says which tool servers the chat uses and which tools run without asking."""
+    says which tool servers the chat uses and which tools run without asking; `knowledge`
+    names the collections its replies search (chat/knowledge_turn.py)."""
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -30,6 +31,7 @@ class ChatSettings:
     thinking: bool | None = None
     reasoning_effort: str = ""
     tools: ChatToolPolicy = field(default_factory=ChatToolPolicy)
+    knowledge: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> ChatSettings:
         return dataclasses.replace(self, **changes)
@@ -44,6 +46,8 @@ class ChatSettings:
             data["reasoning_effort"] = self.reasoning_effort
         if self.tools != ChatToolPolicy():
             data["tools"] = self.tools.to_json()
+        if self.knowledge:
+            data["knowledge"] = list(self.knowledge)
         return data
 
     @classmethod
@@ -60,13 +64,16 @@ class ChatSettings:
             sampling = values.get("sampling")
             overflow = values.get("overflow")
             thinking, effort = values.get("thinking"), values.get("reasoning_effort")
+            knowledge = values.get("knowledge")
             return cls(prompt if isinstance(prompt, str) else fallback.system_prompt,
                        SamplingParams.from_dict(sampling) if isinstance(sampling, dict)
                        else fallback.sampling, preset,
                        overflow if overflow in OVERFLOW_POLICIES else fallback.overflow,
                        thinking if isinstance(thinking, bool) else None,
                        effort if effort in EFFORTS else "",
-                       ChatToolPolicy.from_json(values.get("tools")))
+                       ChatToolPolicy.from_json(values.get("tools")),
+                       tuple(k for k in knowledge if isinstance(k, str))
+                       if isinstance(knowledge, list) else ())
         named = next((p for p in presets if preset and p.name.casefold() == preset.casefold()),
                      None)
         if named is None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from inglenook.chat import tool_round
+from inglenook.chat import knowledge_turn, tool_round
 from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
 from inglenook.chat.chat_settings import ChatSettings as ChatSettings
 from inglenook.chat.history import sent_turns, turn_rows
@@ -76,6 +76,7 @@ class ReplyOptions:
     tool_format: str = ""
     catalog: ToolCatalog | None = None
     n_ctx: int = 0  # the model's context: a long chat sends only what could fit (0: all)
+    open_index: knowledge_turn.OpenIndex = knowledge_turn.default_index  # searched, if used
 
     @property
     def offers_tools(self) -> bool:
@@ -96,6 +97,7 @@ class Reply:
     history_reasoning: str = ""  # Provenance.history_reasoning
     catalog: ToolCatalog | None = None
     left_behind: tuple[int, int] = (0, 0)  # (at, messages) not sent at all: see _history
+    knowledge: knowledge_turn.KnowledgeTurn | None = None  # passages given, or why none
 
     @property
     def request_id(self) -> int:
@@ -242,7 +244,9 @@ class ChatSession:
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
         turns, _ = sent_turns(self.path, self.settings, index,
                               prov.history_reasoning == "sent", n_ctx)
-        return GenerationRequest(request_id, build_messages(system, turns),
+        messages = knowledge_turn.with_passages(build_messages(system, turns),
+                                                knowledge_turn.recorded(prov))  # as given
+        return GenerationRequest(request_id, messages,
                                  prov.sampling or self.settings.sampling,
                                  overflow=self.settings.overflow,
                                  enable_thinking=prov.enable_thinking,
@@ -332,8 +336,13 @@ class ChatSession:
         if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
             return None
         s = self.settings
+        messages = build_messages(s.system_prompt, turns)
+        replaced = self.path[-1] if kept < len(outline) and not continuing else None
+        knowledge = knowledge_turn.for_reply(
+            s.knowledge, messages, options.n_ctx, options.open_index,
+            knowledge_turn.recorded(replaced.provenance) if replaced is not None else None)
         request = GenerationRequest(
-            request_id, build_messages(s.system_prompt, turns), s.sampling,
+            request_id, knowledge_turn.with_passages(messages, knowledge), s.sampling,
             conversation=self.owner, overflow=s.overflow,
             tools=tuple(options.catalog.template_tools()) if options.offers_tools
             and options.catalog is not None else (),
@@ -348,7 +357,8 @@ class ChatSession:
                            options.catalog if options.offers_tools else None, self.wall_clock)
         self.reply = Reply(request, message_id, parts, catalog=options.catalog,
                            history_reasoning="" if not reasoned else "sent"
-                           if traits.reads_reasoning else "left out", left_behind=behind)
+                           if traits.reads_reasoning else "left out", left_behind=behind,
+                           knowledge=knowledge)
         self.tool_round = None
         self._saved, self._saved_at = ("", "", 0), self._clock()
         self.reload(kept)
@@ -403,6 +413,7 @@ class ChatSession:
             reasoning_started_at=parts.reasoning_started_at,
             reasoning_ended_at=parts.reasoning_ended_at,
             history_reasoning=reply.history_reasoning)
+        provenance = knowledge_turn.recording(provenance, reply.knowledge)
         tools = ToolRound.after_reply(reply.message_id, parts.cards, finish.reason == "stop",
                                       reply.catalog) if parts.cards else None
         try:

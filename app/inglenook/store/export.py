@@ -165,6 +165,9 @@ def export_markdown(conn: sqlite3.Connection, conv_id: int) -> str:
             parts.append(message.content.rstrip() + "\n")
         if message.tool_cards:
             parts.append("\n".join(_card_line(c) for c in message.tool_cards) + "\n")
+        sources = _sources_line(message.provenance.extra)
+        if message.role == "assistant" and sources:
+            parts.append(sources + "\n")
         note = _status_note(message.status, message.provenance.finish)
         if message.role == "assistant" and note:
             parts.append(f"*({note})*\n")
@@ -184,6 +187,17 @@ def _card_line(card: ToolCard) -> str:
     args = ", ".join(f"{k}={v!r}" for k, v in card.call.arguments.items())
     outcome = card.result.status if card.result else "not run"
     return f"*Tool call: `{card.call.name}({args})` → {outcome}*"
+
+
+def _sources_line(extra: dict) -> str:
+    """The passages a reply was given from the user's documents, as chat/knowledge_turn.py
+    records them in its provenance ({"knowledge": {"sources": [{number, path, location}]}});
+    read as plain data here, below the chat package."""
+    record = extra.get("knowledge")
+    sources = record.get("sources") if isinstance(record, dict) else None
+    names = [f"[{s.get('number')}] {s.get('path')}, {s.get('location')}"
+             for s in (sources if isinstance(sources, list) else []) if isinstance(s, dict)]
+    return f"*Sources: {'; '.join(names)}*" if names else ""
 
 
 def _status_note(status: str, finish: str | None) -> str:

@@ -261,3 +261,17 @@ def test_export_some_names_the_presets_its_chats_use(store: Store) -> None:
     assert [p["name"] for p in archive["presets"]] == ["Mine"]
     with pytest.raises(KeyError):
         store.export_some([first, 999])
+
+
+def test_markdown_export_names_the_sources_a_reply_was_given(store: Store) -> None:
+    conv, (question,) = chat(store, "Owls", "Where does the barn owl nest?")
+    given = {"knowledge": {"collections": ["Notes"], "text": "…", "tokens": 30, "sources": [
+        {"number": 1, "collection": "Notes", "path": "/n/owl.md", "location": "line 3",
+         "chunk_id": 4},
+        {"number": 2, "collection": "Notes", "path": "/n/mill.pdf",
+         "location": "page 2, lines 1–4", "chunk_id": 9}]}}
+    store.add_message(conv, "assistant", "In the old mill [1].", question, provenance=given)
+    assert store.export_markdown(conv).endswith(
+        "In the old mill [1].\n\n"
+        "*Sources: [1] /n/owl.md, line 3; [2] /n/mill.pdf, page 2, lines 1–4*\n")
+    assert store.export_json(conv)["messages"][-1]["provenance"] == given

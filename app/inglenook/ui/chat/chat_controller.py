@@ -243,6 +243,8 @@ class ChatController(QObject):
             return
         if request is None:
             return
+        if session.reply is not None and session.reply.knowledge and session.reply.knowledge.notice:
+            self.banner.show_message(session.reply.knowledge.notice)  # goes on without them
         self.last_request = request
         self.sessions.keep(session)
         if session is self.session:

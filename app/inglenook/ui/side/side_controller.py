@@ -116,10 +116,11 @@ class SideController(QObject):
         self._use(values)
 
     def _use(self, values: ChatSettings) -> None:
-        if self.session is not None:  # a preset or an edit leaves the switches and tools
+        if self.session is not None:  # a preset or an edit leaves switches, tools, knowledge
             chat = self.session.settings
             values = values.replace(thinking=chat.thinking, tools=chat.tools,
-                                    reasoning_effort=chat.reasoning_effort)
+                                    reasoning_effort=chat.reasoning_effort,
+                                    knowledge=chat.knowledge)
         self._change(sampling=values.sampling, system_prompt=values.system_prompt,
                      overflow=values.overflow)
         if self.session is not None:

@@ -1,0 +1,61 @@
+"""A chat that uses a collection, in the real window on the fake engine host: the engine's
+request holds the passage (the fake echoes the question it was sent), the reply records its
+sources, and an index that cannot be read is said on the banner while the reply goes on."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDoubleSpinBox
+from pytestqt.qtbot import QtBot
+
+from inglenook import paths
+from inglenook.chat.knowledge_turn import recorded
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.knowledge.index import Chunk, Document
+from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import chat
+
+OWL = "The barn owl nests in the old mill."
+
+
+def use_notes(window: MainWindow) -> None:
+    session = window.chats.session
+    session.set_settings(session.settings.replace(knowledge=("Notes",)))
+
+
+def test_the_engine_is_sent_the_passage_and_the_reply_names_its_source(
+        qtbot: QtBot, window: MainWindow) -> None:
+    index = SqliteFtsIndex()
+    index.create_collection("Notes", ["/n"])
+    index.add_document("Notes", Document("/n/owl.md", 1, 1, "a", "markdown"),
+                       [Chunk(OWL, 3, 3)])
+    index.close()
+    use_notes(window)
+    chat(qtbot, window, "Where does the barn owl nest?")
+    reply = window.chats.session.path[-1]
+    assert reply.content.startswith("Echo: Excerpts from the user's documents")
+    assert f"[1] /n/owl.md, line 3\n```text\n{OWL}" in reply.content
+    given = recorded(reply.provenance)
+    assert given is not None and [(s.path, s.location) for s in given.sources] == \
+        [("/n/owl.md", "line 3")]
+    assert not window.banner.isVisible()
+
+
+def test_an_unreadable_index_is_said_and_the_reply_goes_on(
+        qtbot: QtBot, window: MainWindow) -> None:
+    broken = paths.knowledge_database_file()
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_bytes(b"not a database " * 100)
+    use_notes(window)
+    chat(qtbot, window, "Where does the barn owl nest?")
+    assert window.chats.session.path[-1].content == "Echo: Where does the barn owl nest?"
+    assert window.banner.isVisible() and "cannot be opened" in window.banner.text()
+
+
+def test_editing_the_sampling_keeps_the_chats_collections(
+        qtbot: QtBot, window: MainWindow) -> None:
+    use_notes(window)
+    spin = window.panel.findChild(QDoubleSpinBox, "temperature_spin")
+    assert spin is not None
+    spin.setValue(1.3)
+    qtbot.waitUntil(lambda: window.chats.session.settings.sampling.temperature == 1.3)
+    assert window.chats.session.settings.knowledge == ("Notes",)
