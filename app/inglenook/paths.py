@@ -66,6 +66,15 @@ def kv_state_dir() -> Path:
     return path
 
 
+def image_cache_dir() -> Path:
+    """Where images that API requests sent as data: URLs are written for the engine to read,
+    each named by its bytes' sha256 (the same image twice is one file): derived data, safe
+    to delete."""
+    path = cache_dir() / "images"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
 def models_dir() -> Path:
     """Where downloaded and imported GGUF files go."""
     path = data_dir() / "models"

@@ -114,6 +114,16 @@ def test_a_client_that_names_its_user_gets_its_kv_state_back_after_another_ran(
         assert cached >= firsts[user].usage.prompt_tokens
 
 
+def test_an_image_for_a_model_without_a_projector_is_a_400(served: Served) -> None:
+    pixel = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNgYGAAAAAEAAH2FzhVAAAA"
+             "AElFTkSuQmCC")  # a 1 × 1 PNG
+    body = {"model": "", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}}]}]}
+    response = request(served.port, "POST", "/v1/chat/completions", body)
+    assert response.status == 400
+    assert "cannot see images" in response.json()["error"]["message"]
+
+
 def test_a_prompt_longer_than_the_context_is_a_400(served: Served) -> None:
     response = request(served.port, "POST", "/v1/chat/completions",
                        chat_body("word " * 6000, stream=True))

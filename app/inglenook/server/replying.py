@@ -43,7 +43,9 @@ class Serving:
                     fmt: Callable[[str], Format]) -> ReplyResponse:
         """Parse the body into a call and start its reply; errors counted, then raised."""
         try:
-            call = parse(await self.body(request))
+            body = await self.body(request)
+            # In a thread: an image part is decoded and written while the parse checks it.
+            call = await asyncio.to_thread(parse, body)
             return self.start(request, call, fmt)
         except ApiError as exc:
             self.board.refused(exc.message)
@@ -56,6 +58,7 @@ class Serving:
         owner = owner_of(request, call.user, principal)
         group = link.resolve(call.model)
         self._check_effort(call, group)
+        self._check_vision(call, group)
         model = Path(group).stem if group else link.model_name or ""
         reply = link.start(Ask(call.messages, call.sampling, owner, principal,
                                conversation=f"user:{call.user}" if call.user else "",
@@ -64,6 +67,14 @@ class Serving:
                                reasoning_effort=call.reasoning_effort,
                                reply_format=call.reply_format))
         return ReplyResponse(link, reply, call, fmt(model), self.board, group)
+
+    def _check_vision(self, call: ApiCall, group: str) -> None:
+        """Images for a model loaded without a projector are a 400 before the reply starts (a
+        model loaded for this request: the engine refuses them as it reads the prompt)."""
+        info = self.link.model_info(group)
+        if info is not None and not info.vision and any(m.images for m in call.messages):
+            raise ApiError(400, "This model cannot see images: it was loaded without a vision "
+                           "projector (mmproj).", param="messages", code="model_cannot_see")
 
     def _check_effort(self, call: ApiCall, group: str) -> None:
         """A reasoning switch the model's template does not read is refused, not ignored

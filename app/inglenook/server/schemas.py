@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inglenook.core.messages import JSON_OBJECT, Message, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, ToolCallTurn
 from inglenook.core.sampling import MAX_STOP_LENGTH, MAX_STOP_STRINGS, SPECS, SamplingParams
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import (
@@ -25,6 +25,7 @@ from inglenook.server.fields import (
     parse_json,
     text,
 )
+from inglenook.server.images import image_part
 from inglenook.server.tool_specs import (
     name_of_call,
     openai_calls,
@@ -252,7 +253,7 @@ def _messages(raw: Any) -> tuple[Message, ...]:
         if role not in ROLES:
             raise ApiError(400, f"'{where}.role' must be one of {', '.join(ROLES)}.",
                            param=f"{where}.role")
-        content = _content(item.get("content"), role, where)
+        content, images = _content(item.get("content"), role, where)
         if role == "assistant":
             made = openai_calls(item.get("tool_calls"), where)
             calls += made
@@ -267,24 +268,30 @@ def _messages(raw: Any) -> tuple[Message, ...]:
                 if item.get(field) is not None:
                     raise ApiError(400, f"'{where}.{field}' is not supported for a {role} turn.",
                                    param=f"{where}.{field}")
-            messages.append(Message(role, content))
+            messages.append(Message(role, content, images=images))
     return tuple(messages)
 
 
-def _content(raw: Any, role: str, where: str) -> str:
+def _content(raw: Any, role: str, where: str) -> tuple[str, tuple[ImageRef, ...]]:
+    """A turn's text, and the images of its `image_url` parts (a user turn's only)."""
     if isinstance(raw, str):
-        return raw
+        return raw, ()
     if raw is None and role == "assistant":  # an assistant turn that only called tools
-        return ""
+        return "", ()
     if isinstance(raw, list):
-        parts = []
+        parts: list[str] = []
+        images: list[ImageRef] = []
         for j, part in enumerate(raw):
+            if isinstance(part, dict) and part.get("type") == "image_url" and role == "user":
+                images.append(image_part(part, f"{where}.content[{j}]"))
+                continue
             if not (isinstance(part, dict) and part.get("type") == "text"
                     and isinstance(part.get("text"), str)):
-                raise ApiError(400, f"'{where}.content[{j}]' must be a text part: only text "
-                               "is supported.", param=f"{where}.content")
+                shown = "text or image_url" if role == "user" else "text"
+                raise ApiError(400, f"'{where}.content[{j}]' must be a {shown} part "
+                               f"(a {role} turn).", param=f"{where}.content")
             parts.append(part["text"])
-        return "".join(parts)
+        return "".join(parts), tuple(images)
     raise ApiError(400, f"'{where}.content' must be text.", param=f"{where}.content")
 
 

@@ -115,7 +115,9 @@ def test_response_format_becomes_the_replys_format() -> None:
     ([{"content": "x"}], "messages[0].role"),
     ([{"role": "user", "content": None}], "messages[0].content"),
     ([{"role": "user", "content": 5}], "messages[0].content"),
-    ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+    ([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}],
+     "messages[0].content"),
+    ([{"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
      "messages[0].content"),
 ])
 def test_bad_messages_are_refused(messages: Any, param: str) -> None:

@@ -1,0 +1,91 @@
+"""OpenAI's `image_url` content parts: a data: URL's bytes, checked, become an ImageRef.
+
+The bytes are outside data: the base64 is decoded only when its length fits MAX_FILE_BYTES
+(the body limit caps it first), the image is decoded and checked with core/images.py's bounds
+before anything is written, and the file is named by its sha256 under paths.image_cache_dir(),
+as the CLI's --image gives the engine a file and its hash. A remote URL is refused: the app
+never reaches the network on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inglenook import paths
+from inglenook.core.images import MAX_FILE_BYTES, ImageRefused, decode_image
+from inglenook.core.messages import ImageRef
+from inglenook.server.errors import ApiError
+from inglenook.server.fields import only_known
+
+__all__ = ["image_part"]
+
+# data:[<media type>][;<parameter>]*;base64,<data>; only base64 (a percent-encoded image
+# would be a second decoder for nothing: clients all send base64).
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[\w.+-]+=[\w.+-]+)*);base64,", re.ASCII)
+_MAX_BASE64 = (MAX_FILE_BYTES + 2) // 3 * 4
+DETAILS = ("auto", "low", "high")  # the projector has one resolution: each is the same
+
+
+def image_part(part: dict[str, Any], where: str) -> ImageRef:
+    """`{"type": "image_url", "image_url": {"url": "data:image/png;base64,…"}}` as an ImageRef
+    to a checked file; a 400 naming `where` for anything else."""
+    only_known(part, {"type", "image_url"}, where)
+    inner = part.get("image_url")
+    if isinstance(inner, str):  # some clients send the URL itself
+        inner = {"url": inner}
+    if not isinstance(inner, dict):
+        raise ApiError(400, f"'{where}.image_url' must be an object with a 'url'.",
+                       param=f"{where}.image_url")
+    only_known(inner, {"url", "detail"}, f"{where}.image_url")
+    if inner.get("detail") not in (None, *DETAILS):
+        raise ApiError(400, f"'{where}.image_url.detail' must be one of {', '.join(DETAILS)}.",
+                       param=f"{where}.image_url.detail")
+    url = inner.get("url")
+    param = f"{where}.image_url.url"
+    if not isinstance(url, str):
+        raise ApiError(400, f"'{param}' must be a string.", param=param)
+    if url[:8].lower().startswith(("http://", "https://")):
+        raise ApiError(400, f"'{param}' is a remote URL: nothing is fetched from the network "
+                       "here; send the image as a data: URL (data:image/png;base64,…).",
+                       param=param, code="invalid_value")
+    found = _DATA_URL.match(url)
+    if found is None:
+        raise ApiError(400, f"'{param}' must be a base64 data: URL "
+                       "(data:image/png;base64,…).", param=param, code="invalid_value")
+    encoded = url[found.end():]
+    if len(encoded) > _MAX_BASE64:
+        raise ApiError(400, f"'{param}': images up to {MAX_FILE_BYTES:,} bytes are read.",
+                       param=param, code="invalid_value")
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, f"'{param}' is not valid base64.", param=param,
+                       code="invalid_value") from None
+    try:
+        image = decode_image(data, f"The image of '{where}'")
+    except ImageRefused as exc:
+        raise ApiError(400, str(exc), param=param, code="invalid_value") from None
+    return ImageRef(image.sha256, str(_store(data, image.sha256, image.format)))
+
+
+def _store(data: bytes, sha256: str, fmt: str) -> Path:
+    """The bytes under their hash; written once (to a temporary name, then renamed, so the
+    engine never reads half a file)."""
+    path = paths.image_cache_dir() / f"{sha256}.{fmt.lower()}"
+    if path.is_file() and path.stat().st_size == len(data):
+        return path
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
