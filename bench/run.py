@@ -16,6 +16,7 @@ All figures use the bundled model, greedy decoding and the same threads and sett
                           replies at once (raw llama_decode of N sequences, N API clients)
   two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
   template_*              bench/template_bench.py: a prompt rendered here vs in the child
+  grammar_*               bench/grammar_bench.py: a reply held to a JSON schema vs free
   knowledge_*             bench/knowledge_bench.py: indexing 1,000 files, search at 100,000
                           chunks, recall@5 of generated facts (BM25)
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
@@ -258,6 +259,9 @@ def main() -> int:
 
         log("Knowledge: 1,000 files indexed, search over 100,000 chunks, recall@5…")
         results.update(run_script("knowledge_bench.py", quick))
+
+        log("A reply in a JSON schema (a grammar) against the same reply free…")
+        results.update(run_script("grammar_bench.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))
