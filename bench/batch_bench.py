@@ -138,8 +138,10 @@ def clients_at_once(url: str, n: int, max_tokens: int, salt: int) -> dict[str, A
 
     def ask(i: int) -> None:
         with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=600) as api:
-            result = stream(api, f"{STORY} Name the keeper {TOPICS[(i + salt) % 12]}.",
-                            max_tokens)
+            # A tail no earlier request had: a lone client reads as much of its prompt anew
+            # as each of four does (a repeated prompt would be found whole in the cache).
+            result = stream(api, f"{STORY} Name the keeper {TOPICS[(i + salt) % 12]}, "
+                            f"number {salt * 8 + i}.", max_tokens)
         with lock:
             results.append(result)
 
