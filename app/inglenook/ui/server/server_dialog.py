@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -33,18 +34,19 @@ LOCAL = "127.0.0.1"
 ANYWHERE = "0.0.0.0"
 
 
-LOG_COLUMNS = ["Time", "From", "Request", "Model", "Tokens", "Took", "Status"]
+LOG_COLUMNS = ["Time", "Status", "Request", "Model", "Tokens", "Took", "From"]
 ROLE_AT = Qt.ItemDataRole.UserRole
 
 
 def log_row(r: RequestRecord) -> list[str]:
     """A request's row; text only (the route and model name come from outside)."""
-    tokens = (f"{r.prompt_tokens:,} in ({r.cached_tokens:,} cached), {r.generated_tokens:,} out"
+    cached = f" ({r.cached_tokens:,} cached)" if r.cached_tokens else ""
+    tokens = (f"{r.prompt_tokens:,} in{cached}, {r.generated_tokens:,} out"
               if r.prompt_tokens or r.generated_tokens else "")
     took = f"{r.seconds * 1000:.0f} ms" if r.seconds < 10 else f"{r.seconds:.1f} s"
     status = str(r.status) if r.status else "—"
-    return [time.strftime("%H:%M:%S", time.localtime(r.at)), r.client, f"{r.method} {r.route}",
-            r.model, tokens, took, f"{status} {r.outcome}".strip()]
+    return [time.strftime("%H:%M:%S", time.localtime(r.at)), f"{status} {r.outcome}".strip(),
+            f"{r.method} {r.route}", r.model, tokens, took, r.client]
 
 
 class ServerDialog(QDialog):
@@ -124,6 +126,7 @@ class ServerDialog(QDialog):
         self.log.setRootIsDecorated(False)
         self.log.setUniformRowHeights(True)
         self.log.setHeaderLabels(LOG_COLUMNS)
+        self.log.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.log.setMinimumHeight(140)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
@@ -139,7 +142,7 @@ class ServerDialog(QDialog):
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
-        self._height = fit_to_content(self, 720)
+        self._height = fit_to_content(self, 820)
 
     def load(self, settings: Settings) -> None:
         index = self.host.findData(settings.api_host)
@@ -194,5 +197,5 @@ class ServerDialog(QDialog):
             item = QTreeWidgetItem(log_row(r))
             item.setData(0, ROLE_AT, r.at)
             if r.outcome:
-                item.setToolTip(len(LOG_COLUMNS) - 1, plain_tip(r.outcome))
+                item.setToolTip(LOG_COLUMNS.index("Status"), plain_tip(r.outcome))
             self.log.addTopLevelItem(item)
