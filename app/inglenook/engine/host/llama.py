@@ -345,13 +345,14 @@ class Sampler:
             llama_cpp.llama_sampler_chain_default_params())
         self.greedy = sp.temperature == 0.0
         add = self._add
-        if grammar:  # first: the others choose among the tokens it allows
-            constrained = llama_cpp.llama_sampler_init_grammar(
+        self.grammar: Any = None
+        if grammar:
+            self.grammar = llama_cpp.llama_sampler_init_grammar(
                 model.vocab, grammar.encode(), b"root")
-            if not constrained:
+            if not self.grammar:
                 self.close()
                 raise GrammarError("llama.cpp could not read the reply's grammar.")
-            add(constrained)
+            self._candidates = _Candidates(model.n_vocab)
         # With the arguments llama-cpp-python gives it (its binding's signature), so that the
         # penalties work exactly as there.
         add(llama_cpp.llama_sampler_init_penalties(
@@ -378,13 +379,57 @@ class Sampler:
         llama_cpp.llama_sampler_chain_add(self.ptr, sampler)
 
     def sample(self, ctx: Context, index: int) -> int:
-        """The token at `index` of the last batch; the chain accepts it (penalties, Mirostat)."""
-        return int(llama_cpp.llama_sampler_sample(self.ptr, ctx.ptr, index))
+        """The token at `index` of the last batch; the chain accepts it (penalties, Mirostat).
+        With a grammar, as llama.cpp's server samples: the chain chooses freely and only its
+        choice is checked against the grammar (a whole-vocabulary check each step halved the
+        speed); only when the grammar refuses it is the vocabulary masked and chosen again."""
+        if self.grammar is None:
+            return int(llama_cpp.llama_sampler_sample(self.ptr, ctx.ptr, index))
+        logits = llama_cpp.llama_get_logits_ith(ctx.ptr, index)
+        token = self._candidates.choose(self.ptr, logits)
+        if not self._candidates.allowed(self.grammar, token):
+            token = self._candidates.choose(self.ptr, logits, first=self.grammar)
+        llama_cpp.llama_sampler_accept(self.grammar, token)
+        llama_cpp.llama_sampler_accept(self.ptr, token)
+        return token
 
     def close(self) -> None:
         if self.ptr is not None:
             llama_cpp.llama_sampler_free(self.ptr)
             self.ptr = None
+        if self.grammar is not None:
+            llama_cpp.llama_sampler_free(self.grammar)
+            self.grammar = None
+
+
+class _Candidates:
+    """A reusable llama_token_data_array over the whole vocabulary, filled from logits."""
+
+    def __init__(self, n_vocab: int) -> None:
+        self.n = n_vocab
+        self.data = (llama_cpp.llama_token_data * n_vocab)()
+        self.view = np.ctypeslib.as_array(self.data)  # fields id, logit, p
+        self.ids = np.arange(n_vocab, dtype=np.int32)
+        self.one = (llama_cpp.llama_token_data * 1)()
+
+    def choose(self, chain: Any, logits: Any, first: Any = None) -> int:
+        """What `chain` selects (nothing accepted), after `first` masked the candidates."""
+        self.view["id"] = self.ids
+        self.view["logit"] = np.ctypeslib.as_array(logits, shape=(self.n,))
+        self.view["p"] = 0.0
+        array = llama_cpp.llama_token_data_array(self.data, self.n, -1, False)
+        if first is not None:
+            llama_cpp.llama_sampler_apply(first, ctypes.byref(array))
+        llama_cpp.llama_sampler_apply(chain, ctypes.byref(array))
+        if not 0 <= array.selected < array.size:
+            raise GrammarError("No token can continue the reply in its format.")
+        return int(array.data[array.selected].id)
+
+    def allowed(self, grammar: Any, token: int) -> bool:
+        self.one[0] = llama_cpp.llama_token_data(token, 0.0, 0.0)
+        array = llama_cpp.llama_token_data_array(self.one, 1, -1, False)
+        llama_cpp.llama_sampler_apply(grammar, ctypes.byref(array))
+        return bool(np.isfinite(array.data[0].logit))
 
 
 # ---- quantizing -------------------------------------------------------------------------------
