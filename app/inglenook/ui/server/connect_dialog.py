@@ -32,7 +32,7 @@ class ConnectDialog(QDialog):
         self.apps = QListWidget(self)
         self.apps.setObjectName("connectApps")
         self.apps.setAccessibleName("Apps")
-        self.apps.setMaximumWidth(220)
+        self.apps.setMaximumWidth(180)  # the text beside it is what gets read
         self.where = plain_label("", self, name="connectWhere")  # holds the model's name
         self.where.setWordWrap(True)
         self.note = plain_label("", self, name="connectNote")
