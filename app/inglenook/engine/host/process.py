@@ -271,7 +271,11 @@ class EngineHost:
         seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
         sampler = Sampler(loaded.model, sp, seed, waiting.grammar)  # first: it may refuse
         key = scoped(request.principal, request.conversation)
-        slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
+        try:
+            slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
+        except Exception:
+            sampler.close()  # the reply fails before it has a sequence to close it
+            raise
         assert principal_of(reuse.key) == request.principal
         boundary = loaded.tokenizer.system_prefix(request.messages, tokens)
         keep_at = boundary if loaded.slots.wants_prefix(slot, tokens, boundary,
