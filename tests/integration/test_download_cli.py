@@ -209,3 +209,21 @@ def test_ctrl_c_keeps_the_partial_and_says_how_to_resume(fake_hub: FakeHub) -> N
     assert f"resume: inglenook models download {REPO} {name}" in listed.stdout
     assert run_cli("rm", name, "--yes").returncode == 0
     assert list(paths.models_dir().iterdir()) == []
+
+
+def test_a_vision_model_comes_with_its_projector(fake_hub: FakeHub, tmp_path: Path) -> None:
+    from tests.mmproj_tools import write_mmproj
+
+    projector = write_mmproj(tmp_path / "mmproj-model-f16.gguf", 64).read_bytes()
+    fake_hub.add_repo(REPO, [FakeFile("tiny.Q4_K_M.gguf", 200_000),
+                             FakeFile("mmproj-model-f16.gguf", content=projector)],
+                      tags=("gguf", "image-text-to-text"))
+    assert "(reads images)" in run_cli("search", "tiny").stdout
+    files = run_cli("files", REPO)
+    assert "mmproj" not in files.stdout.splitlines()[0]  # a projector is no model to choose
+    assert "includes its projector mmproj-model-f16.gguf" in files.stdout
+    result = run_cli("download", REPO, "tiny.Q4_K_M.gguf")
+    assert result.returncode == 0, result.stderr
+    assert "its projector mmproj-model-f16.gguf comes with it" in result.stderr
+    saved = paths.models_dir() / "Tiny-mmproj-model-f16.gguf"  # named after its repository
+    assert sha256(saved) == hashlib.sha256(projector).hexdigest()

@@ -80,12 +80,14 @@ def _models_search(args: argparse.Namespace) -> int:
     for r in results:
         updated = r.last_modified.date().isoformat() if r.last_modified else "-"
         gated = "  (gated)" if r.gated else ""
-        print(f"{r.id:<{width}}  {r.downloads:>10,}  {r.likes:>6,}  {updated}{gated}")
+        vision = "  (reads images)" if r.vision else ""
+        print(f"{r.id:<{width}}  {r.downloads:>10,}  {r.likes:>6,}  {updated}{gated}{vision}")
     return 0
 
 
 def _models_files(args: argparse.Namespace) -> int:
     from inglenook.core.units import describe_size
+    from inglenook.models.advice import vision_note
     from inglenook.models.hub import list_gguf_files
 
     listing = list_gguf_files(args.repo)
@@ -96,6 +98,8 @@ def _models_files(args: argparse.Namespace) -> int:
         for m in models:
             parts = f"  ({len(m.parts)} of {m.parts_expected} parts)" if m.is_split else ""
             print(f"{quant or '?':<10} {describe_size(m.size):>9}  {m.parts[0].path}{parts}")
+    if listing.projector is not None:
+        print(f"\n{vision_note(listing)}")
     print(f"\nDownload one with: inglenook models download {args.repo} FILE")
     return 0
 
@@ -142,14 +146,16 @@ class _ProgressLine:
 
 def _models_download(args: argparse.Namespace) -> int:
     from inglenook.models.download import download_file
-    from inglenook.models.filenames import local_name, split_name
+    from inglenook.models.filenames import looks_like_projector, saved_name, split_name
 
     split = split_name(args.file)
     files = split.all_parts if split else [args.file]
     for name in files:
-        local_name(name)  # refuse a bad name before anything is sent
+        saved_name(args.repo, name)  # refuse a bad name before anything is sent
+    if not looks_like_projector(args.file):
+        files += _projector_of(args.repo, args.revision)
     for name in files:
-        bar = _ProgressLine(local_name(name))
+        bar = _ProgressLine(saved_name(args.repo, name))
         try:
             path = download_file(args.repo, name, args.revision, progress=bar,
                                  on_retry=bar.retry)
@@ -165,6 +171,19 @@ def _models_download(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         print(path)
     return 0
+
+
+def _projector_of(repo: str, revision: str) -> list[str]:
+    """The vision projector a model of this repository needs, downloaded with it (as the
+    window's Discover does); none for a text-only repository."""
+    from inglenook.models.hub import list_gguf_files
+
+    projector = list_gguf_files(repo, revision).projector
+    if projector is None:
+        return []
+    print(f"{repo} is a vision model: its projector {projector.path} comes with it.",
+          file=sys.stderr)
+    return [projector.path]
 
 
 def _models_list(args: argparse.Namespace) -> int:

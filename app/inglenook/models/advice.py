@@ -6,15 +6,17 @@ Qt-free, so that it is tested without widgets.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from inglenook import paths
 from inglenook.core.units import describe_size
 from inglenook.models import compat, fit
 from inglenook.models.catalog import CatalogEntry
-from inglenook.models.filenames import UnsafeFileName, local_name
+from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.models.gguf import GGUFError
-from inglenook.models.hub import GGUFModel, RepoListing
+from inglenook.models.hub import GGUFModel, HubFile, RepoListing
+from inglenook.models.projector import COMPUTE_BYTES
 
 DEFAULT_CTX = 8192
 KV_TYPE = "f16"
@@ -37,11 +39,9 @@ class FitReport:
 
 
 def header_file(listing: RepoListing) -> str:
-    """The file whose header describes the repository's model: the smallest that is not a vision
-    projector (mmproj-*.gguf, an add-on with its own architecture, "clip")."""
-    model = next((m for m in listing.models if "mmproj" not in m.name.lower()),
-                 listing.models[0])
-    return model.parts[0].path
+    """The file whose header describes the repository's model: the smallest (projectors are
+    listed apart)."""
+    return listing.models[0].parts[0].path
 
 
 def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None,
@@ -62,6 +62,9 @@ def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None,
             raise GGUFError(f"{verdict.summary}. {verdict.detail}") from exc
     memory = fit.system_memory(gpu_offload=fit.offload_available())
     n_ctx = min(DEFAULT_CTX, shape.n_ctx_train) if shape.n_ctx_train else DEFAULT_CTX
+    projector = listing.projector
+    if projector is not None:  # downloaded and loaded with every model of the repository
+        shape = dataclasses.replace(shape, projector_bytes=projector.size + COMPUTE_BYTES)
     plans = {m.name: fit.plan(dataclasses.replace(shape, weights_bytes=m.size), n_ctx, KV_TYPE,
                               memory) for m in listing.models}
     best = fit.recommend([(m.quant, m.size) for m in listing.models if m.quant], shape, n_ctx,
@@ -88,9 +91,25 @@ def is_recommended(model: GGUFModel, report: FitReport | None,
     return report is not None and model.quant == report.recommended
 
 
-def is_installed(model: GGUFModel) -> bool:
-    """Whether every part of the model is in the models folder already."""
+def vision_note(listing: RepoListing) -> str:
+    """What the repository's projector means for its downloads; "" for a text-only one."""
+    projector = listing.projector
+    if projector is None:
+        return ""
+    return (f"A vision model: every download includes its projector "
+            f"{projector.path.rsplit('/', 1)[-1]} ({describe_size(projector.size)}), which lets "
+            "it read images.")
+
+
+def download_files(listing: RepoListing, model: GGUFModel) -> tuple[HubFile, ...]:
+    """What downloading `model` fetches: its parts, then the repository's projector."""
+    projector = listing.projector
+    return model.parts + ((projector,) if projector is not None else ())
+
+
+def is_installed(repo: str, files: Iterable[HubFile]) -> bool:
+    """Whether every one of the repository's files is in the models folder already."""
     try:
-        return all((paths.models_dir() / local_name(p.path)).is_file() for p in model.parts)
+        return all((paths.models_dir() / saved_name(repo, f.path)).is_file() for f in files)
     except UnsafeFileName:
         return False

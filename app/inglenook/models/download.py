@@ -28,7 +28,7 @@ import httpx2
 from inglenook import paths
 from inglenook.core.units import amount
 from inglenook.models import hub
-from inglenook.models.filenames import UnsafeFileName, local_name
+from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.models.partials import (
     ResumeRecord,
     discard_partial,
@@ -116,7 +116,7 @@ def download_file(repo: str, filename: str, revision: str = "main",
     ChecksumMismatch (the partial is deleted), DownloadCancelled (the partial is kept) and
     DownloadError (gave up after retries; the partial is kept).
     """
-    name = local_name(filename)
+    name = saved_name(repo, filename)
     hub.check_repo_id(repo)
     dest = Path(dest_dir) if dest_dir else paths.models_dir()
     final = dest / name

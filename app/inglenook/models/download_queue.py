@@ -17,7 +17,7 @@ from pathlib import Path
 
 from inglenook import paths
 from inglenook.models import download as dl
-from inglenook.models.filenames import UnsafeFileName, local_name
+from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.models.hub import HubError
 from inglenook.models.partials import discard_partial, find_partials
 
@@ -73,7 +73,7 @@ class DownloadManager:
     # -- commands --------------------------------------------------------------------------------
     def add(self, repo: str, filename: str, revision: str = "main") -> int:
         """Queue a download (the same file already queued, running or paused keeps its job)."""
-        local_name(filename)  # refuse unsafe names now, not on a thread later
+        saved_name(repo, filename)  # refuse unsafe names now, not on a thread later
         with self._lock:
             for job in self._jobs.values():
                 s = job.status
@@ -173,7 +173,7 @@ class DownloadManager:
 
     def _discard(self, status: DownloadStatus) -> None:
         with contextlib.suppress(UnsafeFileName):  # add() checked it; a record might not be
-            discard_partial(self.dest_dir / local_name(status.filename))
+            discard_partial(self.dest_dir / saved_name(status.repo, status.filename))
 
     def _schedule(self) -> None:
         with self._lock:

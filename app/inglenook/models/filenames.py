@@ -63,6 +63,39 @@ def local_name(repo_path: str) -> str:
     return name
 
 
+def looks_like_projector(name: str) -> bool:
+    """A vision projector (mmproj GGUF) by the Hub's file names alone (its header decides)."""
+    lower = name.lower()
+    return lower.endswith(".gguf") and "mmproj" in lower
+
+
+def precision_rank(name: str) -> int:
+    """Which of a vision repository's projectors to take: f16, then bf16, q8_0, f32, others."""
+    order = ("F16", "BF16", "Q8_0", "F32")
+    quant = parse_quant(name)
+    return order.index(quant) if quant in order else len(order)
+
+
+def repo_stem(repo: str) -> str:
+    """What a repository's files are about: its name without the owner and a "-GGUF" tail
+    ("ggml-org/gemma-3-4b-it-GGUF" → "gemma-3-4b-it")."""
+    name = repo.rsplit("/", 1)[-1]
+    return re.sub(r"[-_.]gguf$", "", name, flags=re.IGNORECASE) or name
+
+
+def saved_name(repo: str, repo_path: str) -> str:
+    """The name a download gets in the (flat) models folder: `local_name`, except that a
+    projector with a generic name ("mmproj-model-f16.gguf", "mmproj-F16.gguf": every vision
+    repository has one) is named after its repository too, so that two repositories' projectors
+    do not overwrite each other and each is paired with its own model."""
+    name = local_name(repo_path)
+    stem = repo_stem(repo)
+    if not looks_like_projector(name) or stem.lower() in name.lower() or not _NAME.match(stem):
+        return name
+    prefixed = f"{stem}-{name}"
+    return prefixed if len(prefixed) <= MAX_NAME else name
+
+
 def is_safe(repo_path: str) -> bool:
     try:
         local_name(repo_path)
@@ -80,6 +113,11 @@ def parse_quant(filename: str) -> str:
         return ""
     quant = matches[-1].upper()
     return _QUANT_ALIASES.get(quant, quant)
+
+
+def without_quant(stem: str) -> str:
+    """The name with its quantization tags taken out ("smolvlm-q4_k_m" → "smolvlm-")."""
+    return _QUANT.sub("", stem)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,13 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from inglenook import __version__
 from inglenook.core.jsonload import JsonLoadError, loads
-from inglenook.models.filenames import is_safe, parse_quant, split_name
+from inglenook.models.filenames import (
+    is_safe,
+    looks_like_projector,
+    parse_quant,
+    precision_rank,
+    split_name,
+)
 from inglenook.models.transfer import SMALL_ANSWER_HEADERS, BodyRefused, read_bounded
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -200,6 +206,10 @@ def _get_json(c: httpx2.Client, url: str, what: str, params: Any = None,
 
 
 # -- search ---------------------------------------------------------------------------------------
+VISION_TAGS = frozenset({"image-text-to-text", "image-to-text", "visual-question-answering",
+                         "vision", "multimodal", "llava"})
+
+
 @dataclass(frozen=True)
 class RepoSummary:
     id: str
@@ -209,6 +219,11 @@ class RepoSummary:
     last_modified: datetime | None
     gated: bool
     tags: tuple[str, ...]
+
+    @property
+    def vision(self) -> bool:
+        """Tagged as reading images (its files then include a projector, checked on opening)."""
+        return any(t.lower() in VISION_TAGS for t in self.tags)
 
 
 def search_models(query: str, *, sort: str = "downloads", limit: int = 30) -> list[RepoSummary]:
@@ -270,6 +285,14 @@ class RepoListing:
     repo: str
     commit: str | None
     models: tuple[GGUFModel, ...]  # smallest first
+    projectors: tuple[HubFile, ...] = ()  # vision projectors (mmproj GGUFs), not models
+
+    @property
+    def projector(self) -> HubFile | None:
+        """The projector downloaded with each model of a vision repository: f16 first, as the
+        Hub's vision repositories recommend (a projector is small beside its model)."""
+        ranked = sorted(self.projectors, key=lambda f: (precision_rank(f.path), f.path))
+        return ranked[0] if ranked else None
 
     def by_quant(self) -> dict[str, list[GGUFModel]]:
         """Quantization ("" for unknown) → its models, smallest quantization first."""
@@ -280,11 +303,13 @@ class RepoListing:
 
 
 def group_gguf_files(files: Iterable[HubFile]) -> list[GGUFModel]:
-    """GGUF files as models: unsafe names dropped, split parts gathered, smallest first."""
+    """GGUF files as models: unsafe names and projectors dropped, split parts gathered,
+    smallest first."""
     singles: list[GGUFModel] = []
     sets: dict[tuple[str, int], list[tuple[int, HubFile]]] = {}
     for f in files:
-        if not f.path.lower().endswith(".gguf") or not is_safe(f.path):
+        if (not f.path.lower().endswith(".gguf") or not is_safe(f.path)
+                or looks_like_projector(f.path)):
             continue
         split = split_name(f.path)
         if split is None:
@@ -315,7 +340,8 @@ def list_gguf_files(repo: str, revision: str = "main") -> RepoListing:
         raise HubError(f"The Hub sent a malformed description of {repo}.") from None
     files = [HubFile(s.rfilename, s.size or 0, s.lfs.sha256 if s.lfs else None)
              for s in info.siblings or ()]
-    return RepoListing(repo, info.sha, tuple(group_gguf_files(files)))
+    projectors = tuple(f for f in files if looks_like_projector(f.path) and is_safe(f.path))
+    return RepoListing(repo, info.sha, tuple(group_gguf_files(files)), projectors)
 
 
 # -- one file's download metadata -----------------------------------------------------------------

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Literal
 
 from inglenook import paths
-from inglenook.models.filenames import parse_quant, split_name
+from inglenook.models.filenames import looks_like_projector, parse_quant, split_name
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
-from inglenook.models.projector import is_projector, looks_like_projector
+from inglenook.models.projector import is_projector
 
 ImportMode = Literal["copy", "link"]
 

@@ -12,10 +12,13 @@ per precision in the same folder (`mmproj-model-f16.gguf`, `mmproj-<Model>-Q8_0.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from inglenook.core.load import LoadParams
+from inglenook.models.filenames import looks_like_projector, precision_rank, without_quant
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 
 # libmtmd's compute buffers for one image, over the weights: a ViT's attention over ~1,000-4,000
@@ -95,42 +98,79 @@ def check_pair(model_path: str, projector_path: str) -> str | None:
     return mismatch(projector, model)
 
 
-def looks_like_projector(name: str) -> bool:
-    """By the Hub's file names alone (the header decides)."""
-    lower = name.lower()
-    return lower.endswith(".gguf") and "mmproj" in lower
-
-
 def projector_beside(model_path: str) -> ProjectorInfo | None:
-    """The projector in the model's folder that fits it, preferring f16 (what the Hub's vision
-    repositories recommend) over lower precisions; None when there is none."""
+    """The projector in the model's folder that fits it; None when there is none, or when the
+    folder holds several models and no projector is named like this one (the models folder is
+    flat: a projector of the same embedding size may be another model's). Among those named
+    alike, the closest name wins, then f16 (what the Hub's vision repositories recommend)."""
     folder = Path(model_path).parent
-    if looks_like_projector(Path(model_path).name):
+    name = Path(model_path).name
+    if looks_like_projector(name):
         return None
     try:
-        names = sorted(e.name for e in os.scandir(folder)
-                       if e.is_file() and looks_like_projector(e.name))[:MAX_CANDIDATES]
+        ggufs = [e.name for e in os.scandir(folder)
+                 if e.is_file() and e.name.lower().endswith(".gguf")]
         model = read_header(model_path)
     except (OSError, GGUFError):
         return None
+    names = sorted(n for n in ggufs if looks_like_projector(n))[:MAX_CANDIDATES]
     fitting = []
-    for name in names:
+    for candidate in names:
         try:
-            info = projector_info(read_header(folder / name))
+            info = projector_info(read_header(folder / candidate))
         except (OSError, GGUFError):
             continue
         if info is not None and mismatch(info, model) is None:
-            fitting.append(info)
-    fitting.sort(key=lambda i: (_precision_rank(Path(i.path).name), Path(i.path).name))
-    return fitting[0] if fitting else None
+            fitting.append((name_affinity(name, candidate), info))
+    alone = len(ggufs) - len(names) == 1  # this model is the folder's only one
+    fitting = [(a, i) for a, i in fitting if a >= MIN_AFFINITY or alone]
+    fitting.sort(key=lambda f: (-f[0], precision_rank(Path(f[1].path).name),
+                                Path(f[1].path).name))
+    return fitting[0][1] if fitting else None
 
 
-def _precision_rank(name: str) -> int:
-    lower = name.lower()
-    for rank, tag in enumerate(("f16", "bf16", "q8_0", "f32")):
-        if tag in lower:
-            return rank
-    return 4
+MIN_AFFINITY = 3  # shared leading characters that make a projector this model's
+
+
+def name_affinity(model_name: str, projector_name: str) -> int:
+    """How many leading characters the model's name and the projector's share once "mmproj"
+    and the precision are taken out ("gemma-3-4b-it-Q4_K_M.gguf" ~ "gemma-3-4b-it-mmproj-f16.gguf":
+    14)."""
+    a = without_quant(model_name.lower().removesuffix(".gguf"))
+    b = re.sub(r"[-_.]?mmproj[-_.]?", "-", projector_name.lower().removesuffix(".gguf"))
+    b = without_quant(b.strip("-"))
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+def opened_files(chosen: Sequence[str]) -> tuple[str, str]:
+    """What "Open a GGUF file…" makes of the files chosen: (the model, its projector or "").
+    A projector chosen alone, two models, or a projector that does not fit the model raise
+    ValueError with the reason, before anything loads; a model whose header cannot be read is
+    left to the load, which says why."""
+    models: list[str] = []
+    projectors: list[str] = []
+    for path in chosen:
+        try:
+            seen = is_projector(read_header(path))
+        except (GGUFError, OSError):
+            seen = looks_like_projector(Path(path).name)
+        (projectors if seen else models).append(path)
+    if not models:
+        raise ValueError(f"{Path(projectors[0]).name} is a vision projector, not a model: choose "
+                         "it together with its model (select both files).")
+    if len(models) > 1 or len(projectors) > 1:
+        raise ValueError("Choose one model, and at most one vision projector for it.")
+    if not projectors:
+        return models[0], ""
+    reason = check_pair(models[0], projectors[0])
+    if reason:
+        raise ValueError(f"The vision projector cannot be used: {reason}")
+    return models[0], projectors[0]
 
 
 def with_projector(params: LoadParams) -> LoadParams:

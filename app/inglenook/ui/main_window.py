@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
                 self.menu_button.menu().addSeparator()
         self.models_button.clicked.connect(models.show_dialog)
         models.defaults_requested.connect(side.edit_model_defaults)
+        models.projector_chosen.connect(side.remember_projector)
         self.panel_button.setChecked(settings.value.side_panel_visible)
         self.folder.wanted.update(side_panel=settings.value.side_panel_visible,
                                   sidebar=settings.value.sidebar_visible)

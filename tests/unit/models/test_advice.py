@@ -60,12 +60,11 @@ def test_a_catalog_entry_recommends_its_own_files() -> None:
 
 def test_a_model_is_installed_only_with_every_part() -> None:
     split = LISTING.models[2]
-    assert not is_installed(split)
+    assert not is_installed("org/m", split.parts)
     (paths.models_dir() / split.parts[0].path).write_bytes(b"GGUF")
-    assert not is_installed(split)
+    assert not is_installed("org/m", split.parts)
     (paths.models_dir() / split.parts[1].path).write_bytes(b"GGUF")
-    assert is_installed(split)
+    assert is_installed("org/m", split.parts)
     (paths.models_dir() / "m.Q2_K.gguf").write_bytes(b"GGUF")  # the repository's folder: dropped
-    assert is_installed(LISTING.models[0])
-    unsafe = GGUFModel("x.gguf", "Q4_0", (HubFile("../x.gguf", 1, None),))
-    assert not is_installed(unsafe)
+    assert is_installed("org/m", LISTING.models[0].parts)
+    assert not is_installed("org/m", [HubFile("../x.gguf", 1, None)])

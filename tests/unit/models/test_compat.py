@@ -186,8 +186,9 @@ def test_a_known_architecture_passes_and_a_vision_projector_is_not_the_header_re
                              FakeFile("vision-Q4_K_M.gguf", content=tiny(tmp_path / "m", "qwen2")
                                       + bytes(100_000))])
     listing = list_gguf_files(repo)
-    assert listing.models[0].name == "mmproj-F16.gguf"  # the smallest file...
-    assert header_file(listing) == "vision-Q4_K_M.gguf"  # ...but the model's header is read
+    assert [m.name for m in listing.models] == ["vision-Q4_K_M.gguf"]  # the projector is apart
+    assert listing.projector is not None and listing.projector.path == "mmproj-F16.gguf"
+    assert header_file(listing) == "vision-Q4_K_M.gguf"  # the model's header is read
     report = plan_fits(repo, listing, None)
     assert report.verdict == compat.Compatibility("ok")
     assert report.shape.architecture == "qwen2"

@@ -10,6 +10,7 @@ import pytest
 
 from inglenook.core.load import LoadParams
 from inglenook.models import fit
+from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.models.fit import Memory, ModelShape
 from inglenook.models.gguf import read_header
 from inglenook.models.library import installed_models
@@ -17,6 +18,7 @@ from inglenook.models.projector import (
     COMPUTE_BYTES,
     check_pair,
     looks_like_projector,
+    name_affinity,
     projector_beside,
     projector_info,
     with_projector,
@@ -101,3 +103,23 @@ def test_the_library_does_not_list_a_projector_as_a_model(tmp_path: Path) -> Non
     write_mmproj(tmp_path / "mmproj-vlm-f16.gguf", 576)
     names = [e.name for e in installed_models(tmp_path)]
     assert "vlm" in names and "mmproj-vlm-f16" not in names
+
+
+def test_a_generic_projector_name_is_saved_under_its_repository() -> None:
+    assert saved_name("ggml-org/gemma-3-4b-it-GGUF", "mmproj-model-f16.gguf") == (
+        "gemma-3-4b-it-mmproj-model-f16.gguf")
+    assert saved_name("org/SmolVLM-GGUF", "mmproj-SmolVLM-f16.gguf") == "mmproj-SmolVLM-f16.gguf"
+    assert saved_name("org/SmolVLM-GGUF", "SmolVLM-Q4_K_M.gguf") == "SmolVLM-Q4_K_M.gguf"
+    with pytest.raises(UnsafeFileName):
+        saved_name("org/x", "../mmproj-f16.gguf")
+
+
+def test_in_a_shared_folder_only_a_projector_named_like_the_model_is_taken(
+        tmp_path: Path) -> None:
+    gemma = model(tmp_path / "gemma-3-4b-it-Q4_K_M.gguf", 2560)
+    other = model(tmp_path / "other-7b-Q4_K_M.gguf", 2560)  # same embedding size
+    write_mmproj(tmp_path / "gemma-3-4b-it-mmproj-model-f16.gguf", 2560)
+    found = projector_beside(str(gemma))
+    assert found is not None and Path(found.path).name == "gemma-3-4b-it-mmproj-model-f16.gguf"
+    assert projector_beside(str(other)) is None  # it would fit, but it is gemma's
+    assert name_affinity("gemma-3-4b-it-Q4_K_M.gguf", "gemma-3-4b-it-mmproj-f16.gguf") == 14

@@ -185,6 +185,8 @@ class DiscoverPage(QWidget):
                 facts += f" · updated {repo.last_modified:%d %b %Y}"
             muted, danger = theme.current().colors.text_muted, theme.current().colors.danger_text
             gated = f" · <span style='color:{danger}'>gated</span>" if repo.gated else ""
+            if repo.vision:
+                facts += " · reads images"
             self._add_result(("repo", repo),
                              f"<b>{html.escape(repo.id.split('/', 1)[-1])}</b>"
                              f" <span style='color:{muted}'>by {html.escape(repo.author)}</span>"

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from inglenook.core import units
 from inglenook.core.units import describe_size
 from inglenook.models.download_queue import DownloadState, DownloadStatus
-from inglenook.models.filenames import UnsafeFileName, local_name
+from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import page_header
 from inglenook.ui.plain import plain_label
@@ -62,9 +62,9 @@ def describe_status(s: DownloadStatus) -> str:
     return f"Downloaded and verified · {describe_size(s.total_bytes)} · now in your Library"
 
 
-def file_label(filename: str) -> str:
+def file_label(repo: str, filename: str) -> str:
     try:
-        return local_name(filename)
+        return saved_name(repo, filename)
     except UnsafeFileName:
         return filename
 
@@ -77,7 +77,7 @@ class DownloadCard(QFrame):
         self.bridge = bridge
         self.job_id = status.id
         self.status = status
-        self.name = plain_label(file_label(status.filename), self, name="downloadName")
+        self.name = plain_label(file_label(status.repo, status.filename), self, name="downloadName")
         self.repo = plain_label(status.repo, self, name="downloadRepo")  # Hub names: text
         self.bar = QProgressBar(self)
         self.bar.setObjectName("downloadProgress")

@@ -14,6 +14,7 @@ from inglenook.engine.providers import is_remote_ref, model_name_of
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
+from inglenook.models.projector import opened_files
 from inglenook.ui import tasks
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
@@ -37,6 +38,7 @@ class ModelController(QObject):
         unloaded(): the model was unloaded as asked; none is loaded now.
         engine_started(object): protocol.Ready of a new engine process.
         defaults_requested(str): the user wants to edit this model's defaults.
+        projector_chosen(str, str): the user opened this model with this vision projector.
     """
 
     loading = Signal(str)
@@ -46,6 +48,7 @@ class ModelController(QObject):
     unloaded = Signal()
     engine_started = Signal(object)
     defaults_requested = Signal(str)
+    projector_chosen = Signal(str, str)
 
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
                  model_label: QLabel, status: QLabel, progress: QProgressBar,
@@ -84,10 +87,22 @@ class ModelController(QObject):
         return self.model.path if self.model else self.picker.path()
 
     def open_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self._parent, "Open a model", str(Path.home()),
-                                              "GGUF models (*.gguf);;All files (*)")
-        if path:
-            self.load(path)
+        chosen, _ = QFileDialog.getOpenFileNames(
+            self._parent, "Open a model (and its vision projector)", str(Path.home()),
+            "GGUF models (*.gguf);;All files (*)")
+        if chosen:
+            self.open_paths(chosen)
+
+    def open_paths(self, chosen: list[str]) -> None:
+        """A model, or a model and its projector (kept as that model's own default)."""
+        try:
+            path, projector = opened_files(chosen)
+        except ValueError as exc:
+            self.banner.show_message(str(exc))
+            return
+        if projector:
+            self.projector_chosen.emit(path, projector)
+        self.load(path)
 
     def load(self, path: str) -> None:
         self.is_loading = True

@@ -33,10 +33,12 @@ from inglenook.models import compat, fit, hub
 from inglenook.models.advice import (
     FIT_TEXT,
     FitReport,
+    download_files,
     fit_breakdown,
     is_installed,
     is_recommended,
     plan_fits,
+    vision_note,
 )
 from inglenook.models.catalog import CatalogEntry
 from inglenook.models.filenames import UnsafeFileName, parse_quant
@@ -208,7 +210,8 @@ class RepoPanel(QFrame):
             self.repo_status.setText("This repository has no GGUF files.")
             return
         self._render_files()
-        self.repo_status.setText("Reading the model's header to estimate its memory needs…")
+        self.repo_status.setText(self._with_vision(
+            "Reading the model's header to estimate its memory needs…"))
         shape, verdict = self._shapes.get(listing.repo, (None, None))
         # The callbacks name their own task (bound by the time they run, on this thread).
         task = tasks.run(plan_fits, listing.repo, listing, shape, verdict, owner=self,
@@ -223,8 +226,12 @@ class RepoPanel(QFrame):
                   f"against {describe_size(report.memory.ram_free)} of {where}.")
         if report.verdict is not None and report.verdict.wont_load:
             status = f"{report.verdict.summary}. {report.verdict.detail}"
-        self.repo_status.setText(status)
+        self.repo_status.setText(self._with_vision(status))
         self._render_files()
+
+    def _with_vision(self, status: str) -> str:
+        note = vision_note(self.listing) if self.listing is not None else ""
+        return f"{status}\n{note}" if note else status
 
     # ---- the files ------------------------------------------------------------------------
 
@@ -264,7 +271,9 @@ class RepoPanel(QFrame):
         parts = f"  ({len(model.parts)} parts)" if model.is_split else ""
         item = self._item(parent, quant or model.quant, model.name + parts, star)
         item.setData(0, Qt.ItemDataRole.UserRole, model.name)
-        tip = "\n".join(p.path for p in model.parts)
+        assert self.listing is not None
+        files = download_files(self.listing, model)
+        tip = "\n".join(p.path for p in files)
         if star:
             tip += ("\n\nRecommended by the curated catalog" if self._catalog_entry
                     else "\n\nRecommended for this computer")
@@ -274,7 +283,7 @@ class RepoPanel(QFrame):
         if not model.complete:
             button = self._download_button(None, "Incomplete")
             button.setToolTip("Some parts of this split model are missing from the repository.")
-        elif is_installed(model):
+        elif is_installed(self.repo, files):
             button = self._download_button(None, "Installed")
         else:
             button = self._download_button(model, "Download")
@@ -312,9 +321,11 @@ class RepoPanel(QFrame):
         return button
 
     def download(self, model: GGUFModel, button: QPushButton | None = None) -> None:
+        files = download_files(self.listing, model) if self.listing is not None else model.parts
         try:
-            for part in model.parts:
-                self.bridge.add(self.repo, part.path)
+            for part in files:
+                if not is_installed(self.repo, (part,)):  # a projector shared by every model
+                    self.bridge.add(self.repo, part.path)
         except UnsafeFileName as exc:
             self.failed.emit(str(exc), True, None)
             return

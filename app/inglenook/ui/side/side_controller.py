@@ -221,6 +221,11 @@ class SideController(QObject):
         dialog.accepted.connect(lambda: self._save_model_defaults(path, dialog.result_defaults))
         dialog.open()
 
+    def remember_projector(self, path: str, projector: str) -> None:
+        """The vision projector the user opened this model with: its own from now on."""
+        defaults = dataclasses.replace(self.app.value.defaults_for(path), mmproj_path=projector)
+        self.app.set_model_defaults(path, defaults)
+
     def _save_model_defaults(self, path: str, defaults: ModelDefaults) -> None:
         self.app.set_model_defaults(path, defaults)
         self.defaults_saved.emit(path)
