@@ -9,6 +9,7 @@ import socket
 import threading
 
 import pytest
+from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.settings import load_settings
@@ -117,3 +118,26 @@ def test_the_request_log_lists_each_request_and_what_was_refused(
     assert oldest.text(columns["Model"]) == result["body"]["model"]
     assert f"{result['body']['usage']['completion_tokens']} out" in oldest.text(columns["Tokens"])
     assert newest.text(columns["Status"]) == "400" and newest.text(columns["Tokens"]) == ""
+
+
+def ollama_version(port: int) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/api/version")
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_ollamas_api_is_served_only_when_ticked_and_kept(
+        qtbot: QtBot, serving: tuple[MainWindow, int]) -> None:
+    window, port = serving
+    dialog = window.findChild(ServerDialog)
+    assert ollama_version(port) == 404  # off by default: a second open door
+    port_button = dialog.findChild(QPushButton, "serverOllamaPort")
+    assert not port_button.isEnabled()
+    dialog.ollama.setChecked(True)  # the running server restarts with it
+    qtbot.waitUntil(lambda: window.server.running, timeout=REPLY_TIMEOUT_MS)
+    assert ollama_version(port) == 200 and port_button.isEnabled()
+    window.close()
+    assert load_settings().api_ollama is True

@@ -97,6 +97,7 @@ class Settings:
     api_port: int = 8080
     api_token: str = ""
     api_cors_origins: str = ""  # space-separated browser origins allowed to call it
+    api_ollama: bool = False  # Ollama's /api/* routes too (a second open door: off by default)
     # A model an API request named (loaded for it) is unloaded when idle this long; -1: never.
     model_idle_minutes: int = 5
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()

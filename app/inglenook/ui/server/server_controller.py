@@ -50,6 +50,7 @@ class ServerController(QObject):
         if self._dialog is None:
             self._dialog = ServerDialog(self.settings, self._parent)
             self._dialog.switched.connect(self.switch)
+            self._dialog.dialects_changed.connect(self.restart)
         self._dialog.load(self.settings)
         self._show(self.server.status() if self.server else ServerStatus())
         self._dialog.show()
@@ -84,6 +85,13 @@ class ServerController(QObject):
             return
         self.start() if on else self.stop()
 
+    def restart(self) -> None:
+        """Serve again with the dialog's settings, when serving (a route added or taken away
+        needs a new app; clients reconnect)."""
+        if self.server is not None:
+            self.stop()
+            self.switch(True)
+
     def start(self) -> None:
         if self.server is not None:
             return
@@ -110,7 +118,7 @@ class ServerController(QObject):
     def _config(self) -> ServerConfig:
         s = self.settings
         return ServerConfig(host=s.api_host, port=s.api_port, token=s.api_token,
-                            cors_origins=tuple(s.api_cors_origins.split()))
+                            cors_origins=tuple(s.api_cors_origins.split()), ollama=s.api_ollama)
 
     def _show(self, status: ServerStatus) -> None:
         if self._dialog is not None:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.settings import Settings
-from inglenook.server.config import ServerConfig
+from inglenook.server.config import OLLAMA_PORT, ServerConfig
 from inglenook.server.status import RequestRecord, ServerStatus
 from inglenook.ui.plain import plain_label, plain_tip
 from inglenook.ui.widgets.content_height import fit_to_content
@@ -52,9 +52,11 @@ def log_row(r: RequestRecord) -> list[str]:
 class ServerDialog(QDialog):
     """Signals:
     switched(bool): the user turned the server on or off.
+    dialects_changed(): the user turned Ollama's API on or off (a running server restarts).
     """
 
     switched = Signal(bool)
+    dialects_changed = Signal()
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -99,6 +101,18 @@ class ServerDialog(QDialog):
         token_row.addWidget(self.token, 1)
         token_row.addWidget(generate)
         token_row.addWidget(add)
+        self.ollama = QCheckBox("Answer Ollama's API too (/api/chat, /api/tags…)", self)
+        self.ollama.setObjectName("serverOllama")
+        use_port = QPushButton(f"Use Ollama's port {OLLAMA_PORT}", self)
+        use_port.setObjectName("serverOllamaPort")
+        use_port.setToolTip(f"Ollama's clients look on port {OLLAMA_PORT} unless told "
+                            "otherwise (Ollama itself must not be running on it)")
+        use_port.clicked.connect(lambda: self.port.setValue(OLLAMA_PORT))
+        self.ollama.toggled.connect(use_port.setEnabled)
+        use_port.setEnabled(False)
+        ollama_row = QHBoxLayout()
+        ollama_row.addWidget(self.ollama, 1)
+        ollama_row.addWidget(use_port)
         self.origins = QLineEdit(self)
         self.origins.setObjectName("serverOrigins")
         self.origins.setPlaceholderText("e.g. http://localhost:3000 (none: no browser pages)")
@@ -108,13 +122,17 @@ class ServerDialog(QDialog):
                 (self.port, "The TCP port the server listens on"),
                 (self.token, "Clients must send it (one of them) as a bearer token; needed "
                              "off 127.0.0.1. Several, separated by spaces: one per tool"),
-                (self.origins, "Web pages from these origins may call the API")):
+                (self.origins, "Web pages from these origins may call the API"),
+                (self.ollama, "For tools that speak only Ollama's API (VS Code Copilot's Ollama "
+                              "provider, Goose, n8n, Raycast…): the same security, a second "
+                              "dialect on the same port")):
             widget.setToolTip(tip)
         form = QFormLayout()
         form.addRow("Address", self.host)
         form.addRow("Port", self.port)
         form.addRow("Token", token_row)
         form.addRow("Browser origins", self.origins)
+        form.addRow("Dialects", ollama_row)
         self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -142,6 +160,7 @@ class ServerDialog(QDialog):
         layout.addWidget(buttons)
         self.load(settings)
         self.enabled.toggled.connect(self.switched)
+        self.ollama.toggled.connect(lambda _on: self.dialects_changed.emit())
         self._height = fit_to_content(self, 820)
 
     def load(self, settings: Settings) -> None:
@@ -153,19 +172,21 @@ class ServerDialog(QDialog):
         self.port.setValue(settings.api_port)
         self.token.setText(settings.api_token)
         self.origins.setText(settings.api_cors_origins)
+        self.ollama.setChecked(settings.api_ollama)
 
     def config(self) -> ServerConfig:
         host = self.host.currentData() if self.host.currentText() == self.host.itemText(
             self.host.currentIndex()) else self.host.currentText().strip()
         return ServerConfig(host=host or LOCAL, port=self.port.value(),
                             token=self.token.text().strip(),
-                            cors_origins=tuple(self.origins.text().split()))
+                            cors_origins=tuple(self.origins.text().split()),
+                            ollama=self.ollama.isChecked())
 
     def changes(self) -> dict[str, object]:
         """The settings this dialog shows, for AppSettings.update()."""
         config = self.config()
         return {"api_host": config.host, "api_port": config.port, "api_token": config.token,
-                "api_cors_origins": " ".join(config.cors_origins)}
+                "api_cors_origins": " ".join(config.cors_origins), "api_ollama": config.ollama}
 
     def show_status(self, status: ServerStatus, error: str = "") -> None:
         for widget in (self.host, self.port, self.token, self.origins):
