@@ -13,6 +13,7 @@ safely by hand, and it decodes without Qt (the engine host and the API server ha
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -103,6 +104,23 @@ def decode_image(data: bytes, name: str = "The image") -> DecodedImage:
     except (OSError, SyntaxError, ValueError, EOFError) as exc:  # truncated or corrupt
         raise ImageRefused(f"{name} is damaged or truncated ({exc}).") from None
     return DecodedImage(image.tobytes(), image.width, image.height, digest, fmt)
+
+
+def data_url(path: Path, sha256: str) -> str:
+    """The image file as a `data:` URL (how OpenAI-compatible servers take images), refused
+    when its bytes are no longer the ones hashed, or not an image in a format read here."""
+    data = read_bounded(path)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ImageRefused(f"{path.name} changed since it was attached.")
+    try:
+        with Image.open(io.BytesIO(data), formats=FORMATS) as image:  # the header only
+            mime = Image.MIME.get(image.format or "", "")
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        mime = ""
+    if not mime:
+        raise ImageRefused(f"{path.name} is not an image in a format read here "
+                           f"({', '.join(FORMATS)}).")
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def read_image(path: Path) -> DecodedImage:

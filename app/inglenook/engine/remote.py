@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 
+from inglenook.core.images import ImageRefused
 from inglenook.core.load import LoadParams, ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish
@@ -149,7 +150,7 @@ class RemoteClient:
             reply = ReplyStream(rid, self.endpoint.who, time.monotonic())
             try:
                 yield from self._stream(request, model, reply)
-            except RemoteError as exc:
+            except (RemoteError, ImageRefused) as exc:  # an image that cannot be sent: said
                 reply.error = str(exc)
             except httpx2.SSEError as exc:
                 reply.error = (f"{self.endpoint.who} did not stream the reply as an "

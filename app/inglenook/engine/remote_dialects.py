@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from inglenook.core.messages import GenerationRequest
+from inglenook.core.images import data_url
+from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.sampling import SamplingParams
 
 # Sent to every server (the OpenAI API's own names).
@@ -79,7 +81,7 @@ def chat_body(request: GenerationRequest, model: str, server: str) -> dict[str, 
     s = request.sampling
     body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [_message(m) for m in request.messages],
         "stream": True,
         # Token counts in the last chunk (servers that do not know the option ignore it).
         "stream_options": {"include_usage": True},
@@ -100,6 +102,19 @@ def chat_body(request: GenerationRequest, model: str, server: str) -> dict[str, 
             value = -1  # vLLM's "off"; older releases refuse 0
         body[wire] = value
     return body
+
+
+def _message(m: Message) -> dict[str, Any]:
+    """A message in OpenAI's shape; its images first, as `data:` URLs (nothing is fetched).
+    Raises core.images.ImageRefused when an image file cannot be sent."""
+    if not m.images:
+        return {"role": m.role, "content": m.content}
+    parts: list[dict[str, Any]] = [
+        {"type": "image_url", "image_url": {"url": data_url(Path(i.path), i.sha256)}}
+        for i in m.images]
+    if m.content:
+        parts.append({"type": "text", "text": m.content})
+    return {"role": m.role, "content": parts}
 
 
 def unsent_settings(server: str, sampling: SamplingParams) -> list[str]:

@@ -3,12 +3,17 @@ server gets, and reading a streamed reply (text, reasoning, usage, errors, a cut
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from PIL import Image
 
-from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.images import ImageRefused
+from inglenook.core.messages import GenerationRequest, ImageRef, Message
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
 from inglenook.engine.remote_api import Endpoint, normalize_base_url, parse_models
@@ -173,3 +178,18 @@ def test_an_error_inside_the_stream_is_shown_with_the_servers_words() -> None:
 def test_a_stop_wins_over_how_the_stream_ended() -> None:
     _, out = run([chunk("a")], cancelled=True)
     assert out[-1].finish == p.Finish("cancelled")  # type: ignore[attr-defined]
+
+
+def test_images_go_to_a_remote_server_as_data_urls_and_a_changed_one_is_refused(
+        tmp_path: Path) -> None:
+    png = tmp_path / "cat.png"
+    Image.new("RGB", (4, 3), (200, 10, 10)).save(png)
+    ref = ImageRef(hashlib.sha256(png.read_bytes()).hexdigest(), str(png))
+    request = GenerationRequest(1, (Message("user", "What is it?", images=(ref,)),), SAMPLING)
+    content = chat_body(request, "m", "llama.cpp")["messages"][0]["content"]
+    url = f"data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()}"
+    assert content == [{"type": "image_url", "image_url": {"url": url}},
+                       {"type": "text", "text": "What is it?"}]
+    png.write_bytes(b"not the picture that was attached")
+    with pytest.raises(ImageRefused, match=r"cat\.png changed since it was attached"):
+        chat_body(request, "m", "llama.cpp")
