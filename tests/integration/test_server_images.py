@@ -28,7 +28,7 @@ def served(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     client = EngineClient(log_path=folder / "engine.log")
     assert client.load(LoadParams(str(bundled_model), n_ctx=1024, n_slots=1,
                                   mmproj_path=str(mmproj))).vision
-    with serving(client) as s:
+    with serving(client, ollama=True) as s:
         yield s
     client.close()
 
@@ -49,3 +49,31 @@ def test_a_data_url_image_reaches_the_prompt(served: Served) -> None:
     seen = ask(served, [{"type": "image_url", "image_url": {"url": url}},
                         {"type": "text", "text": QUESTION}])
     assert seen["usage"]["prompt_tokens"] == plain["usage"]["prompt_tokens"] + IMAGE_TOKENS
+
+
+def png_base64() -> str:
+    out = io.BytesIO()
+    Image.new("RGB", (50, 40), (10, 200, 10)).save(out, "PNG")
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def test_anthropic_and_ollama_images_reach_the_prompt_too(served: Served) -> None:
+    plain = ask(served, QUESTION)["usage"]["prompt_tokens"]
+    anthropic = request(served.port, "POST", "/v1/messages/count_tokens", {
+        "model": "", "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": png_base64()}},
+            {"type": "text", "text": QUESTION}]}]})
+    assert anthropic.status == 200, anthropic.body
+    assert anthropic.json()["input_tokens"] > plain  # the image's positions are counted
+    ollama = request(served.port, "POST", "/api/chat", {
+        "model": "", "stream": False, "options": {"num_predict": 1, "temperature": 0},
+        "messages": [{"role": "user", "content": QUESTION, "images": [png_base64()]}]})
+    assert ollama.status == 200, ollama.body
+    assert ollama.json()["prompt_eval_count"] == plain + IMAGE_TOKENS
+    shown = request(served.port, "POST", "/api/show", {"model": ""})
+    assert "vision" in shown.json()["capabilities"]
+    remote = request(served.port, "POST", "/v1/messages", {
+        "model": "", "max_tokens": 1, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]})
+    assert remote.status == 400 and "nothing is fetched" in remote.json()["error"]["message"]

@@ -26,6 +26,7 @@ from inglenook.engine.client import EngineError
 from inglenook.server.engine_link import next_request_id
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
+from inglenook.server.images import anthropic_image
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
 from inglenook.server.responses import Format, arguments_text, sse
@@ -39,7 +40,7 @@ FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", "stream
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
 _BLOCK_FIELDS = {"type", "text", "cache_control", "citations", "id", "name", "input",
                  "tool_use_id", "content", "is_error", "thinking", "signature",
-                 "caller", "source"}  # caller: who made a tool_use; source: of an image (refused)
+                 "caller", "source"}  # caller: who made a tool_use; source: of an image
 
 
 def parse_messages(data: Any, counting: bool = False) -> ApiCall:
@@ -102,7 +103,7 @@ def _turns(raw: Any) -> list[Message]:
         if isinstance(content, str):
             turns.append(Message(role, content))
             continue
-        texts, reasoning, made, results = [], [], [], []
+        texts, reasoning, made, results, images = [], [], [], [], []
         for j, part in enumerate(listed(content, f"{where}.content")):
             at = f"{where}.content[{j}]"
             # Clients echo a block back as they got it, with empty fields: those mean nothing.
@@ -111,6 +112,8 @@ def _turns(raw: Any) -> list[Message]:
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
                 texts.append(block["text"])
+            elif kind == "image" and role == "user":
+                images.append(anthropic_image(block, at))
             elif kind == "thinking" and role == "assistant":
                 reasoning.append(text(block, "thinking", 10**7, f"{at}.thinking"))
             elif kind == "tool_use" and role == "assistant":
@@ -129,15 +132,15 @@ def _turns(raw: Any) -> list[Message]:
                                        name=name_of_call(call_id, calls)))
             else:
                 raise ApiError(400, f"'{at}' is a {str(kind)[:40]!s} block, which a {role} "
-                               "turn cannot carry here (text, thinking, tool_use and "
+                               "turn cannot carry here (text, image, thinking, tool_use and "
                                "tool_result are supported).", param=at)
         calls += made
         turns += results
         if role == "assistant":
             turns.append(Message("assistant", "".join(texts), "".join(reasoning),
                                  tool_calls=tuple(made)))
-        elif texts or not results:
-            turns.append(Message("user", "".join(texts)))
+        elif texts or images or not results:
+            turns.append(Message("user", "".join(texts), images=tuple(images)))
     return turns
 
 

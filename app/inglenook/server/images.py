@@ -1,4 +1,5 @@
-"""OpenAI's `image_url` content parts: a data: URL's bytes, checked, become an ImageRef.
+"""Images in API requests (OpenAI's `image_url` parts, Anthropic's image blocks, Ollama's
+`images`): base64 bytes, checked, become an ImageRef.
 
 The bytes are outside data: the base64 is decoded only when its length fits MAX_FILE_BYTES
 (the body limit caps it first), the image is decoded and checked with core/images.py's bounds
@@ -23,7 +24,7 @@ from inglenook.core.messages import ImageRef
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import only_known
 
-__all__ = ["image_part"]
+__all__ = ["anthropic_image", "base64_image", "image_part"]
 
 # data:[<media type>][;<parameter>]*;base64,<data>; only base64 (a percent-encoded image
 # would be a second decoder for nothing: clients all send base64).
@@ -58,7 +59,30 @@ def image_part(part: dict[str, Any], where: str) -> ImageRef:
     if found is None:
         raise ApiError(400, f"'{param}' must be a base64 data: URL "
                        "(data:image/png;base64,…).", param=param, code="invalid_value")
-    encoded = url[found.end():]
+    return base64_image(url[found.end():], param, where)
+
+
+def anthropic_image(block: dict[str, Any], where: str) -> ImageRef:
+    """Anthropic's `{"type": "image", "source": {"type": "base64", "media_type": …, "data": …}}`;
+    a `url` source is refused like a remote image_url."""
+    source = block.get("source")
+    param = f"{where}.source"
+    if not isinstance(source, dict):
+        raise ApiError(400, f"'{param}' must be an object.", param=param)
+    only_known(source, {"type", "media_type", "data", "url"}, param)
+    if source.get("type") == "url":
+        raise ApiError(400, f"'{param}' is a URL: nothing is fetched from the network here; "
+                       "send the image as base64.", param=param, code="invalid_value")
+    if source.get("type") != "base64" or not isinstance(source.get("data"), str):
+        raise ApiError(400, f"'{param}' must be a base64 source with 'data'.", param=param)
+    return base64_image(source["data"], f"{param}.data", where)
+
+
+def base64_image(encoded: Any, param: str, where: str) -> ImageRef:
+    """Base64 image bytes (the whole field: Ollama's `images` items, Anthropic's `data`, a
+    data: URL's tail) as an ImageRef to a checked file; a 400 naming `param` otherwise."""
+    if not isinstance(encoded, str):
+        raise ApiError(400, f"'{param}' must be a base64 string.", param=param)
     if len(encoded) > _MAX_BASE64:
         raise ApiError(400, f"'{param}': images up to {MAX_FILE_BYTES:,} bytes are read.",
                        param=param, code="invalid_value")

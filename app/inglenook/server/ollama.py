@@ -18,10 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.core.messages import JSON_OBJECT, Message, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, obj, only_known, text
+from inglenook.server.images import base64_image
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
 from inglenook.server.responses import Format
@@ -34,7 +35,7 @@ _OPTIONS = {"temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "st
             "repeat_penalty", "presence_penalty", "frequency_penalty"}
 _COMMON = {"model", "stream", "options", "keep_alive", "think", "format"}
 CHAT_FIELDS = _COMMON | {"messages", "tools"}
-GENERATE_FIELDS = _COMMON | {"prompt", "system"}
+GENERATE_FIELDS = _COMMON | {"prompt", "system", "images"}
 
 
 def _base(body: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +64,8 @@ def parse_chat(data: Any) -> ApiCall:
     for i, item in enumerate(listed(body.get("messages"), "messages")):
         where = f"messages[{i}]"
         message = obj(item, where)
-        only_known(message, {"role", "content", "thinking", "tool_calls", "tool_name"}, where)
+        only_known(message, {"role", "content", "thinking", "tool_calls", "tool_name", "images"},
+                   where)
         role = message.get("role")
         if role not in ("system", "user", "assistant", "tool"):
             raise ApiError(400, f"'{where}.role' must be system, user, assistant or tool.",
@@ -80,7 +82,7 @@ def parse_chat(data: Any) -> ApiCall:
                                  name=name or name_of_call(call_id, calls)))
         else:
             turns.append(Message(role, content, text(message, "thinking", 10**7),
-                                 tool_calls=made))
+                                 tool_calls=made, images=_images(message, where, role)))
     if not turns:
         raise ApiError(400, "'messages' must be a non-empty list.", param="messages")
     return ApiCall(tuple(turns), tools=openai_tools(body.get("tools")), **_base(body))
@@ -105,7 +107,17 @@ def parse_generate(data: Any) -> ApiCall:
     prompt = text(body, "prompt", 10**7)
     system = text(body, "system", 10**6)
     head = (Message("system", system),) if system else ()
-    return ApiCall((*head, Message("user", prompt)), **_base(body))
+    return ApiCall((*head, Message("user", prompt, images=_images(body, "", "user"))),
+                   **_base(body))
+
+
+def _images(holder: dict[str, Any], where: str, role: str) -> tuple[ImageRef, ...]:
+    """Ollama's `images`: base64 strings, a user turn's only."""
+    at = f"{where}.images" if where else "images"
+    raw = listed(holder.get("images") or [], at, 16)
+    if raw and role != "user":
+        raise ApiError(400, f"'{at}': only a user turn can show the model images.", param=at)
+    return tuple(base64_image(item, f"{at}[{k}]", at) for k, item in enumerate(raw))
 
 
 def _now() -> str:
@@ -238,7 +250,7 @@ def routes(serving: Serving) -> list[Route]:
             raise ApiError(404, f"The model '{name[:100]}' is not loaded; /api/tags lists "
                            "those that can be.", param="model", code="model_not_found")
         capabilities = ["completion"] + (["tools"] if info.tool_format else []) + (
-            ["thinking"] if info.traits.reasoning else [])
+            ["thinking"] if info.traits.reasoning else []) + (["vision"] if info.vision else [])
         return JSONResponse({"modelfile": "", "parameters": "", "template": "",
                              "details": _details(info), "capabilities": capabilities,
                              "model_info": {"general.architecture": info.architecture,

@@ -206,7 +206,9 @@ def test_anthropic_count_tokens(claude: anthropic.Anthropic) -> None:
     ({"thinking": {"type": "sometimes"}}, "thinking.type"),
     ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
     ({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
-     "messages[0].content[0]"),
+     "messages[0].content[0].source"),  # an image needs a base64 source
+    ({"messages": [{"role": "assistant", "content": [{"type": "image", "source": {}}]}]},
+     "messages[0].content[0]"),  # and comes from the user
     ({"container": "x"}, "container"),
 ])
 def test_anthropic_refuses_what_it_cannot_honour_by_name(
