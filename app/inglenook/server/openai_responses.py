@@ -1,12 +1,14 @@
-"""OpenAI's Responses API, stateless (what Codex speaks): POST /v1/responses with `input`
-items (messages, function calls and their outputs, reasoning), `instructions`, function
-`tools`, streamed as Responses events or whole. Nothing is stored: `previous_response_id`
-and `store: true` are refused by name, like every field this server cannot honour.
+"""OpenAI's Responses API (what Codex speaks): POST /v1/responses with `input` items
+(messages, function calls and their outputs, reasoning), `instructions`, function `tools`,
+streamed as Responses events or whole. A response is kept in memory unless `store: false`
+(response_store.py), so the next request may name it as `previous_response_id` and send only
+what is new; `background` and every field this server cannot honour are refused by name.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any, cast
 
 from starlette.routing import Route
@@ -16,7 +18,8 @@ from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
 from inglenook.server.reply_reader import Choice, ReaderEvent
-from inglenook.server.replying import Serving
+from inglenook.server.replying import Serving, principal_of
+from inglenook.server.response_store import ResponseStore
 from inglenook.server.responses import Format, arguments_text, sse
 from inglenook.server.schemas import EFFORTS, ApiCall, sampling
 from inglenook.server.tool_specs import checked_arguments, function_spec, name_of_call
@@ -30,11 +33,14 @@ FIELDS = {"model", "input", "instructions", "tools", "tool_choice", "max_output_
 _TEXT_PARTS = ("input_text", "output_text", "text")
 
 
-def parse_responses(data: Any) -> ApiCall:
+def parse_responses(data: Any, earlier: Callable[[str], tuple[Message, ...] | None] = (
+        lambda _id: None)) -> ApiCall:
+    """The request as a call; `earlier(id)` is a kept response's conversation (its turns
+    come after the instructions, before this request's input)."""
     body = obj(data)
     only_known(body, FIELDS)
-    for name, allowed in (("previous_response_id", (None,)), ("store", (None, False)),
-                          ("background", (None, False)), ("truncation", (None, "disabled")),
+    boolean(body, "store", default=True)
+    for name, allowed in (("background", (None, False)), ("truncation", (None, "disabled")),
                           ("service_tier", (None, "auto", "default"))):
         if body.get(name) not in allowed:
             raise ApiError(400, f"'{name}' is not supported: this server keeps no responses "
@@ -52,16 +58,31 @@ def parse_responses(data: Any) -> ApiCall:
                        param="reasoning.effort")
     head = [Message("system", text(body, "instructions", 10**6))] if body.get(
         "instructions") else []
+    history = _earlier(body.get("previous_response_id"), earlier)
     tools = _tools(body.get("tools"), body.get("tool_choice"))
     number(body, "max_output_tokens", 1, 2**31 - 1, integer=True)
     values = sampling(body, "max_output_tokens", -1, ("temperature", "top_p"))
     off = effort in ("none", "minimal")
-    return ApiCall((*head, *_items(body.get("input"))), values, boolean(body, "stream"),
+    return ApiCall((*head, *history, *_items(body.get("input"))), values,
+                   boolean(body, "stream"),
                    model=text(body, "model", 256), user=text(body, "user", 64), tools=tools,
                    parallel_tool_calls=boolean(body, "parallel_tool_calls", default=True),
                    enable_thinking=False if off else None,
                    reasoning_effort="" if off else effort,
                    thinking_field="reasoning.effort")
+
+
+def _earlier(previous: Any, earlier: Callable[[str], tuple[Message, ...] | None]
+            ) -> tuple[Message, ...]:
+    if previous is None:
+        return ()
+    found = earlier(previous) if isinstance(previous, str) else None
+    if found is None:
+        raise ApiError(400, f"Previous response with id '{str(previous)[:80]}' not found: "
+                       "responses are kept in memory while the server runs, for the token "
+                       "that made them, unless sent with store: false.",
+                       param="previous_response_id", code="previous_response_not_found")
+    return found
 
 
 def _tools(raw: Any, choice: Any) -> tuple[dict[str, Any], ...]:
@@ -157,9 +178,11 @@ class ResponseFormat(Format):
     """One `response`, or its stream of events: an output item for each part of the reply
     (reasoning, the message, each function call), opened as it begins."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str,
+                 keep: Callable[[str, tuple[Message, ...]], None] | None = None) -> None:
         super().__init__(model)
         self.id = _id("resp")
+        self._keep = keep  # given this response's id and output as turns, once it is done
         self._items: list[dict[str, Any]] = []
         self._open: dict[str, Any] | None = None
         self._seq = 0
@@ -189,7 +212,18 @@ class ResponseFormat(Format):
             self._items.append(_message(c.text.strip() if c.calls else c.text, "completed"))
         self._items += [_call(call) for call in c.calls]
         self._incomplete = c.finish == "length"
+        self._kept()
         return self._response("incomplete" if self._incomplete else "completed", stats)
+
+    def _kept(self) -> None:
+        """Hand the output on as turns (the items read back as input items would be)."""
+        if self._keep is None:
+            return
+        try:
+            output = tuple(_items(self._items)) if self._items else ()
+        except ApiError:  # reasoning alone, nothing said: there is no turn to keep
+            output = ()
+        self._keep(self.id, output)
 
     def _event(self, kind: str, **data: Any) -> bytes:
         self._seq += 1
@@ -274,6 +308,7 @@ class ResponseFormat(Format):
         return self._close()
 
     def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
+        self._kept()
         if self._incomplete:
             return [self._event("response.incomplete",
                                 response=self._response("incomplete", stats))]
@@ -299,7 +334,22 @@ def _call(call: ToolCall) -> dict[str, Any]:
 
 
 def routes(serving: Serving) -> list[Route]:
+    store = ResponseStore()
+
     async def responses(request: Any) -> Any:
-        return await serving.reply(request, parse_responses, ResponseFormat)
+        principal = principal_of(request, serving.config)
+        turns: list[tuple[Message, ...]] = []  # this request's, without its instructions
+
+        def parse(data: Any) -> ApiCall:
+            call = parse_responses(data, lambda rid: store.get(rid, principal))
+            if data.get("store") is not False:
+                turns.append(call.messages[1:] if data.get("instructions") else call.messages)
+            return call
+
+        def keep(rid: str, output: tuple[Message, ...]) -> None:
+            if turns:
+                store.put(rid, principal, (*turns[0], *output))
+
+        return await serving.reply(request, parse, lambda model: ResponseFormat(model, keep))
 
     return [Route("/v1/responses", responses, methods=["POST"])]

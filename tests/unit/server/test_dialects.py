@@ -360,9 +360,41 @@ def test_responses_stream_events(oai: openai.OpenAI) -> None:
     assert [item.type for item in final.output] == ["reasoning", "function_call"]
 
 
+def test_responses_continue_from_a_kept_response(oai: openai.OpenAI) -> None:
+    first = oai.responses.create(model="", input="hello there", instructions="Be brief.")
+    alone = oai.responses.create(model="", input="and again", store=False)
+    second = oai.responses.create(model="", input="and again", previous_response_id=first.id)
+    assert second.output_text == "Echo: and again"
+    # The fake engine counts words + 4 per turn: the first exchange (without its instructions,
+    # which are not carried over), then this input.
+    assert first.usage and alone.usage and second.usage
+    assert second.usage.input_tokens == (2 + 4) + (3 + 4) + alone.usage.input_tokens
+    third = oai.responses.create(model="", input="once more", previous_response_id=second.id,
+                                 stream=False)
+    assert third.usage and third.usage.input_tokens == second.usage.input_tokens + 7 + 6
+    with pytest.raises(openai.BadRequestError, match="not found"):  # store: false keeps nothing
+        oai.responses.create(model="", input="x", previous_response_id=alone.id)
+
+
+def test_a_kept_response_is_its_principals_only_and_the_store_is_bounded() -> None:
+    from inglenook.core.messages import Message
+    from inglenook.server.response_store import ResponseStore
+
+    store = ResponseStore(max_responses=2, max_chars=100)
+    store.put("a", "api-token:1", (Message("user", "hi"),))
+    assert store.get("a", "api-token:2") is None and store.get("a", "api-token:1")
+    store.put("b", "p", (Message("user", "x" * 60),))
+    store.put("c", "p", (Message("user", "y" * 60),))  # over 100 characters: the oldest go
+    assert store.get("a", "api-token:1") is None and store.get("b", "p") is None
+    store.put("d", "p", ())
+    store.put("e", "p", ())  # over 2 responses
+    assert store.get("c", "p") is None and len(store) == 2
+
+
 @pytest.mark.parametrize(("fields", "param"), [
-    ({"previous_response_id": "resp_1"}, "previous_response_id"),
-    ({"store": True}, "store"),
+    ({"previous_response_id": "resp_1"}, "previous_response_id"),  # never made
+    ({"store": "yes"}, "store"),
+    ({"background": True}, "background"),
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
     ({"tool_choice": "required"}, "tool_choice"),
     ({"input": [{"type": "input_image", "image_url": "x"}]}, "input[0]"),
