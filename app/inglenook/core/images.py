@@ -105,5 +105,15 @@ def decode_image(data: bytes, name: str = "The image") -> DecodedImage:
     return DecodedImage(image.tobytes(), image.width, image.height, digest, fmt)
 
 
+def thumbnail_png(image: DecodedImage, side: int) -> bytes:
+    """The image at most `side` pixels a side, as PNG bytes: what the window shows (a chip's
+    thumbnail, the larger view), made off its GUI thread."""
+    small = Image.frombytes("RGB", (image.width, image.height), image.rgb)
+    small.thumbnail((side, side))
+    out = io.BytesIO()
+    small.save(out, "PNG")
+    return out.getvalue()
+
+
 def read_image(path: Path) -> DecodedImage:
     return decode_image(read_bounded(path), path.name)

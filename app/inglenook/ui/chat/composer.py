@@ -1,7 +1,10 @@
 """Where the user types: Enter sends, Shift+Enter is a newline, Esc stops. Files are attached
-with the Attach button, by dropping them on the composer or by pasting their paths; each is read
-off the GUI thread and shown as a chip with its token cost, and one that would not leave room
-in the context for a reply is refused with a message before anything is sent.
+with the Attach button, by dropping them on the composer (or the window) or by pasting their
+paths; an image also by pasting it. Each is read off the GUI thread and shown as a chip with its
+token cost (an image with its thumbnail), and one that would not leave room in the context for
+a reply is refused with a message before anything is sent. Images are kept with a model that
+cannot see them, which the composer says at once; sending is refused with that reason and the
+draft stays as it is.
 
 A paste (or drop) that would make the prompt longer than MAX_PROMPT_CHARS is refused with a
 message, and the draft stays as it was: a 20 MB paste used to keep the window busy for a minute
@@ -17,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QTextOption
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -32,9 +35,8 @@ from inglenook.core.attachments import (
     FILE_TYPES,
     Attachment,
     AttachmentError,
-    estimate_tokens,
     inline,
-    read_attachment,
+    message_tokens,
     will_not_fit,
 )
 from inglenook.ui import tasks
@@ -43,15 +45,17 @@ from inglenook.ui.chat.attachment_chips import (
     chip_for_draft,
     chip_for_reading,
 )
+from inglenook.ui.chat.image_parts import CANNOT_SEE, THUMBNAILS, DraftPart, pasted_part, read_part
 from inglenook.ui.plain import plain_label
 
 MAX_LINES = 8
 MAX_PROMPT_CHARS = 1_000_000
 _LONG_RUN = re.compile(r"\S{2000}")
 MAX_PASTED_PATHS = 20  # more lines than this is text that happens to name files, not a list
-FILE_FILTER = ("Text, code, Markdown, CSV and PDF (*.txt *.md *.markdown *.csv *.tsv *.pdf "
-               "*.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c *.h "
-               "*.cpp *.rs *.go *.java *.log);;All files (*)")
+FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown *.csv *.tsv "
+               "*.pdf *.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c "
+               "*.h *.cpp *.rs *.go *.java *.log *.png *.jpg *.jpeg *.gif *.webp *.bmp);;"
+               "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
 
 
 def _local_files(source: QMimeData) -> bool:
@@ -93,6 +97,7 @@ class PromptEdit(QPlainTextEdit):
         paste_refused(int): a paste or drop of this many characters was refused: with the
             draft, the prompt would have been longer than MAX_PROMPT_CHARS.
         files_dropped(list): a paste or drop of files (their paths), not text.
+        image_pasted(object): a paste of an image (a QImage: a screenshot, a copied picture).
         page(int): PageUp (-1) or PageDown (1) in a draft too short to scroll: the chat scrolls.
     """
 
@@ -100,6 +105,7 @@ class PromptEdit(QPlainTextEdit):
     escape = Signal()
     paste_refused = Signal(int)
     files_dropped = Signal(list)
+    image_pasted = Signal(object)
     page = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -114,7 +120,7 @@ class PromptEdit(QPlainTextEdit):
         self.document().contentsChanged.connect(self._on_contents_changed)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        if files_in(source):
+        if files_in(source) or (source.hasImage() and not source.hasText()):
             return True
         # Local files that are not for a message (models): ignored, so the window takes them.
         return not _local_files(source) and super().canInsertFromMimeData(source)
@@ -125,6 +131,11 @@ class PromptEdit(QPlainTextEdit):
             self.files_dropped.emit(files)
             return
         if _local_files(source):
+            return
+        if source.hasImage() and not source.hasText():  # text wins: an office copy has both
+            image = source.imageData()
+            if isinstance(image, QImage):
+                self.image_pasted.emit(image)
             return
         if source.hasText():
             text = source.text()
@@ -222,10 +233,13 @@ class Composer(QWidget):
         self._reading: dict[tasks.Task, str] = {}  # files being read: their task → name
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
+        self._image_tokens: Callable[[], int] = lambda: 0
+        self._pasted = 0  # images pasted so far: their names
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
         self.edit.paste_refused.connect(self._paste_refused)
         self.edit.files_dropped.connect(self.attach_files)
+        self.edit.image_pasted.connect(self.attach_image)
         self.edit.textChanged.connect(self.notice.hide)
         self.button.clicked.connect(self._clicked)
         self.attach_button.clicked.connect(self.choose_files)
@@ -246,14 +260,38 @@ class Composer(QWidget):
         return list(self._reading.values())
 
     def set_model_limits(self, n_ctx: Callable[[], int],
-                         vision: Callable[[], bool] = lambda: False) -> None:
-        """How to ask the loaded model's context length (0: none loaded or not known) and
-        whether it can see images: asked as each file has been read."""
-        self._n_ctx, self._vision = n_ctx, vision
+                         vision: Callable[[], bool] = lambda: False,
+                         image_tokens: Callable[[], int] = lambda: 0) -> None:
+        """How to ask the loaded model's context length (0: none loaded or not known), whether
+        it can see images and what one costs (0: not known): asked as each file is read."""
+        self._n_ctx, self._vision, self._image_tokens = n_ctx, vision, image_tokens
+
+    def model_changed(self) -> None:
+        """Another model (or none): the chips' costs and the "cannot see" notice follow it."""
+        self._show_chips()
+        self.check_images()
 
     def draft(self) -> str:
         """The message as the model would read it now: the files inlined, then the text."""
         return inline(self.edit.toPlainText(), self._attachments)
+
+    def draft_tokens(self) -> int:
+        """What the draft costs of the context, estimated; images as the model counts them."""
+        return message_tokens(self.edit.toPlainText(), self._attachments, self._image_tokens())
+
+    def images_refused(self) -> str:
+        """Why the draft cannot be sent as it is to this model ("" when it can)."""
+        seeing = any(a.kind == "image" for a in self._attachments) and not self._vision()
+        return CANNOT_SEE if seeing else ""
+
+    def check_images(self) -> None:
+        """Say at once that the model cannot see the draft's images (not only when sending)."""
+        problem = self.images_refused()
+        if problem:
+            self.notice.setText(problem)
+            self.notice.show()
+        elif self.notice.text() == CANNOT_SEE:
+            self.notice.hide()
 
     def choose_files(self) -> None:
         """The Attach button: pick files in the platform's dialog."""
@@ -265,22 +303,31 @@ class Composer(QWidget):
         refused with a message (attach_failed)."""
         if self.pending:
             return
-        vision = self._vision()
         for path in paths:
-            self._read(path, vision)
+            self._start(Path(path).name, read_part, path)
         self._show_chips()
 
-    def _read(self, path: str | Path, vision: bool) -> None:
+    def attach_image(self, image: QImage) -> None:
+        """A pasted image: encoded as PNG and checked off the GUI thread, then a chip."""
+        if self.pending:
+            return
+        self._pasted += 1
+        name = "Pasted image.png" if self._pasted == 1 else f"Pasted image {self._pasted}.png"
+        self._start(name, pasted_part, image, name)
+        self._show_chips()
+
+    def _start(self, name: str, read: Callable[..., DraftPart], *args: object) -> None:
         # The callbacks name their own task (bound by the time they run, on this thread).
-        task = tasks.run(read_attachment, path, vision=vision, owner=self,
+        task = tasks.run(read, *args, owner=self,
                          on_done=lambda found: self._read_done(task, found),
                          on_failed=lambda error: self._read_failed(task, error))
-        self._reading[task] = Path(path).name
+        self._reading[task] = name
 
     def remove_attachment(self, index: int) -> None:
         del self._attachments[index]
         self._show_chips()
         self.attachments_changed.emit()
+        self.check_images()
 
     def _stop_reading(self, task: tasks.Task) -> None:
         """✕ on a file being read: its result is dropped when it comes."""
@@ -288,20 +335,25 @@ class Composer(QWidget):
         self._reading.pop(task, None)
         self._show_chips()
 
-    def _read_done(self, task: tasks.Task, attachment: object) -> None:
+    def _read_done(self, task: tasks.Task, part: object) -> None:
         if self._reading.pop(task, None) is None:
             return
-        assert isinstance(attachment, Attachment)
+        assert isinstance(part, DraftPart)
+        attachment = part.attachment
         if attachment in self._attachments:  # the same file twice: once is what was meant
             self._refuse(f"{attachment.name} is already attached.")
             return
-        problem = will_not_fit(attachment, estimate_tokens(self.draft()), self._n_ctx())
+        problem = will_not_fit(attachment, self.draft_tokens(), self._n_ctx(),
+                               self._image_tokens())
         if problem:
             self._refuse(problem)
             return
+        if part.thumbnail:
+            THUMBNAILS.put(attachment.data, part.thumbnail)
         self._attachments.append(attachment)
         self._show_chips()
         self.attachments_changed.emit()
+        self.check_images()
 
     def _read_failed(self, task: tasks.Task, error: object) -> None:
         name = self._reading.pop(task, None)
@@ -319,7 +371,7 @@ class Composer(QWidget):
     def _show_chips(self) -> None:
         chips = []
         for index, attachment in enumerate(self._attachments):
-            chip = chip_for_draft(attachment)
+            chip = chip_for_draft(attachment, image_tokens=self._image_tokens())
             chip.remove_requested.connect(lambda i=index: self.remove_attachment(i))
             chips.append(chip)
         for task, name in self._reading.items():
@@ -421,6 +473,12 @@ class Composer(QWidget):
         if not self._can_send:
             if self._loading:
                 self._hold(True)
+            return
+        refused = self.images_refused()
+        if refused:  # before anything is cleared: the draft and its images stay
+            self.notice.setText(refused)
+            self.notice.show()
+            self.attach_failed.emit(refused)
             return
         attachments, self._attachments = self._attachments, []
         self.edit.clear()
