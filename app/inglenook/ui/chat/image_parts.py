@@ -60,7 +60,7 @@ def pasted_part(image: QImage, name: str) -> DraftPart:
                               "The pasted image was not attached: the clipboard's image is empty.")
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, b"PNG")
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stubs want bytes; str works
     data = bytes(buffer.data().data())
     if len(data) > MAX_IMAGE_BYTES:
         raise AttachmentError(f"The pasted image was not attached: as a PNG it is "
