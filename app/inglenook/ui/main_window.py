@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.chat import images as chat_images
 from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
@@ -113,6 +114,8 @@ class MainWindow(QMainWindow):
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()
+        # Image files made for the engine that no stored message holds any more (derived data).
+        tasks.run(chat_images.prune_cache, self.store.path, writer=True, name="prune images")
         if store_problem:  # damaged and moved aside, read-only, or temporary
             notices.append(store_problem)
         if any(notices):
