@@ -204,7 +204,8 @@ class Composer(QWidget):
         self.edit = PromptEdit(self)
         self.attach_button = QPushButton("Attach", self)
         self.attach_button.setObjectName("attachButton")
-        self.attach_button.setToolTip(f"Attach {FILE_TYPES} (or drop them here)")
+        self.attach_button.setToolTip(f"Attach {FILE_TYPES}, or images (or drop them here, "
+                                      "or paste an image)")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button = QPushButton("Send", self)
         self.button.setObjectName("sendButton")
@@ -230,6 +231,11 @@ class Composer(QWidget):
         self._loading = False  # a model is loading: Enter keeps the message for when it is ready
         self.pending = False  # a message waits for the model
         self._attachments: list[Attachment] = []
+        # Files are read at once, in parallel: each takes the place it was chosen in, not the
+        # place its reading ended in. Its number, for each attachment and each file being read.
+        self._order: list[int] = []
+        self._numbers: dict[tasks.Task, int] = {}
+        self._next_number = 0
         self._reading: dict[tasks.Task, str] = {}  # files being read: their task → name
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
@@ -322,9 +328,12 @@ class Composer(QWidget):
                          on_done=lambda found: self._read_done(task, found),
                          on_failed=lambda error: self._read_failed(task, error))
         self._reading[task] = name
+        self._numbers[task] = self._next_number
+        self._next_number += 1
 
     def remove_attachment(self, index: int) -> None:
         del self._attachments[index]
+        del self._order[index]
         self._show_chips()
         self.attachments_changed.emit()
         self.check_images()
@@ -333,9 +342,11 @@ class Composer(QWidget):
         """✕ on a file being read: its result is dropped when it comes."""
         task.cancel()
         self._reading.pop(task, None)
+        self._numbers.pop(task, None)
         self._show_chips()
 
     def _read_done(self, task: tasks.Task, part: object) -> None:
+        number = self._numbers.pop(task, 0)
         if self._reading.pop(task, None) is None:
             return
         assert isinstance(part, DraftPart)
@@ -350,12 +361,15 @@ class Composer(QWidget):
             return
         if part.thumbnail:
             THUMBNAILS.put(attachment.data, part.thumbnail)
-        self._attachments.append(attachment)
+        place = sum(1 for n in self._order if n < number)
+        self._attachments.insert(place, attachment)
+        self._order.insert(place, number)
         self._show_chips()
         self.attachments_changed.emit()
         self.check_images()
 
     def _read_failed(self, task: tasks.Task, error: object) -> None:
+        self._numbers.pop(task, None)
         name = self._reading.pop(task, None)
         if name is None:
             return
@@ -395,6 +409,8 @@ class Composer(QWidget):
         """Put a message that was not sent back, as it was: never lose what was typed."""
         self.edit.setPlainText(text)
         self._attachments = list(attachments)
+        self._order = list(range(self._next_number, self._next_number + len(attachments)))
+        self._next_number += len(attachments)
         self._show_chips()
         self.attachments_changed.emit()
 
@@ -480,7 +496,7 @@ class Composer(QWidget):
             self.notice.show()
             self.attach_failed.emit(refused)
             return
-        attachments, self._attachments = self._attachments, []
+        attachments, self._attachments, self._order = self._attachments, [], []
         self.edit.clear()
         self._show_chips()
         self.attachments_changed.emit()

@@ -164,12 +164,20 @@ class ImageDialog(QDialog):
         pixmap = QPixmap()
         pixmap.loadFromData(png, "PNG")
         screen = self.screen().availableGeometry()
-        side = min(VIEW_SIDE, screen.width() - 80, screen.height() - 140)
-        if max(pixmap.width(), pixmap.height()) > side:
-            pixmap = pixmap.scaled(side, side, Qt.AspectRatioMode.KeepAspectRatio,
+        # Room for the dialog's title bar, its line of text and its button.
+        width, height = min(VIEW_SIDE, screen.width() - 120), min(VIEW_SIDE,
+                                                                  screen.height() - 220)
+        if pixmap.width() > width or pixmap.height() > height:
+            pixmap = pixmap.scaled(width, height, Qt.AspectRatioMode.KeepAspectRatio,
                                    Qt.TransformationMode.SmoothTransformation)
         self.picture.setPixmap(pixmap)
-        self.adjustSize()
+        self.resize(self.sizeHint())  # not adjustSize: it caps a window at 2/3 of the screen
+        frame = self.frameGeometry()  # grown: centred on the window, kept on the screen
+        parent = self.parentWidget()
+        frame.moveCenter(parent.frameGeometry().center() if parent else screen.center())
+        frame.moveLeft(max(screen.left(), min(frame.left(), screen.right() - frame.width())))
+        frame.moveTop(max(screen.top(), min(frame.top(), screen.bottom() - frame.height())))
+        self.move(frame.topLeft())
 
 
 def open_image(parent: QWidget) -> Callable[[Attachment], None]:
