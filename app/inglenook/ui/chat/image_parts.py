@@ -10,6 +10,7 @@ once), at most CACHE_SIZE of them: a long chat costs what its visible images cos
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
+from inglenook.chat.images import image_ref
 from inglenook.core.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentError, read_attachment
 from inglenook.core.images import MAX_PIXELS, ImageRefused, decode_image, thumbnail_png
 from inglenook.core.units import describe_size
@@ -46,7 +48,7 @@ def read_part(path: str | Path) -> DraftPart:
     attachment = read_attachment(path, vision=True)
     if attachment.kind != "image":
         return DraftPart(attachment)
-    return DraftPart(attachment, _thumbnail(attachment.data, attachment.name, THUMB_SIDE))
+    return _drafted(attachment)
 
 
 def pasted_part(image: QImage, name: str) -> DraftPart:
@@ -67,14 +69,19 @@ def pasted_part(image: QImage, name: str) -> DraftPart:
                               f"{describe_size(len(data))}, and an image can be at most "
                               f"{describe_size(MAX_IMAGE_BYTES)}.")
     attachment = Attachment(name, "image", len(data), mime="image/png", data=data)
-    return DraftPart(attachment, _thumbnail(data, name, THUMB_SIDE))
+    return _drafted(attachment)
 
 
-def _thumbnail(data: bytes, name: str, side: int) -> bytes:
+def _drafted(attachment: Attachment) -> DraftPart:
+    """The checked image with its thumbnail, and its file in the image cache written now, off
+    the GUI thread (sending then only finds it there). An image never sent is pruned later."""
     try:
-        return thumbnail_png(decode_image(data, name), side)
+        thumbnail = thumbnail_png(decode_image(attachment.data, attachment.name), THUMB_SIDE)
     except ImageRefused as exc:
         raise AttachmentError(f"{exc} It was not attached.") from None
+    with contextlib.suppress(OSError):  # a cache that cannot be written is said when sending
+        image_ref(attachment)
+    return DraftPart(attachment, thumbnail)
 
 
 def thumbnail_of(data: bytes, side: int = THUMB_SIDE) -> bytes:
