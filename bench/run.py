@@ -18,7 +18,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   template_*              bench/template_bench.py: a prompt rendered here vs in the child
   grammar_*               bench/grammar_bench.py: a reply held to a JSON schema vs free
   vision_*                bench/vision_bench.py: an image encoded, a question with an image
-                          (a tiny random projector: the machinery's floor; quality not judged)
+                          (a tiny random projector: the machinery's floor; quality not judged);
+                          bench/vision_stall.py: the GUI thread while a 12 MP photo is sent
   knowledge_*             bench/knowledge_bench.py: indexing 1,000 files, search at 100,000
                           chunks, recall@5 of generated facts (BM25)
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
@@ -267,6 +268,7 @@ def main() -> int:
 
         log("Images: one encoded, a question with one (tiny projector, quality not judged)…")
         results.update(run_script("vision_bench.py", quick))
+        results.update(run_script("vision_stall.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))
