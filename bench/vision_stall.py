@@ -46,9 +46,10 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="vision-stall-"))
     os.environ["INGLENOOK_HOME"] = str(home)
     app = QApplication(sys.argv[:1])
+    from tests.gui.conftest import Script, fake_worker, greedy_settings
+
     from inglenook.ui.app import configure
     from inglenook.ui.main_window import MainWindow
-    from tests.gui.conftest import Script, fake_worker, greedy_settings
 
     configure(app)
     script = Script(home / "fake.json")
