@@ -112,6 +112,7 @@ def test_a_model_without_a_projector_says_so_before_sending_and_keeps_the_draft(
     assert composer.notice.isVisible() and composer.notice.text() == CANNOT_SEE  # at once
     assert composer.strip.chips[0].label.text().endswith(f"≈{IMAGE_TOKENS:,} tokens (estimate)")
     composer.edit.setPlainText("What is this?")
+    assert composer.notice.isVisible()  # typing does not clear it: the image is still there
     with qtbot.assertNotEmitted(window.reply_started):
         qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
     assert composer.notice.isVisible() and composer.notice.text() == CANNOT_SEE

@@ -246,7 +246,7 @@ class Composer(QWidget):
         self.edit.paste_refused.connect(self._paste_refused)
         self.edit.files_dropped.connect(self.attach_files)
         self.edit.image_pasted.connect(self.attach_image)
-        self.edit.textChanged.connect(self.notice.hide)
+        self.edit.textChanged.connect(self._typed)
         self.button.clicked.connect(self._clicked)
         self.attach_button.clicked.connect(self.choose_files)
 
@@ -289,6 +289,13 @@ class Composer(QWidget):
         """Why the draft cannot be sent as it is to this model ("" when it can)."""
         seeing = any(a.kind == "image" for a in self._attachments) and not self._vision()
         return CANNOT_SEE if seeing else ""
+
+    def _typed(self) -> None:
+        """Typing clears a notice about the last paste or file, not that the model cannot see
+        the images still attached."""
+        if self.notice.isVisible() and not (self.notice.text() == CANNOT_SEE
+                                            and self.images_refused()):
+            self.notice.hide()
 
     def check_images(self) -> None:
         """Say at once that the model cannot see the draft's images (not only when sending)."""
