@@ -67,8 +67,9 @@ def test_a_chat_with_an_image_continues_from_its_state_and_stops(
     client = EngineClient(log_path=tmp_path / "engine.log")
     store = Store(tmp_path / "chats.db")
     try:
-        info = client.load(LoadParams(str(bundled_model), n_ctx=1024, n_slots=1,
-                                      mmproj_path=str(mmproj)))
+        # One thread: on a shared machine llama.cpp's spinning threads wait on each other.
+        info = client.load(LoadParams(str(bundled_model), n_ctx=1024, n_slots=1, n_threads=1,
+                                      n_threads_batch=1, mmproj_path=str(mmproj)))
         assert info.vision and info.image_tokens == IMAGE_TOKENS  # the window's chip cost
         session = ChatSession(store, ChatSettings(system_prompt="", sampling=SHORT))
         data = png((200, 30, 30))
