@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, QMimeData, QObject
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QWidget
 
-from inglenook.ui.chat.composer import files_in
+from inglenook.ui.chat.prompt_edit import files_in
 
 
 def gguf_paths(data: QMimeData) -> list[str]:
