@@ -133,6 +133,7 @@ class AttachmentChip(QFrame):
             row.setContentsMargins(4, 4, 4 if removable else 9, 4)
             row.setSpacing(6)
             self.thumbnail = thumbnail_label(self)
+            self.thumbnail.setAccessibleName(f"Thumbnail of {tooltip.splitlines()[0]}")
             THUMBNAILS.show_in(self.thumbnail, image)
             row.addWidget(self.thumbnail)
         self.label = plain_label(text, self, name="attachmentLabel")

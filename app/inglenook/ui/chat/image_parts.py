@@ -123,6 +123,9 @@ class Thumbnails:
         def made(png: object) -> None:
             if isinstance(png, bytes) and png:
                 label.setPixmap(self.put(data, png))
+            else:  # stored, or imported, bytes that no longer decode: said when sent too
+                label.setText("No preview")
+                label.setWordWrap(True)
 
         tasks.run(thumbnail_of, data, owner=label, on_done=made, name="thumbnail")
 
