@@ -163,17 +163,20 @@ class Composer(QWidget):
     def _typed(self) -> None:
         """Typing clears a notice about the last paste or file, not that the model cannot see
         the images still attached."""
-        if self.notice.isVisible() and not (self.notice.text() == CANNOT_SEE
-                                            and self.images_refused()):
+        if not self.notice.isVisible():
+            return
+        if CANNOT_SEE in self.notice.text() and self.images_refused():
+            self.notice.setText(CANNOT_SEE)
+        else:
             self.notice.hide()
 
     def check_images(self) -> None:
         """Say at once that the model cannot see the draft's images (not only when sending)."""
         problem = self.images_refused()
-        if problem:
+        if problem and not (self.notice.isVisible() and problem in self.notice.text()):
             self.notice.setText(problem)
             self.notice.show()
-        elif self.notice.text() == CANNOT_SEE:
+        elif not problem and CANNOT_SEE in self.notice.text():
             self.notice.hide()
 
     def choose_files(self) -> None:
@@ -255,7 +258,8 @@ class Composer(QWidget):
 
     def _refuse(self, message: str) -> None:
         self._show_chips()
-        self.notice.setText(message)
+        seeing = self.images_refused()  # still said: the images attached before stay
+        self.notice.setText(f"{message}\n{seeing}" if seeing else message)
         self.notice.show()
         self.attach_failed.emit(message)
 
