@@ -29,6 +29,7 @@ SUFFIXES = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif",
 MIN_AGE_S = 3600.0
 _KEPT_HASHES = 256
 _hashes: OrderedDict[tuple[int, int], str] = OrderedDict()  # (hash(), len) -> sha256
+_checked: set[str] = set()  # cache files written or checked in this run
 
 
 def sha256_of(data: bytes) -> str:
@@ -47,9 +48,15 @@ def sha256_of(data: bytes) -> str:
 
 def store_image(data: bytes, sha256: str, suffix: str) -> Path:
     """The bytes under their hash in the image cache; written once (to a temporary name, then
-    renamed, so the engine never reads half a file). OSError when it cannot be written."""
+    renamed, so the engine never reads half a file). A file found there is checked against the
+    hash once per run (the engine would refuse one that changed, at every send), and written
+    again if it does not match. OSError when it cannot be written."""
     path = paths.image_cache_dir() / f"{sha256}.{suffix}"
-    if path.is_file() and path.stat().st_size == len(data):
+    key = str(path)
+    if key in _checked and path.is_file():
+        return path
+    if path.is_file() and path.stat().st_size == len(data) and _holds(path, sha256):
+        _checked.add(key)
         return path
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".part-")
     try:
@@ -59,7 +66,19 @@ def store_image(data: bytes, sha256: str, suffix: str) -> Path:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    _checked.add(key)
     return path
+
+
+def _holds(path: Path, sha256: str) -> bool:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+    except OSError:
+        return False
+    return digest.hexdigest() == sha256
 
 
 def image_ref(attachment: Attachment) -> ImageRef:

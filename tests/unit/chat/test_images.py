@@ -36,6 +36,9 @@ def test_an_image_becomes_a_file_named_by_its_hash_written_once() -> None:
     assert images.image_ref(photo) == ref and path.stat().st_mtime_ns == stamp  # not again
     path.unlink()  # removed by hand: written again from the stored bytes
     assert Path(images.image_ref(photo).path).read_bytes() == photo.data
+    images._checked.clear()  # the next run, with the file changed there meanwhile
+    path.write_bytes(bytes(len(photo.data)))
+    assert Path(images.image_ref(photo).path).read_bytes() == photo.data
 
 
 def test_a_model_that_sees_gets_images_one_that_does_not_their_names() -> None:
