@@ -17,6 +17,9 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
   template_*              bench/template_bench.py: a prompt rendered here vs in the child
   grammar_*               bench/grammar_bench.py: a reply held to a JSON schema vs free
+  vision_*                bench/vision_bench.py: an image encoded, a question with an image
+                          (a tiny random projector: the machinery's floor; quality not judged);
+                          bench/vision_stall.py: the GUI thread while a 12 MP photo is sent
   knowledge_*             bench/knowledge_bench.py: indexing 1,000 files, search at 100,000
                           chunks, recall@5 of generated facts (BM25)
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
@@ -262,6 +265,10 @@ def main() -> int:
 
         log("A reply in a JSON schema (a grammar) against the same reply free…")
         results.update(run_script("grammar_bench.py", quick))
+
+        log("Images: one encoded, a question with one (tiny projector, quality not judged)…")
+        results.update(run_script("vision_bench.py", quick))
+        results.update(run_script("vision_stall.py", quick))
 
         log("API server: decode vs raw and vs llama_cpp.server, four clients at once…")
         results.update(run_script("server_bench.py", quick))

@@ -93,7 +93,7 @@ def test_a_file_that_cannot_fit_the_context_is_refused(
     assert window.composer.notice.text() == failed.args[0]
 
 
-def test_a_binary_file_and_an_image_are_refused_with_their_reasons(
+def test_a_binary_file_and_a_damaged_image_are_refused_with_their_reasons(
         qtbot: QtBot, window: MainWindow, tmp_path: Path) -> None:
     (tmp_path / "song.mp3").write_bytes(b"ID3\x04\x00\x00\x00\x00\x00\x00")
     (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
@@ -101,8 +101,8 @@ def test_a_binary_file_and_an_image_are_refused_with_their_reasons(
     window.composer.attach_failed.connect(reasons.append)
     attach(qtbot, window.composer, tmp_path / "song.mp3", tmp_path / "photo.png")
     assert sorted(reasons) == [
-        "photo.png is an image, and the loaded model cannot see images. Attach text, code, "
-        "Markdown, CSV or PDF files.",
+        "photo.png is not an image in a format read here (PNG, JPEG, GIF, WEBP, BMP). It was "
+        "not attached.",
         "song.mp3 was not attached: it looks like binary data, not text. Attach text, code, "
         "Markdown, CSV or PDF files."]
     assert window.composer.attachments == ()

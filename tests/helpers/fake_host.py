@@ -14,7 +14,10 @@ tools the request offers (comma-separated) and `{thinking}` by its enable_thinki
 streams one word per token, `token_ms` apart, or exactly the deltas in `"pieces"` (markup
 split where a test wants it). Special replies:
 `"crash": true` exits the process mid-reply; `"error": "..."` finishes with that error;
-`"hang_ms": N` ignores cancels for N ms (the stop watchdog). Cancel works as in the real host.
+`"hang_ms": N` ignores cancels for N ms (the stop watchdog). `"vision": N` (read at load) makes
+the model one that sees images, N positions each; `{images}` is the request's image count, and
+a model without vision refuses a request with images, as the real host does. Cancel works as
+in the real host.
 Tune answers at once with fixed figures; Quantize "quantizes" by copying the source with the
 file type asked for written into its header.
 
@@ -84,7 +87,8 @@ class FakeHost:
             kv_cache_type=params.kv_cache_type,
             template_source="override" if params.chat_template
             else "gguf" if header.chat_template else "chatml",
-            quantization=header.quantization, traits=traits, tool_format=tool_format)
+            quantization=header.quantization, traits=traits, tool_format=tool_format,
+            vision=bool(script.get("vision")), image_tokens=int(script.get("vision") or 0))
         self.send(p.Loaded(self.model))
 
     def tune(self, request: p.Tune) -> None:
@@ -135,7 +139,12 @@ class FakeHost:
             self.send(p.Finished(rid, Finish("error", reply["error"])))
             return
         names = ",".join(t.get("function", {}).get("name", "") for t in request.tools)
-        fill = {"{last}": last, "{tools}": names, "{thinking}": str(request.enable_thinking)}
+        images = sum(len(m.images) for m in request.messages)
+        if images and not (self.model.vision):
+            self.send(p.Finished(rid, Finish("error", "This model cannot see images.")))
+            return
+        fill = {"{last}": last, "{tools}": names, "{thinking}": str(request.enable_thinking),
+                "{images}": str(images)}
         text = reply.get("text", "")
         for key, value in fill.items():
             text = text.replace(key, value)

@@ -4,9 +4,12 @@ copy and send them all."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from inglenook.chat.chat_settings import ChatSettings
+from inglenook.chat.images import image_ref
 from inglenook.chat.tool_round import as_turns
-from inglenook.core.attachments import inline
+from inglenook.core.attachments import Attachment, inline
 from inglenook.core.context import history_start
 from inglenook.core.messages import Message
 from inglenook.store.branch import Branch, Outline
@@ -28,11 +31,23 @@ def turn_rows(outline: Outline, stop: int | None = None) -> list[int]:
     return kept
 
 
+def user_turn(text: str, attachments: Sequence[Attachment], vision: bool) -> Message:
+    """A user's message as sent: its text files inlined, its images as ImageRefs to a model
+    that sees (files in the image cache: OSError when they cannot be written) or named in the
+    text to one that does not (a chat with a photo in its history goes on with a text model)."""
+    if not vision:
+        return Message("user", inline(text, attachments))
+    texts = [a for a in attachments if a.kind != "image"]
+    images = tuple(image_ref(a) for a in attachments if a.kind == "image")
+    return Message("user", inline(text, texts), images=images)
+
+
 def sent_turns(path: Branch, settings: ChatSettings, stop: int, reads_reasoning: bool,
-               n_ctx: int = 0) -> tuple[list[Message], tuple[int, int]]:
+               n_ctx: int = 0, vision: bool = False) -> tuple[list[Message], tuple[int, int]]:
     """The turns of the branch before position `stop` as they are sent to a model of context
-    `n_ctx` (0: all of them), and the run of messages left behind: (where the run starts among
-    the request's messages, how many messages it holds), (0, 0) when all are sent."""
+    `n_ctx` (0: all of them) that sees images or not (`vision`), and the run of messages left
+    behind: (where the run starts among the request's messages, how many messages it holds),
+    (0, 0) when all are sent."""
     outline = path.outline
     rows = turn_rows(outline, stop)
     starts = [n for n, i in enumerate(rows) if outline.roles[i] == "user" or n == 0]
@@ -47,6 +62,8 @@ def sent_turns(path: Branch, settings: ChatSettings, stop: int, reads_reasoning:
         reasoning = m.reasoning if reads_reasoning and m.role == "assistant" else ""
         if m.tool_cards:
             turns += as_turns(m.content, reasoning, m.tool_cards)
+        elif m.role == "user" and m.attachments:
+            turns.append(user_turn(m.content, m.attachments, vision))
         else:
             turns.append(Message(m.role, inline(m.content, m.attachments),  # type: ignore[arg-type]
                                  reasoning))

@@ -77,6 +77,7 @@ class ReplyOptions:
     catalog: ToolCatalog | None = None
     n_ctx: int = 0  # the model's context: a long chat sends only what could fit (0: all)
     open_index: knowledge_turn.OpenIndex = knowledge_turn.default_index  # searched, if used
+    vision: bool = False  # the model sees images: they are sent as images, not named
 
     @property
     def offers_tools(self) -> bool:
@@ -231,8 +232,8 @@ class ChatSession:
         ids = self.path.outline.ids
         return [ids[i] for i in turns[max(start, 0):start + stats.dropped_messages]]
 
-    def request_for(self, message_id: int, request_id: int, n_ctx: int = 0
-                    ) -> GenerationRequest | None:
+    def request_for(self, message_id: int, request_id: int, n_ctx: int = 0,
+                    vision: bool = False) -> GenerationRequest | None:
         """The request that made this reply (its system prompt and sampling as recorded, the
         branch before it as it was sent to a model of context `n_ctx`), for showing the exact
         prompt it was made from."""
@@ -243,7 +244,7 @@ class ChatSession:
         prov = reply.provenance
         system = prov.system_prompt if prov.sampling is not None else self.settings.system_prompt
         turns, _ = sent_turns(self.path, self.settings, index,
-                              prov.history_reasoning == "sent", n_ctx)
+                              prov.history_reasoning == "sent", n_ctx, vision)
         messages = knowledge_turn.with_passages(build_messages(system, turns),
                                                 knowledge_turn.recorded(prov))  # as given
         return GenerationRequest(request_id, messages,
@@ -331,7 +332,7 @@ class ChatSession:
         if kept == 0:
             return None
         turns, behind = sent_turns(self.path, self.settings, kept, traits.reads_reasoning,
-                                   options.n_ctx)
+                                   options.n_ctx, options.vision)
         # After tool results the model continues; regenerating that continuation does too.
         if not turns or turns[-1].role not in (("tool",) if continuing else ("user", "tool")):
             return None

@@ -132,19 +132,34 @@ def inline(text: str, attachments: Sequence[Attachment]) -> str:
     return "\n\n".join(parts)
 
 
-def will_not_fit(attachment: Attachment, draft_tokens: int, n_ctx: int) -> str:
+def tokens_of(attachment: Attachment, image_tokens: int = 0) -> int:
+    """What a file adds to the prompt: an image what the loaded model's projector takes
+    (`image_tokens`, ModelInfo.image_tokens; 0: not known, estimated), text as estimated."""
+    return (image_tokens or IMAGE_TOKENS) if attachment.kind == "image" else attachment.tokens
+
+
+def message_tokens(text: str, attachments: Sequence[Attachment], image_tokens: int = 0) -> int:
+    """The estimated cost of a message: its text and text files inlined, plus its images."""
+    texts = [a for a in attachments if a.kind != "image"]
+    images = len(attachments) - len(texts)
+    return estimate_tokens(inline(text, texts)) + images * (image_tokens or IMAGE_TOKENS)
+
+
+def will_not_fit(attachment: Attachment, draft_tokens: int, n_ctx: int,
+                 image_tokens: int = 0) -> str:
     """Why this file should not be attached to a draft already this many tokens long ("" when
     it may). The same rule as sending: the message may take up to three quarters of the
     context, the reply needs the rest. n_ctx 0: not known yet, checked again when sending."""
     if n_ctx <= 0:
         return ""
     room = n_ctx * 3 // 4
-    if attachment.tokens > room:
-        return (f"{attachment.name} was not attached: it is about {attachment.tokens:,} tokens, "
+    cost = tokens_of(attachment, image_tokens)
+    if cost > room:
+        return (f"{attachment.name} was not attached: it is about {cost:,} tokens, "
                 f"and the model's context holds {n_ctx:,} for the message and the reply "
                 "together. Load the model with a longer context, or attach a part of it.")
-    if draft_tokens + attachment.tokens > room:
-        return (f"{attachment.name} was not attached: it is about {attachment.tokens:,} tokens, "
+    if draft_tokens + cost > room:
+        return (f"{attachment.name} was not attached: it is about {cost:,} tokens, "
                 f"and with what is already in the message (about {draft_tokens:,}) that is "
                 f"more than the {n_ctx:,}-token context can take with room for a reply.")
     return ""

@@ -123,5 +123,15 @@ def data_url(path: Path, sha256: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def thumbnail_png(image: DecodedImage, side: int) -> bytes:
+    """The image at most `side` pixels a side, as PNG bytes: what the window shows (a chip's
+    thumbnail, the larger view), made off its GUI thread."""
+    small = Image.frombytes("RGB", (image.width, image.height), image.rgb)
+    small.thumbnail((side, side))
+    out = io.BytesIO()
+    small.save(out, "PNG")
+    return out.getvalue()
+
+
 def read_image(path: Path) -> DecodedImage:
     return decode_image(read_bounded(path), path.name)

@@ -362,6 +362,9 @@ class ModelInfo:
     kv_bytes: int = 0  # the KV cache of all slots together
     memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
     vision: bool = False  # loaded with a projector: messages may show it images
+    # Positions one 512 × 512 image takes, as the projector preprocessed it at load (0: not
+    # known). Projectors that tile take more for larger images; the window shows it as the cost.
+    image_tokens: int = 0
 
 
 RefusalReason = Literal["memory", "beyond_trained"]

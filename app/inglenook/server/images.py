@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from inglenook import paths
+from inglenook.chat.images import store_image
 from inglenook.core.images import MAX_FILE_BYTES, ImageRefused, decode_image
 from inglenook.core.messages import ImageRef
 from inglenook.server.errors import ApiError
@@ -95,21 +92,5 @@ def base64_image(encoded: Any, param: str, where: str) -> ImageRef:
         image = decode_image(data, f"The image of '{where}'")
     except ImageRefused as exc:
         raise ApiError(400, str(exc), param=param, code="invalid_value") from None
-    return ImageRef(image.sha256, str(_store(data, image.sha256, image.format)))
+    return ImageRef(image.sha256, str(store_image(data, image.sha256, image.format.lower())))
 
-
-def _store(data: bytes, sha256: str, fmt: str) -> Path:
-    """The bytes under their hash; written once (to a temporary name, then renamed, so the
-    engine never reads half a file)."""
-    path = paths.image_cache_dir() / f"{sha256}.{fmt.lower()}"
-    if path.is_file() and path.stat().st_size == len(data):
-        return path
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path

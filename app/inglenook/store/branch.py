@@ -42,7 +42,8 @@ class MessageOutline:
     newlines: int  # in its answer
     calls_tools: bool
     attachments: int
-    attached: int  # characters of its attachments (names and text)
+    attached: int  # characters of its attachments (names and text; an image as its tokens)
+    images: int = 0  # of its attachments, how many are images (shown as thumbnails)
 
 
 _ROLES = {role: role for role in ("user", "assistant", "system", "tool")}
@@ -62,10 +63,11 @@ class Outline(Sequence[MessageOutline]):
         self.calls_tools = bytearray()
         self.attachments = array("q")
         self.attached = array("q")
+        self.images = array("q")
 
     def _columns(self) -> tuple[Any, ...]:
         return (self.ids, self.roles, self.chars, self.reasoning, self.newlines,
-                self.calls_tools, self.attachments, self.attached)
+                self.calls_tools, self.attachments, self.attached, self.images)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -82,12 +84,12 @@ class Outline(Sequence[MessageOutline]):
         return MessageOutline(self.ids[index], self.roles[index], self.chars[index],
                               self.reasoning[index], self.newlines[index],
                               bool(self.calls_tools[index]), self.attachments[index],
-                              self.attached[index])
+                              self.attached[index], self.images[index])
 
     def append(self, row: Sequence[Any]) -> None:
         """One message: (id, role, chars, reasoning, newlines, calls tools, attachments,
-        attached), as store.outline reads them."""
-        id_, role, chars, reasoning, newlines, calls, attachments, attached = row
+        attached, images), as store.outline reads them."""
+        id_, role, chars, reasoning, newlines, calls, attachments, attached, images = row
         self.ids.append(int(id_))
         self.roles.append(_ROLES.get(role, str(role)))
         self.chars.append(int(chars or 0))
@@ -96,13 +98,14 @@ class Outline(Sequence[MessageOutline]):
         self.calls_tools.append(1 if calls else 0)
         self.attachments.append(int(attachments or 0))
         self.attached.append(int(attached or 0))
+        self.images.append(int(images or 0))
 
     def extend(self, rows: Sequence[Sequence[Any]]) -> None:
         """Many messages at once, column by column (store.outline's rows)."""
         if not rows:
             return
-        ids, roles, chars, reasoning, newlines, calls, attachments, attached = zip(*rows,
-                                                                                  strict=True)
+        ids, roles, chars, reasoning, newlines, calls, attachments, attached, images = zip(
+            *rows, strict=True)
         self.ids.extend(ids)  # integers, never NULL (store/messages.py _OUTLINE)
         self.roles.extend([_ROLES.get(role, str(role)) for role in roles])
         self.chars.extend(chars)
@@ -111,6 +114,7 @@ class Outline(Sequence[MessageOutline]):
         self.calls_tools.extend(calls)
         self.attachments.extend(attachments)
         self.attached.extend(attached)
+        self.images.extend(images)
 
     def truncate(self, count: int) -> None:
         for column in self._columns():
@@ -121,6 +125,7 @@ class Outline(Sequence[MessageOutline]):
         self.chars[index], self.reasoning[index] = row.chars, row.reasoning
         self.newlines[index], self.calls_tools[index] = row.newlines, int(row.calls_tools)
         self.attachments[index], self.attached[index] = row.attachments, row.attached
+        self.images[index] = row.images
 
     def copy(self) -> Outline:
         other = Outline()

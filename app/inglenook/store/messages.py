@@ -12,9 +12,9 @@ import json
 import sqlite3
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from inglenook.core.attachments import Attachment
+from inglenook.core.attachments import IMAGE_TOKENS, Attachment
 from inglenook.core.provenance import Provenance
 from inglenook.store import conversations, db
 from inglenook.store.records import (
@@ -28,6 +28,7 @@ from inglenook.store.records import (
 )
 from inglenook.tools.cards import ToolCard
 
+IMAGE_CHARS = IMAGE_TOKENS * 4  # an image, for estimates in characters: ~4 to a token
 _MAX_DEPTH = 1_000_000  # a guard against loops in hand-edited data, far beyond any real chat
 
 _COLUMNS = """
@@ -66,8 +67,10 @@ SELECT m.id, m.role, coalesce(length(m.content), 0), coalesce(length(m.reasoning
        coalesce(length(m.content) - length(replace(m.content, char(10), '')), 0),
        coalesce(length(m.tool_cards), 0) > 2,
        (SELECT count(*) FROM attachments a WHERE a.message_id = m.id),
-       (SELECT coalesce(sum(length(a.name) + length(a.text)), 0) FROM attachments a
-        WHERE a.message_id = m.id)
+       (SELECT coalesce(sum(length(a.name) + length(a.text)
+                             + CASE a.kind WHEN 'image' THEN {IMAGE_CHARS} ELSE 0 END), 0)
+        FROM attachments a WHERE a.message_id = m.id),
+       (SELECT count(*) FROM attachments a WHERE a.message_id = m.id AND a.kind = 'image')
 FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth
 """
 
@@ -149,6 +152,14 @@ def add_attachments(conn: sqlite3.Connection, msg_id: int,
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(msg_id, n, a.kind, a.name, a.size, a.text, a.mime, a.data or None)
          for n, a in enumerate(attachments)])
+
+
+def image_blobs(conn: sqlite3.Connection) -> Iterator[bytes]:
+    """The bytes of every stored image, one at a time (the cache of files made from them is
+    pruned against these)."""
+    for (data,) in conn.execute("SELECT data FROM attachments WHERE kind = 'image' "
+                                "AND data IS NOT NULL"):
+        yield bytes(data)
 
 
 def attachments_of(conn: sqlite3.Connection,

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.chat import images as chat_images
 from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
@@ -44,7 +45,7 @@ from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.window import commands
-from inglenook.ui.window.drops import accept_gguf_drops
+from inglenook.ui.window.drops import accept_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
 from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
 from inglenook.ui.window.menus import window_menus
@@ -107,11 +108,14 @@ class MainWindow(QMainWindow):
                                  lambda: self.chats.session, self.focus_composer, self)
         self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
         self._wire()
-        self._drops = accept_gguf_drops(self, self.models.import_dropped)  # into the library
+        # Models into the library, other files (images…) onto the draft.
+        self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)
         self.side.bind(self.chats.session)
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()
+        # Image files made for the engine that no stored message holds any more (derived data).
+        tasks.run(chat_images.prune_cache, self.store.path, writer=True, name="prune images")
         if store_problem:  # damaged and moved aside, read-only, or temporary
             notices.append(store_problem)
         if any(notices):
@@ -246,6 +250,7 @@ class MainWindow(QMainWindow):
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)
         self.chat.empty.label.setText(f"{info.name} is ready. Ask it anything.")
+        self.composer.model_changed()  # images' costs; whether it can see them
         self.chats.set_can_send(True)  # sends a message typed while it loaded
         self.composer.set_loading(False)
         self.chats.show_context()
@@ -262,6 +267,7 @@ class MainWindow(QMainWindow):
 
     def _model_unloaded(self) -> None:
         self.chat.empty.label.setText("Choose a model above to start.")
+        self.composer.model_changed()
         self.chats.set_can_send(False)
         self.composer.set_loading(False)
 

@@ -32,16 +32,18 @@ def test_many_rows_are_found_by_height() -> None:
 
 def test_estimates_grow_with_text_and_wrap_with_width() -> None:
     rows = Outline()
-    rows.extend([(1, "user", 10, 0, 0, 0, 0, 0), (2, "assistant", 2_000, 0, 0, 0, 0, 0),
-                 (3, "assistant", 2_000, 0, 40, 0, 0, 0), (4, "assistant", 2_000, 90, 0, 1, 0, 0),
-                 (5, "user", 10, 0, 0, 0, 2, 300)])
+    rows.extend([(1, "user", 10, 0, 0, 0, 0, 0, 0), (2, "assistant", 2_000, 0, 0, 0, 0, 0, 0),
+                 (3, "assistant", 2_000, 0, 40, 0, 0, 0, 0),
+                 (4, "assistant", 2_000, 90, 0, 1, 0, 0, 0),
+                 (5, "user", 10, 0, 0, 0, 2, 300, 0), (6, "user", 10, 0, 0, 0, 1, 3_000, 1)])
     metrics = Metrics()
-    narrow = [estimate(rows, i, 300, metrics) for i in range(5)]
-    wide = [estimate(rows, i, 800, metrics) for i in range(5)]
+    narrow = [estimate(rows, i, 300, metrics) for i in range(6)]
+    wide = [estimate(rows, i, 800, metrics) for i in range(6)]
     assert narrow[1] > wide[1] > narrow[0]  # wrapped at the width
     assert narrow[2] > narrow[1]  # newlines are lines
     assert narrow[3] > narrow[1]  # tool cards and the folded reasoning take room
     assert narrow[4] > narrow[0]  # so do attachment chips
+    assert narrow[5] > narrow[4]  # and images' thumbnails more
     assert estimates(rows, {"user": 300, "assistant": 300}, metrics) == narrow
 
 

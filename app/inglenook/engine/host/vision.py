@@ -80,6 +80,18 @@ class Vision:
     def n_embd(self) -> int:
         return self.projector.n_embd
 
+    def probe_positions(self, side: int = 512) -> int:
+        """Positions a grey side × side image takes: preprocessed only, never encoded (a few
+        milliseconds), so the window can show an image's cost before it is sent."""
+        try:
+            chunk = self.projector.image(bytes(side * side * 3), side, side, "probe")
+        except ValueError:  # ProjectorError too (Gemma 3's non-causal images)
+            return 0
+        try:
+            return int(chunk.n_tokens)
+        finally:
+            chunk.close()
+
     def positions(self, ref: ImageRef) -> int:
         return self._chunk(ref).n_tokens
 

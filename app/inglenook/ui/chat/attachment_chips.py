@@ -1,5 +1,6 @@
 """Attachments as chips: above the prompt box (name, token cost, ✕) and in a user's message
-(name, kind, size; a click shows the text the model was given).
+(name, kind, size; a click shows the text the model was given, or an image larger). An image's
+chip starts with its thumbnail (ui/chat/image_parts.py).
 
 Chips wrap onto more lines instead of widening the composer or the bubble.
 """
@@ -21,8 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.core.attachments import Attachment
+from inglenook.core.attachments import IMAGE_TOKENS, Attachment
 from inglenook.core.units import describe_size
+from inglenook.ui.chat.image_parts import THUMBNAILS, thumbnail_label
 from inglenook.ui.plain import plain_label, plain_tip
 
 NAME_CHARS = 40  # a longer name is cut in the middle: its start and its extension both matter
@@ -118,7 +120,7 @@ class AttachmentChip(QFrame):
     clicked = Signal()
 
     def __init__(self, text: str, tooltip: str, removable: bool, pending: bool = False,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, image: bytes = b"") -> None:
         super().__init__(parent)
         self.setObjectName("attachmentChip")
         self.setProperty("pending", pending)
@@ -126,6 +128,14 @@ class AttachmentChip(QFrame):
         row = QHBoxLayout(self)
         row.setContentsMargins(9, 3, 4 if removable else 9, 3)
         row.setSpacing(4)
+        self.thumbnail = None
+        if image:  # the image file's bytes: its thumbnail, made off the GUI thread if not yet
+            row.setContentsMargins(4, 4, 4 if removable else 9, 4)
+            row.setSpacing(6)
+            self.thumbnail = thumbnail_label(self)
+            self.thumbnail.setAccessibleName(f"Thumbnail of {tooltip.splitlines()[0]}")
+            THUMBNAILS.show_in(self.thumbnail, image)
+            row.addWidget(self.thumbnail)
         self.label = plain_label(text, self, name="attachmentLabel")
         row.addWidget(self.label)
         self.remove_button: QToolButton | None = None
@@ -148,8 +158,23 @@ class AttachmentChip(QFrame):
         super().mouseReleaseEvent(event)
 
 
-def chip_for_draft(attachment: Attachment, parent: QWidget | None = None) -> AttachmentChip:
+def image_cost(image_tokens: int) -> tuple[str, str]:
+    """An image's cost on its chip, and why: the loaded projector's count, else an estimate."""
+    if image_tokens:
+        return (f"{image_tokens:,} tokens", "as the loaded model's projector reads a "
+                "512 × 512 image (one that tiles large images takes more)")
+    return (f"≈{IMAGE_TOKENS:,} tokens (estimate)",
+            "an estimate: no model that can see images is loaded")
+
+
+def chip_for_draft(attachment: Attachment, parent: QWidget | None = None,
+                   image_tokens: int = 0) -> AttachmentChip:
     """The composer's chip: what the file costs of the context."""
+    if attachment.kind == "image":
+        tokens, why = image_cost(image_tokens)
+        return AttachmentChip(f"{short_name(attachment.name, 28)}\n{tokens}",
+                              f"{attachment.name}\n{attachment.describe()} · {tokens}, {why}",
+                              removable=True, parent=parent, image=attachment.data)
     tokens = f"≈{attachment.tokens:,} tokens"
     return AttachmentChip(f"{short_name(attachment.name)} · {tokens}",
                           f"{attachment.name}\n{attachment.describe()} · {tokens}",
@@ -163,6 +188,11 @@ def chip_for_reading(name: str, parent: QWidget | None = None) -> AttachmentChip
 
 def chip_for_message(attachment: Attachment, parent: QWidget | None = None) -> AttachmentChip:
     """A sent message's chip: which file, how big; a click shows what the model read."""
+    if attachment.kind == "image":
+        return AttachmentChip(f"{short_name(attachment.name, 28)}\n"
+                              f"{describe_size(attachment.size)}",
+                              f"{attachment.describe()}\nClick to see it larger",
+                              removable=False, parent=parent, image=attachment.data)
     return AttachmentChip(f"{short_name(attachment.name)} · {describe_size(attachment.size)}",
                           f"{attachment.describe()}\nClick to see the text the model was given",
                           removable=False, parent=parent)

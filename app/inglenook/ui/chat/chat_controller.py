@@ -25,7 +25,7 @@ from inglenook.chat.session import (
     Sessions,
     conversation_of,
 )
-from inglenook.core.attachments import Attachment, inline
+from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
@@ -38,6 +38,7 @@ from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, will_not_fit
+from inglenook.ui.chat.image_parts import ImageDialog
 from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
 from inglenook.ui.chat.presenter import present
@@ -108,7 +109,7 @@ class ChatController(QObject):
         meter = tasks.debounce(150, self.show_context, self)
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
         composer.attachments_changed.connect(meter.call)  # and so do files
-        composer.set_model_limits(self._n_ctx)
+        composer.set_model_limits(self._n_ctx, self._vision, self._image_tokens)
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
@@ -187,7 +188,9 @@ class ChatController(QObject):
         if not self.can_send or session.reply is not None or session in self._preparing:
             self.composer.restore(text, attachments)  # never lose what was typed
             return
-        problem = will_not_fit(self.session, self.model()[0], inline(text, attachments))
+        model = self.model()[0]
+        problem = will_not_fit(self.session, model, message_tokens(
+            text, attachments, model.image_tokens if model is not None else 0))
         if problem:
             self.composer.restore(text, attachments)
             self.banner.show_message(problem)
@@ -238,7 +241,7 @@ class ChatController(QObject):
         try:
             request = session.begin_reply(self.next_request_id(), options,
                                           continuing=continuing)
-        except StoreError as exc:
+        except (StoreError, OSError) as exc:  # OSError: an image not written for the engine
             self.banner.show_message(f"Could not start the reply: {exc}")
             return
         if request is None:
@@ -353,8 +356,7 @@ class ChatController(QObject):
         if message.role == "user":
             bubble.edit_requested.connect(lambda b=bubble: self.actions.edit_message(b))
             if message.attachments:
-                add_to_bubble(bubble, message.attachments,
-                              lambda a: AttachmentDialog(a, self.window).open())
+                add_to_bubble(bubble, message.attachments, self._open_attachment)
             return bubble
         model, _ = self.model()
         present(bubble, message, model.name if model else "")
@@ -364,6 +366,10 @@ class ChatController(QObject):
         bubble.details_requested.connect(lambda b=bubble: self.actions.show_details(b))
         bubble.regenerate_button.setEnabled(self.can_send)
         return bubble
+
+    def _open_attachment(self, attachment: Attachment) -> None:
+        dialog = ImageDialog if attachment.kind == "image" else AttachmentDialog
+        dialog(attachment, self.window).open()
 
     def _bubble_of(self, session: ChatSession, message_id: int) -> MessageBubble | None:
         return self.view.bubble_of(message_id) if session is self.session else None
@@ -381,9 +387,17 @@ class ChatController(QObject):
         model, _ = self.model()
         return model.n_ctx if model is not None else 0
 
+    def _vision(self) -> bool:
+        model, _ = self.model()
+        return model is not None and model.vision
+
+    def _image_tokens(self) -> int:
+        model, _ = self.model()
+        return model.image_tokens if model is not None and model.vision else 0
+
     def show_context(self) -> None:
         model, _ = self.model()
-        self.context.show(self.session, model, self.composer.draft())
+        self.context.show(self.session, model, self.composer.draft_tokens())
 
     # ---- the engine -----------------------------------------------------------------------
     def _on_queue(self, state: QueueState) -> None:

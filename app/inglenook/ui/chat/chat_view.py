@@ -127,7 +127,7 @@ class ChatView(QAbstractScrollArea):
         """A new message at the end (sent, or a reply starting); the view follows it."""
         index = len(self._rows)
         self._rows.append((row.id, row.role, row.chars, row.reasoning, row.newlines,
-                           row.calls_tools, row.attachments, row.attached))
+                           row.calls_tools, row.attachments, row.attached, row.images))
         if self._index is not None:
             self._index[row.id] = index
         self._geometry.insert(index, self._estimate(index), False)

@@ -1,29 +1,25 @@
 """Where the user types: Enter sends, Shift+Enter is a newline, Esc stops. Files are attached
-with the Attach button, by dropping them on the composer or by pasting their paths; each is read
-off the GUI thread and shown as a chip with its token cost, and one that would not leave room
-in the context for a reply is refused with a message before anything is sent.
+with the Attach button, by dropping them on the composer (or the window) or by pasting their
+paths; an image also by pasting it. Each is read off the GUI thread and shown as a chip with its
+token cost (an image with its thumbnail), and one that would not leave room in the context for
+a reply is refused with a message before anything is sent. Images are kept with a model that
+cannot see them, which the composer says at once; sending is refused with that reason and the
+draft stays as it is.
 
-A paste (or drop) that would make the prompt longer than MAX_PROMPT_CHARS is refused with a
-message, and the draft stays as it was: a 20 MB paste used to keep the window busy for a minute
-and a half, and no local model's context holds that much anyway. Text with a very long run of
-characters without a space (base64, minified code) switches the box to wrapping anywhere: Qt's
-usual line breaking takes time quadratic in such a run (48 s for a 1 MB line).
+The prompt box itself (pastes, long lines) is ui/chat/prompt_edit.py.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeyEvent, QTextOption
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QPlainTextEdit,
     QPushButton,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -32,9 +28,8 @@ from inglenook.core.attachments import (
     FILE_TYPES,
     Attachment,
     AttachmentError,
-    estimate_tokens,
     inline,
-    read_attachment,
+    message_tokens,
     will_not_fit,
 )
 from inglenook.ui import tasks
@@ -43,130 +38,16 @@ from inglenook.ui.chat.attachment_chips import (
     chip_for_draft,
     chip_for_reading,
 )
+from inglenook.ui.chat.image_parts import CANNOT_SEE, THUMBNAILS, DraftPart, pasted_part, read_part
+from inglenook.ui.chat.prompt_edit import MAX_PROMPT_CHARS, PromptEdit, files_in
 from inglenook.ui.plain import plain_label
 
-MAX_LINES = 8
-MAX_PROMPT_CHARS = 1_000_000
-_LONG_RUN = re.compile(r"\S{2000}")
-MAX_PASTED_PATHS = 20  # more lines than this is text that happens to name files, not a list
-FILE_FILTER = ("Text, code, Markdown, CSV and PDF (*.txt *.md *.markdown *.csv *.tsv *.pdf "
-               "*.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c *.h "
-               "*.cpp *.rs *.go *.java *.log);;All files (*)")
+__all__ = ["MAX_PROMPT_CHARS", "Composer", "PromptEdit", "files_in"]
 
-
-def _local_files(source: QMimeData) -> bool:
-    return source.hasUrls() and bool(source.urls()) and all(
-        url.isLocalFile() for url in source.urls())
-
-
-def files_in(source: QMimeData) -> list[str]:
-    """Local files a drop or paste carries: file URLs (a file manager's copy or drag), or text
-    that is nothing but paths of existing files, one a line (a copied path). [] otherwise,
-    and for models (.gguf), which the window takes into the library (ui/window/drops.py)."""
-    if source.hasUrls():
-        if not _local_files(source):
-            return []
-        paths = [url.toLocalFile() for url in source.urls()]
-        return [] if any(p.lower().endswith(".gguf") for p in paths) else paths
-    if not source.hasText():
-        return []
-    lines = [line.strip().strip("'\"") for line in source.text().splitlines() if line.strip()]
-    if not lines or len(lines) > MAX_PASTED_PATHS:
-        return []
-    paths = []
-    for line in lines:
-        if line.startswith("file://"):
-            line = QUrl(line).toLocalFile()
-        path = Path(line).expanduser()
-        if not path.is_absolute() or not path.is_file():
-            return []
-        paths.append(str(path))
-    return paths
-
-
-class PromptEdit(QPlainTextEdit):
-    """A text box that grows with its content up to MAX_LINES.
-
-    Signals:
-        submit(): Enter without Shift.
-        escape(): Esc.
-        paste_refused(int): a paste or drop of this many characters was refused: with the
-            draft, the prompt would have been longer than MAX_PROMPT_CHARS.
-        files_dropped(list): a paste or drop of files (their paths), not text.
-        page(int): PageUp (-1) or PageDown (1) in a draft too short to scroll: the chat scrolls.
-    """
-
-    submit = Signal()
-    escape = Signal()
-    paste_refused = Signal(int)
-    files_dropped = Signal(list)
-    page = Signal(int)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("promptEdit")
-        self.setAccessibleName("Message")
-        self.setToolTip("Your message: Enter sends, Shift+Enter starts a new line")
-        self.setPlaceholderText("Ask anything…")  # the tooltip says how Enter works
-        self.setTabChangesFocus(True)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.document().contentsChanged.connect(self.updateGeometry)
-        self.document().contentsChanged.connect(self._on_contents_changed)
-
-    def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        if files_in(source):
-            return True
-        # Local files that are not for a message (models): ignored, so the window takes them.
-        return not _local_files(source) and super().canInsertFromMimeData(source)
-
-    def insertFromMimeData(self, source: QMimeData) -> None:
-        files = files_in(source)
-        if files:
-            self.files_dropped.emit(files)
-            return
-        if _local_files(source):
-            return
-        if source.hasText():
-            text = source.text()
-            if len(text) + self.document().characterCount() > MAX_PROMPT_CHARS:
-                self.paste_refused.emit(len(text))
-                return
-            if _LONG_RUN.search(text):
-                self.setWordWrapMode(QTextOption.WrapMode.WrapAnywhere)
-        super().insertFromMimeData(source)
-
-    def _on_contents_changed(self) -> None:
-        if self.document().isEmpty():  # sent or cleared: back to breaking lines between words
-            self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        key = event.key()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            if not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-                self.submit.emit()
-                return
-            self.insertPlainText("\n")
-            return
-        if key == Qt.Key.Key_Escape:
-            self.escape.emit()
-            return
-        if key in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown) \
-                and self.verticalScrollBar().maximum() == 0:
-            self.page.emit(-1 if key == Qt.Key.Key_PageUp else 1)
-            return
-        super().keyPressEvent(event)
-
-    def sizeHint(self) -> QSize:
-        line = self.fontMetrics().lineSpacing()
-        lines = max(1, min(MAX_LINES, int(self.document().size().height())))
-        margins = self.contentsMargins()
-        height = lines * line + 2 * int(self.document().documentMargin())
-        return QSize(400, height + margins.top() + margins.bottom() + 4)
-
-    def minimumSizeHint(self) -> QSize:
-        # QAbstractScrollArea's own minimum is ~5 lines; one line is the right minimum here,
-        # and a narrow one: the window must fit 700 px.
-        return QSize(120, self.sizeHint().height())
+FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown *.csv *.tsv "
+               "*.pdf *.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c "
+               "*.h *.cpp *.rs *.go *.java *.log *.png *.jpg *.jpeg *.gif *.webp *.bmp);;"
+               "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
 
 
 class Composer(QWidget):
@@ -193,7 +74,8 @@ class Composer(QWidget):
         self.edit = PromptEdit(self)
         self.attach_button = QPushButton("Attach", self)
         self.attach_button.setObjectName("attachButton")
-        self.attach_button.setToolTip(f"Attach {FILE_TYPES} (or drop them here)")
+        self.attach_button.setToolTip(f"Attach {FILE_TYPES}, or images (or drop them here, "
+                                      "or paste an image)")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button = QPushButton("Send", self)
         self.button.setObjectName("sendButton")
@@ -219,14 +101,22 @@ class Composer(QWidget):
         self._loading = False  # a model is loading: Enter keeps the message for when it is ready
         self.pending = False  # a message waits for the model
         self._attachments: list[Attachment] = []
+        # Files are read at once, in parallel: each takes the place it was chosen in, not the
+        # place its reading ended in. Its number, for each attachment and each file being read.
+        self._order: list[int] = []
+        self._numbers: dict[tasks.Task, int] = {}
+        self._next_number = 0
         self._reading: dict[tasks.Task, str] = {}  # files being read: their task → name
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
+        self._image_tokens: Callable[[], int] = lambda: 0
+        self._pasted = 0  # images pasted so far: their names
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
         self.edit.paste_refused.connect(self._paste_refused)
         self.edit.files_dropped.connect(self.attach_files)
-        self.edit.textChanged.connect(self.notice.hide)
+        self.edit.image_pasted.connect(self.attach_image)
+        self.edit.textChanged.connect(self._typed)
         self.button.clicked.connect(self._clicked)
         self.attach_button.clicked.connect(self.choose_files)
 
@@ -246,14 +136,48 @@ class Composer(QWidget):
         return list(self._reading.values())
 
     def set_model_limits(self, n_ctx: Callable[[], int],
-                         vision: Callable[[], bool] = lambda: False) -> None:
-        """How to ask the loaded model's context length (0: none loaded or not known) and
-        whether it can see images: asked as each file has been read."""
-        self._n_ctx, self._vision = n_ctx, vision
+                         vision: Callable[[], bool] = lambda: False,
+                         image_tokens: Callable[[], int] = lambda: 0) -> None:
+        """How to ask the loaded model's context length (0: none loaded or not known), whether
+        it can see images and what one costs (0: not known): asked as each file is read."""
+        self._n_ctx, self._vision, self._image_tokens = n_ctx, vision, image_tokens
+
+    def model_changed(self) -> None:
+        """Another model (or none): the chips' costs and the "cannot see" notice follow it."""
+        self._show_chips()
+        self.check_images()
 
     def draft(self) -> str:
         """The message as the model would read it now: the files inlined, then the text."""
         return inline(self.edit.toPlainText(), self._attachments)
+
+    def draft_tokens(self) -> int:
+        """What the draft costs of the context, estimated; images as the model counts them."""
+        return message_tokens(self.edit.toPlainText(), self._attachments, self._image_tokens())
+
+    def images_refused(self) -> str:
+        """Why the draft cannot be sent as it is to this model ("" when it can)."""
+        seeing = any(a.kind == "image" for a in self._attachments) and not self._vision()
+        return CANNOT_SEE if seeing else ""
+
+    def _typed(self) -> None:
+        """Typing clears a notice about the last paste or file, not that the model cannot see
+        the images still attached."""
+        if not self.notice.isVisible():
+            return
+        if CANNOT_SEE in self.notice.text() and self.images_refused():
+            self.notice.setText(CANNOT_SEE)
+        else:
+            self.notice.hide()
+
+    def check_images(self) -> None:
+        """Say at once that the model cannot see the draft's images (not only when sending)."""
+        problem = self.images_refused()
+        if problem and not (self.notice.isVisible() and problem in self.notice.text()):
+            self.notice.setText(problem)
+            self.notice.show()
+        elif not problem and CANNOT_SEE in self.notice.text():
+            self.notice.hide()
 
     def choose_files(self) -> None:
         """The Attach button: pick files in the platform's dialog."""
@@ -265,45 +189,67 @@ class Composer(QWidget):
         refused with a message (attach_failed)."""
         if self.pending:
             return
-        vision = self._vision()
         for path in paths:
-            self._read(path, vision)
+            self._start(Path(path).name, read_part, path)
         self._show_chips()
 
-    def _read(self, path: str | Path, vision: bool) -> None:
+    def attach_image(self, image: QImage) -> None:
+        """A pasted image: encoded as PNG and checked off the GUI thread, then a chip."""
+        if self.pending:
+            return
+        self._pasted += 1
+        name = "Pasted image.png" if self._pasted == 1 else f"Pasted image {self._pasted}.png"
+        self._start(name, pasted_part, image, name)
+        self._show_chips()
+
+    def _start(self, name: str, read: Callable[..., DraftPart], *args: object) -> None:
         # The callbacks name their own task (bound by the time they run, on this thread).
-        task = tasks.run(read_attachment, path, vision=vision, owner=self,
+        task = tasks.run(read, *args, owner=self,
                          on_done=lambda found: self._read_done(task, found),
                          on_failed=lambda error: self._read_failed(task, error))
-        self._reading[task] = Path(path).name
+        self._reading[task] = name
+        self._numbers[task] = self._next_number
+        self._next_number += 1
 
     def remove_attachment(self, index: int) -> None:
         del self._attachments[index]
+        del self._order[index]
         self._show_chips()
         self.attachments_changed.emit()
+        self.check_images()
 
     def _stop_reading(self, task: tasks.Task) -> None:
         """✕ on a file being read: its result is dropped when it comes."""
         task.cancel()
         self._reading.pop(task, None)
+        self._numbers.pop(task, None)
         self._show_chips()
 
-    def _read_done(self, task: tasks.Task, attachment: object) -> None:
+    def _read_done(self, task: tasks.Task, part: object) -> None:
+        number = self._numbers.pop(task, 0)
         if self._reading.pop(task, None) is None:
             return
-        assert isinstance(attachment, Attachment)
+        assert isinstance(part, DraftPart)
+        attachment = part.attachment
         if attachment in self._attachments:  # the same file twice: once is what was meant
             self._refuse(f"{attachment.name} is already attached.")
             return
-        problem = will_not_fit(attachment, estimate_tokens(self.draft()), self._n_ctx())
+        problem = will_not_fit(attachment, self.draft_tokens(), self._n_ctx(),
+                               self._image_tokens())
         if problem:
             self._refuse(problem)
             return
-        self._attachments.append(attachment)
+        if part.thumbnail:
+            THUMBNAILS.put(attachment.data, part.thumbnail)
+        place = sum(1 for n in self._order if n < number)
+        self._attachments.insert(place, attachment)
+        self._order.insert(place, number)
         self._show_chips()
         self.attachments_changed.emit()
+        self.check_images()
 
     def _read_failed(self, task: tasks.Task, error: object) -> None:
+        self._numbers.pop(task, None)
         name = self._reading.pop(task, None)
         if name is None:
             return
@@ -312,14 +258,15 @@ class Composer(QWidget):
 
     def _refuse(self, message: str) -> None:
         self._show_chips()
-        self.notice.setText(message)
+        seeing = self.images_refused()  # still said: the images attached before stay
+        self.notice.setText(f"{message}\n{seeing}" if seeing else message)
         self.notice.show()
         self.attach_failed.emit(message)
 
     def _show_chips(self) -> None:
         chips = []
         for index, attachment in enumerate(self._attachments):
-            chip = chip_for_draft(attachment)
+            chip = chip_for_draft(attachment, image_tokens=self._image_tokens())
             chip.remove_requested.connect(lambda i=index: self.remove_attachment(i))
             chips.append(chip)
         for task, name in self._reading.items():
@@ -343,6 +290,8 @@ class Composer(QWidget):
         """Put a message that was not sent back, as it was: never lose what was typed."""
         self.edit.setPlainText(text)
         self._attachments = list(attachments)
+        self._order = list(range(self._next_number, self._next_number + len(attachments)))
+        self._next_number += len(attachments)
         self._show_chips()
         self.attachments_changed.emit()
 
@@ -422,7 +371,13 @@ class Composer(QWidget):
             if self._loading:
                 self._hold(True)
             return
-        attachments, self._attachments = self._attachments, []
+        refused = self.images_refused()
+        if refused:  # before anything is cleared: the draft and its images stay
+            self.notice.setText(refused)
+            self.notice.show()
+            self.attach_failed.emit(refused)
+            return
+        attachments, self._attachments, self._order = self._attachments, [], []
         self.edit.clear()
         self._show_chips()
         self.attachments_changed.emit()

@@ -36,15 +36,16 @@ class ContextMeter:
     def __init__(self, label: QLabel) -> None:
         self.label = label
 
-    def show(self, session: ChatSession, model: ModelInfo | None, draft_text: str) -> None:
-        """Hidden when the length is unknown (some remote engines do not say)."""
+    def show(self, session: ChatSession, model: ModelInfo | None, draft: int) -> None:
+        """`draft`: the estimated tokens of the message being written, its files and images
+        with it. Hidden when the length is unknown (some remote engines do not say)."""
         label = self.label
         if model is None or model.n_ctx <= 0:
             label.setText("")
             label.hide()
             return
         used, exact = session.context_used()
-        self._show(session, model, used, exact, estimate_tokens(draft_text))
+        self._show(session, model, used, exact, draft)
 
     def show_live(self, session: ChatSession, model: ModelInfo | None, used: int) -> None:
         """`used` tokens while a reply streams: an estimate until the engine counts."""
@@ -140,11 +141,11 @@ class LiveFigures(QObject):
             bubble.stats_label.show()
 
 
-def will_not_fit(session: ChatSession, model: ModelInfo | None, text: str) -> str:
-    """Why a message should not be sent as it is, said before sending ("" if it may)."""
+def will_not_fit(session: ChatSession, model: ModelInfo | None, draft: int) -> str:
+    """Why a message of `draft` tokens (estimated: core/attachments.message_tokens) should not
+    be sent as it is, said before sending ("" if it may)."""
     if model is None or model.n_ctx <= 0:
         return ""
-    draft = estimate_tokens(text)
     if draft > model.n_ctx * 3 // 4:  # the reply needs room too
         return (f"Your message is about {draft:,} tokens, but the model's context holds "
                 f"{model.n_ctx:,} for the message and the reply together. Shorten it or load "

@@ -81,8 +81,13 @@ class MessageActions:
             self.chats.banner.show_message("Load a model to see the prompt it is sent.", "info")
             return
         model = self.chats.model()[0]
-        request = self.chats.session.request_for(message_id, self.chats.next_request_id(),
-                                           model.n_ctx if model is not None else 0)
+        try:
+            request = self.chats.session.request_for(
+                message_id, self.chats.next_request_id(), model.n_ctx if model is not None
+                else 0, model is not None and model.vision)
+        except OSError as exc:  # an image could not be written for the engine to read
+            self.chats.banner.show_message(f"Could not show the prompt: {exc}")
+            return
         if request is not None:
             self._inspecting = request.request_id
             self.chats.worker.inspect(request, self.chats.session.owner)

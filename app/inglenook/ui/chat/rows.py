@@ -31,6 +31,7 @@ class Metrics:
     chrome: int = 62  # a reply's author line, footer and padding
     user_chrome: int = 52
     chip_row: int = 30
+    image_row: int = 76  # a row of thumbnails (ui/chat/image_parts.THUMB_SIDE and a frame)
     cards: int = 60
 
 
@@ -41,24 +42,25 @@ def estimate(rows: Outline, index: int, width: int, metrics: Metrics) -> int:
     folded to one line."""
     return _estimate(rows.roles[index], rows.chars[index], rows.reasoning[index],
                      rows.newlines[index], rows.calls_tools[index], rows.attachments[index],
-                     width, metrics)
+                     rows.images[index], width, metrics)
 
 
 def estimates(rows: Outline, widths: dict[str, int], metrics: Metrics) -> list[int]:
     """`estimate` for every row (widths by role): opening a 10,000-message chat does it."""
-    return [_estimate(role, chars, reasoning, newlines, calls, attachments, widths[role],
-                      metrics)
-            for role, chars, reasoning, newlines, calls, attachments
+    return [_estimate(role, chars, reasoning, newlines, calls, attachments, images,
+                      widths[role], metrics)
+            for role, chars, reasoning, newlines, calls, attachments, images
             in zip(rows.roles, rows.chars, rows.reasoning, rows.newlines, rows.calls_tools,
-                   rows.attachments, strict=True)]
+                   rows.attachments, rows.images, strict=True)]
 
 
 def _estimate(role: str, chars: int, reasoning: int, newlines: int, calls: int,
-              attachments: int, width: int, metrics: Metrics) -> int:
+              attachments: int, images: int, width: int, metrics: Metrics) -> int:
     per_line = max(1.0, max(40.0, width - 30.0) / metrics.char_width)
     lines = (newlines + 1 + chars / per_line if chars else 0) + (1 if reasoning else 0)
     chrome = metrics.chrome if role == "assistant" else metrics.user_chrome
-    return int(chrome + lines * metrics.line_height + (metrics.chip_row if attachments else 0)
+    chips = metrics.image_row if images else metrics.chip_row if attachments else 0
+    return int(chrome + lines * metrics.line_height + chips
                + (metrics.cards if calls else 0))
 
 

@@ -48,16 +48,17 @@ class ChatTools(QObject):
         traits = model.traits if model is not None else ReplyOptions().traits
         fmt = model.tool_format if model is not None else ""
         n_ctx = model.n_ctx if model is not None else 0
+        vision = model is not None and model.vision
         servers = self.tools.usable(session.settings.tools) if fmt else []
         if not servers:
-            go(ReplyOptions(traits, fmt, n_ctx=n_ctx))
+            go(ReplyOptions(traits, fmt, n_ctx=n_ctx, vision=vision))
             return
 
         def listed(catalog: ToolCatalog, errors: Mapping[str, str]) -> None:
             if errors:
                 self.banner.show_message("Some tools are not available: " + "; ".join(
                     f"{name}: {why}" if name else why for name, why in errors.items()))
-            go(ReplyOptions(traits, fmt, catalog, n_ctx))
+            go(ReplyOptions(traits, fmt, catalog, n_ctx, vision=vision))
 
         self.tools.catalog(servers, listed)
 

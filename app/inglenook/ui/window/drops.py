@@ -1,4 +1,5 @@
-"""A .gguf file dropped anywhere on the window goes into the library."""
+"""Files dropped anywhere on the window: a .gguf goes into the library, other local files (an
+image, a document) onto the draft, as if dropped on the composer."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, QMimeData, QObject
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QWidget
+
+from inglenook.ui.chat.prompt_edit import files_in
 
 
 def gguf_paths(data: QMimeData) -> list[str]:
@@ -17,24 +20,39 @@ def gguf_paths(data: QMimeData) -> list[str]:
             if url.isLocalFile() and url.toLocalFile().lower().endswith(".gguf")]
 
 
-class _GgufDrops(QObject):
-    def __init__(self, window: QWidget, on_file: Callable[[str], None]) -> None:
+def message_files(data: QMimeData) -> list[str]:
+    """Dropped files for the draft: local files, none of them a model (drops of text are not
+    files: they go where they are dropped, the prompt box, or nowhere)."""
+    return files_in(data) if data.hasUrls() else []
+
+
+class _Drops(QObject):
+    def __init__(self, window: QWidget, on_model: Callable[[str], None],
+                 on_files: Callable[[list[str]], None] | None) -> None:
         super().__init__(window)
-        self._on_file = on_file
+        self._on_model, self._on_files = on_model, on_files
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if isinstance(event, (QDragEnterEvent, QDropEvent)) and gguf_paths(event.mimeData()):
-            event.acceptProposedAction()
-            if isinstance(event, QDropEvent) and event.type() == QEvent.Type.Drop:
-                for path in gguf_paths(event.mimeData()):
-                    self._on_file(path)
-            return True
-        return False
+        if not isinstance(event, (QDragEnterEvent, QDropEvent)):
+            return False
+        data = event.mimeData()
+        models = gguf_paths(data)
+        files = message_files(data) if self._on_files is not None and not models else []
+        if not (models or files):
+            return False
+        event.acceptProposedAction()
+        if isinstance(event, QDropEvent) and event.type() == QEvent.Type.Drop:
+            for path in models:
+                self._on_model(path)
+            if files and self._on_files is not None:
+                self._on_files(files)
+        return True
 
 
-def accept_gguf_drops(window: QWidget, on_file: Callable[[str], None]) -> QObject:
+def accept_drops(window: QWidget, on_model: Callable[[str], None],
+                 on_files: Callable[[list[str]], None] | None = None) -> QObject:
     """Returns the filter: keep a reference (Python must not collect its methods)."""
     window.setAcceptDrops(True)
-    drops = _GgufDrops(window, on_file)
+    drops = _Drops(window, on_model, on_files)
     window.installEventFilter(drops)
     return drops

@@ -1,0 +1,120 @@
+"""A message's images as the engine is given them: content-addressed files (Qt-free).
+
+The bytes of an image live with its message in the store (the `attachments` table); the engine
+reads images from files (an ImageRef crosses the pipe as a sha256 and a path, never pixels). So
+each image sent is written once under paths.image_cache_dir(), named by its bytes' sha256, and
+the engine checks the hash when it reads it. The folder is derived data: `prune` removes the
+files no stored message holds (at start-up, off the GUI thread), and a file removed by hand is
+written again from the store at the next send.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+from inglenook import paths
+from inglenook.core.attachments import Attachment
+from inglenook.core.messages import ImageRef
+from inglenook.store import db
+from inglenook.store.messages import image_blobs
+
+SUFFIXES = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif",
+            "image/webp": "webp", "image/bmp": "bmp"}
+MIN_AGE_S = 3600.0
+_KEPT_HASHES = 256
+_hashes: OrderedDict[tuple[int, int], str] = OrderedDict()  # (hash(), len) -> sha256
+_checked: set[str] = set()  # cache files written or checked in this run
+
+
+def sha256_of(data: bytes) -> str:
+    """The bytes' sha256, remembered for the last _KEPT_HASHES images: a chat with a photo in
+    its history hashes it once, not at every reply (Python's own hash of bytes is cheaper)."""
+    key = (hash(data), len(data))
+    found = _hashes.get(key)
+    if found is None:
+        found = _hashes[key] = hashlib.sha256(data).hexdigest()
+        while len(_hashes) > _KEPT_HASHES:
+            _hashes.popitem(last=False)
+    else:
+        _hashes.move_to_end(key)
+    return found
+
+
+def store_image(data: bytes, sha256: str, suffix: str) -> Path:
+    """The bytes under their hash in the image cache; written once (to a temporary name, then
+    renamed, so the engine never reads half a file). A file found there is checked against the
+    hash once per run (the engine would refuse one that changed, at every send), and written
+    again if it does not match. OSError when it cannot be written."""
+    path = paths.image_cache_dir() / f"{sha256}.{suffix}"
+    key = str(path)
+    if key in _checked and path.is_file():
+        return path
+    if path.is_file() and path.stat().st_size == len(data) and _holds(path, sha256):
+        _checked.add(key)
+        return path
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _checked.add(key)
+    return path
+
+
+def _holds(path: Path, sha256: str) -> bool:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+    except OSError:
+        return False
+    return digest.hexdigest() == sha256
+
+
+def image_ref(attachment: Attachment) -> ImageRef:
+    """An image part of a stored message as the engine reads it (OSError: the cache folder
+    cannot be written)."""
+    sha = sha256_of(attachment.data)
+    suffix = SUFFIXES.get(attachment.mime, "img")
+    return ImageRef(sha, str(store_image(attachment.data, sha, suffix)))
+
+
+def prune(used: Iterable[str], min_age_s: float = MIN_AGE_S) -> int:
+    """Remove the cache's image files whose sha256 is not in `used` (those of every stored
+    image); how many went. Files newer than `min_age_s` stay: an API request may be sending
+    one now. Never follows a link out of the folder: only its own regular files are removed."""
+    keep = set(used)
+    removed = 0
+    before = time.time() - min_age_s
+    for entry in os.scandir(paths.image_cache_dir()):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        if entry.name.split(".", 1)[0] in keep or entry.stat().st_mtime > before:
+            continue
+        try:
+            os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            pass  # another process has it, or it went already: tried again next time
+    return removed
+
+
+def prune_cache(database: Path, min_age_s: float = MIN_AGE_S) -> int:
+    """`prune` against every image the conversation database holds (deleted chats' too, until
+    they are purged): at start-up, off the GUI thread. It reads the images one at a time."""
+    conn = db.connect(database, read_only=True)
+    try:
+        used = {hashlib.sha256(data).hexdigest() for data in image_blobs(conn)}
+    finally:
+        conn.close()
+    return prune(used, min_age_s)

@@ -1,0 +1,194 @@
+"""Images of a message in the window: read, checked and made small off the GUI thread, shown as
+thumbnails (the composer's chips, a sent message's strip) and, on a click, larger.
+
+Every image is decoded with core/images.py's bounds in a worker thread (tasks.run): a hostile
+file (a bomb, 30,000 × 30,000 pixels, truncated, a FIFO named .png) is refused there with its
+reason and nothing is kept. The GUI thread only turns a small PNG (THUMB_SIDE, VIEW_SIDE) into
+a pixmap. Thumbnails are cached by the image bytes' hash (the same image in ten messages is made
+once), at most CACHE_SIZE of them: a long chat costs what its visible images cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QBuffer, QIODevice, Qt
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+
+from inglenook.chat.images import image_ref
+from inglenook.core.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentError, read_attachment
+from inglenook.core.images import MAX_PIXELS, ImageRefused, decode_image, thumbnail_png
+from inglenook.core.units import describe_size
+from inglenook.ui import tasks
+from inglenook.ui.plain import plain_label
+
+THUMB_SIDE = 64  # a chip's and a bubble's thumbnail, in pixels (device-independent)
+VIEW_SIDE = 1024  # the larger view: bounded, whatever the image's size
+CACHE_SIZE = 128
+CANNOT_SEE = "This model cannot see images: load a vision model with its projector."
+
+
+@dataclass(frozen=True)
+class DraftPart:
+    """A file read for the draft; an image with its thumbnail (PNG bytes)."""
+
+    attachment: Attachment
+    thumbnail: bytes = b""
+
+
+def read_part(path: str | Path) -> DraftPart:
+    """Off the GUI thread: a file to attach; an image is decoded with bounds (AttachmentError
+    with the reason when it is refused) and thumbnailed. Images are read whatever the model:
+    one that cannot see them is told before sending (CANNOT_SEE), and the draft keeps them."""
+    attachment = read_attachment(path, vision=True)
+    if attachment.kind != "image":
+        return DraftPart(attachment)
+    return _drafted(attachment)
+
+
+def pasted_part(image: QImage, name: str) -> DraftPart:
+    """Off the GUI thread: an image from the clipboard, as a PNG file named `name`. Its size is
+    checked before a byte is encoded; QImage may be read on any thread."""
+    pixels = image.width() * image.height()
+    if image.isNull() or pixels > MAX_PIXELS:
+        raise AttachmentError(f"The pasted image was not attached: it is {image.width():,} × "
+                              f"{image.height():,} pixels, and images up to {MAX_PIXELS:,} "
+                              "pixels are read." if pixels else
+                              "The pasted image was not attached: the clipboard's image is empty.")
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stubs want bytes; str works
+    data = bytes(buffer.data().data())
+    if len(data) > MAX_IMAGE_BYTES:
+        raise AttachmentError(f"The pasted image was not attached: as a PNG it is "
+                              f"{describe_size(len(data))}, and an image can be at most "
+                              f"{describe_size(MAX_IMAGE_BYTES)}.")
+    attachment = Attachment(name, "image", len(data), mime="image/png", data=data)
+    return _drafted(attachment)
+
+
+def _drafted(attachment: Attachment) -> DraftPart:
+    """The checked image with its thumbnail, and its file in the image cache written now, off
+    the GUI thread (sending then only finds it there). An image never sent is pruned later."""
+    try:
+        thumbnail = thumbnail_png(decode_image(attachment.data, attachment.name), THUMB_SIDE)
+    except ImageRefused as exc:
+        raise AttachmentError(f"{exc} It was not attached.") from None
+    with contextlib.suppress(OSError):  # a cache that cannot be written is said when sending
+        image_ref(attachment)
+    return DraftPart(attachment, thumbnail)
+
+
+def thumbnail_of(data: bytes, side: int = THUMB_SIDE) -> bytes:
+    """Off the GUI thread: a stored image's thumbnail (b"" when it no longer decodes)."""
+    try:
+        return thumbnail_png(decode_image(data), side)
+    except ImageRefused:
+        return b""
+
+
+class Thumbnails:
+    """Pixmaps of images by their bytes' hash, the most recently used CACHE_SIZE."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[int, QPixmap] = OrderedDict()
+
+    def get(self, data: bytes) -> QPixmap | None:
+        key = hash(data)  # bytes cache their hash: once per image object
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+        return found
+
+    def put(self, data: bytes, png: bytes) -> QPixmap:
+        pixmap = QPixmap()
+        pixmap.loadFromData(png, "PNG")
+        self._cache[hash(data)] = pixmap
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return pixmap
+
+    def show_in(self, label: QLabel, data: bytes) -> None:
+        """The image's thumbnail on `label`: at once when made already, else when it is."""
+        pixmap = self.get(data)
+        if pixmap is not None:
+            label.setPixmap(pixmap)
+            return
+
+        def made(png: object) -> None:
+            if isinstance(png, bytes) and png:
+                label.setPixmap(self.put(data, png))
+            else:  # stored, or imported, bytes that no longer decode: said when sent too
+                label.setText("No preview")
+                label.setWordWrap(True)
+
+        tasks.run(thumbnail_of, data, owner=label, on_done=made, name="thumbnail")
+
+
+THUMBNAILS = Thumbnails()
+
+
+def thumbnail_label(parent: QWidget | None = None) -> QLabel:
+    """A fixed-size square that an image's thumbnail is shown in (its height is known before
+    the thumbnail is made, so rows keep their height)."""
+    label = QLabel(parent)
+    label.setObjectName("imageThumbnail")
+    label.setFixedSize(THUMB_SIDE, THUMB_SIDE)
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+class ImageDialog(QDialog):
+    """A sent image, larger: at most VIEW_SIDE a side, made off the GUI thread."""
+
+    def __init__(self, attachment: Attachment, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("imageDialog")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.setWindowTitle(attachment.name)
+        column = QVBoxLayout(self)
+        self.info = plain_label(attachment.describe(), self, name="imageInfo")
+        column.addWidget(self.info)
+        self.picture = QLabel("Reading the image…", self)
+        self.picture.setObjectName("imageView")
+        self.picture.setTextFormat(Qt.TextFormat.PlainText)
+        self.picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.picture.setMinimumSize(240, 160)
+        column.addWidget(self.picture, 1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        column.addWidget(buttons)
+        self.task = tasks.run(thumbnail_of, attachment.data, VIEW_SIDE, owner=self,
+                              on_done=self._made, name="image view")
+
+    def _made(self, png: object) -> None:
+        if not isinstance(png, bytes) or not png:
+            self.picture.setText("This image can no longer be read.")
+            return
+        pixmap = QPixmap()
+        pixmap.loadFromData(png, "PNG")
+        screen = self.screen().availableGeometry()
+        # Room for the dialog's title bar, its line of text and its button.
+        width, height = min(VIEW_SIDE, screen.width() - 120), min(VIEW_SIDE,
+                                                                  screen.height() - 220)
+        if pixmap.width() > width or pixmap.height() > height:
+            pixmap = pixmap.scaled(width, height, Qt.AspectRatioMode.KeepAspectRatio,
+                                   Qt.TransformationMode.SmoothTransformation)
+        self.picture.setPixmap(pixmap)
+        self.resize(self.sizeHint())  # not adjustSize: it caps a window at 2/3 of the screen
+        frame = self.frameGeometry()  # grown: centred on the window, kept on the screen
+        parent = self.parentWidget()
+        frame.moveCenter(parent.frameGeometry().center() if parent else screen.center())
+        frame.moveLeft(max(screen.left(), min(frame.left(), screen.right() - frame.width())))
+        frame.moveTop(max(screen.top(), min(frame.top(), screen.bottom() - frame.height())))
+        self.move(frame.topLeft())
+
+
+def open_image(parent: QWidget) -> Callable[[Attachment], None]:
+    return lambda attachment: ImageDialog(attachment, parent).open()

@@ -1,0 +1,133 @@
+"""Images in the window, on the fake engine: attached by the Attach button's path, pasted from
+the clipboard and dropped on the window; thumbnails with their cost in the composer; the images
+reaching the engine and shown as thumbnails in the message, larger on a click; and a model
+without a projector saying so as soon as an image is attached, refusing to send and keeping
+the draft."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QColor, QDropEvent, QImage
+from pytestqt.qtbot import QtBot
+
+from inglenook.core.attachments import IMAGE_TOKENS
+from inglenook.ui.chat.attachment_chips import AttachmentStrip
+from inglenook.ui.chat.image_parts import CANNOT_SEE, ImageDialog
+from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
+from tests.unit.core.test_images import png_header_only
+
+TIMEOUT_MS = 10_000
+SEES = 16  # positions an image takes with the fake engine's "projector"
+
+
+def picture(path: Path, size: tuple[int, int], color: tuple[int, int, int],
+            fmt: str = "PNG") -> Path:
+    out = io.BytesIO()
+    Image.new("RGB", size, color).save(out, fmt)
+    path.write_bytes(out.getvalue())
+    return path
+
+
+@pytest.fixture
+def seeing(qtbot: QtBot, script: Script, tmp_path: Path) -> Iterator[MainWindow]:
+    """The window with a model that sees images (the fake engine says so at load)."""
+    script.write(default={"text": "Saw {images} images.", "token_ms": 1}, vision=SEES)
+    win = open_window(qtbot, fake_worker(script, tmp_path / "engine.log"))
+    yield win
+
+
+def test_images_attached_pasted_and_dropped_reach_the_model_and_the_message(
+        qtbot: QtBot, seeing: MainWindow, tmp_path: Path) -> None:
+    window, composer = seeing, seeing.composer
+    composer.attach_files([str(picture(tmp_path / "red.png", (640, 480), (200, 0, 0)))])
+    qtbot.waitUntil(lambda: len(composer.attachments) == 1, timeout=TIMEOUT_MS)
+    pasted = QImage(300, 200, QImage.Format.Format_RGB32)
+    pasted.fill(QColor(0, 120, 0))
+    clip = QMimeData()
+    clip.setImageData(pasted)
+    assert composer.edit.canInsertFromMimeData(clip)
+    composer.edit.insertFromMimeData(clip)  # what Ctrl+V ends in
+    qtbot.waitUntil(lambda: len(composer.attachments) == 2, timeout=TIMEOUT_MS)
+    dropped = QMimeData()
+    dropped.setUrls([QUrl.fromLocalFile(str(picture(tmp_path / "sky.jpg", (200, 900),
+                                                    (0, 0, 200), "JPEG")))])
+    drop = QDropEvent(QPointF(20, 20), Qt.DropAction.CopyAction, dropped,
+                      Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    # Qt delivers drops only from a real drag, which an offscreen test cannot make: hand the
+    # event to the window's drop filter as Qt would (on the window, not on the composer).
+    assert window._drops.eventFilter(window, drop) and drop.isAccepted()
+    qtbot.waitUntil(lambda: len(composer.attachments) == 3, timeout=TIMEOUT_MS)
+    assert [a.name for a in composer.attachments] == ["red.png", "Pasted image.png", "sky.jpg"]
+    assert composer.attachments[1].mime == "image/png"
+    chips = composer.strip.chips
+    assert all(c.thumbnail is not None and not c.thumbnail.pixmap().isNull() for c in chips)
+    assert all(max(c.thumbnail.pixmap().width(), c.thumbnail.pixmap().height()) <= 64
+               for c in chips if c.thumbnail is not None)
+    assert all(c.label.text().endswith(f"\n{SEES} tokens") for c in chips)  # the model's count
+    assert not composer.notice.isVisible()
+    # The meter counts each image as the model does.
+    composer.edit.setPlainText("What are these?")
+    assert composer.draft_tokens() == 3 * SEES + len("What are these?") // 4 + 1
+    qtbot.waitUntil(lambda: f"≈{composer.draft_tokens():,} typed" in window.context_label.text(),
+                    timeout=TIMEOUT_MS)
+    with qtbot.waitSignal(window.reply_started):
+        qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
+    wait_reply(qtbot, window)
+    request = window.chats.last_request
+    assert request is not None
+    sent = request.messages[-1]
+    assert sent.content == "What are these?" and len(sent.images) == 3
+    assert all(Path(ref.path).is_file() for ref in sent.images)
+    assert window.chat.bubbles[1].text == "Saw 3 images."
+    (strip,) = window.chat.bubbles[0].findChildren(AttachmentStrip)
+    qtbot.waitUntil(lambda: all(c.thumbnail is not None and not c.thumbnail.pixmap().isNull()
+                                for c in strip.chips), timeout=TIMEOUT_MS)
+    qtbot.mouseClick(strip.chips[2], Qt.MouseButton.LeftButton)
+    dialog = window.findChild(ImageDialog)
+    assert dialog is not None and dialog.windowTitle() == "sky.jpg"
+    qtbot.waitUntil(lambda: not dialog.picture.pixmap().isNull(), timeout=TIMEOUT_MS)
+    assert dialog.picture.pixmap().height() <= 1024
+    dialog.close()
+
+
+def test_a_model_without_a_projector_says_so_before_sending_and_keeps_the_draft(
+        qtbot: QtBot, window: MainWindow, tmp_path: Path) -> None:
+    composer = window.composer
+    bomb = tmp_path / "huge.png"
+    bomb.write_bytes(png_header_only(30_000, 30_000))
+    files = [bomb, picture(tmp_path / "cat.png", (64, 64), (9, 9, 9))]
+    expected = ["huge.png announces far more pixels than the 40,000,000 images are read up to. "
+                "It was not attached."]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.png")  # opening it would wait for a writer forever
+        files.append(tmp_path / "pipe.png")
+        expected.append("pipe.png was not attached: it is not a file.")
+    reasons: list[str] = []
+    composer.attach_failed.connect(reasons.append)
+    composer.attach_files([str(f) for f in files])
+    qtbot.waitUntil(lambda: not composer.reading, timeout=TIMEOUT_MS)
+    assert [a.name for a in composer.attachments] == ["cat.png"]
+    assert sorted(reasons) == expected
+    assert composer.notice.isVisible() and CANNOT_SEE in composer.notice.text()  # at once
+    assert composer.strip.chips[0].label.text().endswith(f"≈{IMAGE_TOKENS:,} tokens (estimate)")
+    composer.edit.setPlainText("What is this?")
+    assert composer.notice.isVisible()  # typing does not clear it: the image is still there
+    with qtbot.assertNotEmitted(window.reply_started):
+        qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
+    assert composer.notice.isVisible() and composer.notice.text() == CANNOT_SEE
+    assert composer.edit.toPlainText() == "What is this?"
+    assert [a.name for a in composer.attachments] == ["cat.png"]
+    assert not window.chat.bubbles
+    composer.remove_attachment(0)  # without the image, the message goes
+    assert not composer.notice.isVisible()
+    with qtbot.waitSignal(window.reply_started):
+        qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
+    wait_reply(qtbot, window)
