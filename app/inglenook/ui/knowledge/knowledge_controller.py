@@ -1,0 +1,153 @@
+"""The window's knowledge collections: changes made on the GUI thread, indexing on a worker.
+
+Owned by the window, not by the Knowledge dialog, so an indexing run goes on (and is shown
+again) when the dialog is closed and opened. One run at a time; collections asked for while one
+runs wait their turn. Cancel is a direct call that sets a flag the Indexer asks between files:
+what was indexed stays, consistent, and the next run goes on from there. The GUI thread opens
+an index of its own for each change (SqliteFtsIndex is one per thread); SQLite's WAL lets it read
+while the worker writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QWidget
+
+from inglenook.knowledge import collections as kc
+from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
+from inglenook.knowledge.indexer import IndexReport, Progress
+from inglenook.ui import tasks
+
+PROGRESS_S = 0.05  # the worker posts progress at most this often
+T = TypeVar("T")
+
+
+class KnowledgeController(QObject):
+    """Signals:
+        changed(): collections, their folders or their index changed (lists to refresh).
+        progress(str, object): the collection being indexed, and its Progress.
+        indexed(str, object): a run ended: the collection and its IndexReport.
+        failed(str, str): a run or a change failed: the collection, one sentence.
+    """
+
+    changed = Signal()
+    progress = Signal(str, object)
+    indexed = Signal(str, object)
+    failed = Signal(str, str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.running = ""  # the collection being indexed, "" when none
+        self.last_progress: Progress | None = None
+        self.queue: list[str] = []
+        self._stop = threading.Event()
+        self._task: tasks.Task | None = None
+
+    # ---- reading and changing, on the GUI thread --------------------------------------------
+    def _with_index(self, action: Callable[[SqliteFtsIndex], T]) -> T:
+        index = SqliteFtsIndex()
+        try:
+            return action(index)
+        finally:
+            index.close()
+
+    def summaries(self) -> list[kc.CollectionSummary]:
+        """KnowledgeError when the index cannot be opened."""
+        return self._with_index(kc.summaries)
+
+    def names(self) -> list[str]:
+        try:
+            return kc.collection_names()
+        except KnowledgeError:
+            return []
+
+    def create(self, name: str) -> str:
+        """A new, empty collection; its name as kept (KnowledgeError: taken, empty)."""
+        made = self._with_index(lambda index: index.create_collection(name, []))
+        self.changed.emit()
+        return made.name
+
+    def add_paths(self, name: str, paths: Iterable[str]) -> None:
+        """Add folders or files, then index the collection (KnowledgeError: a path missing)."""
+        given = list(paths)
+        self._with_index(lambda index: kc.add_paths(index, name, given))
+        self.changed.emit()
+        self.index(name)
+
+    def remove_paths(self, name: str, paths: Iterable[str]) -> None:
+        gone = list(paths)
+        self._with_index(lambda index: kc.remove_paths(index, name, gone))
+        self.changed.emit()
+        self.index(name)  # their passages leave the index
+
+    def delete(self, name: str) -> None:
+        """Forget a collection (its files are not touched); a run of it is cancelled first."""
+        if name in self.queue:
+            self.queue.remove(name)
+        if self.running == name:
+            self._stop.set()
+        self._with_index(lambda index: index.remove_collection(name))
+        self.changed.emit()
+
+    # ---- indexing, on a worker thread -------------------------------------------------------
+    def index(self, name: str) -> None:
+        """Index it when the run before it ends (again after a run of it: its folders may
+        have changed since that run scanned them)."""
+        if name in self.queue:
+            return
+        self.queue.append(name)
+        if not self.running:
+            self._next()
+
+    def cancel(self) -> None:
+        """Stop the run now (between two files) and drop the ones waiting."""
+        self.queue.clear()
+        self._stop.set()
+
+    def _next(self) -> None:
+        if not self.queue:
+            return
+        name = self.running = self.queue.pop(0)
+        self._stop = stop = threading.Event()
+        self.last_progress = Progress(0, None)
+
+        def work(report: Callable[[object], None]) -> IndexReport:
+            return kc.index_collection(name, kc.every(PROGRESS_S, report), stop.is_set)
+
+        self._task = tasks.run(work, reports=True, owner=self, writer=True,
+                               name="knowledge-index",
+                               on_progress=lambda p: self._progressed(name, p),
+                               on_done=lambda r: self._ended(name, r),
+                               on_failed=lambda e: self._ended(name, e))
+        self.progress.emit(name, self.last_progress)
+
+    def _progressed(self, name: str, p: Progress) -> None:
+        self.last_progress = p
+        self.progress.emit(name, p)
+
+    def _ended(self, name: str, outcome: object) -> None:
+        self.running, self.last_progress, self._task = "", None, None
+        if isinstance(outcome, IndexReport):
+            self.indexed.emit(name, outcome)
+        elif isinstance(outcome, KnowledgeError):  # deleted meanwhile, an unreadable index
+            self.failed.emit(name, str(outcome))
+        else:
+            self.failed.emit(name, f"Indexing {name} failed: {outcome!r}")
+        self.changed.emit()
+        self._next()
+
+    def show_dialog(self, parent: QWidget) -> None:
+        """Chat → Knowledge…"""
+        from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
+
+        dialog = KnowledgeDialog(self, parent)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
+    def close(self) -> None:
+        """At quit: the run stops at the next file (quitting waits for it, ui/tasks.py)."""
+        self.cancel()
