@@ -9,7 +9,6 @@ thread, and the window indexes on a worker thread while its GUI thread reads its
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,22 +100,6 @@ def index_collection(name: str, progress: Callable[[Progress], None] = lambda p:
         return Indexer(index, name, progress, cancelled).run()
     finally:
         index.close()
-
-
-def every(interval_s: float, report: Callable[[Progress], None],
-          clock: Callable[[], float] = time.monotonic) -> Callable[[Progress], None]:
-    """`report` at most once per interval_s, and always at the start of a phase (scanning,
-    reading) and at its end: a window shown 100,000 progress calls would do nothing else."""
-    last = [float("-inf")]
-    phase: list[int | None] = [-1]
-
-    def throttled(p: Progress) -> None:
-        now = clock()
-        if p.total != phase[0] or p.done == p.total or now - last[0] >= interval_s:
-            phase[0], last[0] = p.total, now
-            report(p)
-
-    return throttled
 
 
 def describe_report(report: IndexReport) -> str:

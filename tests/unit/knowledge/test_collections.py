@@ -9,7 +9,6 @@ import pytest
 from inglenook import paths
 from inglenook.knowledge import collections as kc
 from inglenook.knowledge.fts import SqliteFtsIndex
-from inglenook.knowledge.indexer import Progress
 
 
 def test_paths_are_added_once_and_removed(tmp_path: Path) -> None:
@@ -38,15 +37,3 @@ def test_paths_are_added_once_and_removed(tmp_path: Path) -> None:
 def test_listing_names_makes_no_index_file() -> None:
     assert kc.collection_names() == []
     assert not paths.knowledge_database_file().exists()
-
-
-def test_progress_is_thinned_but_every_phase_start_and_end_is_kept() -> None:
-    now = [0.0]
-    seen: list[Progress] = []
-    report = kc.every(1.0, seen.append, lambda: now[0])
-    for p in (Progress(1, None), Progress(2, None), Progress(0, 3), Progress(1, 3)):
-        report(p)
-    now[0] = 5.0
-    report(Progress(2, 3))
-    report(Progress(3, 3))
-    assert seen == [Progress(1, None), Progress(0, 3), Progress(2, 3), Progress(3, 3)]

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.knowledge import collections as kc
@@ -22,7 +22,7 @@ from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.indexer import IndexReport, Progress
 from inglenook.ui import tasks
 
-PROGRESS_S = 0.05  # the worker posts progress at most this often
+PROGRESS_MS = 100  # how often the GUI looks at where the run is
 T = TypeVar("T")
 
 
@@ -46,6 +46,11 @@ class KnowledgeController(QObject):
         self.queue: list[str] = []
         self._stop = threading.Event()
         self._task: tasks.Task | None = None
+        # Where the run is, as the worker last said: read by a timer on the GUI thread, so a
+        # run of 100,000 files posts nothing per file and a run held on one file shows it.
+        self._latest: Progress | None = None
+        self._poll = QTimer(self, interval=PROGRESS_MS)
+        self._poll.timeout.connect(self._look)
 
     # ---- reading and changing, on the GUI thread --------------------------------------------
     def _with_index(self, action: Callable[[SqliteFtsIndex], T]) -> T:
@@ -115,21 +120,27 @@ class KnowledgeController(QObject):
         self._stop = stop = threading.Event()
         self.last_progress = Progress(0, None)
 
-        def work(report: Callable[[object], None]) -> IndexReport:
-            return kc.index_collection(name, kc.every(PROGRESS_S, report), stop.is_set)
+        def work() -> IndexReport:
+            def progress(p: Progress) -> None:
+                self._latest = p  # one reference, replaced whole: safe across threads
 
-        self._task = tasks.run(work, reports=True, owner=self, writer=True,
-                               name="knowledge-index",
-                               on_progress=lambda p: self._progressed(name, p),
+            return kc.index_collection(name, progress, stop.is_set)
+
+        self._latest = None
+        self._task = tasks.run(work, owner=self, writer=True, name="knowledge-index",
                                on_done=lambda r: self._ended(name, r),
                                on_failed=lambda e: self._ended(name, e))
+        self._poll.start()
         self.progress.emit(name, self.last_progress)
 
-    def _progressed(self, name: str, p: Progress) -> None:
-        self.last_progress = p
-        self.progress.emit(name, p)
+    def _look(self) -> None:
+        p = self._latest
+        if self.running and p is not None and p != self.last_progress:
+            self.last_progress = p
+            self.progress.emit(self.running, p)
 
     def _ended(self, name: str, outcome: object) -> None:
+        self._poll.stop()
         self.running, self.last_progress, self._task = "", None, None
         if isinstance(outcome, IndexReport):
             self.indexed.emit(name, outcome)

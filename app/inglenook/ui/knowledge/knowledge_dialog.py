@@ -187,7 +187,8 @@ class KnowledgeDialog(QDialog):
         self.collections.blockSignals(True)
         self.collections.clear()
         for summary in self.summaries:
-            item = QListWidgetItem(f"{summary.name}\n{describe(summary)}")
+            item = QListWidgetItem(f"{summary.name}\n{summary.documents:,} files · "
+                                   f"{summary.chunks:,} passages")
             item.setData(NAME, summary.name)
             item.setToolTip(plain_tip("\n".join(summary.roots) or "No folders yet"))
             self.collections.addItem(item)
@@ -262,7 +263,7 @@ class KnowledgeDialog(QDialog):
         else:
             self.progress.setRange(0, max(1, p.total))
             self.progress.setValue(p.done)
-        where = f" {p.path}" if p.path else ""
+        where = f" {os.path.basename(p.path)}" if p.path else ""
         self.progress_text.set_forms(f"{name}: {describe_progress(p)}{where}",
                                      f"{name}: {describe_progress(p)}")
         self.progress_text.setToolTip(plain_tip(p.path))
@@ -292,6 +293,7 @@ class KnowledgeDialog(QDialog):
         summary = self.selected()
         if summary is None or not paths:
             return
+        self._say("", error=False)
         try:
             self.knowledge.add_paths(summary.name, paths)
         except KnowledgeError as exc:
