@@ -11,6 +11,7 @@ from inglenook import paths
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
+from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import chat
 
@@ -59,3 +60,34 @@ def test_editing_the_sampling_keeps_the_chats_collections(
     spin.setValue(1.3)
     qtbot.waitUntil(lambda: window.chats.session.settings.sampling.temperature == 1.3)
     assert window.chats.session.settings.knowledge == ("Notes",)
+
+
+def test_the_side_panel_picks_the_chats_collections(
+        qtbot: QtBot, window: MainWindow) -> None:
+    section = window.panel.knowledge_section
+    assert section.boxes == [] and "No collections yet" in section.note.text()
+    window.command_actions["knowledge"].trigger()
+    dialog = window.findChild(KnowledgeDialog)
+    assert dialog is not None and dialog.isVisible()
+    for name in ("Notes", "Papers"):
+        dialog.name_edit.setText(name)
+        dialog.create_collection()
+    assert [b.text() for b in section.boxes] == ["Notes", "Papers"]
+    section.boxes[1].click()
+    assert window.chats.session.settings.knowledge == ("Papers",)
+    chat(qtbot, window, "Hello")  # the chat is saved, with its collections
+    conv_id = window.chats.conv_id
+    assert conv_id is not None
+    dialog.select("Papers")
+    dialog.delete_selected()
+    assert [b.text() for b in section.boxes] == ["Notes", "Papers (not found: deleted?)"]
+    assert section.boxes[1].isChecked()  # the chat's settings are the user's to change
+    window.chats.new_chat()
+    assert not any(b.isChecked() for b in section.boxes)
+    assert [b.text() for b in section.boxes] == ["Notes"]
+    window.chats.open(conv_id)
+    assert [b.isChecked() for b in section.boxes] == [False, True]
+    section.boxes[1].click()
+    assert section.boxes[1].text() == "Papers (not found: deleted?)"
+    window.side.flush()
+    assert window.store.chat_settings(conv_id)[1].get("knowledge") is None

@@ -193,6 +193,9 @@ class MainWindow(QMainWindow):
         models.ready.connect(self._model_ready)
         models.ready.connect(side.model_loaded)  # the thinking switch, the tools' support
         self.panel.reply_section.tools_requested.connect(chats.show_tools)
+        self.panel.knowledge_section.manage_requested.connect(self.show_knowledge)
+        self.knowledge.changed.connect(lambda: side.show_collections(self.knowledge.names()))
+        side.show_collections(self.knowledge.names())
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.unloaded.connect(self._model_unloaded)
