@@ -4,6 +4,7 @@ sources, and an index that cannot be read is said on the banner while the reply 
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox
 from pytestqt.qtbot import QtBot
 
@@ -11,6 +12,8 @@ from inglenook import paths
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
+from inglenook.ui.chat.attachment_chips import AttachmentChip
+from inglenook.ui.chat.passage_dialog import PassageDialog
 from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import chat
@@ -39,6 +42,22 @@ def test_the_engine_is_sent_the_passage_and_the_reply_names_its_source(
     assert given is not None and [(s.path, s.location) for s in given.sources] == \
         [("/n/owl.md", "line 3")]
     assert not window.banner.isVisible()
+    live = window.chat.bubble_of(reply.id)
+    assert live is not None and len(live.findChildren(AttachmentChip, "sourceChip")) == 1
+    conv_id = window.chats.conv_id
+    assert conv_id is not None
+    window.chats.new_chat()
+    window.chats.open(conv_id)  # the bubble made again, from the saved reply
+    assert window.chats.session.path.outline.attachments[-1] == 1  # its height counts chips
+    bubble = window.chat.bubble_of(reply.id)
+    assert bubble is not None
+    [chip] = bubble.findChildren(AttachmentChip, "sourceChip")
+    assert chip.isVisible() and chip.label.text() == "[1] owl.md · line 3"
+    qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
+    dialog = window.findChild(PassageDialog)
+    assert dialog is not None and dialog.text.toPlainText() == OWL
+    assert dialog.path_label.text() == "/n/owl.md" and not dialog.open_button.isEnabled()
+    assert "no longer there" in dialog.where.text()
 
 
 def test_an_unreadable_index_is_said_and_the_reply_goes_on(
