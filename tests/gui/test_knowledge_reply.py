@@ -14,6 +14,7 @@ from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
 from inglenook.ui.chat.attachment_chips import AttachmentChip
 from inglenook.ui.chat.passage_dialog import PassageDialog
+from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import chat
@@ -58,6 +59,17 @@ def test_the_engine_is_sent_the_passage_and_the_reply_names_its_source(
     assert dialog is not None and dialog.text.toPlainText() == OWL
     assert dialog.path_label.text() == "/n/owl.md" and not dialog.open_button.isEnabled()
     assert "no longer there" in dialog.where.text()
+    dialog.close()
+    meter = window.context_label  # the passages given leave, the next question's may come
+    stats = reply.provenance.stats
+    assert stats is not None and given.tokens > 0
+    assert meter.text() == f"Context ≈{stats.context_used - given.tokens:,} + ≤512 passages " \
+                           "/ 2,048" and "Up to 512 tokens of passages" in meter.toolTip()
+    window.chats.actions.show_prompt(reply.id)  # the inspector: what was sent, passages too
+    qtbot.waitUntil(lambda: window.findChild(PromptDialog) is not None, timeout=30_000)
+    prompt = window.findChild(PromptDialog)
+    assert prompt is not None
+    assert f"[1] /n/owl.md, line 3\n```text\n{OWL}\n```\n\nWhere does" in prompt.view.prompt
 
 
 def test_an_unreadable_index_is_said_and_the_reply_goes_on(

@@ -39,23 +39,35 @@ def chip_for_source(source: Source, parent: QWidget | None = None) -> Attachment
     return chip
 
 
+class SourceStrip(AttachmentStrip):
+    """The row of a reply's source chips; `shown`: the sources they are for."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName(STRIP)
+        self.setStyleSheet(self.styleSheet().replace("attachmentChip", "sourceChip"))
+        self.shown: tuple[Source, ...] = ()
+
+
 def show_sources(bubble: QWidget, turn: KnowledgeTurn | None,
                  open_source: Callable[[KnowledgeTurn, Source], None]) -> None:
-    """The reply's sources under its text (again: the chips are replaced); none: no strip."""
-    strip = bubble.findChild(AttachmentStrip, STRIP)
-    if turn is None or not turn.sources:
-        if strip is not None:
-            strip.set_chips([])
-        return
+    """The reply's sources under its text (again: the chips are replaced when they differ)."""
+    strip = bubble.findChild(SourceStrip, STRIP)
+    sources = turn.sources if turn is not None else ()
+    if strip is not None and strip.shown == sources:
+        return  # the reply ended as it began: the same chips
     if strip is None:
-        strip = AttachmentStrip(bubble)
-        strip.setObjectName(STRIP)
-        strip.setStyleSheet(strip.styleSheet().replace("attachmentChip", "sourceChip"))
+        if not sources:
+            return
+        strip = SourceStrip(bubble)
         layout = cast(QBoxLayout, bubble.layout())
         layout.insertWidget(layout.count() - 1, strip)  # the footer is the last item
+    strip.shown = sources
     chips = []
-    for source in turn.sources:
-        chip = chip_for_source(source)
-        chip.clicked.connect(lambda s=source: open_source(turn, s))
-        chips.append(chip)
+    if turn is not None:
+        given = turn
+        for source in sources:
+            chip = chip_for_source(source)
+            chip.clicked.connect(lambda s=source: open_source(given, s))
+            chips.append(chip)
     strip.set_chips(chips)
