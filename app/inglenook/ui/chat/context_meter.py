@@ -53,7 +53,8 @@ class ContextMeter:
         used, exact = session.context_used()
         given = passages_in(session.path[-1]) if exact and session.path else 0
         if given:  # counted with the last question; the next one is sent without them
-            used, exact = used - given, False
+            # (given is estimated: never below what the chat's own text is estimated at)
+            used, exact = max(used - given, text_tokens(session)), False
         reserve = knowledge_turn.budget(model.n_ctx) if session.settings.knowledge else 0
         self._show(session, model, used, exact, estimate_tokens(draft_text), reserve)
 
@@ -92,6 +93,13 @@ def passages_in(message: StoredMessage) -> int:
     """The tokens of passages a saved reply was given with its question (0: none)."""
     turn = knowledge_turn.recorded(message.provenance) if message.role == "assistant" else None
     return turn.tokens if turn is not None else 0
+
+
+def text_tokens(session: ChatSession) -> int:
+    """The chat's text (and system prompt) estimated, from the outline alone."""
+    outline = session.path.outline
+    chars = sum(outline.chars) + sum(outline.attached)
+    return estimate_tokens(session.settings.system_prompt) + (chars + 3) // 4
 
 
 LOOK_BACK = 64  # messages walked back for the last counted reply before estimating it all
