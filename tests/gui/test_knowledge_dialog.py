@@ -38,13 +38,14 @@ def test_a_folder_is_indexed_and_what_was_not_read_is_listed(
         qtbot: QtBot, tmp_path: Path) -> None:
     folder = notes(tmp_path)
     d = dialog(qtbot)
+    qtbot.waitUntil(lambda: d.knowledge.summaries == [], timeout=TIMEOUT_MS)
     assert d.title.text() == "No collections yet"
     d.name_edit.setText("  ")
     d.new_button.click()
     assert "needs a name" in d.message.text()
     d.name_edit.setText("Notes")
     d.new_button.click()
-    assert d.selected() is not None and d.title.text() == "Notes"
+    qtbot.waitUntil(lambda: d.title.text() == "Notes", timeout=TIMEOUT_MS)
     d.name_edit.setText("notes ")
     d.new_button.click()
     assert "already a collection" in d.message.text() and d.name_edit.text() == "notes "
@@ -54,16 +55,19 @@ def test_a_folder_is_indexed_and_what_was_not_read_is_listed(
         d.add_paths([str(folder)])
     assert d.progress.isHidden()
     assert "2 added" in d.message.text() and "1 not indexed" in d.message.text()
-    assert d.figures.text().startswith("2 files · 2 passages · indexed ")
+    qtbot.waitUntil(lambda: d.figures.text().startswith("2 files · 2 passages · indexed "),
+                    timeout=TIMEOUT_MS)
     assert [d.roots.item(i).text() for i in range(d.roots.count())] == [str(folder)]
     assert d.problems_label.text() == "Not indexed: 1 file"
     assert d.problem_list.item(0).text().startswith("blob.txt — it holds binary data")
     d.roots.item(0).setSelected(True)
     with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS):
         d.remove_selected()
-    assert d.roots.count() == 0 and d.figures.text().startswith("No folders")
+    qtbot.waitUntil(lambda: d.roots.count() == 0, timeout=TIMEOUT_MS)
+    assert d.figures.text().startswith("No folders")
     d.delete_selected()
-    assert d.collections.count() == 0 and "Forgot Notes" in d.message.text()
+    assert "Forgot Notes" in d.message.text()
+    qtbot.waitUntil(lambda: d.collections.count() == 0, timeout=TIMEOUT_MS)
 
 
 def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
@@ -83,6 +87,7 @@ def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
     d = dialog(qtbot)
     d.name_edit.setText("Notes")
     d.create_collection()
+    qtbot.waitUntil(lambda: d.selected() is not None, timeout=TIMEOUT_MS)
     d.add_paths([str(folder)])
     qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
     qtbot.waitUntil(lambda: d.progress.maximum() == 9, timeout=TIMEOUT_MS)
@@ -96,8 +101,10 @@ def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
     index = SqliteFtsIndex()
     assert index.stats("Notes").documents == 3  # whole documents only
     index.close()
+    qtbot.waitUntil(d.reindex_button.isEnabled, timeout=TIMEOUT_MS)  # listed again
     with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
         d.reindex_button.click()
     report = ended.args[1]
     assert (report.added, report.unchanged, report.cancelled) == (5, 3, False)
-    assert d.figures.text().startswith("8 files · 8 passages")
+    qtbot.waitUntil(lambda: d.figures.text().startswith("8 files · 8 passages"),
+                    timeout=TIMEOUT_MS)

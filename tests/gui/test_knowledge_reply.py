@@ -112,6 +112,7 @@ def test_the_side_panel_picks_the_chats_collections(
     conv_id = window.chats.conv_id
     assert conv_id is not None
     dialog.select("Papers")
+    qtbot.waitUntil(lambda: dialog.title.text() == "Papers")
     dialog.delete_selected()
     assert [b.text() for b in section.boxes] == ["Notes", "Papers (not found: deleted?)"]
     assert section.boxes[1].isChecked()  # the chat's settings are the user's to change

@@ -37,3 +37,24 @@ def test_paths_are_added_once_and_removed(tmp_path: Path) -> None:
 def test_listing_names_makes_no_index_file() -> None:
     assert kc.collection_names() == []
     assert not paths.knowledge_database_file().exists()
+
+
+def test_a_fresh_index_opened_on_two_threads_at_once_is_made_once() -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def open_it() -> None:
+        start.wait()
+        try:
+            SqliteFtsIndex().close()
+        except BaseException as exc:  # collected for the assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

@@ -29,12 +29,15 @@ T = TypeVar("T")
 class KnowledgeController(QObject):
     """Signals:
         changed(): collections, their folders or their index changed (lists to refresh).
+        summaries_ready(object): the collections as read again after a change (a list of
+            CollectionSummary; also kept in `summaries`).
         progress(str, object): the collection being indexed, and its Progress.
         indexed(str, object): a run ended: the collection and its IndexReport.
         failed(str, str): a run or a change failed: the collection, one sentence.
     """
 
     changed = Signal()
+    summaries_ready = Signal(object)
     progress = Signal(str, object)
     indexed = Signal(str, object)
     failed = Signal(str, str)
@@ -51,6 +54,9 @@ class KnowledgeController(QObject):
         self._latest: Progress | None = None
         self._poll = QTimer(self, interval=PROGRESS_MS)
         self._poll.timeout.connect(self._look)
+        self.summaries: list[kc.CollectionSummary] | None = None  # as last read
+        self._reading: tasks.Task | None = None
+        self.changed.connect(self.read_summaries)
 
     # ---- reading and changing, on the GUI thread --------------------------------------------
     def _with_index(self, action: Callable[[SqliteFtsIndex], T]) -> T:
@@ -60,9 +66,19 @@ class KnowledgeController(QObject):
         finally:
             index.close()
 
-    def summaries(self) -> list[kc.CollectionSummary]:
-        """KnowledgeError when the index cannot be opened."""
-        return self._with_index(kc.summaries)
+    def read_summaries(self) -> None:
+        """Read the collections and their figures again, off the GUI thread (counting the
+        passages of a large collection reads its whole index): `summaries_ready` follows."""
+        def read() -> list[kc.CollectionSummary]:
+            return self._with_index(kc.summaries)
+
+        self._reading = tasks.run(read, owner=self, replaces=self._reading,
+                                  name="knowledge-list", on_done=self._read,
+                                  on_failed=lambda exc: self.failed.emit("", str(exc)))
+
+    def _read(self, found: list[kc.CollectionSummary]) -> None:
+        self.summaries = found
+        self.summaries_ready.emit(found)
 
     def names(self) -> list[str]:
         try:

@@ -113,11 +113,13 @@ class KnowledgeDialog(QDialog):
         self._build()
         self.collections.currentRowChanged.connect(lambda _row: self._show_selected())
         self.roots.itemSelectionChanged.connect(self._update_buttons)
-        knowledge.changed.connect(self.refresh)
+        knowledge.summaries_ready.connect(self._fill)
         knowledge.progress.connect(self._show_progress)
         knowledge.indexed.connect(self._indexed)
         knowledge.failed.connect(lambda _name, why: self._say(why))
-        self.refresh()
+        self._wanted = ""  # a collection to select once it is listed (just made)
+        self._fill(knowledge.summaries or [])  # as last read, until it is read again
+        knowledge.read_summaries()
         self._show_run()
 
     def _list(self, name: str, accessible: str) -> QListWidget:
@@ -177,13 +179,10 @@ class KnowledgeDialog(QDialog):
         row = self.collections.currentRow()
         return self.summaries[row] if 0 <= row < len(self.summaries) else None
 
-    def refresh(self) -> None:
+    def _fill(self, summaries: list[CollectionSummary]) -> None:
         current = self.selected()
-        try:
-            self.summaries = self.knowledge.summaries()
-        except KnowledgeError as exc:
-            self.summaries = []
-            self._say(str(exc))
+        wanted = self._wanted or (current.name if current is not None else "")
+        self.summaries = summaries
         self.collections.blockSignals(True)
         self.collections.clear()
         for summary in self.summaries:
@@ -193,16 +192,20 @@ class KnowledgeDialog(QDialog):
             item.setToolTip(plain_tip("\n".join(summary.roots) or "No folders yet"))
             self.collections.addItem(item)
         names = [s.name for s in self.summaries]
-        row = names.index(current.name) if current is not None and current.name in names \
-            else (0 if names else -1)
+        if self._wanted in names:
+            self._wanted = ""
+        row = names.index(wanted) if wanted in names else (0 if names else -1)
         self.collections.setCurrentRow(row)
         self.collections.blockSignals(False)
         self._show_selected()
 
     def select(self, name: str) -> None:
+        """Select it now, or once it is listed."""
         names = [s.name for s in self.summaries]
         if name in names:
             self.collections.setCurrentRow(names.index(name))
+        else:
+            self._wanted = name
 
     def _show_selected(self) -> None:
         summary = self.selected()
