@@ -94,6 +94,8 @@ class SideController(QObject):
 
     def show_collections(self, names: list[str]) -> None:
         """The knowledge collections there are now (made, deleted)."""
+        if names == self.collection_names:
+            return  # a folder added or a run ended: the same boxes
         self.collection_names = names
         chosen = self.session.settings.knowledge if self.session is not None else ()
         self.panel.knowledge_section.show_collections(names, chosen)
