@@ -14,6 +14,7 @@ from inglenook.knowledge import indexer
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
+from tests.gui.test_accessibility import unnamed
 
 TIMEOUT_MS = 20_000
 
@@ -60,6 +61,7 @@ def test_a_folder_is_indexed_and_what_was_not_read_is_listed(
     assert [d.roots.item(i).text() for i in range(d.roots.count())] == [str(folder)]
     assert d.problems_label.text() == "Not indexed: 1 file"
     assert d.problem_list.item(0).text().startswith("blob.txt — it holds binary data")
+    assert unnamed(d) == []  # every control has a name and a description
     d.roots.item(0).setSelected(True)
     with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS):
         d.remove_selected()

@@ -18,6 +18,7 @@ from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import chat
+from tests.gui.test_accessibility import unnamed
 
 OWL = "The barn owl nests in the old mill."
 
@@ -58,7 +59,7 @@ def test_the_engine_is_sent_the_passage_and_the_reply_names_its_source(
     dialog = window.findChild(PassageDialog)
     assert dialog is not None and dialog.text.toPlainText() == OWL
     assert dialog.path_label.text() == "/n/owl.md" and not dialog.open_button.isEnabled()
-    assert "no longer there" in dialog.where.text()
+    assert "no longer there" in dialog.where.text() and unnamed(dialog) == []
     dialog.close()
     meter = window.context_label  # the passages given leave, the next question's may come
     stats = reply.provenance.stats
@@ -106,6 +107,7 @@ def test_the_side_panel_picks_the_chats_collections(
         dialog.name_edit.setText(name)
         dialog.create_collection()
     assert [b.text() for b in section.boxes] == ["Notes", "Papers"]
+    assert unnamed(window.panel) == []
     section.boxes[1].click()
     assert window.chats.session.settings.knowledge == ("Papers",)
     chat(qtbot, window, "Hello")  # the chat is saved, with its collections

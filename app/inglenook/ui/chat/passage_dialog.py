@@ -41,10 +41,12 @@ class PassageDialog(QDialog):
         self.text.setObjectName("passageText")
         self.text.setReadOnly(True)
         self.text.setAccessibleName("The passage the model was given")
+        self.text.setToolTip("The passage as this reply was given it, from the file above")
         given = given_passage(turn, source)
         self.text.setPlainText(given if given is not None else
                                "This reply's record does not hold the passage's text.")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         buttons.rejected.connect(self.reject)
         self.open_button = QPushButton("Open file", self)
         self.open_button.setObjectName("passageOpenFile")

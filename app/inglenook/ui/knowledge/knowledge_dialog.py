@@ -66,14 +66,18 @@ class KnowledgeDialog(QDialog):
         self.resize(860, 560)
         self.knowledge = knowledge
         self.summaries: list[CollectionSummary] = []
-        self.collections = self._list("knowledgeCollections", "Collections")
-        self.roots = self._list("knowledgeRoots", "Folders and files of the collection")
+        self.collections = self._list("knowledgeCollections", "Collections",
+                                      "Your collections, with their files and passages")
+        self.roots = self._list("knowledgeRoots", "Folders and files of the collection",
+                                "What the selected collection reads: select some to remove")
         self.roots.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
-        self.problem_list = self._list("knowledgeProblems", "Files not indexed, and why")
+        self.problem_list = self._list("knowledgeProblems", "Files not indexed, and why",
+                                       "Files of the last run that were not read, and why")
         self.name_edit = QLineEdit(self)
         self.name_edit.setObjectName("knowledgeNameEdit")
         self.name_edit.setPlaceholderText("Name of a new collection")
         self.name_edit.setAccessibleName("Name of a new collection")
+        self.name_edit.setToolTip("A collection is a set of folders and files; name it here")
         self.name_edit.returnPressed.connect(self.create_collection)
         self.new_button = self._button("New collection", "knowledgeNewButton",
                                        "Make an empty collection with this name",
@@ -122,10 +126,11 @@ class KnowledgeDialog(QDialog):
         knowledge.read_summaries()
         self._show_run()
 
-    def _list(self, name: str, accessible: str) -> QListWidget:
+    def _list(self, name: str, accessible: str, tip: str) -> QListWidget:
         widget = QListWidget(self)
         widget.setObjectName(name)
         widget.setAccessibleName(accessible)
+        widget.setToolTip(tip)
         widget.setUniformItemSizes(True)  # a long problems list lays out at once
         return widget
 
@@ -166,6 +171,7 @@ class KnowledgeDialog(QDialog):
         columns.addLayout(left, 2)
         columns.addLayout(right, 3)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         close.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(columns, 1)
