@@ -72,20 +72,26 @@ def test_a_folder_is_indexed_and_what_was_not_read_is_listed(
     qtbot.waitUntil(lambda: d.collections.count() == 0, timeout=TIMEOUT_MS)
 
 
-def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
-        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = notes(tmp_path, 8)
+def hold_third_file(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The run is held on its third file (held) until the test lets it go (go)."""
     held, go, converted = threading.Event(), threading.Event(), []
     real = indexer.convert
 
     def slow_third(*args: object, **kwargs: object) -> object:
         converted.append(1)
-        if len(converted) == 3:  # the run is held mid-way until the test has pressed Cancel
+        if len(converted) == 3:
             held.set()
             go.wait(TIMEOUT_MS / 1000)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(indexer, "convert", slow_third)
+    return held, go
+
+
+def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = notes(tmp_path, 8)
+    held, go = hold_third_file(monkeypatch)
     d = dialog(qtbot)
     d.name_edit.setText("Notes")
     d.create_collection()
@@ -110,3 +116,21 @@ def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
     assert (report.added, report.unchanged, report.cancelled) == (5, 3, False)
     qtbot.waitUntil(lambda: d.figures.text().startswith("8 files · 8 passages"),
                     timeout=TIMEOUT_MS)
+
+
+def test_a_collection_deleted_while_indexed_goes_quietly(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = notes(tmp_path, 5)
+    held, go = hold_third_file(monkeypatch)
+    d = dialog(qtbot)
+    d.name_edit.setText("Notes")
+    d.create_collection()
+    qtbot.waitUntil(lambda: d.selected() is not None, timeout=TIMEOUT_MS)
+    d.add_paths([str(folder)])
+    qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
+    d.delete_selected()
+    go.set()
+    qtbot.waitUntil(lambda: not d.knowledge.running, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(d.progress.isHidden, timeout=TIMEOUT_MS)  # the lists read after the run
+    assert d.collections.count() == 0
+    assert d.message.text() == "Forgot Notes (its files are untouched)."

@@ -56,6 +56,7 @@ class KnowledgeController(QObject):
         self._poll.timeout.connect(self._look)
         self.summaries: list[kc.CollectionSummary] | None = None  # as last read
         self._reading: tasks.Task | None = None
+        self._forgotten: set[str] = set()  # deleted while being indexed
         self.changed.connect(self.read_summaries)
 
     # ---- reading and changing, on the GUI thread --------------------------------------------
@@ -111,6 +112,7 @@ class KnowledgeController(QObject):
             self.queue.remove(name)
         if self.running == name:
             self._stop.set()
+            self._forgotten.add(name)  # its run ends in "no such collection": not news
         self._with_index(lambda index: index.remove_collection(name))
         self.changed.emit()
 
@@ -159,8 +161,11 @@ class KnowledgeController(QObject):
         self._poll.stop()
         self.running, self.last_progress, self._task = "", None, None
         if isinstance(outcome, IndexReport):
+            self._forgotten.discard(name)
             self.indexed.emit(name, outcome)
-        elif isinstance(outcome, KnowledgeError):  # deleted meanwhile, an unreadable index
+        elif name in self._forgotten:
+            self._forgotten.discard(name)
+        elif isinstance(outcome, KnowledgeError):  # an unreadable index, a name gone
             self.failed.emit(name, str(outcome))
         else:
             self.failed.emit(name, f"Indexing {name} failed: {outcome!r}")

@@ -204,6 +204,7 @@ class KnowledgeDialog(QDialog):
         self.collections.setCurrentRow(row)
         self.collections.blockSignals(False)
         self._show_selected()
+        self._show_run()  # read again after a run ended, which may have ended quietly
 
     def select(self, name: str) -> None:
         """Select it now, or once it is listed."""
