@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QDialog,
@@ -27,6 +27,7 @@ class PassageDialog(QDialog):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("passageDialog")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per click on a chip
         self.setWindowTitle(f"Source [{source.number}]")
         self.resize(640, 440)
         self.source = source
