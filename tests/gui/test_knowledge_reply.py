@@ -108,8 +108,10 @@ def test_the_side_panel_picks_the_chats_collections(
         dialog.create_collection()
     assert [b.text() for b in section.boxes] == ["Notes", "Papers"]
     assert unnamed(window.panel) == []
+    assert "passages" not in window.context_label.text()
     section.boxes[1].click()
     assert window.chats.session.settings.knowledge == ("Papers",)
+    assert "+ ≤512 passages / 2,048" in window.context_label.text()  # room for them
     chat(qtbot, window, "Hello")  # the chat is saved, with its collections
     conv_id = window.chats.conv_id
     assert conv_id is not None

@@ -194,6 +194,7 @@ class MainWindow(QMainWindow):
         models.ready.connect(side.model_loaded)  # the thinking switch, the tools' support
         self.panel.reply_section.tools_requested.connect(chats.show_tools)
         self.panel.knowledge_section.manage_requested.connect(self.show_knowledge)
+        self.panel.knowledge_section.chosen_changed.connect(lambda _c: chats.show_context())
         self.knowledge.changed.connect(lambda: side.show_collections(self.knowledge.names()))
         side.show_collections(self.knowledge.names())
         models.failed.connect(self._model_failed)
