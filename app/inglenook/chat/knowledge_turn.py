@@ -86,6 +86,22 @@ class KnowledgeTurn:
                    notice if isinstance(notice, str) else "")
 
 
+def given_passage(turn: KnowledgeTurn, source: Source) -> str | None:
+    """The text of one passage as the reply was given it (read back from the record, so it
+    is what the model saw even after the file changed); None when the record lacks it."""
+    head = f"[{source.number}] {source.path}, {source.location}\n"
+    start = turn.text.find(head)
+    if start < 0:
+        return None
+    opener_end = turn.text.find("\n", start + len(head))
+    opener = turn.text[start + len(head):opener_end]
+    bar = opener[:len(opener) - len(opener.lstrip("`"))]
+    if len(bar) < 3 or opener_end < 0:
+        return None
+    end = turn.text.find(f"\n{bar}", opener_end)  # longer than any run of ` inside
+    return turn.text[opener_end + 1:end] if end >= 0 else None
+
+
 def _source(data: object) -> Source | None:
     if not isinstance(data, dict):
         return None

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import unicodedata
@@ -73,22 +72,13 @@ def plain(text: str) -> str:
 
 
 def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
-    from inglenook.knowledge.fts import KnowledgeError
+    from inglenook.knowledge.collections import PathMissing, add_paths
 
-    roots = []
-    for path in args.paths:
-        absolute = os.path.abspath(os.path.expanduser(path))
-        if not os.path.exists(absolute):
-            raise UsageError(f"{path} does not exist.")
-        roots.append(absolute)
     try:
-        collection = index.collection(args.name)
-    except KnowledgeError:
-        index.create_collection(args.name, roots, args.follow_links)
-    else:
-        index.set_roots(collection.name, [*collection.roots,
-                                          *(r for r in roots if r not in collection.roots)])
-    return _index(index, args.name)
+        collection = add_paths(index, args.name, args.paths, args.follow_links)
+    except PathMissing as exc:
+        raise UsageError(str(exc)) from None
+    return _index(index, collection.name)
 
 
 def _update(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
@@ -133,17 +123,17 @@ def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None
 
 
 def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
-    collections = index.collections()
-    if not collections:
+    from inglenook.knowledge.collections import summaries
+
+    found = summaries(index)
+    if not found:
         print("No collections yet (inglenook knowledge add NAME FOLDER).")
-    for collection in collections:
-        stats = index.stats(collection.name)
-        problems = index.problems(collection.name)
-        print(f"{collection.name} · {stats.documents:,} files · {stats.chunks:,} passages · "
-              f"{len(problems):,} not indexed")
-        for root in collection.roots:
+    for c in found:
+        print(f"{c.name} · {c.documents:,} files · {c.chunks:,} passages · "
+              f"{len(c.problems):,} not indexed")
+        for root in c.roots:
             print(f"  {plain(root)}")
-        for path, reason in problems:
+        for path, reason in c.problems:
             print(f"  not indexed: {plain(path)}: {reason}")
     return 0
 

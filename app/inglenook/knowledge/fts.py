@@ -93,6 +93,10 @@ class SqliteFtsIndex:
             backup(self._conn, self.path.with_name(f"{self.path.name}.bak-v{version}"))
         for target in range(version + 1, schema.LATEST_VERSION + 1):
             with transaction(self._conn):
+                # Another thread or process may have migrated it since: the window lists the
+                # collections on one thread while it makes one on another, on a fresh file.
+                if self._conn.execute("PRAGMA user_version").fetchone()[0] >= target:
+                    continue
                 schema.MIGRATIONS[target - 1](self._conn)
                 self._conn.execute(f"PRAGMA user_version = {target}")
 

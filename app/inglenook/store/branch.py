@@ -41,7 +41,7 @@ class MessageOutline:
     reasoning: int  # characters of its reasoning
     newlines: int  # in its answer
     calls_tools: bool
-    attachments: int
+    attachments: int  # a user's files, or the sources a reply was given: its row of chips
     attached: int  # characters of its attachments (names and text; an image as its tokens)
     images: int = 0  # of its attachments, how many are images (shown as thumbnails)
 

@@ -66,7 +66,10 @@ WITH RECURSIVE path (id, depth) AS (
 SELECT m.id, m.role, coalesce(length(m.content), 0), coalesce(length(m.reasoning), 0),
        coalesce(length(m.content) - length(replace(m.content, char(10), '')), 0),
        coalesce(length(m.tool_cards), 0) > 2,
-       (SELECT count(*) FROM attachments a WHERE a.message_id = m.id),
+       CASE WHEN m.role = 'assistant' AND instr(m.provenance, '"knowledge"')
+                 AND json_valid(m.provenance)
+            THEN coalesce(json_array_length(m.provenance, '$.knowledge.sources'), 0)
+            ELSE (SELECT count(*) FROM attachments a WHERE a.message_id = m.id) END,
        (SELECT coalesce(sum(length(a.name) + length(a.text)
                              + CASE a.kind WHEN 'image' THEN {IMAGE_CHARS} ELSE 0 END), 0)
         FROM attachments a WHERE a.message_id = m.id),

@@ -35,6 +35,7 @@ from inglenook.ui.chat.find_bar import FindBar, FindInChat
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
+from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.loaded_view import LoadedModels
 from inglenook.ui.models.model_controller import ModelController
@@ -95,6 +96,7 @@ class MainWindow(QMainWindow):
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
+        self.knowledge = KnowledgeController(self)  # collections; indexing off the GUI thread
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
                               self.status_text, self.progress, self.context_label)
         self.chats = ChatController(
@@ -196,6 +198,10 @@ class MainWindow(QMainWindow):
         models.ready.connect(self._model_ready)
         models.ready.connect(side.model_loaded)  # the thinking switch, the tools' support
         self.panel.reply_section.tools_requested.connect(chats.show_tools)
+        self.panel.knowledge_section.manage_requested.connect(self.show_knowledge)
+        self.panel.knowledge_section.chosen_changed.connect(lambda _c: chats.show_context())
+        self.knowledge.changed.connect(lambda: side.show_collections(self.knowledge.names()))
+        side.show_collections(self.knowledge.names())
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.unloaded.connect(self._model_unloaded)
@@ -228,6 +234,9 @@ class MainWindow(QMainWindow):
     def show_preferences(self) -> None:
         self.panel_button.setChecked(True)
         self.panel.setFocus()
+
+    def show_knowledge(self) -> None:
+        self.knowledge.show_dialog(self)
 
     def focus_composer(self) -> None:
         self.composer.edit.setFocus()
@@ -311,6 +320,7 @@ class MainWindow(QMainWindow):
         self._closed = True
         self.chats.shutdown()
         self.tools.close()  # calls still running are abandoned; their cards read "not run"
+        self.knowledge.close()  # a run stops at its next file; join_writers waits for it
         self.side.flush()
         self.save_settings()
         self.downloads.close()  # pauses running downloads; their partial files are kept

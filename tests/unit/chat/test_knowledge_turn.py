@@ -127,3 +127,18 @@ def test_a_collection_removed_since_is_said_too(db: Path) -> None:
     turn = for_question(["Notes", "Gone"], QUESTION, 2048, opener(db))
     assert turn is not None and turn.sources == ()
     assert turn.notice == "Answered without your documents: There is no collection named 'Gone'."
+
+
+def test_a_passage_is_read_back_from_the_record_as_given() -> None:
+    from inglenook.chat.knowledge_turn import KnowledgeTurn, given_passage
+    from inglenook.knowledge.index import Chunk, Hit
+    from inglenook.knowledge.retrieval import PREAMBLE, Source, passage
+
+    texts = ["plain words", "a README:\n```sh\nmake\n```\nend", "[1] /n/a.md, line 1\nfake"]
+    hits = [Hit(n, "Notes", f"/n/{n}.md", Chunk(t, 1, 2), 1.0) for n, t in enumerate(texts)]
+    turn = KnowledgeTurn(("Notes",), "\n\n".join([PREAMBLE, *(passage(n + 1, h)
+                                                              for n, h in enumerate(hits))]),
+                         tuple(Source(n + 1, "Notes", h.path, h.chunk.location, h.chunk_id)
+                               for n, h in enumerate(hits)))
+    assert [given_passage(turn, s) for s in turn.sources] == texts
+    assert given_passage(turn, Source(9, "Notes", "/n/x.md", "line 1", 9)) is None

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
+from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
     ChatSession,
     ChatSettings,
@@ -41,9 +42,11 @@ from inglenook.ui.chat.context_meter import ContextMeter, will_not_fit
 from inglenook.ui.chat.image_parts import ImageDialog
 from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
+from inglenook.ui.chat.passage_dialog import PassageDialog
 from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.chat.reply_on_screen import ReplyOnScreen
+from inglenook.ui.chat.source_chips import show_sources
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
@@ -360,6 +363,7 @@ class ChatController(QObject):
             return bubble
         model, _ = self.model()
         present(bubble, message, model.name if model else "")
+        self._show_sources(bubble, message)
         self.calls.show(bubble, self.session, message)
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
@@ -370,6 +374,13 @@ class ChatController(QObject):
     def _open_attachment(self, attachment: Attachment) -> None:
         dialog = ImageDialog if attachment.kind == "image" else AttachmentDialog
         dialog(attachment, self.window).open()
+
+    def _show_sources(self, bubble: MessageBubble, message: StoredMessage) -> None:
+        """A reply's sources: as recorded, or as its reply in flight was given them."""
+        reply = self.session.reply
+        turn = reply.knowledge if reply is not None and reply.message_id == message.id \
+            else recorded(message.provenance)
+        show_sources(bubble, turn, lambda t, s: PassageDialog(t, s, self.window).open())
 
     def _bubble_of(self, session: ChatSession, message_id: int) -> MessageBubble | None:
         return self.view.bubble_of(message_id) if session is self.session else None
@@ -446,6 +457,7 @@ class ChatController(QObject):
         if visible:
             bubble = self.reply.finished(session, reply_id, finish, event.message)
             if bubble is not None and event.message is not None:
+                self._show_sources(bubble, event.message)
                 self.calls.show(bubble, session, event.message)
             self._update_controls()
             self.show_context()

@@ -1,5 +1,10 @@
-"""Context you can see: the meter (history + what is being typed, of the context length), the
-check before sending something that will not fit, and the marker where history was left out.
+"""Context you can see: the meter (history + what is being typed + the passages a chat's
+knowledge collections may add, of the context length), the check before sending something that
+will not fit, and the marker where history was left out.
+
+Passages go with one question only (chat/knowledge_turn.py): the engine's count after a reply
+includes those it was given, which the next request leaves out, so the meter takes them off and
+shows instead the room the next question's passages may take (at most knowledge_turn.budget).
 
 While a reply streams, the meter and the reply's tok/s move with it (LiveFigures): the engine
 reports its exact figures once, when the reply ends, so until then they are estimated from the
@@ -15,9 +20,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel
 
+from inglenook.chat import knowledge_turn
 from inglenook.chat.session import ChatSession, estimate_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.engine.worker import EngineWorker
+from inglenook.store import StoredMessage
 
 if TYPE_CHECKING:
     from inglenook.ui.chat.chat_controller import ChatController
@@ -45,7 +52,12 @@ class ContextMeter:
             label.hide()
             return
         used, exact = session.context_used()
-        self._show(session, model, used, exact, draft)
+        given = passages_in(session.path[-1]) if exact and session.path else 0
+        if given:  # counted with the last question; the next one is sent without them
+            # (given is estimated: never below what the chat's own text is estimated at)
+            used, exact = max(used - given, text_tokens(session)), False
+        reserve = knowledge_turn.budget(model.n_ctx) if session.settings.knowledge else 0
+        self._show(session, model, used, exact, draft, reserve)
 
     def show_live(self, session: ChatSession, model: ModelInfo | None, used: int) -> None:
         """`used` tokens while a reply streams: an estimate until the engine counts."""
@@ -53,22 +65,42 @@ class ContextMeter:
             self._show(session, model, used, False, 0)
 
     def _show(self, session: ChatSession, model: ModelInfo, used: int, exact: bool,
-              draft: int) -> None:
+              draft: int, reserve: int = 0) -> None:
+        """`reserve`: the tokens the passages found for the next question may take."""
         label = self.label
-        total, n_ctx = used + draft, model.n_ctx
+        total, n_ctx = used + draft + reserve, model.n_ctx
         level = "over" if total > n_ctx else "near" if total > NEAR_FULL * n_ctx else "ok"
         typed = f" + ≈{draft:,} typed" if draft else ""
-        label.setText(f"Context {'' if exact else '≈'}{used:,}{typed} / {n_ctx:,}")
+        passages = f" + ≤{reserve:,} passages" if reserve else ""
+        label.setText(f"Context {'' if exact else '≈'}{used:,}{typed}{passages} / {n_ctx:,}")
+        reply = session.reply
+        given = reply.knowledge.tokens if reply is not None and reply.knowledge else 0
         label.setToolTip(
             "Tokens of this conversation the model sees, of its context length"
             + ("" if exact else " (estimated until the next reply)")
+            + (f", with ≈{given:,} of passages from your documents" if given else "")
             + {"near": ". Nearly full.", "ok": ".",
-               "over": f". Over: {OVER[session.settings.overflow]}"}[level])
+               "over": f". Over: {OVER[session.settings.overflow]}"}[level]
+            + (f"\nUp to {reserve:,} tokens of passages from this chat's collections go "
+               "with the next question." if reserve else ""))
         if label.property("level") != level:
             label.setProperty("level", level)
             label.style().unpolish(label)
             label.style().polish(label)
         label.show()
+
+
+def passages_in(message: StoredMessage) -> int:
+    """The tokens of passages a saved reply was given with its question (0: none)."""
+    turn = knowledge_turn.recorded(message.provenance) if message.role == "assistant" else None
+    return turn.tokens if turn is not None else 0
+
+
+def text_tokens(session: ChatSession) -> int:
+    """The chat's text (and system prompt) estimated, from the outline alone."""
+    outline = session.path.outline
+    chars = sum(outline.chars) + sum(outline.attached)
+    return estimate_tokens(session.settings.system_prompt) + (chars + 3) // 4
 
 
 LOOK_BACK = 64  # messages walked back for the last counted reply before estimating it all
@@ -84,8 +116,8 @@ def context_before_reply(session: ChatSession) -> int:
         if reply is not None and outline.ids[index] == reply.message_id:
             continue  # the reply itself: its text so far is counted apart
         stats = path[index].provenance.stats
-        if stats is not None:
-            return stats.context_used + (since + 3) // 4
+        if stats is not None:  # less the passages that reply was given: not sent again
+            return stats.context_used - passages_in(path[index]) + (since + 3) // 4
         since += outline.chars[index] + outline.attached[index]
     return session.context_used()[0]
 
@@ -127,7 +159,9 @@ class LiveFigures(QObject):
         if rid not in self._before:  # once per reply: it walks back through the branch
             self._before[rid] = context_before_reply(session)
         written = estimate_tokens(reply.parts.answer + reply.parts.reasoning)
-        self.chats.context.show_live(session, self._model(), self._before[rid] + written)
+        given = reply.knowledge.tokens if reply.knowledge is not None else 0
+        self.chats.context.show_live(session, self._model(),
+                                     self._before[rid] + given + written)
         bubble = self.chats.view.bubble_of(reply.message_id)
         if bubble is None:
             return

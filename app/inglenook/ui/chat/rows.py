@@ -1,10 +1,11 @@
 """Where the transcript's rows sit, without a widget for any of them (Qt-free).
 
 Every row has a height: measured once its bubble has been laid out at the column's width, else
-estimated from what the store's outline says of its message (characters, newlines,
-attachments; the rows are an `Outline`, columns of numbers, not an object per row). Tops
-are the running sum of heights and spacing, kept for a prefix and extended when asked, so a
-change at the end of a 10,000-row chat (the reply streaming) costs nothing for the rows above.
+estimated from what the store's outline says of its message (characters, newlines, its
+chips: a user's attachments, a reply's sources; the rows are an `Outline`, columns of numbers,
+not an object per row). Tops are the running sum of heights and spacing, kept for a prefix
+and extended when asked, so a change at the end of a 10,000-row chat (the reply streaming)
+costs nothing for the rows above.
 
 Measured heights are also kept by message and width (`HeightCache`, bounded), so returning to a
 chat places its rows where they were.
@@ -32,6 +33,7 @@ class Metrics:
     user_chrome: int = 52
     chip_row: int = 30
     image_row: int = 76  # a row of thumbnails (ui/chat/image_parts.THUMB_SIDE and a frame)
+    chip_width: int = 230  # a reply's source chips wrap, a few to a line
     cards: int = 60
 
 
@@ -59,7 +61,8 @@ def _estimate(role: str, chars: int, reasoning: int, newlines: int, calls: int,
     per_line = max(1.0, max(40.0, width - 30.0) / metrics.char_width)
     lines = (newlines + 1 + chars / per_line if chars else 0) + (1 if reasoning else 0)
     chrome = metrics.chrome if role == "assistant" else metrics.user_chrome
-    chips = metrics.image_row if images else metrics.chip_row if attachments else 0
+    chip_rows = -(-attachments // max(1, int(width - 28) // metrics.chip_width))
+    chips = metrics.image_row if images else metrics.chip_row * chip_rows
     return int(chrome + lines * metrics.line_height + chips
                + (metrics.cards if calls else 0))
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from inglenook.core.load import LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
+from inglenook.ui.side.knowledge_section import KnowledgeSection
 from inglenook.ui.side.load_section import LoadSection
 from inglenook.ui.side.reply_section import ReplySection
 from inglenook.ui.widgets.controls import (
@@ -87,6 +88,8 @@ class SamplingPanel(QWidget):
         column.addWidget(self._build_overflow_section())
         self.reply_section = ReplySection(self)  # the model's thinking switch, the chat's tools
         column.addWidget(self.reply_section)
+        self.knowledge_section = KnowledgeSection(self)  # the collections the chat searches
+        column.addWidget(self.knowledge_section)
         column.addWidget(self._build_sampling_section())
         self.load = LoadSection(self)
         self.load.changed.connect(self._on_load_edited)

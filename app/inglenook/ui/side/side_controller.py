@@ -1,6 +1,6 @@
 """The side panel bound to the chat on screen: its preset, system prompt and sampling, its
-thinking switch, effort and tools (saved with that chat), and the app's load options and
-per-model defaults (settings.json, through AppSettings)."""
+thinking switch, effort, tools and knowledge collections (saved with that chat), and the
+app's load options and per-model defaults (settings.json, through AppSettings)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ class SideController(QObject):
         panel.reply_section.thinking_changed.connect(lambda on: self._chat_change(thinking=on))
         panel.reply_section.effort_changed.connect(
             lambda effort: self._chat_change(reasoning_effort=effort))
+        panel.knowledge_section.chosen_changed.connect(self._use_collections)
+        self.collection_names: list[str] = []
         panel.settings_changed.connect(self._load_edited.call)
         bar.preset_chosen.connect(self.apply_preset)
         bar.save_requested.connect(self.save_preset)
@@ -81,6 +83,7 @@ class SideController(QObject):
             self.app.value, sampling=chat.sampling, system_prompt=chat.system_prompt))
         self.panel.set_overflow(chat.overflow)
         self.panel.reply_section.show_chat(chat)
+        self.panel.knowledge_section.show_collections(self.collection_names, chat.knowledge)
         self.bar.show_current(chat.matching_preset(self.presets))
 
     def model_loaded(self, info: ModelInfo) -> None:
@@ -88,6 +91,19 @@ class SideController(QObject):
         self.panel.reply_section.show_model(info.traits, info.tool_format)
         self.panel.speed.show_state_budget(info.kv_state_ram_budget, info.kv_state_disk_budget)
         self.panel.show_slots_in_use(info.n_slots)
+
+    def show_collections(self, names: list[str]) -> None:
+        """The knowledge collections there are now (made, deleted)."""
+        if names == self.collection_names:
+            return  # a folder added or a run ended: the same boxes
+        self.collection_names = names
+        chosen = self.session.settings.knowledge if self.session is not None else ()
+        self.panel.knowledge_section.show_collections(names, chosen)
+
+    def _use_collections(self, chosen: tuple[str, ...]) -> None:
+        if self.session is not None:
+            self.session.set_settings(self.session.settings.replace(knowledge=chosen))
+            self._save_chat.call()
 
     def _chat_change(self, **changes: object) -> None:
         if self.session is not None:

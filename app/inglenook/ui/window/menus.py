@@ -83,6 +83,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
             Command("tools", "Tools…", chats.show_tools,
                     tip="MCP tool servers, their tools, and which this chat uses"),
+            Command("knowledge", "Knowledge…", w.show_knowledge,
+                    tip="Collections of your own folders and files, searched before replies"),
             Command("stop", "Stop the reply", chats.escape,
                     ["Esc"],
                     "Stop the reply of this chat, wherever the focus is"),

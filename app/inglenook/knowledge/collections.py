@@ -1,0 +1,112 @@
+"""Collections as the window and the command line manage them: one set of rules for both.
+
+Folders and files are added as absolute paths (a path that does not exist is refused by name,
+one already there is not added twice), removed from a collection (their passages leave with
+the next indexing run), and indexed with an index opened for the run: SqliteFtsIndex is one per
+thread, and the window indexes on a worker thread while its GUI thread reads its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from inglenook import paths
+from inglenook.knowledge.fts import Collection, KnowledgeError, SqliteFtsIndex
+from inglenook.knowledge.indexer import Indexer, IndexReport, Progress
+
+
+class PathMissing(KnowledgeError):
+    """A folder or file given for a collection does not exist."""
+
+
+@dataclass(frozen=True)
+class CollectionSummary:
+    """What the Knowledge dialog and `inglenook knowledge list` show of a collection."""
+
+    name: str
+    roots: tuple[str, ...]
+    follow_links: bool
+    indexed_at: float | None
+    documents: int
+    chunks: int
+    problems: tuple[tuple[str, str], ...]  # (path, reason) of the last run
+
+
+def absolute_paths(given: Iterable[str]) -> list[str]:
+    """The paths made absolute (~ expanded), each checked to exist."""
+    found = []
+    for path in given:
+        absolute = os.path.abspath(os.path.expanduser(path))
+        if not os.path.exists(absolute):
+            raise PathMissing(f"{path} does not exist.")
+        if absolute not in found:
+            found.append(absolute)
+    return found
+
+
+def add_paths(index: SqliteFtsIndex, name: str, given: Iterable[str],
+              follow_links: bool = False) -> Collection:
+    """Make the collection with these folders and files, or add them to the one of that name
+    (its own spelling kept). Indexing is the caller's next step."""
+    roots = absolute_paths(given)
+    try:
+        collection = index.collection(name)
+    except KnowledgeError:
+        return index.create_collection(name, roots, follow_links)
+    index.set_roots(collection.name, [*collection.roots,
+                                      *(r for r in roots if r not in collection.roots)])
+    return index.collection(collection.name)
+
+
+def remove_paths(index: SqliteFtsIndex, name: str, gone: Iterable[str]) -> Collection:
+    """Take folders or files out of a collection; their passages leave at the next run."""
+    collection = index.collection(name)
+    dropped = set(gone)
+    index.set_roots(collection.name, [r for r in collection.roots if r not in dropped])
+    return index.collection(collection.name)
+
+
+def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
+    found = []
+    for c in index.collections():
+        stats = index.stats(c.name)
+        found.append(CollectionSummary(c.name, c.roots, c.follow_links, c.indexed_at,
+                                       stats.documents, stats.chunks,
+                                       tuple(index.problems(c.name))))
+    return found
+
+
+def collection_names(path: Path | None = None) -> list[str]:
+    """The collections' names; none while there is no index yet (listing makes no file)."""
+    path = path or paths.knowledge_database_file()
+    if not path.exists():
+        return []
+    index = SqliteFtsIndex(path)
+    try:
+        return [c.name for c in index.collections()]
+    finally:
+        index.close()
+
+
+def index_collection(name: str, progress: Callable[[Progress], None] = lambda p: None,
+                     cancelled: Callable[[], bool] = lambda: False,
+                     path: Path | None = None) -> IndexReport:
+    """Index one collection with an index of its own (call it on the thread that indexes)."""
+    index = SqliteFtsIndex(path)
+    try:
+        return Indexer(index, name, progress, cancelled).run()
+    finally:
+        index.close()
+
+
+def describe_report(report: IndexReport) -> str:
+    """One line on what a run did."""
+    done = (f"{report.added:,} added, {report.updated:,} updated, "
+            f"{report.unchanged:,} unchanged, {report.removed:,} removed")
+    if report.cancelled:
+        return f"Cancelled: {done} so far (the next run goes on from there)."
+    problems = f"; {len(report.problems):,} not indexed" if report.problems else ""
+    return f"{done}{problems}."

@@ -1,0 +1,185 @@
+"""The window's knowledge collections: changes made on the GUI thread, indexing on a worker.
+
+Owned by the window, not by the Knowledge dialog, so an indexing run goes on (and is shown
+again) when the dialog is closed and opened. One run at a time; collections asked for while one
+runs wait their turn. Cancel is a direct call that sets a flag the Indexer asks between files:
+what was indexed stays, consistent, and the next run goes on from there. The GUI thread opens
+an index of its own for each change (SqliteFtsIndex is one per thread); SQLite's WAL lets it read
+while the worker writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QWidget
+
+from inglenook.knowledge import collections as kc
+from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
+from inglenook.knowledge.indexer import IndexReport, Progress
+from inglenook.ui import tasks
+
+PROGRESS_MS = 100  # how often the GUI looks at where the run is
+T = TypeVar("T")
+
+
+class KnowledgeController(QObject):
+    """Signals:
+        changed(): collections, their folders or their index changed (lists to refresh).
+        summaries_ready(object): the collections as read again after a change (a list of
+            CollectionSummary; also kept in `summaries`).
+        progress(str, object): the collection being indexed, and its Progress.
+        indexed(str, object): a run ended: the collection and its IndexReport.
+        failed(str, str): a run or a change failed: the collection, one sentence.
+    """
+
+    changed = Signal()
+    summaries_ready = Signal(object)
+    progress = Signal(str, object)
+    indexed = Signal(str, object)
+    failed = Signal(str, str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.running = ""  # the collection being indexed, "" when none
+        self.last_progress: Progress | None = None
+        self.queue: list[str] = []
+        self._stop = threading.Event()
+        self._task: tasks.Task | None = None
+        # Where the run is, as the worker last said: read by a timer on the GUI thread, so a
+        # run of 100,000 files posts nothing per file and a run held on one file shows it.
+        self._latest: Progress | None = None
+        self._poll = QTimer(self, interval=PROGRESS_MS)
+        self._poll.timeout.connect(self._look)
+        self.summaries: list[kc.CollectionSummary] | None = None  # as last read
+        self._reading: tasks.Task | None = None
+        self._forgotten: set[str] = set()  # deleted while being indexed
+        self.changed.connect(self.read_summaries)
+
+    # ---- reading and changing, on the GUI thread --------------------------------------------
+    def _with_index(self, action: Callable[[SqliteFtsIndex], T]) -> T:
+        index = SqliteFtsIndex()
+        try:
+            return action(index)
+        finally:
+            index.close()
+
+    def read_summaries(self) -> None:
+        """Read the collections and their figures again, off the GUI thread (counting the
+        passages of a large collection reads its whole index): `summaries_ready` follows."""
+        def read() -> list[kc.CollectionSummary]:
+            return self._with_index(kc.summaries)
+
+        self._reading = tasks.run(read, owner=self, replaces=self._reading,
+                                  name="knowledge-list", on_done=self._read,
+                                  on_failed=lambda exc: self.failed.emit("", str(exc)))
+
+    def _read(self, found: list[kc.CollectionSummary]) -> None:
+        self.summaries = found
+        self.summaries_ready.emit(found)
+
+    def names(self) -> list[str]:
+        try:
+            return kc.collection_names()
+        except KnowledgeError:
+            return []
+
+    def create(self, name: str) -> str:
+        """A new, empty collection; its name as kept (KnowledgeError: taken, empty)."""
+        made = self._with_index(lambda index: index.create_collection(name, []))
+        self.changed.emit()
+        return made.name
+
+    def add_paths(self, name: str, paths: Iterable[str]) -> None:
+        """Add folders or files, then index the collection (KnowledgeError: a path missing)."""
+        given = list(paths)
+        self._with_index(lambda index: kc.add_paths(index, name, given))
+        self.changed.emit()
+        self.index(name)
+
+    def remove_paths(self, name: str, paths: Iterable[str]) -> None:
+        gone = list(paths)
+        self._with_index(lambda index: kc.remove_paths(index, name, gone))
+        self.changed.emit()
+        self.index(name)  # their passages leave the index
+
+    def delete(self, name: str) -> None:
+        """Forget a collection (its files are not touched); a run of it is cancelled first."""
+        if name in self.queue:
+            self.queue.remove(name)
+        if self.running == name:
+            self._stop.set()
+            self._forgotten.add(name)  # its run ends in "no such collection": not news
+        self._with_index(lambda index: index.remove_collection(name))
+        self.changed.emit()
+
+    # ---- indexing, on a worker thread -------------------------------------------------------
+    def index(self, name: str) -> None:
+        """Index it when the run before it ends (again after a run of it: its folders may
+        have changed since that run scanned them)."""
+        if name in self.queue:
+            return
+        self.queue.append(name)
+        if not self.running:
+            self._next()
+
+    def cancel(self) -> None:
+        """Stop the run now (between two files) and drop the ones waiting."""
+        self.queue.clear()
+        self._stop.set()
+
+    def _next(self) -> None:
+        if not self.queue:
+            return
+        name = self.running = self.queue.pop(0)
+        self._stop = stop = threading.Event()
+        self.last_progress = Progress(0, None)
+
+        def work() -> IndexReport:
+            def progress(p: Progress) -> None:
+                self._latest = p  # one reference, replaced whole: safe across threads
+
+            return kc.index_collection(name, progress, stop.is_set)
+
+        self._latest = None
+        self._task = tasks.run(work, owner=self, writer=True, name="knowledge-index",
+                               on_done=lambda r: self._ended(name, r),
+                               on_failed=lambda e: self._ended(name, e))
+        self._poll.start()
+        self.progress.emit(name, self.last_progress)
+
+    def _look(self) -> None:
+        p = self._latest
+        if self.running and p is not None and p != self.last_progress:
+            self.last_progress = p
+            self.progress.emit(self.running, p)
+
+    def _ended(self, name: str, outcome: object) -> None:
+        self._poll.stop()
+        self.running, self.last_progress, self._task = "", None, None
+        if isinstance(outcome, IndexReport):
+            self._forgotten.discard(name)
+            self.indexed.emit(name, outcome)
+        elif name in self._forgotten:
+            self._forgotten.discard(name)
+        elif isinstance(outcome, KnowledgeError):  # an unreadable index, a name gone
+            self.failed.emit(name, str(outcome))
+        else:
+            self.failed.emit(name, f"Indexing {name} failed: {outcome!r}")
+        self.changed.emit()
+        self._next()
+
+    def show_dialog(self, parent: QWidget) -> None:
+        """Chat → Knowledge…"""
+        from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
+
+        dialog = KnowledgeDialog(self, parent)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
+    def close(self) -> None:
+        """At quit: the run stops at the next file (quitting waits for it, ui/tasks.py)."""
+        self.cancel()

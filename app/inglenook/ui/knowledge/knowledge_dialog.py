@@ -1,0 +1,358 @@
+"""Chat → Knowledge…: collections of your own folders and files, what is indexed of them, the
+files that could not be read and why, and the indexing run with its progress and Cancel.
+
+The dialog only shows and asks: KnowledgeController makes the changes and runs the indexing, so
+closing the dialog mid-run leaves the run going (it shows again when the dialog is opened).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inglenook.knowledge.collections import CollectionSummary, describe_report
+from inglenook.knowledge.fts import KnowledgeError
+from inglenook.knowledge.indexer import IndexReport, Progress
+from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
+from inglenook.ui.plain import plain_box, plain_label, plain_tip
+from inglenook.ui.widgets.controls import helper_label
+from inglenook.ui.widgets.elided_label import ElidedLabel
+
+NAME = Qt.ItemDataRole.UserRole
+SHOWN_PROBLEMS = 1000  # a list of 50,000 unread files would stall the dialog; the CLI has all
+
+
+def when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "not indexed yet"
+    t = datetime.datetime.fromtimestamp(timestamp)
+    return f"indexed {t.day} {t:%b %Y, %H:%M}"
+
+
+def describe(summary: CollectionSummary) -> str:
+    return (f"{summary.documents:,} files · {summary.chunks:,} passages · "
+            f"{when(summary.indexed_at)}")
+
+
+def describe_progress(p: Progress) -> str:
+    if p.total is None:
+        return f"Looking for files: {p.done:,} found so far…"
+    return f"Reading {p.done:,} of {p.total:,} files…"
+
+
+class KnowledgeDialog(QDialog):
+    def __init__(self, knowledge: KnowledgeController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("knowledgeDialog")
+        self.setWindowTitle("Knowledge")
+        self.resize(860, 560)
+        self.knowledge = knowledge
+        self.summaries: list[CollectionSummary] = []
+        self.collections = self._list("knowledgeCollections", "Collections",
+                                      "Your collections, with their files and passages")
+        self.roots = self._list("knowledgeRoots", "Folders and files of the collection",
+                                "What the selected collection reads: select some to remove")
+        self.roots.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
+        self.problem_list = self._list("knowledgeProblems", "Files not indexed, and why",
+                                       "Files of the last run that were not read, and why")
+        self.name_edit = QLineEdit(self)
+        self.name_edit.setObjectName("knowledgeNameEdit")
+        self.name_edit.setPlaceholderText("Name of a new collection")
+        self.name_edit.setAccessibleName("Name of a new collection")
+        self.name_edit.setToolTip("A collection is a set of folders and files; name it here")
+        self.name_edit.returnPressed.connect(self.create_collection)
+        self.new_button = self._button("New collection", "knowledgeNewButton",
+                                       "Make an empty collection with this name",
+                                       self.create_collection)
+        self.delete_button = self._button(
+            "Delete collection", "knowledgeDeleteButton",
+            "Forget the selected collection and its index (your files are not touched)",
+            self._confirm_delete)
+        self.title = plain_label("", self, name="knowledgeTitle")
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.figures = helper_label("", self, name="knowledgeFigures")
+        self.add_folder_button = self._button("Add folder…", "knowledgeAddFolder",
+                                              "Add a folder (and everything under it)",
+                                              self._pick_folder)
+        self.add_files_button = self._button("Add files…", "knowledgeAddFiles",
+                                             "Add single files", self._pick_files)
+        self.remove_button = self._button("Remove", "knowledgeRemoveButton",
+                                          "Take the selected folders or files out of the "
+                                          "collection (the files are not touched)",
+                                          self.remove_selected)
+        self.reindex_button = self._button("Re-index", "knowledgeReindexButton",
+                                           "Read new and changed files again; gone ones leave",
+                                           self.reindex)
+        self.progress = QProgressBar(self)
+        self.progress.setObjectName("knowledgeProgress")
+        self.progress.setAccessibleName("Indexing progress")
+        self.progress_text = ElidedLabel(self)
+        self.progress_text.setObjectName("knowledgeProgressText")
+        self.cancel_button = self._button("Cancel", "knowledgeCancelButton",
+                                          "Stop indexing; what was read so far is kept",
+                                          knowledge.cancel)
+        self.problems_label = QLabel(self)
+        self.problems_label.setObjectName("knowledgeProblemsLabel")
+        self.message = helper_label("", self, name="knowledgeMessage")
+        self._build()
+        self.collections.currentRowChanged.connect(lambda _row: self._show_selected())
+        self.roots.itemSelectionChanged.connect(self._update_buttons)
+        knowledge.summaries_ready.connect(self._fill)
+        knowledge.progress.connect(self._show_progress)
+        knowledge.indexed.connect(self._indexed)
+        knowledge.failed.connect(lambda _name, why: self._say(why))
+        self._wanted = ""  # a collection to select once it is listed (just made)
+        self._fill(knowledge.summaries or [])  # as last read, until it is read again
+        knowledge.read_summaries()
+        self._show_run()
+
+    def _list(self, name: str, accessible: str, tip: str) -> QListWidget:
+        widget = QListWidget(self)
+        widget.setObjectName(name)
+        widget.setAccessibleName(accessible)
+        widget.setToolTip(tip)
+        widget.setUniformItemSizes(True)  # a long problems list lays out at once
+        return widget
+
+    def _button(self, text: str, name: str, tip: str, slot: object) -> QPushButton:
+        button = QPushButton(text, self)
+        button.setObjectName(name)
+        button.setToolTip(tip)
+        button.clicked.connect(slot)
+        return button
+
+    def _build(self) -> None:
+        left = QVBoxLayout()
+        left.addWidget(QLabel("Collections", self))
+        left.addWidget(self.collections, 1)
+        new_row = QHBoxLayout()
+        new_row.addWidget(self.name_edit, 1)
+        new_row.addWidget(self.new_button)
+        left.addLayout(new_row)
+        left.addWidget(self.delete_button, 0, Qt.AlignmentFlag.AlignLeft)
+        right = QVBoxLayout()
+        right.addWidget(self.title)
+        right.addWidget(self.figures)
+        right.addWidget(self.roots, 1)
+        buttons = QHBoxLayout()
+        for button in (self.add_folder_button, self.add_files_button, self.remove_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.reindex_button)
+        right.addLayout(buttons)
+        run = QGridLayout()
+        run.addWidget(self.progress, 0, 0)
+        run.addWidget(self.cancel_button, 0, 1)
+        run.addWidget(self.progress_text, 1, 0, 1, 2)
+        right.addLayout(run)
+        right.addWidget(self.problems_label)
+        right.addWidget(self.problem_list, 1)
+        columns = QHBoxLayout()
+        columns.addLayout(left, 2)
+        columns.addLayout(right, 3)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
+        close.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(columns, 1)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.message, 1)
+        bottom.addWidget(close)
+        layout.addLayout(bottom)
+
+    # ---- showing ----------------------------------------------------------------------------
+    def selected(self) -> CollectionSummary | None:
+        row = self.collections.currentRow()
+        return self.summaries[row] if 0 <= row < len(self.summaries) else None
+
+    def _fill(self, summaries: list[CollectionSummary]) -> None:
+        current = self.selected()
+        wanted = self._wanted or (current.name if current is not None else "")
+        self.summaries = summaries
+        self.collections.blockSignals(True)
+        self.collections.clear()
+        for summary in self.summaries:
+            item = QListWidgetItem(f"{summary.name}\n{summary.documents:,} files · "
+                                   f"{summary.chunks:,} passages")
+            item.setData(NAME, summary.name)
+            item.setToolTip(plain_tip("\n".join(summary.roots) or "No folders yet"))
+            self.collections.addItem(item)
+        names = [s.name for s in self.summaries]
+        if self._wanted in names:
+            self._wanted = ""
+        row = names.index(wanted) if wanted in names else (0 if names else -1)
+        self.collections.setCurrentRow(row)
+        self.collections.blockSignals(False)
+        self._show_selected()
+        self._show_run()  # read again after a run ended, which may have ended quietly
+
+    def select(self, name: str) -> None:
+        """Select it now, or once it is listed."""
+        names = [s.name for s in self.summaries]
+        if name in names:
+            self.collections.setCurrentRow(names.index(name))
+        else:
+            self._wanted = name
+
+    def _show_selected(self) -> None:
+        summary = self.selected()
+        self.roots.clear()
+        self.problem_list.clear()
+        if summary is None:
+            self.title.setText("No collections yet")
+            self.figures.setText("Name one on the left, then add the folders and files it "
+                                 "holds. Chats choose the collections they use in the side "
+                                 "panel.")
+            self.problems_label.hide()
+            self._update_buttons()
+            return
+        self.title.setText(summary.name)
+        self.figures.setText(describe(summary) if summary.roots else
+                             "No folders or files yet: add some below.")
+        for root in summary.roots:
+            item = QListWidgetItem(root)
+            item.setData(NAME, root)
+            item.setToolTip(plain_tip(root))
+            self.roots.addItem(item)
+        problems = summary.problems
+        self.problems_label.setVisible(bool(problems))
+        self.problems_label.setText(f"Not indexed: {len(problems):,} "
+                                    f"{'file' if len(problems) == 1 else 'files'}")
+        for path, reason in problems[:SHOWN_PROBLEMS]:
+            item = QListWidgetItem(f"{os.path.basename(path) or path} — {reason}")
+            item.setToolTip(plain_tip(f"{path}\n{reason}"))
+            self.problem_list.addItem(item)
+        if len(problems) > SHOWN_PROBLEMS:
+            self.problem_list.addItem(f"… and {len(problems) - SHOWN_PROBLEMS:,} more "
+                                      "(inglenook knowledge list shows them all)")
+        self.problem_list.setVisible(bool(problems))
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        summary = self.selected()
+        has = summary is not None
+        for button in (self.add_folder_button, self.add_files_button, self.delete_button):
+            button.setEnabled(has)
+        self.remove_button.setEnabled(has and bool(self.roots.selectedItems()))
+        busy = has and summary is not None and (summary.name == self.knowledge.running
+                                                 or summary.name in self.knowledge.queue)
+        self.reindex_button.setEnabled(has and bool(summary and summary.roots) and not busy)
+
+    def _show_run(self) -> None:
+        running = self.knowledge.running
+        for widget in (self.progress, self.cancel_button, self.progress_text):
+            widget.setVisible(bool(running))
+        if running and self.knowledge.last_progress is not None:
+            self._show_progress(running, self.knowledge.last_progress)
+
+    def _show_progress(self, name: str, p: Progress) -> None:
+        for widget in (self.progress, self.cancel_button, self.progress_text):
+            widget.show()
+        if p.total is None:
+            self.progress.setRange(0, 0)  # busy: the number of files is not known yet
+        else:
+            self.progress.setRange(0, max(1, p.total))
+            self.progress.setValue(p.done)
+        where = f" {os.path.basename(p.path)}" if p.path else ""
+        self.progress_text.set_forms(f"{name}: {describe_progress(p)}{where}",
+                                     f"{name}: {describe_progress(p)}")
+        self.progress_text.setToolTip(plain_tip(p.path))
+        self._update_buttons()
+
+    def _indexed(self, name: str, report: IndexReport) -> None:
+        self._say(f"{name}: {describe_report(report)}", error=False)
+        self._show_run()
+
+    def _say(self, text: str, error: bool = True) -> None:
+        self.message.setText(text)
+        self.message.setProperty("kind", "error" if error else "info")
+        self._show_run()
+
+    # ---- the user ---------------------------------------------------------------------------
+    def create_collection(self) -> None:
+        try:
+            name = self.knowledge.create(self.name_edit.text())
+        except KnowledgeError as exc:
+            self._say(str(exc))  # what was typed stays, to be corrected
+            return
+        self.name_edit.clear()
+        self.select(name)
+        self._say(f"Made {name}: now add the folders and files it holds.", error=False)
+
+    def add_paths(self, paths: list[str]) -> None:
+        summary = self.selected()
+        if summary is None or not paths:
+            return
+        self._say("", error=False)
+        try:
+            self.knowledge.add_paths(summary.name, paths)
+        except KnowledgeError as exc:
+            self._say(str(exc))
+
+    def remove_selected(self) -> None:
+        summary = self.selected()
+        gone = [str(item.data(NAME)) for item in self.roots.selectedItems()]
+        if summary is not None and gone:
+            try:
+                self.knowledge.remove_paths(summary.name, gone)
+            except KnowledgeError as exc:
+                self._say(str(exc))
+
+    def reindex(self) -> None:
+        summary = self.selected()
+        if summary is not None:
+            self.knowledge.index(summary.name)
+            self._update_buttons()
+
+    def delete_selected(self) -> None:
+        summary = self.selected()
+        if summary is None:
+            return
+        try:
+            self.knowledge.delete(summary.name)
+        except KnowledgeError as exc:
+            self._say(str(exc))
+            return
+        self._say(f"Forgot {summary.name} (its files are untouched).", error=False)
+
+    def _confirm_delete(self) -> None:
+        summary = self.selected()
+        if summary is None:
+            return
+        box = plain_box(QMessageBox(QMessageBox.Icon.Question, "Delete collection",
+                                    f"Forget the collection {summary.name} and its index? "
+                                    "Your files are not touched; chats that use it will "
+                                    "answer without it.",
+                                    QMessageBox.StandardButton.Yes
+                                    | QMessageBox.StandardButton.Cancel, self))
+        if box.exec() == QMessageBox.StandardButton.Yes:
+            self.delete_selected()
+
+    def _pick_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder to the collection")
+        if folder:
+            self.add_paths([folder])
+
+    def _pick_files(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Add files to the collection")
+        self.add_paths(files)

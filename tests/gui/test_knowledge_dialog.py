@@ -1,0 +1,136 @@
+"""The Knowledge dialog on its controller: a collection made, a folder indexed off the GUI
+thread with the unreadable file listed with its reason, and Cancel mid-run leaving a
+consistent index that the next run completes."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from inglenook.knowledge import indexer
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
+from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
+from tests.gui.test_accessibility import unnamed
+
+TIMEOUT_MS = 20_000
+
+
+def notes(tmp_path: Path, count: int = 2) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for n in range(count):
+        (folder / f"note{n:03}.md").write_text(f"# Note {n}\n\nThe owl number {n} hoots.\n")
+    (folder / "blob.txt").write_bytes(b"\x00\x01\x02" * 10)
+    return folder
+
+
+def dialog(qtbot: QtBot) -> KnowledgeDialog:
+    shown = KnowledgeDialog(KnowledgeController())
+    qtbot.addWidget(shown)
+    shown.show()
+    return shown
+
+
+def test_a_folder_is_indexed_and_what_was_not_read_is_listed(
+        qtbot: QtBot, tmp_path: Path) -> None:
+    folder = notes(tmp_path)
+    d = dialog(qtbot)
+    qtbot.waitUntil(lambda: d.knowledge.summaries == [], timeout=TIMEOUT_MS)
+    assert d.title.text() == "No collections yet"
+    d.name_edit.setText("  ")
+    d.new_button.click()
+    assert "needs a name" in d.message.text()
+    d.name_edit.setText("Notes")
+    d.new_button.click()
+    qtbot.waitUntil(lambda: d.title.text() == "Notes", timeout=TIMEOUT_MS)
+    d.name_edit.setText("notes ")
+    d.new_button.click()
+    assert "already a collection" in d.message.text() and d.name_edit.text() == "notes "
+    d.add_paths([str(tmp_path / "gone")])
+    assert "does not exist" in d.message.text()
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS):
+        d.add_paths([str(folder)])
+    assert d.progress.isHidden()
+    assert "2 added" in d.message.text() and "1 not indexed" in d.message.text()
+    qtbot.waitUntil(lambda: d.figures.text().startswith("2 files · 2 passages · indexed "),
+                    timeout=TIMEOUT_MS)
+    assert [d.roots.item(i).text() for i in range(d.roots.count())] == [str(folder)]
+    assert d.problems_label.text() == "Not indexed: 1 file"
+    assert d.problem_list.item(0).text().startswith("blob.txt — it holds binary data")
+    assert unnamed(d) == []  # every control has a name and a description
+    d.roots.item(0).setSelected(True)
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS):
+        d.remove_selected()
+    qtbot.waitUntil(lambda: d.roots.count() == 0, timeout=TIMEOUT_MS)
+    assert d.figures.text().startswith("No folders")
+    d.delete_selected()
+    assert "Forgot Notes" in d.message.text()
+    qtbot.waitUntil(lambda: d.collections.count() == 0, timeout=TIMEOUT_MS)
+
+
+def hold_third_file(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The run is held on its third file (held) until the test lets it go (go)."""
+    held, go, converted = threading.Event(), threading.Event(), []
+    real = indexer.convert
+
+    def slow_third(*args: object, **kwargs: object) -> object:
+        converted.append(1)
+        if len(converted) == 3:
+            held.set()
+            go.wait(TIMEOUT_MS / 1000)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexer, "convert", slow_third)
+    return held, go
+
+
+def test_cancel_keeps_what_was_read_and_the_next_run_goes_on(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = notes(tmp_path, 8)
+    held, go = hold_third_file(monkeypatch)
+    d = dialog(qtbot)
+    d.name_edit.setText("Notes")
+    d.create_collection()
+    qtbot.waitUntil(lambda: d.selected() is not None, timeout=TIMEOUT_MS)
+    d.add_paths([str(folder)])
+    qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: d.progress.maximum() == 9, timeout=TIMEOUT_MS)
+    assert d.progress.isVisible() and d.cancel_button.isVisible()
+    assert "Reading" in d.progress_text.text() and "of 9 files" in d.progress_text.text()
+    assert not d.reindex_button.isEnabled()
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
+        d.cancel_button.click()
+        go.set()
+    assert ended.args[1].cancelled and "Cancelled: 3 added" in d.message.text()
+    index = SqliteFtsIndex()
+    assert index.stats("Notes").documents == 3  # whole documents only
+    index.close()
+    qtbot.waitUntil(d.reindex_button.isEnabled, timeout=TIMEOUT_MS)  # listed again
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
+        d.reindex_button.click()
+    report = ended.args[1]
+    assert (report.added, report.unchanged, report.cancelled) == (5, 3, False)
+    qtbot.waitUntil(lambda: d.figures.text().startswith("8 files · 8 passages"),
+                    timeout=TIMEOUT_MS)
+
+
+def test_a_collection_deleted_while_indexed_goes_quietly(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = notes(tmp_path, 5)
+    held, go = hold_third_file(monkeypatch)
+    d = dialog(qtbot)
+    d.name_edit.setText("Notes")
+    d.create_collection()
+    qtbot.waitUntil(lambda: d.selected() is not None, timeout=TIMEOUT_MS)
+    d.add_paths([str(folder)])
+    qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
+    d.delete_selected()
+    go.set()
+    qtbot.waitUntil(lambda: not d.knowledge.running, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(d.progress.isHidden, timeout=TIMEOUT_MS)  # the lists read after the run
+    assert d.collections.count() == 0
+    assert d.message.text() == "Forgot Notes (its files are untouched)."
