@@ -46,7 +46,8 @@ def test_estimates_grow_with_text_and_wrap_with_width() -> None:
     assert narrow[5] > narrow[4]  # and images' thumbnails more
     assert estimates(rows, {"user": 300, "assistant": 300}, metrics) == narrow
     sources = Outline()
-    sources.extend([(6, "assistant", 100, 0, 0, 0, 1, 0), (7, "assistant", 100, 0, 0, 0, 10, 0)])
+    sources.extend([(6, "assistant", 100, 0, 0, 0, 1, 0, 0),
+                    (7, "assistant", 100, 0, 0, 0, 10, 0, 0)])
     one, ten = (estimate(sources, i, 500, metrics) for i in range(2))
     assert ten - one == 4 * metrics.chip_row  # ten source chips wrap onto five lines
 
