@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import queue
 import signal
@@ -33,6 +34,9 @@ START_TIMEOUT_S = 60.0
 # request) is forced by restarting the host. llama.cpp stops within a token or a batch; only a
 # stuck host (or a step it cannot interrupt) gets here.
 CANCEL_GRACE_S = 5.0
+EMBED_PART = 64  # texts per Embed request: the host pauses replies while it reads them
+# Embed requests count down from -1: no reply, tune or inspect (all counted up from 1) has one.
+_embed_ids = itertools.count(-1, -1)
 
 
 class EngineError(Exception):
@@ -117,6 +121,7 @@ class EngineClient:
     can_tune = True  # engine.interface.Engine's capabilities
     keeps_states = True
     can_inspect = True
+    can_embed = True
     accepted_sampling: frozenset[str] | None = None  # every sampling setting
 
     def __init__(self, log_path: Path | None = None,
@@ -370,6 +375,33 @@ class EngineClient:
         if view.error:
             raise EngineError(view.error)
         return view
+
+    def embed(self, texts: Sequence[str], truncate: bool = True) -> p.Embedded:
+        """Unit vectors for texts from the loaded model in embedding mode (see
+        engine/host/embedding.py), sent in parts of EMBED_PART; any thread. Raises EngineError
+        when there are none (no model, a text too long and `truncate` off)."""
+        import base64
+
+        import numpy as np
+
+        parts: list[p.Embedded] = []
+        for start in range(0, len(texts), EMBED_PART):
+            rid = next(_embed_ids)
+            part = self._answer(rid, p.Embed(rid, tuple(texts[start:start + EMBED_PART]),
+                                             truncate), p.Embedded)
+            if part.error:
+                raise EngineError(part.error)
+            parts.append(dataclasses.replace(part, truncated=tuple(
+                i + start for i in part.truncated)))
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return p.Embedded(0)
+        rows = np.concatenate([part.vectors() for part in parts])
+        return dataclasses.replace(
+            parts[0], data=base64.b64encode(rows.tobytes()).decode("ascii"),
+            tokens=tuple(n for part in parts for n in part.tokens),
+            truncated=tuple(i for part in parts for i in part.truncated))
 
     def drop_state(self, conversation: str, principal: str = WINDOW) -> None:
         """Have the engine forget the KV-cache state it keeps for a conversation (deleted).
