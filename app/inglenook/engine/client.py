@@ -56,6 +56,10 @@ class LoadRefused(EngineError):
         self.refusal = refusal
 
 
+class EmbedRefused(EngineError):
+    """The texts of an embed() were refused (too long, empty): the caller's to fix."""
+
+
 class _Ended:
     """Put on every queue of a host whose output closed."""
 
@@ -376,10 +380,12 @@ class EngineClient:
             raise EngineError(view.error)
         return view
 
-    def embed(self, texts: Sequence[str], truncate: bool = True) -> p.Embedded:
-        """Unit vectors for texts from the loaded model in embedding mode (see
-        engine/host/embedding.py), sent in parts of EMBED_PART; any thread. Raises EngineError
-        when there are none (no model, a text too long and `truncate` off)."""
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]],
+              truncate: bool = True) -> p.Embedded:
+        """Unit vectors for texts (or token lists) from the loaded model in embedding mode (see
+        engine/host/embedding.py), sent in parts of EMBED_PART; any thread. Raises
+        EmbedRefused for input at fault (a text too long with `truncate` off, an empty one),
+        EngineError when there are none for another reason (no model)."""
         import base64
 
         import numpy as np
@@ -387,10 +393,12 @@ class EngineClient:
         parts: list[p.Embedded] = []
         for start in range(0, len(texts), EMBED_PART):
             rid = next(_embed_ids)
-            part = self._answer(rid, p.Embed(rid, tuple(texts[start:start + EMBED_PART]),
-                                             truncate), p.Embedded)
+            given = texts[start:start + EMBED_PART]
+            request = p.Embed(rid, tuple(t for t in given if isinstance(t, str)), truncate,
+                              tuple(tuple(t) for t in given if not isinstance(t, str)))
+            part = self._answer(rid, request, p.Embedded)
             if part.error:
-                raise EngineError(part.error)
+                raise (EmbedRefused if part.refused else EngineError)(part.error)
             parts.append(dataclasses.replace(part, truncated=tuple(
                 i + start for i in part.truncated)))
         if len(parts) == 1:

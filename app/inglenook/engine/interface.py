@@ -1,8 +1,8 @@
 """What every engine offers the worker, the API server and the CLI: the local host's client
 (client.EngineClient), a remote server's (remote.RemoteClient) and the router in front of them
 (router.EngineRouter). What one can do is declared, not probed: `can_tune`, `keeps_states`,
-`can_inspect`, `can_embed` and `accepted_sampling` say it, and a method an engine cannot serve raises
-EngineError with the reason.
+`can_inspect`, `can_embed` and `accepted_sampling` say it, and a method an engine cannot serve
+raises EngineError with the reason.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ class Engine(Protocol):
 
     def inspect(self, request: GenerationRequest) -> p.PromptView: ...
 
-    def embed(self, texts: Sequence[str], truncate: bool = True) -> p.Embedded:
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]],
+              truncate: bool = True) -> p.Embedded:
         """Unit vectors, one per text (protocol.Embedded.vectors()); EngineError when none."""
         ...
 

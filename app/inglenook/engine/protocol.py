@@ -103,6 +103,7 @@ class Embed:
     request_id: int
     texts: tuple[str, ...]
     truncate: bool = True
+    token_lists: tuple[tuple[int, ...], ...] = ()  # instead of texts: already tokenized
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,7 @@ class Embedded:
     embedding_model: bool = False  # the model's header names a pooling: made for this
     note: str = ""
     error: str = ""
+    refused: bool = False  # the error is the input's (too long, empty, a bad token)
 
     def vectors(self) -> Any:
         """The rows, a (texts, dimensions) float32 numpy array."""

@@ -209,7 +209,8 @@ class RemoteClient:
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         raise RemoteError(NO_INSPECT)
 
-    def embed(self, texts: Sequence[str], truncate: bool = True) -> p.Embedded:
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]],
+              truncate: bool = True) -> p.Embedded:
         raise RemoteError(NO_EMBED)
 
     def drop_state(self, conversation: str, principal: str = "") -> None:

@@ -378,8 +378,8 @@ class EngineRouter:
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         return self._active.inspect(request)
 
-    def embed(self, texts: Sequence[str], truncate: bool = True, group: str = "",
-              keep_alive: float | None = None) -> p.Embedded:
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]], truncate: bool = True,
+              group: str = "", keep_alive: float | None = None) -> p.Embedded:
         """Vectors from the window's engine or a model the API named (loaded first, as for a
         reply); EngineError when the engine has none to give."""
         engine: Engine = self._hosted_for(group) if group else self._active

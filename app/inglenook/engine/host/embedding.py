@@ -65,13 +65,18 @@ class Embedder:
         ctx = self.ctx
         tokenized: list[list[int]] = []
         truncated: list[int] = []
-        for i, text in enumerate(request.texts):
-            tokens = ctx.tokenize(text.encode("utf-8", errors="replace"))
+        given: Sequence[str | tuple[int, ...]] = request.token_lists or request.texts
+        for i, text in enumerate(given):
+            tokens: list[int] = ctx.tokenize(text.encode("utf-8", errors="replace")) \
+                if isinstance(text, str) else [int(t) for t in text]
+            if any(not 0 <= t < ctx.model.n_vocab for t in tokens):
+                raise EmbedError(f"Input {i} holds a token id this model does not have "
+                                 f"(0 to {ctx.model.n_vocab - 1}).")
             if not tokens:
-                raise EmbedError(f"Text {i} is empty: it has no tokens to embed.")
+                raise EmbedError(f"Input {i} is empty: it has no tokens to embed.")
             if len(tokens) > ctx.n_ctx:
                 if not request.truncate:
-                    raise EmbedError(f"Text {i} is {len(tokens):,} tokens long, more than the "
+                    raise EmbedError(f"Input {i} is {len(tokens):,} tokens long, more than the "
                                      f"{ctx.n_ctx:,} this model embeds at once.")
                 # Keep the closing token (SEP/EOS) some poolings read the text from.
                 tokens = tokens[:ctx.n_ctx - 1] + tokens[-1:]

@@ -354,7 +354,7 @@ class EngineHost:
                                          info.n_threads_batch)
             self.send(self.embedder.embed(request))
         except EmbedError as exc:
-            self.send(p.Embedded(rid, error=str(exc)))
+            self.send(p.Embedded(rid, error=str(exc), refused=True))
         except Exception as exc:  # the host and the model stay up
             self.send(p.Embedded(rid, error=f"The engine failed: {exc}"))
 
