@@ -1,6 +1,7 @@
 """`inglenook knowledge …`: collections of your own folders, indexed and searched (issue 21).
 
-  add NAME PATH...   make a collection (or add folders and files to one) and index it
+  add NAME PATH...   make a collection (or add folders and files to one) and index it;
+                     --embed-model GGUF gives its passages vectors too (searched with BM25)
   update NAME        index it again: new and changed files are read, gone ones leave
   list               the collections, with their files, passages and unread files
   search NAME QUERY  the best passages, each with where it is (file, page, lines)
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
 
 if TYPE_CHECKING:
+    from inglenook.engine.embedder import EngineEmbedder
     from inglenook.knowledge.fts import SqliteFtsIndex
     from inglenook.knowledge.indexer import IndexReport
 
@@ -34,6 +36,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add.add_argument("paths", nargs="+", metavar="PATH", help="folders and files")
     add.add_argument("--follow-links", action="store_true",
                      help="follow symbolic links that point out of these folders")
+    add.add_argument("--embed-model", metavar="GGUF",
+                     help="an embedding model (nomic-embed-text, bge, all-MiniLM GGUFs): its "
+                          "vectors are searched beside the full text ('none' to stop)")
     update = sub.add_parser("update", help="index a collection again (changed files only)")
     update.add_argument("name", metavar="NAME")
     sub.add_parser("list", help="one line per collection, and the files it could not read")
@@ -81,6 +86,11 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         if not os.path.exists(absolute):
             raise UsageError(f"{path} does not exist.")
         roots.append(absolute)
+    model = args.embed_model
+    if model is not None and model != "none":
+        model = os.path.abspath(os.path.expanduser(model))
+        if not os.path.isfile(model):
+            raise UsageError(f"{args.embed_model} is not a model file.")
     try:
         collection = index.collection(args.name)
     except KnowledgeError:
@@ -88,6 +98,8 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     else:
         index.set_roots(collection.name, [*collection.roots,
                                           *(r for r in roots if r not in collection.roots)])
+    if model is not None:
+        index.set_embed_model(args.name, "" if model == "none" else model)
     return _index(index, args.name)
 
 
@@ -107,15 +119,38 @@ def _index(index: SqliteFtsIndex, name: str) -> int:
                 f"{p.done:,} of {p.total:,} files"
             print(f"\rIndexing {name}: {where}\x1b[K", end="", file=sys.stderr, flush=True)
 
+    embedder = _embedder(index, name)
     try:
-        report = Indexer(index, name, progress, stop.is_set).run()
+        report = Indexer(index, name, progress, stop.is_set, embedder=embedder).run()
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
     finally:
         if shows:
             print(file=sys.stderr)
+        if embedder is not None:
+            embedder.close()
     _print_report(index, name, report)
+    if embedder is not None and embedder.note:
+        print(f"Note: {embedder.note}", file=sys.stderr)
     return 0
+
+
+def _embedder(index: SqliteFtsIndex, name: str) -> EngineEmbedder | None:
+    """An engine with the collection's embedding model loaded; None when it has none, or when
+    it cannot be loaded (said on stderr, and kept with the collection: full text goes on)."""
+    from inglenook.engine.client import EngineError
+    from inglenook.engine.embedder import EngineEmbedder
+
+    model = index.collection(name).embed_model
+    if not model or index.vectors_off:
+        return None
+    try:
+        return EngineEmbedder.load(model)
+    except EngineError as exc:
+        message = f"The embedding model {os.path.basename(model)} could not be loaded: {exc}"
+        print(f"inglenook knowledge: {message}", file=sys.stderr)
+        index.set_embed_error(name, message)
+        return None
 
 
 def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None:
@@ -123,6 +158,10 @@ def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None
     print(f"{name}: {report.added:,} added, {report.updated:,} updated, "
           f"{report.unchanged:,} unchanged, {report.removed:,} removed; "
           f"{stats.documents:,} files, {stats.chunks:,} passages in all.")
+    if report.embedded:
+        print(f"{report.embedded:,} passages embedded.")
+    if report.embed_error:
+        print(f"Vectors: {report.embed_error} Search stays full-text for what has none.")
     if report.problems:
         print(f"{len(report.problems):,} not indexed:")
         for path, reason in report.problems[:SHOWN_PROBLEMS]:
@@ -141,6 +180,11 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         problems = index.problems(collection.name)
         print(f"{collection.name} · {stats.documents:,} files · {stats.chunks:,} passages · "
               f"{len(problems):,} not indexed")
+        if collection.embed_model:
+            print(f"  vectors: {index.vector_count(collection.name):,} from "
+                  f"{plain(collection.embed_model)}")
+        if collection.embed_error:
+            print(f"  vectors failed: {plain(collection.embed_error)}")
         for root in collection.roots:
             print(f"  {plain(root)}")
         for path, reason in problems:
@@ -151,7 +195,15 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
 def _search(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1.")
-    hits = index.search([index.collection(args.name).name], " ".join(args.query), args.limit)
+    name = index.collection(args.name).name
+    embedder = index.embedder = _embedder(index, name)
+    try:
+        hits = index.search([name], " ".join(args.query), args.limit)
+    finally:
+        if embedder is not None:
+            embedder.close()
+    if index.search_note:
+        print(f"Note: {index.search_note}", file=sys.stderr)
     if not hits:
         print("Nothing found.")
     for n, hit in enumerate(hits, start=1):
