@@ -119,9 +119,11 @@ def _index(index: SqliteFtsIndex, name: str) -> int:
                 f"{p.done:,} of {p.total:,} files"
             print(f"\rIndexing {name}: {where}\x1b[K", end="", file=sys.stderr, flush=True)
 
-    embedder = _embedder(index, name)
+    failed: list[str] = []
+    embedder = _embedder(index, name, failed)
     try:
-        report = Indexer(index, name, progress, stop.is_set, embedder=embedder).run()
+        report = Indexer(index, name, progress, stop.is_set, embedder=embedder,
+                         no_embedder=" ".join(failed)).run()
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
     finally:
@@ -135,9 +137,10 @@ def _index(index: SqliteFtsIndex, name: str) -> int:
     return 0
 
 
-def _embedder(index: SqliteFtsIndex, name: str) -> EngineEmbedder | None:
+def _embedder(index: SqliteFtsIndex, name: str,
+              failed: list[str] | None = None) -> EngineEmbedder | None:
     """An engine with the collection's embedding model loaded; None when it has none, or when
-    it cannot be loaded (said on stderr, and kept with the collection: full text goes on)."""
+    it cannot be loaded (said on stderr and added to `failed`: full text goes on)."""
     from inglenook.engine.client import EngineError
     from inglenook.engine.embedder import EngineEmbedder
 
@@ -149,7 +152,8 @@ def _embedder(index: SqliteFtsIndex, name: str) -> EngineEmbedder | None:
     except EngineError as exc:
         message = f"The embedding model {os.path.basename(model)} could not be loaded: {exc}"
         print(f"inglenook knowledge: {message}", file=sys.stderr)
-        index.set_embed_error(name, message)
+        if failed is not None:
+            failed.append(message)
         return None
 
 

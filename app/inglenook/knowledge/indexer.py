@@ -111,9 +111,11 @@ class Indexer:
     def __init__(self, index: SqliteFtsIndex, name: str,
                  progress: Callable[[Progress], None] = lambda p: None,
                  cancelled: Callable[[], bool] = lambda: False,
-                 max_file_bytes: int = MAX_FILE_BYTES, embedder: Embedder | None = None
+                 max_file_bytes: int = MAX_FILE_BYTES, embedder: Embedder | None = None,
+                 no_embedder: str = "No embedding model was loaded: vectors were not made."
                  ) -> None:
-        self.embedder = embedder
+        """`no_embedder`: why there is none, for a collection that has an embedding model."""
+        self.embedder, self.no_embedder = embedder, no_embedder
         self.index = index
         self.name = name
         self.progress = progress
@@ -152,7 +154,7 @@ class Indexer:
         embedder = self.embedder
         error = self.index.vectors_off
         if not error and embedder is None:
-            error = "No embedding model was loaded: vectors were not made."
+            error = self.no_embedder
         elif not error and embedder is not None and embedder.model != model:
             error = f"The embedder is {Path(embedder.model).name}, not the collection's " \
                     f"{Path(model).name}: vectors were not made."
