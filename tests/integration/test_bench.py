@@ -33,6 +33,7 @@ README_KEYS = (
     "template_render_12_turns_ms", "template_isolated_12_turns_ms",
     "template_isolated_400_turns_ms",
     "knowledge_index_1k_files_s", "knowledge_query_p95_ms", "knowledge_recall_at_5",
+    "knowledge_index_1k_files_embedded_s", "knowledge_recall_at_5_bm25",
     "grammar_over_plain",
 )
 
