@@ -34,7 +34,9 @@ START_TIMEOUT_S = 60.0
 # request) is forced by restarting the host. llama.cpp stops within a token or a batch; only a
 # stuck host (or a step it cannot interrupt) gets here.
 CANCEL_GRACE_S = 5.0
-EMBED_PART = 64  # texts per Embed request: the host pauses replies while it reads them
+# Texts per Embed request (one batch of the host's, when short): the host pauses the replies
+# while it reads them, and steps them again between two requests.
+EMBED_PART = 16
 # Embed requests count down from -1: no reply, tune or inspect (all counted up from 1) has one.
 _embed_ids = itertools.count(-1, -1)
 

@@ -21,6 +21,10 @@ from inglenook.engine.host.llama import EmbeddingContext, Model
 from inglenook.models.gguf import GGUFError, read_header
 
 MAX_TOKENS = 2048  # per text (and per batch): the passages of a collection are far shorter
+# A chat model also gives logits for every token read (llama.cpp's output buffer: tokens of a
+# batch x vocabulary floats, 600 MB at 2,048 x 150k), so its batches are kept shorter; the
+# longest passage of a collection (4,000 characters) still fits.
+MAX_TOKENS_CHAT_MODEL = 1024
 MAX_SEQUENCES = 16  # texts read together in one batch
 # llama.cpp's enum llama_pooling_type, as a GGUF header stores it
 _POOLING_NAMES = {1: "mean", 2: "cls", 3: "last"}
@@ -55,7 +59,8 @@ class Embedder:
     def __init__(self, model: Model, path: str, n_ctx: int, n_threads: int) -> None:
         """`n_ctx`: the model's context as loaded (a text may be as long, MAX_TOKENS at most)."""
         self.pooling, self.embedding_model, self.note = pooling_of(path)
-        n_ctx = min(MAX_TOKENS, n_ctx or MAX_TOKENS)
+        most = MAX_TOKENS if self.embedding_model else MAX_TOKENS_CHAT_MODEL
+        n_ctx = min(most, n_ctx or most)
         try:
             self.ctx = EmbeddingContext(model, n_ctx, MAX_SEQUENCES, self.pooling, n_threads)
         except ValueError as exc:
