@@ -44,6 +44,11 @@ FUSED_DEPTH = 4  # of each ranking, this many times the hits wanted are fused
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")
 
 
+# What a database call may raise: Python's sqlite3's errors, or pysqlite3's where vectors.py
+# opens the file with it (its classes are its own).
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, vectors.driver()[0].Error)
+
+
 class KnowledgeError(Exception):
     """A collection that does not exist or already does, a database that cannot be opened;
     str() is one sentence for the user."""
@@ -85,7 +90,7 @@ class SqliteFtsIndex:
         self.embedder = embedder
         self.search_note = ""  # why the last search used no vectors, when it could have
         module, self.vectors_off = vectors.driver()
-        self._errors = (sqlite3.Error, module.Error)
+        self._errors = DATABASE_ERRORS
         try:
             self._conn = connect(self.path, driver=module)
             if not self.vectors_off:
