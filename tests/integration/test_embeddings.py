@@ -95,5 +95,4 @@ def test_a_collection_with_the_bundled_model_as_embedder(
     assert main(["knowledge", "list"]) == 0
     listed = capsys.readouterr().out
     assert "vectors: 2 from" in listed and "vectors failed: The embedding model" in listed
-    assert main(["knowledge", "search", "Notes", "owl"]) == 0
-    assert "barn owl" in capsys.readouterr().out.split("\n[2]")[0]
+    # A search with these vectors: bench/knowledge_bench.py's quick form (in make test).
