@@ -16,7 +16,7 @@ why, and search is full-text only.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -112,13 +112,3 @@ def ranking(conn: Any, collection_ids: Sequence[int], query: np.ndarray,
         (*collection_ids, 4 * len(query), blob(query), limit)).fetchall()
     return [int(r[0]) for r in rows]
 
-
-def embed_in_batches(embedder: Embedder, texts: Sequence[str], size: int,
-                     cancelled: Callable[[], bool] = lambda: False) -> np.ndarray | None:
-    """Vectors for texts, `size` at a time; None when cancelled."""
-    parts = []
-    for start in range(0, len(texts), size):
-        if cancelled():
-            return None
-        parts.append(embedder(texts[start:start + size]))
-    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
