@@ -9,7 +9,8 @@ The main thread answers requests between steps of the batch loop. A reply waits 
 every slot is busy (the window's scheduler sends no more than there are slots), and one whose
 prompt starts like a prompt another sequence is reading now waits for that reading, then copies
 it (an API request for `n` choices is n requests of one prompt). A load, unload, tune or
-quantize waits until no reply runs.
+quantize waits until no reply runs. An Embed is answered between two steps, in a context of its
+own (embedding.py).
 """
 
 from __future__ import annotations
