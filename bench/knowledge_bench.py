@@ -2,16 +2,23 @@
 
   knowledge_index_1k_files_s  1,000 generated Markdown files (~10 MB) indexed from a folder:
                               scan, read, hash, chunk, FTS5 (full-text only, no embedder)
+  knowledge_index_1k_files_embedded_s  the same with the bundled model as embedder (its own
+                              engine host): every chunk also embedded and stored as a vector
   knowledge_query_p95_ms      95th percentile of a search (a 6-word question) over 100,000
                               chunks
   knowledge_recall_at_5       generated documents, each holding one unique fact among filler;
                               a question about each fact; how often its document is in the
-                              top 5 (BM25 alone)
+                              top 5 (BM25 and the bundled model's vectors, fused)
+  knowledge_recall_at_5_bm25  the same, BM25 alone
   knowledge_gui_stall_ms       the longest GUI-thread stall while the window (its Knowledge
                               dialog open, showing the progress) indexes 1,000 generated
                               files on its worker thread, measured by a 5 ms QTimer probe
   knowledge_gui_add_folder_ms  the GUI thread's time for Add folder (the run is off it)
 `--quick` uses tiny counts (tests/integration/test_bench.py): its figures mean nothing.
+The embedded figure indexes `--embed-files N` files (default 100) and scales the time to 1,000
+(`knowledge_index_embedded_files` says how many were indexed): 10 MB is ~2.5 M tokens, which
+the bundled model embeds at prompt-reading speed, over an hour on two cores. `--documents N`
+sets how many documents the recall figures ask about (default 500).
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from inglenook import paths
+from inglenook.engine.embedder import EngineEmbedder
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
 from inglenook.knowledge.indexer import Indexer
+from inglenook.knowledge.vectors import Embedder
 
 RNG = random.Random(21)
 PROBE_MS = 5
@@ -59,16 +69,18 @@ def write_notes(folder: Path, count: int, bytes_each: int) -> None:
         (sub / f"note{n}.md").write_text(f"# Note {n}\n\n" + "\n".join(body))
 
 
-def index_files(count: int, bytes_each: int) -> float:
+def index_files(count: int, bytes_each: int, embedder: EngineEmbedder | None = None) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "notes"
         write_notes(folder, count, bytes_each)
         index = SqliteFtsIndex(Path(tmp) / "k.db")
-        index.create_collection("Notes", [str(folder)])
+        index.create_collection("Notes", [str(folder)],
+                                embed_model=embedder.model if embedder else "")
         start = time.perf_counter()
-        report = Indexer(index, "Notes").run()
+        report = Indexer(index, "Notes", embedder=embedder).run()
         elapsed = time.perf_counter() - start
         assert report.added == count and not report.problems, report.problems[:3]
+        assert not report.embed_error, report.embed_error
         index.close()
         return elapsed
 
@@ -91,20 +103,24 @@ def query_p95(chunks: int, queries: int) -> float:
         return statistics.quantiles(times, n=20)[-1] * 1000 if len(times) > 1 else times[0]
 
 
-def recall_at_5(documents: int) -> float:
+def recall_at_5(documents: int, embedder: Embedder | None = None, words: int = 150) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        index = SqliteFtsIndex(Path(tmp) / "k.db")
-        index.create_collection("Facts", ["/facts"])
+        index = SqliteFtsIndex(Path(tmp) / "k.db", embedder)
+        index.create_collection("Facts", ["/facts"],
+                                embed_model=embedder.model if embedder else "")
         facts = []
         for d in range(documents):
             name = f"{RNG.choice(NAMES)}{d}"  # a unique owner: the fact's key
             thing, place = RNG.choice(THINGS), RNG.choice(PLACES)
-            text = (f"{filler(150)}\n{name}'s {thing} is kept in the {place} by the river.\n"
-                    f"{filler(150)}")
+            text = (f"{filler(words)}\n{name}'s {thing} is kept in the {place} by the river.\n"
+                    f"{filler(words)}")
             path = f"/facts/{d}.md"
             index.add_document("Facts", Document(path, 1, 1, str(d), "markdown"),
                                [Chunk(part, 1, 1) for part in text.split("\n\n")])
             facts.append((path, f"Where does {name} keep the {thing}?"))
+        if embedder is not None:
+            while batch := index.missing_vectors("Facts", 32):
+                index.add_vectors([cid for cid, _ in batch], embedder([t for _, t in batch]))
         found = sum(1 for path, question in facts
                     if path in {hit.path for hit in index.search(["Facts"], question, 5)})
         index.close()
@@ -174,14 +190,35 @@ def gui_stall_ms(count: int, bytes_each: int) -> tuple[float, float]:
 
 
 def main() -> int:
-    quick = "--quick" in sys.argv[1:]
+    args = sys.argv[1:]
+    quick = "--quick" in args
+    def option(name: str, default: int) -> int:
+        return int(args[args.index(name) + 1]) if name in args else default
+
+    embed_files, documents_asked = option("--embed-files", 100), option("--documents", 500)
     os.environ.setdefault("INGLENOOK_HOME", tempfile.mkdtemp())
-    results = {
+    model = paths.bundled_model_path()
+    assert model is not None, "the bundled model is missing: run `make setup`"
+    results: dict[str, object] = {
         "knowledge_index_1k_files_s": round(index_files(20 if quick else 1000, 10_000), 2),
         "knowledge_query_p95_ms": round(query_p95(2_000 if quick else 100_000,
                                                   20 if quick else 300), 2),
-        "knowledge_recall_at_5": round(recall_at_5(20 if quick else 500), 3),
     }
+    documents = RNG.getstate()
+    results["knowledge_recall_at_5_bm25"] = round(recall_at_5(20 if quick else documents_asked),
+                                                  3)
+    # Quick: two small files and three short documents: every token is read by the model.
+    embedder = EngineEmbedder.load(str(model))
+    try:
+        files = 2 if quick else embed_files
+        results["knowledge_index_1k_files_embedded_s"] = round(
+            index_files(files, 500 if quick else 10_000, embedder) * 1000 / files, 2)
+        results["knowledge_index_embedded_files"] = files
+        RNG.setstate(documents)  # the same documents and questions as the BM25 figure
+        results["knowledge_recall_at_5"] = round(
+            recall_at_5(3, embedder, 12) if quick else recall_at_5(documents_asked, embedder), 3)
+    finally:
+        embedder.close()
     stall, add = gui_stall_ms(20 if quick else 1000, 10_000)  # last: Qt stays in the process
     results.update(knowledge_gui_stall_ms=round(stall, 1),
                    knowledge_gui_add_folder_ms=round(add, 1))

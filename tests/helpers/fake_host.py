@@ -208,6 +208,31 @@ def _read(stream: IO[bytes], host: FakeHost, inbox: queue.Queue) -> None:
             inbox.put(message)
 
 
+def _embedded(request: p.Embed) -> p.Embedded:
+    """Unit vectors of FAKE_DIMENSIONS from each text's hash: the same text, the same vector;
+    a text of more than FAKE_MAX_CHARS is too long."""
+    import base64
+    import hashlib
+
+    import numpy as np
+
+    given = request.texts or tuple(" ".join(map(str, t)) for t in request.token_lists)
+    too_long = [i for i, t in enumerate(given) if len(t) > FAKE_MAX_CHARS]
+    if too_long and not request.truncate:
+        return p.Embedded(request.request_id, error=f"Input {too_long[0]} is too long.",
+                          refused=True)
+    rows = np.array([np.frombuffer(hashlib.sha256(t[:FAKE_MAX_CHARS].encode()).digest()[
+        :FAKE_DIMENSIONS], dtype=np.uint8) for t in given], dtype=np.float32) - 127.5
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return p.Embedded(request.request_id, base64.b64encode(rows.tobytes()).decode(),
+                      FAKE_DIMENSIONS, tuple(max(1, len(t) // 4) for t in given),
+                      tuple(too_long), "mean", False, "Not an embedding model (fake).")
+
+
+FAKE_DIMENSIONS = 8
+FAKE_MAX_CHARS = 1000
+
+
 def main() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -235,6 +260,8 @@ def main() -> int:
             host.tune(message)
         elif isinstance(message, p.Quantize):
             host.quantize(message)
+        elif isinstance(message, p.Embed):
+            host.send(_embedded(message))
         # DropState: nothing is kept, so nothing to forget.
 
 

@@ -17,20 +17,20 @@ ReplyOptions.open_index (which index a reply searches).
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from inglenook.core.messages import Message
 from inglenook.core.provenance import Provenance
-from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
+from inglenook.knowledge.fts import DATABASE_ERRORS, KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.index import KnowledgeIndex
 from inglenook.knowledge.retrieval import Retrieved, Source, retrieve, with_knowledge
 
 BUDGET_SHARE = 4  # at most a quarter of the context goes to passages…
 BUDGET_CAP = 2000  # …and never more than this many tokens (more passages dilute the answer)
 KEY = "knowledge"  # in Provenance.extra
+UNREADABLE: tuple[type[Exception], ...] = (KnowledgeError, OSError, *DATABASE_ERRORS)
 
 OpenIndex = Callable[[], AbstractContextManager[KnowledgeIndex]]
 
@@ -122,7 +122,7 @@ def for_question(collections: Sequence[str], question: str, n_ctx: int,
     try:
         with open_index() as index:
             got = retrieve(index, names, question, budget(n_ctx))
-    except (KnowledgeError, sqlite3.Error, OSError) as exc:
+    except UNREADABLE as exc:
         # The index's own words say what went wrong (cannot be opened, no such collection).
         return KnowledgeTurn(names, "", notice=f"Answered without your documents: {exc}")
     return KnowledgeTurn(names, got.text, got.sources, got.tokens)

@@ -1,6 +1,7 @@
 """`inglenook knowledge …`: collections of your own folders, indexed and searched (issue 21).
 
-  add NAME PATH...   make a collection (or add folders and files to one) and index it
+  add NAME PATH...   make a collection (or add folders and files to one) and index it;
+                     --embed-model GGUF gives its passages vectors too (searched with BM25)
   update NAME        index it again: new and changed files are read, gone ones leave
   list               the collections, with their files, passages and unread files
   search NAME QUERY  the best passages, each with where it is (file, page, lines)
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import unicodedata
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
 
 if TYPE_CHECKING:
+    from inglenook.engine.embedder import EngineEmbedder
     from inglenook.knowledge.fts import SqliteFtsIndex
     from inglenook.knowledge.indexer import IndexReport
 
@@ -33,6 +36,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add.add_argument("paths", nargs="+", metavar="PATH", help="folders and files")
     add.add_argument("--follow-links", action="store_true",
                      help="follow symbolic links that point out of these folders")
+    add.add_argument("--embed-model", metavar="GGUF",
+                     help="an embedding model (nomic-embed-text, bge, all-MiniLM GGUFs): its "
+                          "vectors are searched beside the full text ('none' to stop)")
     update = sub.add_parser("update", help="index a collection again (changed files only)")
     update.add_argument("name", metavar="NAME")
     sub.add_parser("list", help="one line per collection, and the files it could not read")
@@ -74,10 +80,17 @@ def plain(text: str) -> str:
 def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     from inglenook.knowledge.collections import PathMissing, add_paths
 
+    model = args.embed_model
+    if model is not None and model != "none":
+        model = os.path.abspath(os.path.expanduser(model))
+        if not os.path.isfile(model):
+            raise UsageError(f"{args.embed_model} is not a model file.")
     try:
         collection = add_paths(index, args.name, args.paths, args.follow_links)
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
+    if model is not None:
+        index.set_embed_model(collection.name, "" if model == "none" else model)
     return _index(index, collection.name)
 
 
@@ -97,15 +110,42 @@ def _index(index: SqliteFtsIndex, name: str) -> int:
                 f"{p.done:,} of {p.total:,} files"
             print(f"\rIndexing {name}: {where}\x1b[K", end="", file=sys.stderr, flush=True)
 
+    failed: list[str] = []
+    embedder = _embedder(index, name, failed)
     try:
-        report = Indexer(index, name, progress, stop.is_set).run()
+        report = Indexer(index, name, progress, stop.is_set, embedder=embedder,
+                         no_embedder=" ".join(failed)).run()
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
     finally:
         if shows:
             print(file=sys.stderr)
+        if embedder is not None:
+            embedder.close()
     _print_report(index, name, report)
+    if embedder is not None and embedder.note:
+        print(f"Note: {embedder.note}", file=sys.stderr)
     return 0
+
+
+def _embedder(index: SqliteFtsIndex, name: str,
+              failed: list[str] | None = None) -> EngineEmbedder | None:
+    """An engine with the collection's embedding model loaded; None when it has none, or when
+    it cannot be loaded (said on stderr and added to `failed`: full text goes on)."""
+    from inglenook.engine.client import EngineError
+    from inglenook.engine.embedder import EngineEmbedder
+
+    model = index.collection(name).embed_model
+    if not model or index.vectors_off:
+        return None
+    try:
+        return EngineEmbedder.load(model)
+    except EngineError as exc:
+        message = f"The embedding model {os.path.basename(model)} could not be loaded: {exc}"
+        print(f"inglenook knowledge: {message}", file=sys.stderr)
+        if failed is not None:
+            failed.append(message)
+        return None
 
 
 def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None:
@@ -113,6 +153,10 @@ def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None
     print(f"{name}: {report.added:,} added, {report.updated:,} updated, "
           f"{report.unchanged:,} unchanged, {report.removed:,} removed; "
           f"{stats.documents:,} files, {stats.chunks:,} passages in all.")
+    if report.embedded:
+        print(f"{report.embedded:,} passages embedded.")
+    if report.embed_error:
+        print(f"Vectors: {report.embed_error} Search stays full-text for what has none.")
     if report.problems:
         print(f"{len(report.problems):,} not indexed:")
         for path, reason in report.problems[:SHOWN_PROBLEMS]:
@@ -131,6 +175,12 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     for c in found:
         print(f"{c.name} · {c.documents:,} files · {c.chunks:,} passages · "
               f"{len(c.problems):,} not indexed")
+        collection = index.collection(c.name)
+        if collection.embed_model:
+            print(f"  vectors: {index.vector_count(c.name):,} from "
+                  f"{plain(collection.embed_model)}")
+        if collection.embed_error:
+            print(f"  vectors failed: {plain(collection.embed_error)}")
         for root in c.roots:
             print(f"  {plain(root)}")
         for path, reason in c.problems:
@@ -141,7 +191,15 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
 def _search(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1.")
-    hits = index.search([index.collection(args.name).name], " ".join(args.query), args.limit)
+    name = index.collection(args.name).name
+    embedder = index.embedder = _embedder(index, name)
+    try:
+        hits = index.search([name], " ".join(args.query), args.limit)
+    finally:
+        if embedder is not None:
+            embedder.close()
+    if index.search_note:
+        print(f"Note: {index.search_note}", file=sys.stderr)
     if not hits:
         print("Nothing found.")
     for n, hit in enumerate(hits, start=1):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import queue
 import signal
@@ -33,6 +34,11 @@ START_TIMEOUT_S = 60.0
 # request) is forced by restarting the host. llama.cpp stops within a token or a batch; only a
 # stuck host (or a step it cannot interrupt) gets here.
 CANCEL_GRACE_S = 5.0
+# Texts per Embed request (one batch of the host's, when short): the host pauses the replies
+# while it reads them, and steps them again between two requests.
+EMBED_PART = 16
+# Embed requests count down from -1: no reply, tune or inspect (all counted up from 1) has one.
+_embed_ids = itertools.count(-1, -1)
 
 
 class EngineError(Exception):
@@ -50,6 +56,10 @@ class LoadRefused(EngineError):
     def __init__(self, refusal: LoadRefusal) -> None:
         super().__init__(refusal.message)
         self.refusal = refusal
+
+
+class EmbedRefused(EngineError):
+    """The texts of an embed() were refused (too long, empty): the caller's to fix."""
 
 
 class _Ended:
@@ -117,6 +127,7 @@ class EngineClient:
     can_tune = True  # engine.interface.Engine's capabilities
     keeps_states = True
     can_inspect = True
+    can_embed = True
     accepted_sampling: frozenset[str] | None = None  # every sampling setting
 
     def __init__(self, log_path: Path | None = None,
@@ -370,6 +381,37 @@ class EngineClient:
         if view.error:
             raise EngineError(view.error)
         return view
+
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]],
+              truncate: bool = True) -> p.Embedded:
+        """Unit vectors for texts (or token lists) from the loaded model in embedding mode (see
+        engine/host/embedding.py), sent in parts of EMBED_PART; any thread. Raises
+        EmbedRefused for input at fault (a text too long with `truncate` off, an empty one),
+        EngineError when there are none for another reason (no model)."""
+        import base64
+
+        import numpy as np
+
+        parts: list[p.Embedded] = []
+        for start in range(0, len(texts), EMBED_PART):
+            rid = next(_embed_ids)
+            given = texts[start:start + EMBED_PART]
+            request = p.Embed(rid, tuple(t for t in given if isinstance(t, str)), truncate,
+                              tuple(tuple(t) for t in given if not isinstance(t, str)))
+            part = self._answer(rid, request, p.Embedded)
+            if part.error:
+                raise (EmbedRefused if part.refused else EngineError)(part.error)
+            parts.append(dataclasses.replace(part, truncated=tuple(
+                i + start for i in part.truncated)))
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return p.Embedded(0)
+        rows = np.concatenate([part.vectors() for part in parts])
+        return dataclasses.replace(
+            parts[0], data=base64.b64encode(rows.tobytes()).decode("ascii"),
+            tokens=tuple(n for part in parts for n in part.tokens),
+            truncated=tuple(i for part in parts for i in part.truncated))
 
     def drop_state(self, conversation: str, principal: str = WINDOW) -> None:
         """Have the engine forget the KV-cache state it keeps for a conversation (deleted).

@@ -1,13 +1,13 @@
 """What every engine offers the worker, the API server and the CLI: the local host's client
 (client.EngineClient), a remote server's (remote.RemoteClient) and the router in front of them
 (router.EngineRouter). What one can do is declared, not probed: `can_tune`, `keeps_states`,
-`can_inspect` and `accepted_sampling` say it, and a method an engine cannot serve raises
-EngineError with the reason.
+`can_inspect`, `can_embed` and `accepted_sampling` say it, and a method an engine cannot serve
+raises EngineError with the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from inglenook.core.load import LoadParams, ModelInfo
@@ -30,6 +30,11 @@ class Engine(Protocol):
     @property
     def can_inspect(self) -> bool:
         """inspect() shows the exact prompt (a remote server applies its own template)."""
+        ...
+
+    @property
+    def can_embed(self) -> bool:
+        """embed() gives vectors from the loaded model (a local engine); else it raises."""
         ...
 
     @property
@@ -82,6 +87,11 @@ class Engine(Protocol):
         ...
 
     def inspect(self, request: GenerationRequest) -> p.PromptView: ...
+
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]],
+              truncate: bool = True) -> p.Embedded:
+        """Unit vectors, one per text (protocol.Embedded.vectors()); EngineError when none."""
+        ...
 
     def drop_state(self, conversation: str, principal: str = "") -> None: ...
 

@@ -96,6 +96,17 @@ class Quantize:
 
 
 @dataclass(frozen=True)
+class Embed:
+    """Vectors for `texts` from the loaded model in embedding mode, answered with one Embedded.
+    A text longer than the embedding context is cut to it (`truncate`) or fails the request."""
+
+    request_id: int
+    texts: tuple[str, ...]
+    truncate: bool = True
+    token_lists: tuple[tuple[int, ...], ...] = ()  # instead of texts: already tokenized
+
+
+@dataclass(frozen=True)
 class Shutdown:
     pass
 
@@ -238,12 +249,41 @@ class Quantized:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class Embedded:
+    """One unit-length vector per text, as base64 of float32 rows (`dimensions` values each):
+    JSON floats would be four times the size. `tokens` read per text; `truncated` the indexes
+    of the texts that were cut. `pooling` is how token states became one vector; `note` says
+    when it was not read from the model (a chat model used as embedder). `error` set (the rest
+    empty) when there are none."""
+
+    request_id: int
+    data: str = ""
+    dimensions: int = 0
+    tokens: tuple[int, ...] = ()
+    truncated: tuple[int, ...] = ()
+    pooling: str = ""
+    embedding_model: bool = False  # the model's header names a pooling: made for this
+    note: str = ""
+    error: str = ""
+    refused: bool = False  # the error is the input's (too long, empty, a bad token)
+
+    def vectors(self) -> Any:
+        """The rows, a (texts, dimensions) float32 numpy array."""
+        import base64
+
+        import numpy as np
+
+        data = np.frombuffer(base64.b64decode(self.data), dtype=np.float32)
+        return data.reshape(-1, self.dimensions) if self.dimensions else data.reshape(0, 0)
+
+
 _TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
-                Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded, Started,
+                Embed, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded, Started,
                 PromptProgress, Delta, ReplyStats, Finished, PromptView, StateReport, TuneResult,
-                QuantizeProgress, Quantized)
+                QuantizeProgress, Quantized, Embedded)
 }
 
 

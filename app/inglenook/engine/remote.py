@@ -15,7 +15,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx2
@@ -43,6 +43,8 @@ from inglenook.engine.remote_stream import ReplyStream
 
 NO_INSPECT = ("The exact prompt is not available for a remote engine: the server applies its "
               "own chat template.")
+NO_EMBED = ("Embeddings come from a local model: a remote engine's are not used here. Load a "
+            "local model (an embedding model is best).")
 _MAX_EARLY_CANCELS = 64  # stops asked for requests not running yet (bounded: ids never reused)
 
 
@@ -53,6 +55,7 @@ class RemoteClient:
     can_tune = False  # engine.interface.Engine's capabilities
     keeps_states = False
     can_inspect = False
+    can_embed = False
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -206,6 +209,10 @@ class RemoteClient:
     # ---- what only a local engine has ------------------------------------------------------
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         raise RemoteError(NO_INSPECT)
+
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]],
+              truncate: bool = True) -> p.Embedded:
+        raise RemoteError(NO_EMBED)
 
     def drop_state(self, conversation: str, principal: str = "") -> None:
         """The server keeps (or not) its own caches; there is nothing here to forget."""

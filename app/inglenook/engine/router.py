@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,10 @@ class EngineRouter:
     @property
     def can_inspect(self) -> bool:
         return self._active.can_inspect
+
+    @property
+    def can_embed(self) -> bool:
+        return self._active.can_embed
 
     @property
     def accepted_sampling(self) -> frozenset[str] | None:
@@ -373,6 +377,22 @@ class EngineRouter:
 
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         return self._active.inspect(request)
+
+    def embed(self, texts: Sequence[str] | Sequence[Sequence[int]], truncate: bool = True,
+              group: str = "", keep_alive: float | None = None) -> p.Embedded:
+        """Vectors from the window's engine or a model the API named (loaded first, as for a
+        reply); EngineError when the engine has none to give."""
+        engine: Engine = self._hosted_for(group) if group else self._active
+        hosted = self._hosted.get(group) if group else None
+        if hosted is not None and keep_alive is not None:
+            hosted.keep_alive = keep_alive
+        if not engine.can_embed:
+            return engine.embed(texts, truncate)  # raises, saying why
+        self._use(hosted, +1)
+        try:
+            return engine.embed(texts, truncate)
+        finally:
+            self._use(hosted, -1)
 
     def drop_state(self, conversation: str, principal: str = WINDOW) -> None:
         self.local.drop_state(conversation, principal)

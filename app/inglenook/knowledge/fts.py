@@ -4,6 +4,10 @@ The user's question is never parsed as FTS5 syntax: each word becomes a quoted t
 terms are OR-ed, so BM25 ranks passages holding more of the rarer words first (a question
 shares few of its words with the answer). Words so common that they match everywhere are left
 out: they add nothing to the ranking and make every query visit every row.
+
+A collection with an embedding model also has a vector per chunk (vectors.py); given an
+embedder of that model, a search ranks by both and fuses the two rankings (index.fuse). A
+query that cannot be embedded is searched in full text, and `search_note` says why.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from inglenook import paths
-from inglenook.knowledge import schema
-from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats
+from inglenook.knowledge import schema, vectors
+from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats, fuse
+from inglenook.knowledge.vectors import Embedder
 from inglenook.store.db import backup, connect, transaction
 
 STOPWORDS = frozenset((
@@ -33,7 +40,13 @@ MAX_QUERY_TERMS = 32
 COMMON_SHARE = 0.05
 OVERFETCH = 20  # matches scored per hit wanted before the collections' filter
 KEPT_TERMS = 3
+FUSED_DEPTH = 4  # of each ranking, this many times the hits wanted are fused
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")
+
+
+# What a database call may raise: Python's sqlite3's errors, or pysqlite3's where vectors.py
+# opens the file with it (its classes are its own).
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, vectors.driver()[0].Error)
 
 
 class KnowledgeError(Exception):
@@ -47,6 +60,8 @@ class Collection:
     roots: tuple[str, ...]
     follow_links: bool
     indexed_at: float | None
+    embed_model: str = ""  # the GGUF whose vectors its chunks get ("" none)
+    embed_error: str = ""  # why the last embedding failed ("" it did not)
 
 
 def query_words(question: str) -> list[str]:
@@ -67,17 +82,24 @@ def fts_query(question: str | list[str]) -> str | None:
 
 
 class SqliteFtsIndex:
-    """KnowledgeIndex on SQLite FTS5, and the collections it holds. One per thread."""
+    """KnowledgeIndex on SQLite FTS5 (and vectors, see above), and the collections it holds.
+    One per thread. `vectors_off` says why vectors cannot be used here ("" they can)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, embedder: Embedder | None = None) -> None:
         self.path = path or paths.knowledge_database_file()
+        self.embedder = embedder
+        self.search_note = ""  # why the last search used no vectors, when it could have
+        module, self.vectors_off = vectors.driver()
+        self._errors = DATABASE_ERRORS
         try:
-            self._conn = connect(self.path)
+            self._conn = connect(self.path, driver=module)
+            if not self.vectors_off:
+                self.vectors_off = vectors.load(self._conn)
             self._migrate()
             # How many chunks hold each word: a view of the index itself, nothing stored.
             self._conn.execute("CREATE VIRTUAL TABLE temp.chunks_vocab "
                                "USING fts5vocab(main, chunks_fts, 'row')")
-        except sqlite3.Error as exc:
+        except self._errors as exc:
             raise KnowledgeError(f"The knowledge index {self.path} cannot be opened ({exc}). "
                                  "It can be deleted and rebuilt from the folders.") from exc
 
@@ -90,7 +112,8 @@ class SqliteFtsIndex:
             raise KnowledgeError(f"The knowledge index {self.path} was written by a newer "
                                  f"version of Inglenook (schema v{version}).")
         if version and version < schema.LATEST_VERSION:
-            backup(self._conn, self.path.with_name(f"{self.path.name}.bak-v{version}"))
+            backup(self._conn, self.path.with_name(f"{self.path.name}.bak-v{version}"),
+                   vectors.driver()[0])
         for target in range(version + 1, schema.LATEST_VERSION + 1):
             with transaction(self._conn):
                 # Another thread or process may have migrated it since: the window lists the
@@ -103,17 +126,20 @@ class SqliteFtsIndex:
     # ---- collections ----------------------------------------------------------------------
 
     def create_collection(self, name: str, roots: Sequence[str],
-                          follow_links: bool = False) -> Collection:
+                          follow_links: bool = False, embed_model: str = "") -> Collection:
         name = " ".join(name.split())
         if not name:
             raise KnowledgeError("A collection needs a name.")
         try:
             with transaction(self._conn):
                 self._conn.execute(
-                    "INSERT INTO collections (name, roots, follow_links, created_at) "
-                    "VALUES (?, ?, ?, ?)", (name, json.dumps(list(roots)), int(follow_links),
-                                            time.time()))
-        except sqlite3.IntegrityError as exc:
+                    "INSERT INTO collections (name, roots, follow_links, created_at, "
+                    "embed_model) VALUES (?, ?, ?, ?, ?)",
+                    (name, json.dumps(list(roots)), int(follow_links), time.time(),
+                     embed_model))
+        except self._errors as exc:
+            if "UNIQUE" not in str(exc):
+                raise
             raise KnowledgeError(f"There is already a collection named {name!r}.") from exc
         return self.collection(name)
 
@@ -123,9 +149,37 @@ class SqliteFtsIndex:
                                (json.dumps(list(roots)), self._id(name)))
 
     def collections(self) -> list[Collection]:
-        rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at "
-                                  "FROM collections ORDER BY name").fetchall()
-        return [Collection(n, tuple(json.loads(r)), bool(f), at) for n, r, f, at in rows]
+        rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at, embed_model, "
+                                  "embed_error FROM collections ORDER BY name").fetchall()
+        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e)
+                for n, r, f, at, m, e in rows]
+
+    # ---- vectors --------------------------------------------------------------------------
+
+    def set_embed_model(self, name: str, model: str) -> None:
+        """Name the collection's embedding model ("" none); its vectors of another go."""
+        cid = self._id(name)
+        with transaction(self._conn):
+            if self.collection(name).embed_model != model:
+                vectors.forget(self._conn, cid)
+            self._conn.execute("UPDATE collections SET embed_model = ?, embed_error = '' "
+                               "WHERE id = ?", (model, cid))
+
+    def set_embed_error(self, name: str, error: str) -> None:
+        with transaction(self._conn):
+            self._conn.execute("UPDATE collections SET embed_error = ? WHERE id = ?",
+                               (error, self._id(name)))
+
+    def missing_vectors(self, name: str, limit: int) -> list[tuple[int, str]]:
+        """Chunks still without a vector: (id, the text to embed)."""
+        return vectors.missing(self._conn, self._id(name), limit)
+
+    def add_vectors(self, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+        with transaction(self._conn):
+            vectors.store(self._conn, chunk_ids, rows)
+
+    def vector_count(self, name: str) -> int:
+        return vectors.count(self._conn, self._id(name))
 
     def collection(self, name: str) -> Collection:
         for found in self.collections():
@@ -199,8 +253,41 @@ class SqliteFtsIndex:
         return {row[0]: Document(*row) for row in rows}
 
     def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]:
-        match = fts_query(self._without_common(query_words(query)))
+        """BM25, fused with the vectors' ranking where the collections have vectors of the
+        embedder's model."""
+        self.search_note = ""
         ids = [self._id(name) for name in collections]
+        dense = self._dense(collections, ids, query, limit * FUSED_DEPTH)
+        if dense is None:
+            return self._bm25(ids, query, limit)
+        bm25 = self._bm25(ids, query, limit * FUSED_DEPTH)
+        fused = fuse([[h.chunk_id for h in bm25], dense], limit)
+        scores = {cid: float(len(fused) - rank) for rank, cid in enumerate(fused)}
+        return self._hits(fused, {cid: -score for cid, score in scores.items()}, ids)
+
+    def _dense(self, collections: Sequence[str], ids: list[int], query: str,
+               depth: int) -> list[int] | None:
+        """The vectors' ranking, or None when there is none to use (search_note says why
+        when there could have been)."""
+        embedder = self.embedder
+        if embedder is None or not query.strip():
+            return None
+        with_model = [cid for cid, name in zip(ids, collections, strict=True)
+                      if self.collection(name).embed_model == embedder.model]
+        if not with_model:
+            return None
+        if self.vectors_off:
+            self.search_note = self.vectors_off
+            return None
+        try:
+            (vector,) = embedder([query])
+        except Exception as exc:  # the engine's error: full text still answers
+            self.search_note = f"The question could not be embedded ({exc}): full-text only."
+            return None
+        return vectors.ranking(self._conn, with_model, vector, depth)
+
+    def _bm25(self, ids: list[int], query: str, limit: int) -> list[Hit]:
+        match = fts_query(self._without_common(query_words(query)))
         if match is None or not ids:
             return []
         # The best matches by score alone first: joining every match to its document costs as

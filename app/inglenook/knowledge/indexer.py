@@ -7,6 +7,11 @@ one read). Reading is bounded (MAX_FILE_BYTES), through a descriptor opened with
 a final link and without blocking, checked to be a regular file; a file whose size or mtime
 moves while it is read is read again, and listed if it keeps moving. Files gone from the folders
 leave the index. Cancelling keeps what was indexed so far; the next run goes on from there.
+
+A collection with an embedding model then has its chunks without a vector embedded, in
+batches (a model set later, or a run that failed, is caught up the same way). A failure stops
+the embedding, never the indexing: it is reported and kept with the collection, and search
+stays full-text for what has no vector.
 """
 
 from __future__ import annotations
@@ -24,20 +29,23 @@ from inglenook.knowledge.convert import ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Document
 from inglenook.knowledge.scanner import FoundFile, scan
+from inglenook.knowledge.vectors import Embedder
 
 MAX_FILE_BYTES = 64_000_000  # a bigger "document" is a data dump or a disk image, not notes
 READ_ATTEMPTS = 3
+EMBED_BATCH = 32  # chunks embedded at a time (progress and cancel between batches)
 _READ_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
 class Progress:
-    """Where an indexing run is: scanning (total None, done = files found so far) or reading
-    (done of total files looked at)."""
+    """Where an indexing run is: scanning (total None, done = files found so far), reading
+    (done of total files looked at) or embedding (done of total chunks, phase "embedding")."""
 
     done: int
     total: int | None
     path: str = ""
+    phase: str = "reading"
 
 
 @dataclass
@@ -48,6 +56,8 @@ class IndexReport:
     removed: int = 0
     problems: list[tuple[str, str]] = field(default_factory=list)
     cancelled: bool = False
+    embedded: int = 0  # chunks given a vector
+    embed_error: str = ""  # why vectors were not made ("" they were, or none were asked)
 
 
 class UnreadableFile(Exception):
@@ -101,7 +111,11 @@ class Indexer:
     def __init__(self, index: SqliteFtsIndex, name: str,
                  progress: Callable[[Progress], None] = lambda p: None,
                  cancelled: Callable[[], bool] = lambda: False,
-                 max_file_bytes: int = MAX_FILE_BYTES) -> None:
+                 max_file_bytes: int = MAX_FILE_BYTES, embedder: Embedder | None = None,
+                 no_embedder: str = "No embedding model was loaded: vectors were not made."
+                 ) -> None:
+        """`no_embedder`: why there is none, for a collection that has an embedding model."""
+        self.embedder, self.no_embedder = embedder, no_embedder
         self.index = index
         self.name = name
         self.progress = progress
@@ -131,7 +145,41 @@ class Indexer:
                 self.index.remove_document(self.name, path)
                 report.removed += 1
             self.index.set_problems(self.name, report.problems)
+            self._embed(collection.embed_model, report)
         return report
+
+    def _embed(self, model: str, report: IndexReport) -> None:
+        if not model:
+            return
+        embedder = self.embedder
+        error = self.index.vectors_off
+        if not error and embedder is None:
+            error = self.no_embedder
+        elif not error and embedder is not None and embedder.model != model:
+            error = f"The embedder is {Path(embedder.model).name}, not the collection's " \
+                    f"{Path(model).name}: vectors were not made."
+        if error or embedder is None:
+            report.embed_error = error
+            self.index.set_embed_error(self.name, error)
+            return
+        total = self.index.stats(self.name).chunks - self.index.vector_count(self.name)
+        while not (cancelled := self.cancelled()):
+            batch = self.index.missing_vectors(self.name, EMBED_BATCH)
+            if not batch:
+                break
+            try:
+                rows = embedder([text for _, text in batch])
+                if len(rows) != len(batch):
+                    raise ValueError(f"{len(rows)} vectors came back for {len(batch)} texts")
+            except Exception as exc:  # the engine's error, in words; full text stays
+                report.embed_error = f"Embedding failed after {report.embedded:,} of " \
+                                     f"{total:,} passages: {exc}"
+                break
+            self.index.add_vectors([cid for cid, _ in batch], rows)
+            report.embedded += len(batch)
+            self.progress(Progress(report.embedded, total, phase="embedding"))
+        report.cancelled = report.cancelled or cancelled
+        self.index.set_embed_error(self.name, report.embed_error)
 
     def _one(self, file: FoundFile, known: Document | None, report: IndexReport) -> None:
         if known is not None and (known.size, known.mtime_ns) == (file.size, file.mtime_ns):

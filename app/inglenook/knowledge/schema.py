@@ -10,6 +10,12 @@ v1:
   Dense vectors, when they come, get their own table keyed by chunk id (sqlite-vec's vec0 in
   this same file), filled beside the FTS rows; nothing here needs to change for them.
 - problems: every file of the last scan that was not indexed, with the reason in words.
+
+v2:
+- A collection may name an embedding model (a GGUF's path; '' none) and keeps the last
+  failure to embed its chunks, in words ('' none), so that it is shown, never lost.
+- chunk_vectors: one unit vector per chunk (float32 blob, sqlite-vec's format) of a collection
+  with an embedding model, going with its chunk (knowledge/vectors.py).
 """
 
 from __future__ import annotations
@@ -79,5 +85,20 @@ def _v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+V2_SQL = """
+ALTER TABLE collections ADD COLUMN embed_model TEXT NOT NULL DEFAULT '';
+ALTER TABLE collections ADD COLUMN embed_error TEXT NOT NULL DEFAULT '';
+CREATE TABLE chunk_vectors (
+    chunk_id   INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+    embedding  BLOB NOT NULL
+);
+"""
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    for statement in statements(V2_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 LATEST_VERSION = len(MIGRATIONS)

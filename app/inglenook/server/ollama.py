@@ -1,8 +1,7 @@
 """Ollama's own API, off by default (a second open door: `inglenook serve --ollama`, on
 Ollama's port 11434 unless --port says otherwise): /api/version, /api/tags, /api/show, /api/ps,
-/api/chat and /api/generate (NDJSON streaming, Ollama's default). `format` (a JSON schema)
-needs grammar-constrained sampling and /api/embed an embedding model: neither exists here
-yet, so both are refused with a sentence saying so, never ignored. Same security middleware;
+/api/chat and /api/generate (NDJSON streaming, Ollama's default), /api/embed and /api/embeddings
+(embeddings.py: the same path as OpenAI's /v1/embeddings). Same security middleware;
 errors in Ollama's shape, {"error": "<sentence>"}, past it.
 """
 
@@ -20,6 +19,7 @@ from starlette.routing import Route
 
 from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, ToolCallTurn
 from inglenook.core.replies import Stats
+from inglenook.server import embeddings
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, obj, only_known, text
 from inglenook.server.images import base64_image
@@ -262,9 +262,7 @@ def routes(serving: Serving) -> list[Route]:
     async def generate(request: Request) -> Any:
         return await serving.reply(request, parse_generate, GenerateFormat)
 
-    async def embed(_request: Request) -> JSONResponse:
-        raise ApiError(501, "Embeddings are not available: this server has no embedding "
-                       "model yet.", code="not_implemented")
+    embed, embed_legacy = embeddings.ollama_routes(serving)
 
     return [Route("/api/version", _ollama(version), methods=["GET"]),
             Route("/api/tags", _ollama(tags), methods=["GET"]),
@@ -273,4 +271,4 @@ def routes(serving: Serving) -> list[Route]:
             Route("/api/chat", _ollama(chat), methods=["POST"]),
             Route("/api/generate", _ollama(generate), methods=["POST"]),
             Route("/api/embed", _ollama(embed), methods=["POST"]),
-            Route("/api/embeddings", _ollama(embed), methods=["POST"])]
+            Route("/api/embeddings", _ollama(embed_legacy), methods=["POST"])]

@@ -1,5 +1,6 @@
 """The endpoints of every dialect, under one security middleware (server/security.py):
-OpenAI's (GET /v1/models, POST /v1/chat/completions, POST /v1/completions) here, Anthropic's
+OpenAI's (GET /v1/models, POST /v1/chat/completions, POST /v1/completions) here, POST
+/v1/embeddings in embeddings.py, Anthropic's
 (POST /v1/messages, /v1/messages/count_tokens) in anthropic.py, Ollama's (/api/*, only when
 turned on) in ollama.py."""
 
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.server import anthropic, ollama, openai_responses
+from inglenook.server import anthropic, embeddings, ollama, openai_responses
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink
 from inglenook.server.errors import (
@@ -77,6 +78,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 Route("/v1/models/{model:path}", get_model, methods=["GET"]),
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/completions", completions, methods=["POST"]),
+                Route("/v1/embeddings", embeddings.openai_route(serving), methods=["POST"]),
                 *openai_responses.routes(serving),
                 *anthropic.routes(serving),
                 *(ollama.routes(serving) if config.ollama else [])],

@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from inglenook.paths import private
 from inglenook.store import schema
@@ -72,7 +73,8 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+            # Any driver's error: knowledge/vectors.py may open the file with another sqlite3.
+            with contextlib.suppress(Exception):
                 conn.execute("ROLLBACK")
         raise
 
@@ -119,13 +121,14 @@ def make_private(path: Path) -> None:
         private(path.with_name(path.name + suffix), 0o600)
 
 
-def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
-    """A connection with our pragmas. Autocommit mode: transactions are explicit."""
+def connect(path: Path, read_only: bool = False, driver: Any = sqlite3) -> sqlite3.Connection:
+    """A connection with our pragmas. Autocommit mode: transactions are explicit. `driver`:
+    another DB-API module of SQLite (knowledge/vectors.py: one that loads extensions)."""
     if read_only:
         conn = _open_read_only(path)
     else:
         make_private(path)
-        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = driver.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         conn.text_factory = _lenient_text
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -171,9 +174,9 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
 
 
-def backup(conn: sqlite3.Connection, target: Path) -> None:
+def backup(conn: sqlite3.Connection, target: Path, driver: Any = sqlite3) -> None:
     make_private(target)
-    dest = sqlite3.connect(target)
+    dest = driver.connect(str(target))
     try:
         conn.backup(dest)
     finally:

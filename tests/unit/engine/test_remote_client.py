@@ -156,6 +156,9 @@ def test_the_prompt_view_is_not_available(remote: RemoteClient) -> None:
     with pytest.raises(EngineError, match="not available for a remote engine"):
         remote.inspect(GenerationRequest(1, (Message("user", "x"),)))
     assert "server applies its own chat template" in NO_INSPECT
+    assert not remote.can_embed
+    with pytest.raises(EngineError, match="from a local model"):
+        remote.embed(["x"])
 
 
 # ---- the router: one engine object for the window -----------------------------------------------

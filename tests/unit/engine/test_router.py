@@ -142,3 +142,14 @@ def test_the_router_declares_the_windows_engines_capabilities(router: EngineRout
     assert router.accepted_sampling is None and router.lanes() == 1
     result = router.tune(-1)
     assert result.n_threads == 1 and result.trials  # the fake host's figures
+
+
+def test_embeddings_come_from_the_model_named_loaded_just_in_time(
+        router: EngineRouter, files: dict[str, Path]) -> None:
+    assert router.can_embed
+    window = router.embed(["a cat"]).vectors()
+    alpha = str(files["alpha"])
+    named = router.embed(["a cat"], group=alpha, keep_alive=7)
+    assert router.engine_of(alpha) is not None and router.loaded_models()[1].keep_alive_s == 7
+    assert named.vectors().tolist() == window.tolist()  # the fake host's: the text's hash
+    assert router.loaded_models()[1].busy == 0

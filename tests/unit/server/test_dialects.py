@@ -43,7 +43,8 @@ ROUTES: list[tuple[str, dict[str, Any]]] = [
           ("/v1/messages", {"model": "", "max_tokens": 5,
                             "messages": [{"role": "user", "content": "x"}]}),
           ("/v1/messages/count_tokens", {"model": "",
-                                         "messages": [{"role": "user", "content": "x"}]})]
+                                         "messages": [{"role": "user", "content": "x"}]}),
+          ("/v1/embeddings", {"model": "", "input": "x"})]
 
 
 @pytest.fixture(scope="module")
@@ -311,11 +312,9 @@ def test_ollama_refuses_what_is_not_there(ollama_served: Served, olla: ollama.Cl
     with pytest.raises(ollama.ResponseError) as caught:
         client.chat(model="no-such-model", messages=[{"role": "user", "content": "x"}])
     assert caught.value.status_code == 404 and "no-such-model" in caught.value.error
-    with pytest.raises(ollama.ResponseError, match="embedding") as caught:
-        client.embed(model=model, input="x")
-    assert caught.value.status_code == 501
     for path, body in (("/api/chat", {"messages": [{"role": "user", "content": "x"}]}),
-                       ("/api/generate", {"prompt": "x"})):
+                       ("/api/generate", {"prompt": "x"}), ("/api/embed", {"input": "x"}),
+                       ("/api/embeddings", {"prompt": "x"})):
         assert request(ollama_served.port, "POST", path, body,
                        headers={"Host": "evil.example"}).status == 403
         assert request(ollama_served.port, "POST", path, body,
@@ -324,6 +323,43 @@ def test_ollama_refuses_what_is_not_there(ollama_served: Served, olla: ollama.Cl
         huge = json.dumps({**body, "system": "x" * 100_000}).encode()
         assert request(ollama_served.port, "POST", path, huge).status == 413
         assert request(ollama_served.port, "POST", path, {**body, "nope": 1}).status == 400
+
+
+# ---- embeddings -------------------------------------------------------------------------------
+def test_openai_embeddings_float_and_base64_with_the_warning(served: Served) -> None:
+    with openai.OpenAI(base_url=served.base_url, api_key="x", max_retries=0) as api:
+        raw = api.embeddings.with_raw_response.create(model="", input=["a", "b", "a"])
+        assert "not an embedding model" in raw.headers["x-inglenook-warning"].lower()
+        made = raw.parse()  # the client asks for base64 and decodes it
+        vectors = [d.embedding for d in made.data]
+        assert len(vectors) == 3 and len(vectors[0]) == 8 and vectors[0] == vectors[2]
+        assert abs(sum(v * v for v in vectors[1]) - 1) < 1e-5 and made.usage.total_tokens
+        floats = api.embeddings.create(model="", input="a", encoding_format="float")
+        assert floats.data[0].embedding == pytest.approx(vectors[0], abs=1e-6)
+        tokens = api.embeddings.create(model="", input=[[1, 2, 3], [4]])
+        assert len(tokens.data) == 2
+        for bad, param in (({"dimensions": 3}, "dimensions"), ({"user": 3}, "user")):
+            with pytest.raises(openai.BadRequestError, match=param):
+                api.embeddings.create(model="", input="a", **bad)  # type: ignore[arg-type]
+        with pytest.raises(openai.BadRequestError, match="too long"):
+            api.embeddings.create(model="", input="x" * 2000)  # OpenAI cuts nothing
+        assert api.embeddings.create(model="", input="a", dimensions=8).data
+    for body in ({"input": []}, {"input": ["a", [1]]}, {"input": "a", "encoding_format": "hex"},
+                 {"input": "a", "nope": 1}):
+        assert request(served.port, "POST", "/v1/embeddings", body).status == 400
+    assert any(r.route == "/v1/embeddings" and r.prompt_tokens and r.status == 200
+               for r in served.server.board.get().recent)
+
+
+def test_ollama_embed_and_the_older_embeddings(olla: ollama.Client, model: str) -> None:
+    made = olla.embed(model=model, input=["a", "b"])
+    assert len(made.embeddings) == 2 and len(made.embeddings[0]) == 8
+    assert olla.embed(model=model, input="x" * 2000).embeddings  # Ollama cuts by default
+    with pytest.raises(ollama.ResponseError, match="too long") as caught:
+        olla.embed(model=model, input="x" * 2000, truncate=False)
+    assert caught.value.status_code == 400
+    legacy = olla.embeddings(model=model, prompt="a")
+    assert list(legacy.embedding) == pytest.approx(made.embeddings[0], abs=1e-6)
 
 
 # ---- OpenAI Responses ---------------------------------------------------------------------------

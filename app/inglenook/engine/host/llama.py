@@ -4,6 +4,7 @@ functions (its low-level API), never the `Llama` class or its private attributes
     Model      weights and vocabulary: tokenize, pieces, token attributes
     Context    KV memory for `n_seq` sequences and llama_decode
     SeqMemory  one sequence's KV cells and the tokens they hold (kv_reuse.KvMemory)
+    EmbeddingContext  a context of its own in embedding mode: pooled vectors, no chat KV
     Batch      the tokens of one llama_decode
     Sampler    a sampler chain built as llama-cpp-python's Llama builds it, so a seeded reply
                here is the one `create_chat_completion` gives
@@ -303,6 +304,74 @@ class SeqMemory:
     def clear(self) -> None:
         llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
         self.held = array("i")
+
+
+POOLING = {"mean": llama_cpp.LLAMA_POOLING_TYPE_MEAN, "cls": llama_cpp.LLAMA_POOLING_TYPE_CLS,
+           "last": llama_cpp.LLAMA_POOLING_TYPE_LAST}
+
+
+class EmbeddingContext:
+    """Texts in, one pooled vector each out: `n_ctx` tokens per batch of up to `n_seq` texts,
+    each text its own sequence; the cells are cleared after every batch."""
+
+    def __init__(self, model: Model, n_ctx: int, n_seq: int, pooling: str,
+                 n_threads: int) -> None:
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = params.n_batch = params.n_ubatch = n_ctx  # a text is read in one ubatch
+        params.n_seq_max = n_seq
+        params.kv_unified = True
+        params.embeddings = True
+        params.pooling_type = POOLING[pooling]
+        params.n_threads = params.n_threads_batch = n_threads
+        params.no_perf = True
+        self.model, self.n_ctx, self.n_seq = model, n_ctx, n_seq
+        self.ptr = llama_cpp.llama_init_from_model(model.ptr, params)
+        if not self.ptr:
+            raise ValueError("Failed to create the llama.cpp embedding context")
+        self.mem = llama_cpp.llama_get_memory(self.ptr)
+        self.dimensions = int(llama_cpp.llama_model_n_embd_out(model.ptr))
+        # An encoder alone (BERT) is read with llama_encode, as llama.cpp's embedding example.
+        self._encode = bool(llama_cpp.llama_model_has_encoder(model.ptr)
+                            and not llama_cpp.llama_model_has_decoder(model.ptr))
+        self._batch = llama_cpp.llama_batch_init(n_ctx, 0, 1)
+
+    def tokenize(self, text: bytes) -> list[int]:
+        """With the model's own BOS/CLS, EOS/SEP; control strings in the text stay text."""
+        vocab, need = self.model.vocab, len(text) + 8
+        buffer = (llama_cpp.llama_token * need)()
+        n = llama_cpp.llama_tokenize(vocab, text, len(text), buffer, need, True, False)
+        return buffer[:max(n, 0)]
+
+    def embed(self, texts: Sequence[Sequence[int]]) -> np.ndarray:
+        """Pooled vectors (len(texts), dimensions) of token lists that fit together in one
+        batch (at most n_seq of them, n_ctx tokens in all)."""
+        b, i = self._batch, 0
+        for seq, tokens in enumerate(texts):
+            for pos, token in enumerate(tokens):
+                b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, True
+                b.seq_id[i][0] = seq
+                i += 1
+        b.n_tokens = i
+        if self.mem:
+            llama_cpp.llama_memory_clear(self.mem, True)
+        status = (llama_cpp.llama_encode if self._encode else llama_cpp.llama_decode)(self.ptr, b)
+        if status != 0:
+            raise RuntimeError(f"llama.cpp could not read the texts (status {status})")
+        rows = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        for seq in range(len(texts)):
+            pointer = llama_cpp.llama_get_embeddings_seq(self.ptr, seq)
+            if not pointer:
+                raise RuntimeError("llama.cpp gave no pooled vector")
+            rows[seq] = np.ctypeslib.as_array(pointer, shape=(self.dimensions,))
+        return rows
+
+    def close(self) -> None:
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ptr:
+            llama_cpp.llama_free(self.ptr)
+            self.ptr = None
 
 
 # ---- batches and sampling ---------------------------------------------------------------------

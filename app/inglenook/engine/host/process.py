@@ -9,7 +9,8 @@ The main thread answers requests between steps of the batch loop. A reply waits 
 every slot is busy (the window's scheduler sends no more than there are slots), and one whose
 prompt starts like a prompt another sequence is reading now waits for that reading, then copies
 it (an API request for `n` choices is n requests of one prompt). A load, unload, tune or
-quantize waits until no reply runs.
+quantize waits until no reply runs. An Embed is answered between two steps, in a context of its
+own (embedding.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from inglenook.core.replies import Finish
 from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.batch import BatchLoop
+from inglenook.engine.host.embedding import Embedder, EmbedError
 from inglenook.engine.host.grammar import GrammarError, grammar_for
 from inglenook.engine.host.jobs import run_quantize, run_tune
 from inglenook.engine.host.llama import (
@@ -67,6 +69,7 @@ class EngineHost:
         self._out = out
         self.loaded: LoadedModel | None = None
         self.loop: BatchLoop | None = None
+        self.embedder: Embedder | None = None  # made on the first Embed
         self.waiting: deque[_Waiting] = deque()
         self._lock = threading.Lock()
         self._cancels: set[int] = set()
@@ -147,6 +150,8 @@ class EngineHost:
             self.tune(message)
         elif isinstance(message, p.Quantize):
             run_quantize(message, self.send)
+        elif isinstance(message, p.Embed):
+            self.embed(message)
 
     def step(self) -> None:
         loop = self.loop
@@ -195,6 +200,9 @@ class EngineHost:
         if self.loop is not None:
             self.loop.close()
             self.loop = None
+        if self.embedder is not None:
+            self.embedder.close()
+            self.embedder = None
         if self.loaded is not None:
             self.loaded.close()
             self.loaded = None
@@ -331,6 +339,25 @@ class EngineHost:
             self.send(p.PromptView(rid, error=str(exc)))
         except Exception as exc:  # the host and the model stay up
             self.send(p.PromptView(rid, error=f"The engine failed: {exc}"))
+
+    # ---- embeddings ---------------------------------------------------------------------------
+    def embed(self, request: p.Embed) -> None:
+        """Between two steps of the replies: a request's texts are a few batches at most (the
+        client sends a long list in parts), so replies pause for about as long."""
+        rid = request.request_id
+        if self.loaded is None:
+            self.send(p.Embedded(rid, error="No model is loaded."))
+            return
+        try:
+            if self.embedder is None:
+                info = self.loaded.info
+                self.embedder = Embedder(self.loaded.model, info.path, info.n_ctx,
+                                         info.n_threads_batch)
+            self.send(self.embedder.embed(request))
+        except EmbedError as exc:
+            self.send(p.Embedded(rid, error=str(exc), refused=True))
+        except Exception as exc:  # the host and the model stay up
+            self.send(p.Embedded(rid, error=f"The engine failed: {exc}"))
 
     # ---- tuning -------------------------------------------------------------------------------
     def tune(self, request: p.Tune) -> None:

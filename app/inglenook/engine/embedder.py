@@ -1,0 +1,49 @@
+"""An engine as a knowledge collection's embedder (knowledge.vectors.Embedder): the vectors of
+the model at `model`, from an engine that has it loaded (the window's router, or an engine
+host of its own that `EngineEmbedder.load` starts, for the command line and the bench)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from inglenook.core.load import LoadParams
+from inglenook.engine.client import EngineClient
+from inglenook.engine.interface import Engine
+
+EMBED_CONTEXT = 2048  # tokens a passage may have; a collection's passages are far shorter
+
+
+class EngineEmbedder:
+    def __init__(self, engine: Engine, model: str) -> None:
+        self.engine = engine
+        self.model = model
+        self.note = ""  # the engine's word on these vectors (a chat model used as embedder)
+        self._own: EngineClient | None = None
+
+    @classmethod
+    def load(cls, model: str, log_path: Path | None = None) -> EngineEmbedder:
+        """Start an engine host of its own with the model loaded (EngineError if it cannot
+        be); close() ends it."""
+        client = EngineClient(log_path=log_path)
+        try:
+            client.load(LoadParams(model, n_ctx=EMBED_CONTEXT, n_slots=1))
+        except BaseException:
+            client.close()
+            raise
+        embedder = cls(client, model)
+        embedder._own = client
+        return embedder
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        answer = self.engine.embed(list(texts), truncate=True)
+        self.note = answer.note
+        rows: np.ndarray = answer.vectors()
+        return rows
+
+    def close(self) -> None:
+        if self._own is not None:
+            self._own.close()
+            self._own = None

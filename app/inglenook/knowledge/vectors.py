@@ -1,0 +1,114 @@
+"""Dense vectors beside the full-text index, in the same knowledge.db, ranked by sqlite-vec.
+
+Each chunk of a collection that has an embedding model gets one unit vector (float32, the
+format sqlite-vec reads) in `chunk_vectors`, a plain table whose rows go with their chunk (ON
+DELETE CASCADE): the file stays whole and searchable in full text even where the extension
+cannot be loaded. A search ranks the collection's vectors by cosine distance with sqlite-vec's
+`vec_distance_cosine` (an exact scan: sqlite-vec 0.1's vec0 tables scan too, and would need the
+extension for every delete), and fts.py fuses that ranking with BM25's.
+
+sqlite-vec is a loadable extension. Python's sqlite3 can load it unless it was built without
+that (pyenv and some Linux distributions build it so): then pysqlite3 (a build of SQLite that
+can) opens the database instead, where it is installed; else vectors are off and `reason` says
+why, and search is full-text only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+NOT_LOADABLE = ("This Python's sqlite3 cannot load extensions, so sqlite-vec cannot be used: "
+                "search is full-text only.")
+
+
+class Embedder(Protocol):
+    """What makes vectors for a collection: `model` names it (the file's path), so vectors of
+    another model are never compared with its own."""
+
+    model: str
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector per text, (len(texts), dimensions) float32; raises on failure."""
+        ...
+
+
+def driver() -> tuple[Any, str]:
+    """The sqlite3 module to open the knowledge database with, and why vectors are off ("" when
+    they can be on)."""
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3, ""
+    try:
+        from pysqlite3 import dbapi2  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return sqlite3, NOT_LOADABLE
+    return dbapi2, ""
+
+
+def load(conn: Any) -> str:
+    """Load sqlite-vec into a connection; "" when done, else why not (in words)."""
+    try:
+        import sqlite_vec
+    except ImportError:
+        return "sqlite-vec is not installed: search is full-text only."
+    try:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(sqlite_vec.loadable_path())
+        finally:
+            conn.enable_load_extension(False)
+        conn.execute("SELECT vec_version()").fetchone()
+    except Exception as exc:  # the driver's own error class, or an AttributeError
+        return f"sqlite-vec could not be loaded ({exc}): search is full-text only."
+    return ""
+
+
+def blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def store(conn: Any, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+    conn.executemany("INSERT OR REPLACE INTO chunk_vectors (chunk_id, embedding) VALUES (?, ?)",
+                     [(cid, blob(row)) for cid, row in zip(chunk_ids, rows, strict=True)])
+
+
+def missing(conn: Any, collection_id: int, limit: int) -> list[tuple[int, str]]:
+    """Chunks of a collection without a vector yet: (id, text to embed), at most `limit`."""
+    return [(cid, f"{heading}\n{text}" if heading else text) for cid, heading, text in
+            conn.execute("SELECT c.id, c.heading, c.text FROM chunks c "
+                         "JOIN documents d ON d.id = c.document_id "
+                         "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+                         "WHERE d.collection_id = ? AND v.chunk_id IS NULL "
+                         "ORDER BY c.id LIMIT ?", (collection_id, limit))]
+
+
+def count(conn: Any, collection_id: int) -> int:
+    return int(conn.execute("SELECT count(*) FROM chunk_vectors v JOIN chunks c ON "
+                            "c.id = v.chunk_id JOIN documents d ON d.id = c.document_id "
+                            "WHERE d.collection_id = ?", (collection_id,)).fetchone()[0])
+
+
+def forget(conn: Any, collection_id: int) -> None:
+    """Drop a collection's vectors (its embedding model changed)."""
+    conn.execute("DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT c.id FROM chunks c "
+                 "JOIN documents d ON d.id = c.document_id WHERE d.collection_id = ?)",
+                 (collection_id,))
+
+
+def ranking(conn: Any, collection_ids: Sequence[int], query: np.ndarray,
+            limit: int) -> list[int]:
+    """Chunk ids of these collections, nearest to the query vector first."""
+    if not collection_ids:
+        return []
+    marks = ", ".join("?" * len(collection_ids))
+    rows = conn.execute(
+        f"SELECT v.chunk_id FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
+        f"JOIN documents d ON d.id = c.document_id WHERE d.collection_id IN ({marks}) "
+        f"AND length(v.embedding) = ? "
+        f"ORDER BY vec_distance_cosine(v.embedding, ?) LIMIT ?",
+        (*collection_ids, 4 * len(query), blob(query), limit)).fetchall()
+    return [int(r[0]) for r in rows]
+

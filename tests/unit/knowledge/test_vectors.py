@@ -1,0 +1,133 @@
+"""Vectors in the knowledge index (sqlite-vec in the same knowledge.db): chunks embedded when the
+collection has an embedding model, BM25 and vector ranks fused, failures reported and kept
+while full text goes on, the schema migrated from v1. The embedder here is a small stand-in
+(words hashed into a few dimensions, with synonyms made one): the engine's own is tested in
+tests/integration/test_embeddings.py."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inglenook.knowledge import schema, vectors
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.knowledge.indexer import Indexer, Progress
+from inglenook.store.schema import statements
+
+SYNONYMS = {"feline": "cat", "kitten": "cat"}
+
+
+class WordEmbedder:
+    """Each word a fixed direction (synonyms the same one); a text the sum, normalised."""
+
+    def __init__(self, model: str = "/models/words.gguf", fail_after: int = -1) -> None:
+        self.model, self.calls, self.fail_after = model, 0, fail_after
+        self.texts: list[str] = []
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after >= 0 and self.calls >= self.fail_after:
+            raise RuntimeError("the engine stopped")
+        self.calls += 1
+        self.texts += texts
+        rows = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().replace(".", " ").split():
+                word = SYNONYMS.get(word, word)
+                rows[i, hashlib.sha256(word.encode()).digest()[0] % 64] += 1.0
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+
+
+def folder(root: Path, files: int = 3) -> Path:
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "cat.md").write_text("# Pets\n\nThe cat naps on the warm windowsill.\n")
+    for n in range(files - 1):
+        (docs / f"other{n}.md").write_text(f"# Tides {n}\n\nThe harbour floods at dusk {n}.\n")
+    return docs
+
+
+def collection(tmp_path: Path, embedder: WordEmbedder | None) -> tuple[SqliteFtsIndex, Path]:
+    index = SqliteFtsIndex(embedder=embedder)
+    assert index.vectors_off == ""  # sqlite-vec loads here (pysqlite3 where Python's cannot)
+    docs = folder(tmp_path)
+    index.create_collection("Docs", [str(docs)], embed_model="/models/words.gguf")
+    return index, docs
+
+
+def test_chunks_get_vectors_and_a_search_fuses_both_rankings(tmp_path: Path) -> None:
+    embedder = WordEmbedder()
+    index, docs = collection(tmp_path, embedder)
+    seen: list[Progress] = []
+    report = Indexer(index, "Docs", seen.append, embedder=embedder).run()
+    chunks = index.stats("Docs").chunks
+    assert report.embedded == chunks == index.vector_count("Docs") and not report.embed_error
+    assert seen[-1] == Progress(chunks, chunks, phase="embedding")
+    assert "# Pets" not in embedder.texts[0] and "Pets" in " ".join(embedder.texts)  # heading
+    # No word of the question is in the passage: only its vector finds it.
+    (hit, *_) = index.search(["Docs"], "feline", 3)
+    assert hit.path.endswith("cat.md") and index.search_note == ""
+    index.embedder = None
+    assert index.search(["Docs"], "feline", 3) == []  # full text alone
+    # A file that goes takes its vectors with it; a re-index embeds nothing new.
+    (docs / "cat.md").unlink()
+    report = Indexer(index, "Docs", embedder=embedder).run()
+    assert report.removed == 1 and report.embedded == 0
+    assert index.vector_count("Docs") == index.stats("Docs").chunks
+    index.set_embed_model("Docs", "/models/other.gguf")  # another model: its vectors go
+    assert index.vector_count("Docs") == 0
+
+
+def test_a_failing_embedder_is_reported_kept_and_caught_up(tmp_path: Path) -> None:
+    index, _docs = collection(tmp_path, None)
+    report = Indexer(index, "Docs", embedder=WordEmbedder(fail_after=0)).run()
+    assert report.added == 3 and "the engine stopped" in report.embed_error
+    assert "the engine stopped" in index.collection("Docs").embed_error
+    assert index.search(["Docs"], "windowsill", 3)  # full text still answers
+    again = Indexer(index, "Docs", embedder=WordEmbedder()).run()
+    assert again.embedded == index.stats("Docs").chunks and not again.embed_error
+    assert index.collection("Docs").embed_error == ""
+    wrong = Indexer(index, "Docs", embedder=WordEmbedder("/models/else.gguf")).run()
+    assert "not the collection's words.gguf" in wrong.embed_error
+    none = Indexer(index, "Docs").run()
+    assert "No embedding model was loaded" in none.embed_error
+
+
+def test_a_question_that_cannot_be_embedded_is_searched_in_full_text(tmp_path: Path) -> None:
+    embedder = WordEmbedder()
+    index, _docs = collection(tmp_path, embedder)
+    Indexer(index, "Docs", embedder=embedder).run()
+    embedder.fail_after = 0
+    (hit,) = index.search(["Docs"], "windowsill", 3)
+    assert hit.path.endswith("cat.md") and "could not be embedded" in index.search_note
+
+
+def test_without_the_extension_vectors_are_off_and_said_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors, "driver", lambda: (sqlite3, vectors.NOT_LOADABLE))
+    index = SqliteFtsIndex(embedder=WordEmbedder())
+    assert index.vectors_off == vectors.NOT_LOADABLE
+    index.create_collection("Docs", [str(folder(tmp_path))], embed_model="/models/words.gguf")
+    report = Indexer(index, "Docs", embedder=WordEmbedder()).run()
+    assert report.added == 3 and report.embed_error == vectors.NOT_LOADABLE
+    assert index.search(["Docs"], "windowsill", 3)
+    assert index.search_note == vectors.NOT_LOADABLE
+
+
+def test_a_v1_index_is_migrated_with_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    conn = sqlite3.connect(path)
+    for statement in statements(schema.V1_SQL):
+        conn.execute(statement)
+    conn.execute("INSERT INTO collections (name, roots, created_at) VALUES ('Old', '[]', 0)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    index = SqliteFtsIndex(path)
+    assert index.collection("Old").embed_model == "" and index.vector_count("Old") == 0
+    assert (tmp_path / "k.db.bak-v1").exists()
+    index.close()
