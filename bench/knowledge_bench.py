@@ -15,10 +15,10 @@
                               files on its worker thread, measured by a 5 ms QTimer probe
   knowledge_gui_add_folder_ms  the GUI thread's time for Add folder (the run is off it)
 `--quick` uses tiny counts (tests/integration/test_bench.py): its figures mean nothing.
-The embedded figure indexes `--embed-files N` files (default 100) and scales the time to 1,000
+The embedded figure indexes `--embed-files N` files (default 10) and scales the time to 1,000
 (`knowledge_index_embedded_files` says how many were indexed): 10 MB is ~2.5 M tokens, which
 the bundled model embeds at prompt-reading speed, over an hour on two cores. `--documents N`
-sets how many documents the recall figures ask about (default 500).
+sets how many documents the recall figures ask about (default 40: each is embedded).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def main() -> int:
     def option(name: str, default: int) -> int:
         return int(args[args.index(name) + 1]) if name in args else default
 
-    embed_files, documents_asked = option("--embed-files", 100), option("--documents", 500)
+    embed_files, documents_asked = option("--embed-files", 10), option("--documents", 40)
     os.environ.setdefault("INGLENOOK_HOME", tempfile.mkdtemp())
     model = paths.bundled_model_path()
     assert model is not None, "the bundled model is missing: run `make setup`"
