@@ -102,6 +102,12 @@ class GenerationRequest:
     # The reply's shape, enforced by a grammar while sampling (never by hope): "" free text,
     # JSON_OBJECT any JSON object, else a JSON Schema (its JSON text) the reply must match.
     reply_format: str = ""
+    # OpenAI's logit_bias: (token id, value added to its logit), applied before every other
+    # sampler. The ids are the loaded model's; the engine refuses one outside its vocabulary.
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    # -1: no log-probabilities; 0..MAX_TOP_LOGPROBS: each chosen token's, with that many of
+    # the most likely alternatives (protocol.Logprobs events, before the Delta of their text).
+    logprobs: int = -1
 
 
 JSON_OBJECT = "json"  # GenerationRequest.reply_format: any JSON object

@@ -46,3 +46,26 @@ class Finish:
     # For "error": the conversation does not fit the context (its overflow policy is "stop",
     # or even its newest message is too long), so the window can offer what to do.
     context_full: bool = False
+
+
+MAX_TOP_LOGPROBS = 20  # alternatives a token's log-probability may come with, as OpenAI
+
+
+@dataclass(frozen=True)
+class TokenOdds:
+    """A token and its log-probability under the model's whole distribution at that step
+    (a log-softmax of the raw logits: before logit bias, penalties, temperature or
+    truncation). `utf8` is the token's bytes, which may be part of a character: `text` is
+    them read with replacement characters."""
+
+    text: str
+    logprob: float
+    utf8: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """A token the reply chose, and the `top` most likely tokens at that step (best first)."""
+
+    chosen: TokenOdds
+    top: tuple[TokenOdds, ...] = ()

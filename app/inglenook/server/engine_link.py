@@ -61,6 +61,8 @@ class Ask:
     enable_thinking: bool | None = None
     reasoning_effort: str = ""
     reply_format: str = ""  # GenerationRequest.reply_format
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    logprobs: int = -1
 
 
 class Reply:
@@ -178,7 +180,8 @@ class EngineLink:
                                         enable_thinking=ask.enable_thinking,
                                         reasoning_effort=ask.reasoning_effort,
                                         principal=ask.principal,
-                                        reply_format=ask.reply_format)
+                                        reply_format=ask.reply_format,
+                                        logit_bias=ask.logit_bias, logprobs=ask.logprobs)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,
                       dropped=functools.partial(self._end, reply, choice,

@@ -65,7 +65,8 @@ class Serving:
                                group=group, n=call.n, keep_alive=call.keep_alive,
                                tools=call.tools, enable_thinking=call.enable_thinking,
                                reasoning_effort=call.reasoning_effort,
-                               reply_format=call.reply_format))
+                               reply_format=call.reply_format, logit_bias=call.logit_bias,
+                               logprobs=call.logprobs))
         return ReplyResponse(link, reply, call, fmt(model), self.board, group)
 
     def _check_vision(self, call: ApiCall, group: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from inglenook.core.replies import Stats
+from inglenook.core.replies import Stats, TokenLogprob, TokenOdds
 from inglenook.server.errors import ApiError
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.tools.formats import ToolCall
@@ -35,6 +35,18 @@ def usage(stats: Stats | list[Stats] | None) -> dict[str, Any]:
             # OpenAI's name for prompt tokens reused from the cache (the KV cache here): only
             # ever the caller's own, see engine/kv_reuse.py.
             "prompt_tokens_details": {"cached_tokens": every[0].cached_tokens if every else 0}}
+
+
+def odds_json(odds: TokenOdds) -> dict[str, Any]:
+    return {"token": odds.text, "logprob": odds.logprob, "bytes": list(odds.utf8)}
+
+
+def logprobs_json(tokens: list[TokenLogprob] | None) -> dict[str, Any] | None:
+    """Chat's `logprobs` object: each chosen token with its `top_logprobs`."""
+    if tokens is None:
+        return None
+    return {"content": [{**odds_json(t.chosen), "top_logprobs": [odds_json(o) for o in t.top]}
+                        for t in tokens], "refusal": None}
 
 
 def compact(data: dict[str, Any]) -> str:
@@ -74,6 +86,10 @@ class Format:
         """The whole reply: one object for every choice."""
         raise NotImplementedError
 
+    def logprobs(self, index: int, tokens: tuple[TokenLogprob, ...]) -> None:
+        """Log-probabilities of tokens whose text comes next (a dialect that sends them
+        keeps them for the choice's next chunk)."""
+
     def begin(self) -> list[bytes]:
         """What a stream opens with, sent with its first event."""
         return []
@@ -105,10 +121,11 @@ class ChatFormat(Format):
         super().__init__(model)
         self._opened: set[int] = set()
         self._calls: dict[int, int] = {}  # calls streamed so far, per choice
+        self._logprobs: dict[int, list[TokenLogprob]] = {}  # not sent yet, per choice
 
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         return {**self._head(self.object_name), "choices": [{
-            "index": i, "message": self._message(c), "logprobs": None,
+            "index": i, "message": self._message(c), "logprobs": logprobs_json(c.logprobs),
             "finish_reason": self._finish(c)} for i, c in enumerate(choices)],
             "usage": usage(stats)}
 
@@ -137,6 +154,9 @@ class ChatFormat(Format):
         return [*self._open(index, bool(deltas)), *(sse(self._chunk(d, None, index))
                                                     for d in deltas)]
 
+    def logprobs(self, index: int, tokens: tuple[TokenLogprob, ...]) -> None:
+        self._logprobs.setdefault(index, []).extend(tokens)
+
     def _call_delta(self, index: int, call: ToolCall) -> dict[str, Any]:
         k = self._calls.get(index, 0)
         self._calls[index] = k + 1
@@ -159,7 +179,8 @@ class ChatFormat(Format):
 
     def _chunk(self, delta: dict[str, Any], finish: str | None, index: int) -> dict[str, Any]:
         return {**self._head(self.chunk_name), "choices": [{
-            "index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+            "index": index, "delta": delta, "logprobs": logprobs_json(
+                self._logprobs.pop(index, None)), "finish_reason": finish}]}
 
 
 class CompletionFormat(Format):

@@ -42,6 +42,8 @@ def finish_error(finish: Finish) -> ApiError:
         return ApiError(503, message, param="model", code="model_not_loaded")
     if message.startswith("The engine failed") or not message:
         return ApiError(500, message or "The engine failed.", code="engine_error")
+    if message.startswith("'logit_bias'"):
+        return ApiError(400, message, param="logit_bias", code="invalid_value")
     if "the context holds" in message:
         return ApiError(400, message, param="messages", code="context_length_exceeded")
     return ApiError(400, message)  # the chat template refused this conversation
@@ -85,7 +87,8 @@ class ReplyResponse:
         """Made at the reply's first event: by then a model the request named is loaded."""
         info = self.link.model_info(self.group)
         return [ChoiceReader(info, bool(self.call.tools), self.call.parallel_tool_calls,
-                             self.fmt.split) for _ in self.reply.request_ids]
+                             self.fmt.split, self.call.logprobs >= 0)
+                for _ in self.reply.request_ids]
 
     async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
         readers: list[ChoiceReader] = []
@@ -95,6 +98,10 @@ class ReplyResponse:
             readers = readers or self._readers()
             if isinstance(event, p.Delta):
                 readers[choice].feed(event.text)
+            elif isinstance(event, p.Logprobs):
+                held = readers[choice].choice.logprobs
+                if held is not None:
+                    held += event.tokens
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):
@@ -140,6 +147,8 @@ class ReplyResponse:
             if isinstance(event, p.Delta) and event.text:
                 for part in reader.feed(event.text):
                     await body(self.fmt.event(choice, part))
+            elif isinstance(event, p.Logprobs) and reader.choice.logprobs is not None:
+                self.fmt.logprobs(choice, event.tokens)  # sent with the choice's next chunk
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):

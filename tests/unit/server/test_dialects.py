@@ -124,7 +124,7 @@ def test_without_tools_the_markup_is_text_and_tool_choice_none_offers_none(
     ({"tool_choice": "required", "tools": [WEATHER]}, "tool_choice"),
     ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}},
       "tools": [WEATHER]}, "tool_choice"),
-    ({"logit_bias": {"15": 100}}, "logit_bias"),
+    ({"logit_bias": {"15": 100.5}}, "logit_bias.15"),
     ({"reasoning_effort": "high"}, "reasoning_effort"),
     ({"frobnicate": 1}, "frobnicate"),
     ({"tools": [{"type": "function", "function": {"name": "no spaces"}}]},

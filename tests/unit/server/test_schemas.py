@@ -83,7 +83,11 @@ def test_seeds_of_any_size_fit_llama_cpp() -> None:
     ({"stop": [1]}, "stop"),
     ({"stop": ["x"] * 33}, "stop"),
     ({"n": 9}, "n"), ({"n": 0}, "n"), ({"keep_alive": "soon"}, "keep_alive"),
-    ({"logprobs": True}, "logprobs"),
+    ({"logprobs": 1}, "logprobs"),
+    ({"top_logprobs": 21, "logprobs": True}, "top_logprobs"),
+    ({"logit_bias": {"15": 101}}, "logit_bias.15"),
+    ({"logit_bias": {"hello": 1}}, "logit_bias"),
+    ({"logit_bias": [1]}, "logit_bias"),
     ({"response_format": {"type": "xml"}}, "response_format.type"),
     ({"response_format": {"type": "json_schema", "json_schema": {"schema": []}}},
      "response_format.json_schema.schema"),
@@ -152,6 +156,15 @@ def test_bad_completion_requests_are_refused(fields: dict[str, Any], param: str)
     assert refused(fields, parse_completion).param == param
 
 
+def test_logit_bias_and_logprobs_cross_as_typed_values() -> None:
+    call = parse_chat(chat(logit_bias={"15": -100, "7": 2.5}, logprobs=True, top_logprobs=3))
+    assert call.logit_bias == ((15, -100.0), (7, 2.5)) and call.logprobs == 3
+    assert parse_chat(chat(logprobs=True)).logprobs == 0
+    assert parse_chat(chat(logprobs=False)).logprobs == -1
+    assert parse_completion({"prompt": "x", "logit_bias": {"3": 1}}).logit_bias == ((3, 1.0),)
+    assert refused({"prompt": "x", "top_logprobs": 2}, parse_completion).param == "top_logprobs"
+
+
 def test_a_completion_prompt_is_one_user_turn() -> None:
     call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4})
     assert call.messages == (Message("user", "Once upon"),)
@@ -188,7 +201,6 @@ def test_reasoning_switches() -> None:
 
 
 @pytest.mark.parametrize(("fields", "param"), [
-    ({"logit_bias": {"1": 5}}, "logit_bias"),
     ({"top_logprobs": 3}, "top_logprobs"),
     ({"store": True}, "store"),
     ({"functions": []}, "functions"),

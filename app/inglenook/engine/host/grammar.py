@@ -74,3 +74,14 @@ def _unenforced(schema: Any, depth: int = 0) -> list[str]:
         if isinstance(schema.get(key), dict):
             found += _unenforced(schema[key], depth + 1)
     return found
+
+
+class BiasError(ValueError):
+    """A logit bias for a token the model does not have (OpenAI's ids are the model's)."""
+
+
+def check_biases(logit_bias: tuple[tuple[int, float], ...], n_vocab: int) -> None:
+    outside = [t for t, _ in logit_bias if not 0 <= t < n_vocab]
+    if outside:
+        raise BiasError(f"'logit_bias' names token {outside[0]}, but this model's vocabulary "
+                        f"has tokens 0 to {n_vocab - 1}.")

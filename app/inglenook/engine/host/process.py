@@ -32,7 +32,7 @@ from inglenook.core.replies import Finish
 from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.batch import BatchLoop
-from inglenook.engine.host.grammar import GrammarError, grammar_for
+from inglenook.engine.host.grammar import BiasError, GrammarError, check_biases, grammar_for
 from inglenook.engine.host.jobs import run_quantize, run_tune
 from inglenook.engine.host.llama import (
     Sampler,
@@ -215,13 +215,14 @@ class EngineHost:
             self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
             return
         try:
+            check_biases(request.logit_bias, self.loaded.model.n_vocab)
             grammar = grammar_for(request.reply_format)
             prompt, tokens, fit = self._fit(self.loaded, request)
             failure = None if tokens else Finish(
                 "error", "The chat template produced an empty prompt.")
         except ContextOverflow as exc:
             failure = Finish("error", str(exc), context_full=True)
-        except (TemplateError, ImageError, GrammarError) as exc:
+        except (TemplateError, ImageError, GrammarError, BiasError) as exc:
             failure = Finish("error", str(exc))
         except Exception as exc:  # the reply fails; the host and the model stay up
             failure = Finish("error", f"The engine failed: {exc}")
@@ -269,7 +270,8 @@ class EngineHost:
         request, tokens, fit = waiting.request, waiting.tokens, waiting.fit
         sp = request.sampling
         seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
-        sampler = Sampler(loaded.model, sp, seed, waiting.grammar)  # first: it may refuse
+        sampler = Sampler(loaded.model, sp, seed, waiting.grammar,  # first: it may refuse
+                          request.logit_bias, request.logprobs)
         key = scoped(request.principal, request.conversation)
         try:
             slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
