@@ -69,6 +69,18 @@ class Message:
 
 
 @dataclass(frozen=True)
+class ForcedCall:
+    """OpenAI's `tool_choice` "required" (`name` "": any offered tool) or a named function:
+    the reply is a call, by a grammar made from the tools' schemas in the model's call format
+    (engine/host/tool_grammar.py). `parallel` False: exactly one call. `strict`: the functions
+    whose schema must be enforced whole (a keyword a grammar cannot enforce is refused)."""
+
+    name: str = ""
+    parallel: bool = True
+    strict: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """One reply to generate. `messages` is the whole conversation the model should see.
 
@@ -108,6 +120,8 @@ class GenerationRequest:
     # -1: no log-probabilities; 0..MAX_TOP_LOGPROBS: each chosen token's, with that many of
     # the most likely alternatives (protocol.Logprobs events, before the Delta of their text).
     logprobs: int = -1
+    # A call the reply must be (tool_choice "required" or named), or None: the model chooses.
+    forced_call: ForcedCall | None = None
 
 
 JSON_OBJECT = "json"  # GenerationRequest.reply_format: any JSON object

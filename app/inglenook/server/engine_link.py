@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inglenook.core.load import ModelInfo
-from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.messages import ForcedCall, GenerationRequest, Message
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
@@ -63,6 +63,7 @@ class Ask:
     reply_format: str = ""  # GenerationRequest.reply_format
     logit_bias: tuple[tuple[int, float], ...] = ()
     logprobs: int = -1
+    forced_call: ForcedCall | None = None
 
 
 class Reply:
@@ -181,7 +182,8 @@ class EngineLink:
                                         reasoning_effort=ask.reasoning_effort,
                                         principal=ask.principal,
                                         reply_format=ask.reply_format,
-                                        logit_bias=ask.logit_bias, logprobs=ask.logprobs)
+                                        logit_bias=ask.logit_bias, logprobs=ask.logprobs,
+                                        forced_call=ask.forced_call)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,
                       dropped=functools.partial(self._end, reply, choice,

@@ -66,7 +66,7 @@ class Serving:
                                tools=call.tools, enable_thinking=call.enable_thinking,
                                reasoning_effort=call.reasoning_effort,
                                reply_format=call.reply_format, logit_bias=call.logit_bias,
-                               logprobs=call.logprobs))
+                               logprobs=call.logprobs, forced_call=call.forced_call))
         return ReplyResponse(link, reply, call, fmt(model), self.board, group)
 
     def _check_vision(self, call: ApiCall, group: str) -> None:

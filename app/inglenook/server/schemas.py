@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, ForcedCall, ImageRef, Message, ToolCallTurn
 from inglenook.core.replies import MAX_TOP_LOGPROBS
 from inglenook.core.sampling import MAX_STOP_LENGTH, MAX_STOP_STRINGS, SPECS, SamplingParams
 from inglenook.server.errors import ApiError
@@ -83,6 +83,7 @@ class ApiCall:
     reply_format: str = ""  # GenerationRequest.reply_format: "", JSON_OBJECT or a JSON schema
     logit_bias: tuple[tuple[int, float], ...] = ()  # GenerationRequest.logit_bias
     logprobs: int = -1  # GenerationRequest.logprobs: -1 none, else that many alternatives
+    forced_call: ForcedCall | None = None  # GenerationRequest.forced_call
 
 
 def parse_chat(data: Any) -> ApiCall:
@@ -93,7 +94,10 @@ def parse_chat(data: Any) -> ApiCall:
     reply_format = openai_reply_format(body.get("response_format"))
     if body.get("modalities") not in (None, ["text"]):
         raise ApiError(400, "Only text replies are supported.", param="modalities")
-    tools = openai_tool_choice(body.get("tool_choice"), openai_tools(body.get("tools")))
+    strict: list[str] = []
+    parallel = boolean(body, "parallel_tool_calls", default=True)
+    tools, forced = openai_tool_choice(body.get("tool_choice"),
+                                       openai_tools(body.get("tools"), strict), strict, parallel)
     effort = text(body, "reasoning_effort", 16)
     if effort and effort not in EFFORTS:
         raise ApiError(400, f"'reasoning_effort' must be one of {', '.join(EFFORTS)}.",
@@ -105,7 +109,7 @@ def parse_chat(data: Any) -> ApiCall:
     call = _call(body, messages, max_tokens, default_max=-1)
     return ApiCall(**{**call.__dict__, "tools": tools, "reasoning_effort": effort,
                       "reply_format": reply_format, "logprobs": chat_logprobs(body),
-                      "parallel_tool_calls": boolean(body, "parallel_tool_calls", default=True),
+                      "parallel_tool_calls": parallel, "forced_call": forced,
                       "enable_thinking": thinking, "thinking_field": field})
 
 

@@ -9,6 +9,7 @@ before any text (a prompt longer than the context, no model) still gets its prop
 from __future__ import annotations
 
 import logging
+import re
 
 import anyio
 from starlette.responses import JSONResponse
@@ -25,6 +26,7 @@ from inglenook.server.schemas import ApiCall
 from inglenook.server.status import StatusBoard
 
 log = logging.getLogger(__name__)
+_PARAM = re.compile(r"^'([A-Za-z_][\w.\[\]]*)'")
 SSE_HEADERS = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 
 
@@ -42,8 +44,9 @@ def finish_error(finish: Finish) -> ApiError:
         return ApiError(503, message, param="model", code="model_not_loaded")
     if message.startswith("The engine failed") or not message:
         return ApiError(500, message or "The engine failed.", code="engine_error")
-    if message.startswith("'logit_bias'"):
-        return ApiError(400, message, param="logit_bias", code="invalid_value")
+    named = _PARAM.match(message)  # the engine's refusal of a field, named first
+    if named:
+        return ApiError(400, message, param=named[1])
     if "the context holds" in message:
         return ApiError(400, message, param="messages", code="context_length_exceeded")
     return ApiError(400, message)  # the chat template refused this conversation

@@ -121,9 +121,11 @@ def test_without_tools_the_markup_is_text_and_tool_choice_none_offers_none(
 
 
 @pytest.mark.parametrize(("fields", "param"), [
-    ({"tool_choice": "required", "tools": [WEATHER]}, "tool_choice"),
-    ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}},
-      "tools": [WEATHER]}, "tool_choice"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": {"type": "function", "function": {"name": "get_time"}},
+      "tools": [WEATHER]}, "tool_choice.function.name"),
+    ({"tools": [{**WEATHER, "function": {**WEATHER["function"], "strict": True}}]},
+     "tools[0].function.strict"),
     ({"logit_bias": {"15": 100.5}}, "logit_bias.15"),
     ({"reasoning_effort": "high"}, "reasoning_effort"),
     ({"frobnicate": 1}, "frobnicate"),

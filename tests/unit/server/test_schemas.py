@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inglenook.core.messages import Message, ToolCallTurn
+from inglenook.core.messages import ForcedCall, Message, ToolCallTurn
 from inglenook.server.errors import ApiError
 from inglenook.server.schemas import (
     COMPLETION_MAX_TOKENS,
@@ -165,6 +165,16 @@ def test_logit_bias_and_logprobs_cross_as_typed_values() -> None:
     assert refused({"prompt": "x", "top_logprobs": 2}, parse_completion).param == "top_logprobs"
 
 
+def test_tool_choice_required_or_named_forces_a_call() -> None:
+    spec = {"type": "function", "function": {"name": "add", "strict": True}}
+    call = parse_chat(chat(tools=[spec], tool_choice="required", parallel_tool_calls=False))
+    assert call.forced_call == ForcedCall("", False, ("add",))
+    named = parse_chat(chat(tools=[spec], tool_choice={"type": "function",
+                                                       "function": {"name": "add"}}))
+    assert named.forced_call == ForcedCall("add", True, ("add",))
+    assert parse_chat(chat(tools=[{**spec, "function": {"name": "add"}}])).forced_call is None
+
+
 def test_a_completion_prompt_is_one_user_turn() -> None:
     call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4})
     assert call.messages == (Message("user", "Once upon"),)
@@ -205,6 +215,8 @@ def test_reasoning_switches() -> None:
     ({"store": True}, "store"),
     ({"functions": []}, "functions"),
     ({"tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": {"type": "function"}, "tools": [{"type": "function", "function": {
+        "name": "f"}}]}, "tool_choice.function"),
     ({"tool_choice": "sometimes"}, "tool_choice"),
     ({"tools": [{"type": "code_interpreter"}]}, "tools[0].type"),
     ({"tools": "add"}, "tools"),

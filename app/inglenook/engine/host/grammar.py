@@ -38,7 +38,7 @@ def grammar_for(reply_format: str) -> str:
         schema = json.loads(reply_format)
     except ValueError:
         raise GrammarError("The JSON schema is not JSON.") from None
-    problems = sorted(set(_unenforced(schema)))
+    problems = sorted(set(unenforced(schema)))
     if problems:
         raise GrammarError("The JSON schema cannot be turned into a grammar: "
                            f"{', '.join(problems)} cannot be enforced while sampling.")
@@ -49,7 +49,7 @@ def grammar_for(reply_format: str) -> str:
         raise GrammarError(f"The JSON schema cannot be turned into a grammar: {exc}") from None
 
 
-def _unenforced(schema: Any, depth: int = 0) -> list[str]:
+def unenforced(schema: Any, depth: int = 0) -> list[str]:
     """The keywords of `schema` that no grammar would enforce, and remote $refs (nothing is
     fetched)."""
     if isinstance(schema, bool) or depth > 64:
@@ -65,14 +65,14 @@ def _unenforced(schema: Any, depth: int = 0) -> list[str]:
     for key in _SCHEMA_MAPS:
         if isinstance(schema.get(key), dict):
             for sub in schema[key].values():
-                found += _unenforced(sub, depth + 1)
+                found += unenforced(sub, depth + 1)
     for key in _SCHEMA_LISTS:
         if isinstance(schema.get(key), list):
             for sub in schema[key]:
-                found += _unenforced(sub, depth + 1)
+                found += unenforced(sub, depth + 1)
     for key in ("items", "additionalProperties"):
         if isinstance(schema.get(key), dict):
-            found += _unenforced(schema[key], depth + 1)
+            found += unenforced(schema[key], depth + 1)
     return found
 
 

@@ -32,17 +32,13 @@ from inglenook.core.replies import Finish
 from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.batch import BatchLoop
-from inglenook.engine.host.grammar import BiasError, GrammarError, check_biases, grammar_for
+from inglenook.engine.host.grammar import BiasError, GrammarError, check_biases
 from inglenook.engine.host.jobs import run_quantize, run_tune
-from inglenook.engine.host.llama import (
-    Sampler,
-    abort_callback,
-    gpu_memory,
-    gpu_offload_supported,
-)
+from inglenook.engine.host.llama import Sampler, abort_callback, gpu_memory, gpu_offload_supported
 from inglenook.engine.host.loading import LoadedModel, LoadFailure, load
 from inglenook.engine.host.machine import physical_cores
 from inglenook.engine.host.sequences import Sequence
+from inglenook.engine.host.tool_grammar import reply_grammar
 from inglenook.engine.host.vision import ImageError, spans_of
 from inglenook.engine.kv_reuse import principal_of, scoped
 from inglenook.engine.kv_states import common_prefix, pack
@@ -216,7 +212,7 @@ class EngineHost:
             return
         try:
             check_biases(request.logit_bias, self.loaded.model.n_vocab)
-            grammar = grammar_for(request.reply_format)
+            grammar = reply_grammar(request, self.loaded.info)
             prompt, tokens, fit = self._fit(self.loaded, request)
             failure = None if tokens else Finish(
                 "error", "The chat template produced an empty prompt.")
