@@ -69,6 +69,16 @@ class Message:
 
 
 @dataclass(frozen=True)
+class RawPrompt:
+    """A plain completion (OpenAI's /v1/completions): `prefix` continued as it is, with no
+    chat template, read as plain text (it cannot produce control tokens). With a `suffix`,
+    the reply fills in between: fill-in-the-middle, with the model's FIM tokens."""
+
+    prefix: str
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
 class ForcedCall:
     """OpenAI's `tool_choice` "required" (`name` "": any offered tool) or a named function:
     the reply is a call, by a grammar made from the tools' schemas in the model's call format
@@ -122,6 +132,9 @@ class GenerationRequest:
     logprobs: int = -1
     # A call the reply must be (tool_choice "required" or named), or None: the model chooses.
     forced_call: ForcedCall | None = None
+    # A plain completion of a text instead of the conversation (`messages` is then that text
+    # as one user turn, for the context budget); None: the chat template renders `messages`.
+    raw: RawPrompt | None = None
 
 
 JSON_OBJECT = "json"  # GenerationRequest.reply_format: any JSON object

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inglenook.core.load import ModelInfo
-from inglenook.core.messages import ForcedCall, GenerationRequest, Message
+from inglenook.core.messages import ForcedCall, GenerationRequest, Message, RawPrompt
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
@@ -64,6 +64,7 @@ class Ask:
     logit_bias: tuple[tuple[int, float], ...] = ()
     logprobs: int = -1
     forced_call: ForcedCall | None = None
+    raw: RawPrompt | None = None
 
 
 class Reply:
@@ -183,7 +184,7 @@ class EngineLink:
                                         principal=ask.principal,
                                         reply_format=ask.reply_format,
                                         logit_bias=ask.logit_bias, logprobs=ask.logprobs,
-                                        forced_call=ask.forced_call)
+                                        forced_call=ask.forced_call, raw=ask.raw)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,
                       dropped=functools.partial(self._end, reply, choice,

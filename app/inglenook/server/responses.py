@@ -73,6 +73,7 @@ class Format:
     id_prefix = ""
     media_type = "text/event-stream; charset=utf-8"
     split = True
+    echo = ""  # a completion's prompt, sent back before its text (`echo`)
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -184,31 +185,67 @@ class ChatFormat(Format):
 
 
 class CompletionFormat(Format):
+    """Legacy completions: `logprobs` as tokens, token_logprobs, top_logprobs (token →
+    logprob) and text_offset (where each token starts in the text sent back)."""
+
     object_name, chunk_name, id_prefix = "text_completion", "text_completion", "cmpl"
     split = False  # the model's text as it wrote it
 
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self._logprobs: dict[int, list[TokenLogprob]] = {}  # not sent yet, per choice
+        self._offsets: dict[int, int] = {}  # text sent so far, per choice (echo included)
+
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         return {**self._head(self.object_name), "choices": [{
-            "index": i, "text": c.text, "logprobs": None,
+            "index": i, "text": self.echo + c.text,
+            "logprobs": self._legacy(i, c.logprobs),
             "finish_reason": FINISH_REASONS[c.finish]} for i, c in enumerate(choices)],
             "usage": usage(stats)}
+
+    def logprobs(self, index: int, tokens: tuple[TokenLogprob, ...]) -> None:
+        self._logprobs.setdefault(index, []).extend(tokens)
+
+    def _legacy(self, index: int, tokens: list[TokenLogprob] | None) -> dict[str, Any] | None:
+        if tokens is None:
+            return None
+        at = self._offsets.setdefault(index, len(self.echo))
+        offsets = []
+        for t in tokens:
+            offsets.append(at)
+            at += len(t.chosen.text)
+        self._offsets[index] = at
+        return {"tokens": [t.chosen.text for t in tokens],
+                "token_logprobs": [t.chosen.logprob for t in tokens],
+                "top_logprobs": [{o.text: o.logprob for o in t.top} for t in tokens],
+                "text_offset": offsets}
 
     def event(self, index: int, event: ReaderEvent) -> list[bytes]:
         if isinstance(event, CallParsed) or not event.text:
             return []
-        return [sse(self._chunk(event.text, None, index))]
+        return [*self._echo(index), sse(self._chunk(event.text, None, index))]
 
     def end(self, index: int, choice: Choice) -> list[bytes]:
-        return [sse(self._chunk("", FINISH_REASONS[choice.finish], index))]
+        return [*self._echo(index), sse(self._chunk("", FINISH_REASONS[choice.finish], index))]
+
+    def _echo(self, index: int) -> list[bytes]:
+        """The prompt, once per choice, before its first text."""
+        if not self.echo or index in self._offsets:
+            return []
+        self._offsets[index] = len(self.echo)
+        return [sse(self._chunk(self.echo, None, index, logprobs=False))]
 
     def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
         last = ([sse({**self._head(self.chunk_name), "choices": [], "usage": usage(stats)})]
                 if include_usage else [])
         return [*last, sse("[DONE]")]
 
-    def _chunk(self, text: str, finish: str | None, index: int) -> dict[str, Any]:
+    def _chunk(self, text: str, finish: str | None, index: int,
+               logprobs: bool = True) -> dict[str, Any]:
+        held = self._logprobs.pop(index, None) if logprobs else None
         return {**self._head(self.chunk_name), "choices": [{
-            "index": index, "text": text, "logprobs": None, "finish_reason": finish}]}
+            "index": index, "text": text, "logprobs": self._legacy(index, held),
+            "finish_reason": finish}]}
 
 
 def models_list(names: list[str], created: int) -> dict[str, Any]:

@@ -14,7 +14,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inglenook.core.messages import JSON_OBJECT, ForcedCall, ImageRef, Message, ToolCallTurn
+from inglenook.core.messages import (
+    JSON_OBJECT,
+    ForcedCall,
+    ImageRef,
+    Message,
+    RawPrompt,
+    ToolCallTurn,
+)
 from inglenook.core.replies import MAX_TOP_LOGPROBS
 from inglenook.core.sampling import MAX_STOP_LENGTH, MAX_STOP_STRINGS, SPECS, SamplingParams
 from inglenook.server.errors import ApiError
@@ -39,6 +46,7 @@ __all__ = ["API_SAMPLING", "ApiCall", "parse_chat", "parse_completion", "parse_j
 ROLES = ("system", "user", "assistant", "tool")
 MAX_USER_LENGTH = 64
 MAX_LOGIT_BIASES = 1024
+MAX_COMPLETION_LOGPROBS = 5  # as OpenAI's legacy completions
 MAX_CHOICES = 8  # `n`: that many sequences of one prompt, decoded side by side
 MAX_KEEP_ALIVE_S = 7 * 24 * 3600
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -84,6 +92,8 @@ class ApiCall:
     logit_bias: tuple[tuple[int, float], ...] = ()  # GenerationRequest.logit_bias
     logprobs: int = -1  # GenerationRequest.logprobs: -1 none, else that many alternatives
     forced_call: ForcedCall | None = None  # GenerationRequest.forced_call
+    raw: RawPrompt | None = None  # GenerationRequest.raw: a plain completion
+    echo: bool = False  # the prompt comes back before the completion
 
 
 def parse_chat(data: Any) -> ApiCall:
@@ -114,8 +124,8 @@ def parse_chat(data: Any) -> ApiCall:
 
 
 def parse_completion(data: Any) -> ApiCall:
-    """The prompt goes to the model as one user turn: the engine takes conversations, always
-    through the chat template (see the README's API section)."""
+    """A raw completion: the prompt continued as it is, no chat template (core RawPrompt);
+    with `suffix`, filled in between. Legacy `logprobs` is a count of alternatives (0..5)."""
     body = obj(data)
     only_known(body, COMPLETION_FIELDS)
     prompt = body.get("prompt")
@@ -124,17 +134,19 @@ def parse_completion(data: Any) -> ApiCall:
     if not isinstance(prompt, str):
         raise ApiError(400, "'prompt' must be a string (one prompt per request).",
                        param="prompt")
-    if body.get("echo"):
-        raise ApiError(400, "'echo' is not supported.", param="echo")
-    if body.get("suffix"):
-        raise ApiError(400, "'suffix' is not supported.", param="suffix")
-    if body.get("logprobs") is not None:
-        raise ApiError(400, "'logprobs' is not supported on /v1/completions yet.",
+    suffix = text(body, "suffix", 10**7)
+    echo = boolean(body, "echo")
+    logprobs = number(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS, integer=True)
+    if echo and logprobs is not None:
+        raise ApiError(400, "'logprobs' with 'echo' would need the prompt's own "
+                       "log-probabilities, which are not computed: leave one out.",
                        param="logprobs")
     if body.get("best_of") not in (None, 1):
         raise ApiError(400, "'best_of' must be 1.", param="best_of")
-    return _call(body, (Message("user", prompt),), "max_tokens",
+    call = _call(body, (Message("user", prompt + suffix),), "max_tokens",
                  default_max=COMPLETION_MAX_TOKENS)
+    return ApiCall(**{**call.__dict__, "raw": RawPrompt(prompt, suffix), "echo": echo,
+                      "logprobs": -1 if logprobs is None else int(logprobs)})
 
 
 def openai_reply_format(raw: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inglenook.core.messages import ForcedCall, Message, ToolCallTurn
+from inglenook.core.messages import ForcedCall, Message, RawPrompt, ToolCallTurn
 from inglenook.server.errors import ApiError
 from inglenook.server.schemas import (
     COMPLETION_MAX_TOKENS,
@@ -146,10 +146,12 @@ def test_the_body_must_be_an_object(data: Any) -> None:
     ({}, "prompt"),
     ({"prompt": ["a", "b"]}, "prompt"),
     ({"prompt": [1, 2, 3]}, "prompt"),
-    ({"prompt": "x", "echo": True}, "echo"),
-    ({"prompt": "x", "suffix": "y"}, "suffix"),
+    ({"prompt": "x", "echo": "yes"}, "echo"),
+    ({"prompt": "x", "suffix": 5}, "suffix"),
     ({"prompt": "x", "best_of": 3}, "best_of"),
-    ({"prompt": "x", "logprobs": 2}, "logprobs"),
+    ({"prompt": "x", "logprobs": 6}, "logprobs"),
+    ({"prompt": "x", "logprobs": True}, "logprobs"),
+    ({"prompt": "x", "logprobs": 2, "echo": True}, "logprobs"),
     ({"prompt": "x", "max_tokens": -5}, "max_tokens"),
 ])
 def test_bad_completion_requests_are_refused(fields: dict[str, Any], param: str) -> None:
@@ -175,9 +177,12 @@ def test_tool_choice_required_or_named_forces_a_call() -> None:
     assert parse_chat(chat(tools=[{**spec, "function": {"name": "add"}}])).forced_call is None
 
 
-def test_a_completion_prompt_is_one_user_turn() -> None:
-    call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4})
-    assert call.messages == (Message("user", "Once upon"),)
+def test_a_completion_is_a_raw_prompt() -> None:
+    call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4, "suffix": " end",
+                             "logprobs": 0})
+    assert call.raw == RawPrompt("Once upon", " end") and call.logprobs == 0
+    assert parse_completion({"prompt": "x", "echo": True}).echo
+    assert call.messages == (Message("user", "Once upon end"),)  # for the context budget
     assert call.sampling.max_tokens == 4
 
 

@@ -21,7 +21,12 @@ _SCHEMA_MAPS = ("properties", "$defs", "definitions")
 _SCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 
 
-class GrammarError(ValueError):
+class RequestRefused(ValueError):
+    """A request the engine cannot honour as asked: the reply fails with this message, which
+    starts with the API field at fault in quotes when there is one ('suffix' …)."""
+
+
+class GrammarError(RequestRefused):
     """A reply format that cannot become a grammar; the message says why."""
 
 
@@ -76,7 +81,7 @@ def unenforced(schema: Any, depth: int = 0) -> list[str]:
     return found
 
 
-class BiasError(ValueError):
+class BiasError(RequestRefused):
     """A logit bias for a token the model does not have (OpenAI's ids are the model's)."""
 
 

@@ -130,6 +130,10 @@ class Model:
         self.eos = int(llama_cpp.llama_vocab_eos(self.vocab))
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         self.vocab_type = int(llama_cpp.llama_vocab_type(self.vocab))
+        # Fill-in-the-middle: prefix, suffix and middle tokens (-1 where the vocabulary has none).
+        self.fim = (int(llama_cpp.llama_vocab_fim_pre(self.vocab)),
+                    int(llama_cpp.llama_vocab_fim_suf(self.vocab)),
+                    int(llama_cpp.llama_vocab_fim_mid(self.vocab)))
         # Recurrent state cannot be cut back to a shorter prefix (no speculation, no shift).
         self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)
                               or llama_cpp.llama_model_is_hybrid(self.ptr))
