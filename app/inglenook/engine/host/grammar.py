@@ -4,21 +4,9 @@ so a JSON reply parses and matches its schema whatever the model would rather wr
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from inglenook.core.messages import JSON_OBJECT
-
-# What llama-cpp-python's converter turns into grammar. Any other keyword (minimum, maximum,
-# uniqueItems, not…) would be dropped without a word, so a schema holding one is refused.
-_ENFORCED = frozenset({
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems",
-    "minItems", "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "$defs",
-    "definitions", "pattern", "format", "minLength", "maxLength"})
-_NOTES = frozenset({"title", "description", "default", "examples", "$schema", "$id",
-                    "$comment", "deprecated", "readOnly", "writeOnly"})
-_FORMATS = frozenset({"date", "time", "date-time", "uuid"})
-_SCHEMA_MAPS = ("properties", "$defs", "definitions")
-_SCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+from inglenook.core.reply_format import unenforced
 
 
 class RequestRefused(ValueError):
@@ -52,33 +40,6 @@ def grammar_for(reply_format: str) -> str:
     except (ValueError, KeyError, TypeError, AttributeError, AssertionError,
             RecursionError) as exc:
         raise GrammarError(f"The JSON schema cannot be turned into a grammar: {exc}") from None
-
-
-def unenforced(schema: Any, depth: int = 0) -> list[str]:
-    """The keywords of `schema` that no grammar would enforce, and remote $refs (nothing is
-    fetched)."""
-    if isinstance(schema, bool) or depth > 64:
-        return [] if depth <= 64 else ["nesting over 64 levels"]
-    if not isinstance(schema, dict):
-        return ["a schema that is not an object"]
-    found = [k for k in schema if k not in _ENFORCED and k not in _NOTES]
-    if schema.get("format") not in (None, *_FORMATS):
-        found.append(f"format {schema['format']!r}")
-    ref = schema.get("$ref")
-    if ref is not None and not (isinstance(ref, str) and ref.startswith("#")):
-        found.append("a $ref outside the schema (nothing is fetched)")
-    for key in _SCHEMA_MAPS:
-        if isinstance(schema.get(key), dict):
-            for sub in schema[key].values():
-                found += unenforced(sub, depth + 1)
-    for key in _SCHEMA_LISTS:
-        if isinstance(schema.get(key), list):
-            for sub in schema[key]:
-                found += unenforced(sub, depth + 1)
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            found += unenforced(schema[key], depth + 1)
-    return found
 
 
 class BiasError(RequestRefused):

@@ -20,7 +20,8 @@ from typing import Any
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import ForcedCall, GenerationRequest
 from inglenook.core.reasoning import ReasoningFormat
-from inglenook.engine.host.grammar import GrammarError, grammar_for, unenforced
+from inglenook.core.reply_format import unenforced
+from inglenook.engine.host.grammar import GrammarError, grammar_for
 
 FORCED_FORMATS = ("hermes", "llama")
 _HERMES_OPEN, _HERMES_CLOSE = json.dumps("<tool_call>\n"), json.dumps("\n</tool_call>")

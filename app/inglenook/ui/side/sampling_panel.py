@@ -23,6 +23,7 @@ from inglenook.core.load import LoadParams
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.load_section import LoadSection
+from inglenook.ui.side.reply_format_section import ReplyFormatSection
 from inglenook.ui.side.reply_section import ReplySection
 from inglenook.ui.widgets.controls import (
     SPIN_WIDTH,
@@ -87,6 +88,8 @@ class SamplingPanel(QWidget):
         column.addWidget(self._build_overflow_section())
         self.reply_section = ReplySection(self)  # the model's thinking switch, the chat's tools
         column.addWidget(self.reply_section)
+        self.reply_format_section = ReplyFormatSection(self)  # the chat's "Reply as JSON"
+        column.addWidget(self.reply_format_section)
         column.addWidget(self._build_sampling_section())
         self.load = LoadSection(self)
         self.load.changed.connect(self._on_load_edited)

@@ -57,6 +57,8 @@ class SideController(QObject):
         panel.reply_section.thinking_changed.connect(lambda on: self._chat_change(thinking=on))
         panel.reply_section.effort_changed.connect(
             lambda effort: self._chat_change(reasoning_effort=effort))
+        panel.reply_format_section.format_changed.connect(
+            lambda on, schema: self._chat_change(reply_json=on, reply_schema=schema))
         panel.settings_changed.connect(self._load_edited.call)
         bar.preset_chosen.connect(self.apply_preset)
         bar.save_requested.connect(self.save_preset)
@@ -81,6 +83,7 @@ class SideController(QObject):
             self.app.value, sampling=chat.sampling, system_prompt=chat.system_prompt))
         self.panel.set_overflow(chat.overflow)
         self.panel.reply_section.show_chat(chat)
+        self.panel.reply_format_section.show_chat(chat)
         self.bar.show_current(chat.matching_preset(self.presets))
 
     def model_loaded(self, info: ModelInfo) -> None:
@@ -120,7 +123,8 @@ class SideController(QObject):
             chat = self.session.settings
             values = values.replace(thinking=chat.thinking, tools=chat.tools,
                                     reasoning_effort=chat.reasoning_effort,
-                                    knowledge=chat.knowledge)
+                                    knowledge=chat.knowledge, reply_json=chat.reply_json,
+                                    reply_schema=chat.reply_schema)
         self._change(sampling=values.sampling, system_prompt=values.system_prompt,
                      overflow=values.overflow)
         if self.session is not None:
