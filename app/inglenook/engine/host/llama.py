@@ -368,6 +368,7 @@ class Sampler:
                 self.close()
                 raise GrammarError("llama.cpp could not read the reply's grammar.")
             self._candidates = _Candidates(model.n_vocab)
+        self.refused = 0  # free choices the grammar refused
         # With the arguments llama-cpp-python gives it (its binding's signature), so that the
         # penalties work exactly as there.
         add(llama_cpp.llama_sampler_init_penalties(
@@ -404,6 +405,7 @@ class Sampler:
             logits = llama_cpp.llama_get_logits_ith(ctx.ptr, index)
             token = self._candidates.choose(self.ptr, logits)
             if not self._candidates.allowed(self.grammar, token):
+                self.refused += 1
                 token = self._candidates.choose(self.ptr, logits, first=self.grammar)
             llama_cpp.llama_sampler_accept(self.grammar, token)
             llama_cpp.llama_sampler_accept(self.ptr, token)

@@ -170,4 +170,5 @@ class Sequence:
             context_used=self.memory.n, n_ctx=self.n_ctx, dropped_messages=self.fit.dropped,
             seed=self.seed, dropped_start=self.fit.dropped_start, cache_source=reuse.source,
             state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted,
-            drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted)
+            drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted,
+            grammar_refused=self.sampler.refused)
