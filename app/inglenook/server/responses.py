@@ -168,7 +168,8 @@ class ChatFormat(Format):
         if not now or index in self._opened:
             return []
         self._opened.add(index)
-        return [sse(self._chunk({"role": "assistant", "content": ""}, None, index))]
+        return [sse(self._chunk({"role": "assistant", "content": ""}, None, index,
+                                logprobs=False))]
 
     def end(self, index: int, choice: Choice) -> list[bytes]:
         return [*self._open(index), sse(self._chunk({}, self._finish(choice), index))]
@@ -178,10 +179,13 @@ class ChatFormat(Format):
                 if include_usage else [])
         return [*last, sse("[DONE]")]
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None, index: int) -> dict[str, Any]:
+    def _chunk(self, delta: dict[str, Any], finish: str | None, index: int,
+               logprobs: bool = True) -> dict[str, Any]:
+        """`logprobs`: the choice's held log-probabilities go with this chunk (its text)."""
+        held = self._logprobs.pop(index, None) if logprobs else None
         return {**self._head(self.chunk_name), "choices": [{
-            "index": index, "delta": delta, "logprobs": logprobs_json(
-                self._logprobs.pop(index, None)), "finish_reason": finish}]}
+            "index": index, "delta": delta, "logprobs": logprobs_json(held),
+            "finish_reason": finish}]}
 
 
 class CompletionFormat(Format):
