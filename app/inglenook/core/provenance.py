@@ -214,8 +214,10 @@ class Provenance:
         if self.reasoning_effort:
             rows.append(("Reasoning effort", self.reasoning_effort))
         if self.reply_format:
+            shown = self.reply_format if len(self.reply_format) <= 300 else (
+                self.reply_format[:299] + "…")  # Copy as JSON has the whole schema
             rows.append(("Reply format", "JSON" if self.reply_format == JSON_OBJECT
-                         else f"JSON matching the schema {self.reply_format}"))
+                         else f"JSON matching the schema {shown}"))
         if self.history_reasoning:
             rows.append(("Earlier reasoning", HISTORY_REASONING[self.history_reasoning]))
         if self.seed is not None:
