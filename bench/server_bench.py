@@ -15,6 +15,8 @@ a time. Prints progress on stderr and one JSON object as the last line of stdout
   api_concurrent4_aggregate_over_single  tokens/s of 4 clients at once ÷ of one client alone
                                          (median over rounds that alternate the two)
   api_concurrent4_p95_ttft_ms            p95 time to first text of those 4 clients
+  dialect_stream_over_openai_*           a streamed reply on each dialect's route against the
+                                         OpenAI route (bench/dialects.py)
 `--quick` uses tiny counts (to check that it runs); its figures mean nothing.
 """
 
@@ -38,6 +40,7 @@ from typing import Any
 import openai
 
 from common import at_once, bundled_model, log
+from dialects import dialect_overheads
 from inglenook.engine.host import physical_cores
 
 N_CTX = 4096
@@ -283,7 +286,7 @@ def main() -> int:
     rounds, concurrent_tokens = (1, 8) if quick else (5, 128)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, \
-            inglenook_serve(str(model), threads, Path(tmp)) as url, \
+            inglenook_serve(str(model), threads, Path(tmp), "--ollama") as url, \
             peer_server(str(model), threads) as peer:
         urls = {"api": url, **({"peer": peer} if peer else {})}
         for address in urls.values():  # the first reply pages the mmapped weights in
@@ -334,6 +337,8 @@ def main() -> int:
                        api_concurrent4_tok_s=round(both["four"], 1),
                        api_concurrent4_aggregate_over_single=round(both["ratio"], 3),
                        api_concurrent4_p95_ttft_ms=round(both["p95_ttft"] * 1000, 1))
+        log(f"Each dialect's streamed reply against OpenAI's ({rounds} rounds)…")
+        results.update(dialect_overheads(url, rounds, concurrent_tokens))
     results.update(threads=threads, quick=quick)
     print(json.dumps(results))
     return 0

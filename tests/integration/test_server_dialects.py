@@ -5,11 +5,13 @@ tiny model need not call a tool; what is proved is that the tools and a whole to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import jsonschema
 import openai
 import pytest
 
@@ -76,3 +78,34 @@ def test_anthropic_tools_and_a_tool_round_trip_reach_the_template(served: Served
         assert input_tokens(called, tools=[tool]) > offered + 15
         counted = api.messages.count_tokens(model="", messages=asked, tools=[tool])
         assert abs(counted.input_tokens - offered) <= 2  # the same prompt, counted
+
+
+def test_tool_choice_required_or_named_is_always_a_valid_call(served: Served) -> None:
+    """A grammar made from the tools' schemas, in the hermes shape the template teaches."""
+    zone = {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 20}},
+            "required": ["zone"]}
+    tools: Any = [TOOL, {"type": "function", "function": {"name": "get_time",
+                                                          "parameters": zone}}]
+    asked: Any = [{"role": "user", "content": ASK}]
+    with openai.OpenAI(base_url=served.base_url, api_key="x", max_retries=0) as api:
+        reply = api.chat.completions.create(model="", messages=asked, tools=tools,
+                                            tool_choice="required", parallel_tool_calls=False,
+                                            extra_body=SAMPLING)
+        choice = reply.choices[0]
+        assert choice.finish_reason == "tool_calls" and choice.message.tool_calls is not None
+        (call,) = choice.message.tool_calls
+        assert call.function.name in ("get_weather", "get_time")  # type: ignore[union-attr]
+        streamed = [c.choices[0].delta for c in api.chat.completions.create(
+            model="", messages=asked, tools=tools, temperature=1, seed=3, stream=True,
+            tool_choice={"type": "function", "function": {"name": "get_time"}},
+            parallel_tool_calls=False) if c.choices]
+        calls = [t for d in streamed for t in d.tool_calls or []]
+        assert [c.function.name for c in calls] == ["get_time"]  # type: ignore[union-attr]
+        jsonschema.validate(json.loads(calls[0].function.arguments), zone)  # type: ignore[union-attr, arg-type]
+        strict = {"type": "function", "function": {
+            "name": "count", "strict": True,
+            "parameters": {"type": "object", "properties": {"n": {"minimum": 0}}}}}
+        with pytest.raises(openai.BadRequestError, match="minimum") as refused:
+            api.chat.completions.create(model="", messages=asked, tools=[strict],
+                                        tool_choice="required")
+        assert refused.value.body["param"] == "tools"  # type: ignore[index]

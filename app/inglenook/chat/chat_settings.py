@@ -7,13 +7,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES, OverflowPolicy
+from inglenook.core.messages import (
+    DEFAULT_OVERFLOW,
+    JSON_OBJECT,
+    OVERFLOW_POLICIES,
+    OverflowPolicy,
+)
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT
 from inglenook.store import Preset
 from inglenook.tools.approval import ChatToolPolicy
 
 EFFORTS = ("low", "medium", "high")  # gpt-oss's reasoning_effort values
+MAX_SCHEMA = 64 * 1024  # characters of a chat's reply schema
 
 
 @dataclass(frozen=True)
@@ -22,7 +28,9 @@ class ChatSettings:
     once the user edited them by hand (shown as "Custom"). `thinking` and `reasoning_effort`
     are sent to templates that read them (None, "": the template's own default); `tools`
     says which tool servers the chat uses and which tools run without asking; `knowledge`
-    names the collections its replies search (chat/knowledge_turn.py)."""
+    names the collections its replies search (chat/knowledge_turn.py). `reply_json`: replies
+    are JSON, matching `reply_schema` when it is set (the text as typed, kept even when it is
+    not a schema yet: the reply then fails with the reason, and nothing typed is lost)."""
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -32,6 +40,15 @@ class ChatSettings:
     reasoning_effort: str = ""
     tools: ChatToolPolicy = field(default_factory=ChatToolPolicy)
     knowledge: tuple[str, ...] = ()
+    reply_json: bool = False
+    reply_schema: str = ""
+
+    @property
+    def reply_format(self) -> str:
+        """GenerationRequest.reply_format: "" free text, JSON_OBJECT, or the schema."""
+        if not self.reply_json:
+            return ""
+        return self.reply_schema.strip() or JSON_OBJECT
 
     def replace(self, **changes: Any) -> ChatSettings:
         return dataclasses.replace(self, **changes)
@@ -48,6 +65,10 @@ class ChatSettings:
             data["tools"] = self.tools.to_json()
         if self.knowledge:
             data["knowledge"] = list(self.knowledge)
+        if self.reply_json:
+            data["reply_json"] = True
+        if self.reply_schema:
+            data["reply_schema"] = self.reply_schema
         return data
 
     @classmethod
@@ -65,6 +86,7 @@ class ChatSettings:
             overflow = values.get("overflow")
             thinking, effort = values.get("thinking"), values.get("reasoning_effort")
             knowledge = values.get("knowledge")
+            schema = values.get("reply_schema")
             return cls(prompt if isinstance(prompt, str) else fallback.system_prompt,
                        SamplingParams.from_dict(sampling) if isinstance(sampling, dict)
                        else fallback.sampling, preset,
@@ -73,7 +95,9 @@ class ChatSettings:
                        effort if effort in EFFORTS else "",
                        ChatToolPolicy.from_json(values.get("tools")),
                        tuple(k for k in knowledge if isinstance(k, str))
-                       if isinstance(knowledge, list) else ())
+                       if isinstance(knowledge, list) else (),
+                       reply_json=values.get("reply_json") is True,
+                       reply_schema=schema[:MAX_SCHEMA] if isinstance(schema, str) else "")
         named = next((p for p in presets if preset and p.name.casefold() == preset.casefold()),
                      None)
         if named is None:

@@ -251,7 +251,8 @@ class ChatSession:
                                  prov.sampling or self.settings.sampling,
                                  overflow=self.settings.overflow,
                                  enable_thinking=prov.enable_thinking,
-                                 reasoning_effort=prov.reasoning_effort)
+                                 reasoning_effort=prov.reasoning_effort,
+                                 reply_format=prov.reply_format)
 
     def messages(self) -> tuple[Message, ...]:
         """The conversation as it would be sent now: system prompt, then the turns."""
@@ -348,7 +349,8 @@ class ChatSession:
             tools=tuple(options.catalog.template_tools()) if options.offers_tools
             and options.catalog is not None else (),
             enable_thinking=s.thinking if traits.thinking_switch else None,
-            reasoning_effort=s.reasoning_effort if traits.effort else "")
+            reasoning_effort=s.reasoning_effort if traits.effort else "",
+            reply_format=s.reply_format)
         parent = outline.ids[kept - 1]
         message_id = self.store.add_message(self.conv_id, "assistant", "", parent,
                                             status="streaming")

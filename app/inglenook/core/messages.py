@@ -69,6 +69,28 @@ class Message:
 
 
 @dataclass(frozen=True)
+class RawPrompt:
+    """A plain completion (OpenAI's /v1/completions): `prefix` continued as it is, with no
+    chat template, read as plain text (it cannot produce control tokens). With a `suffix`,
+    the reply fills in between: fill-in-the-middle, with the model's FIM tokens."""
+
+    prefix: str
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
+class ForcedCall:
+    """OpenAI's `tool_choice` "required" (`name` "": any offered tool) or a named function:
+    the reply is a call, by a grammar made from the tools' schemas in the model's call format
+    (engine/host/tool_grammar.py). `parallel` False: exactly one call. `strict`: the functions
+    whose schema must be enforced whole (a keyword a grammar cannot enforce is refused)."""
+
+    name: str = ""
+    parallel: bool = True
+    strict: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """One reply to generate. `messages` is the whole conversation the model should see.
 
@@ -102,6 +124,17 @@ class GenerationRequest:
     # The reply's shape, enforced by a grammar while sampling (never by hope): "" free text,
     # JSON_OBJECT any JSON object, else a JSON Schema (its JSON text) the reply must match.
     reply_format: str = ""
+    # OpenAI's logit_bias: (token id, value added to its logit), applied before every other
+    # sampler. The ids are the loaded model's; the engine refuses one outside its vocabulary.
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    # -1: no log-probabilities; 0..MAX_TOP_LOGPROBS: each chosen token's, with that many of
+    # the most likely alternatives (protocol.Logprobs events, before the Delta of their text).
+    logprobs: int = -1
+    # A call the reply must be (tool_choice "required" or named), or None: the model chooses.
+    forced_call: ForcedCall | None = None
+    # A plain completion of a text instead of the conversation (`messages` is then that text
+    # as one user turn, for the context budget); None: the chat template renders `messages`.
+    raw: RawPrompt | None = None
 
 
 JSON_OBJECT = "json"  # GenerationRequest.reply_format: any JSON object

@@ -12,6 +12,7 @@ Stored as JSON with these keys (unchanged since the first release, so old rows r
             (as `reasoning_content` where the template reads it); only when there was some
   enable_thinking  bool, reasoning_effort  str: the thinking switch and effort asked of the
             template; only when set
+  reply_format  str: GenerationRequest.reply_format ("json" or a JSON schema); only when set
 Keys this version does not know are kept in `extra` and written back unchanged.
 """
 
@@ -24,14 +25,14 @@ from pathlib import Path
 from typing import Any, get_args
 
 from inglenook.core.load import ModelInfo
-from inglenook.core.messages import GenerationRequest
+from inglenook.core.messages import JSON_OBJECT, GenerationRequest
 from inglenook.core.replies import Finish, FinishReason, Stats
 from inglenook.core.sampling import SamplingParams
 
 FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
 _KNOWN = ("model", "sampling", "system_prompt", "stats", "seed", "finish", "error",
           "reasoning_started_at", "reasoning_ended_at", "history_reasoning", "enable_thinking",
-          "reasoning_effort")
+          "reasoning_effort", "reply_format")
 HISTORY_REASONING = {
     "sent": "sent back to the model (its chat template reads reasoning_content)",
     "left out": "left out of the prompt (its chat template does not read it back)",
@@ -90,6 +91,7 @@ class Provenance:
     history_reasoning: str = ""  # a key of HISTORY_REASONING, or "": there was none
     enable_thinking: bool | None = None
     reasoning_effort: str = ""
+    reply_format: str = ""
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -104,7 +106,8 @@ class Provenance:
             finish=finish.reason if finish is not None else None,
             error=finish.message if finish is not None else "",
             enable_thinking=request.enable_thinking if request is not None else None,
-            reasoning_effort=request.reasoning_effort if request is not None else "")
+            reasoning_effort=request.reasoning_effort if request is not None else "",
+            reply_format=request.reply_format if request is not None else "")
 
     @property
     def model_name(self) -> str:
@@ -147,6 +150,8 @@ class Provenance:
             data["enable_thinking"] = self.enable_thinking
         if self.reasoning_effort:
             data["reasoning_effort"] = self.reasoning_effort
+        if self.reply_format:
+            data["reply_format"] = self.reply_format
         return data
 
     @classmethod
@@ -171,6 +176,7 @@ class Provenance:
             history_reasoning=history if history in HISTORY_REASONING else "",
             enable_thinking=thinking if isinstance(thinking, bool) else None,
             reasoning_effort=_typed(data.get("reasoning_effort"), str),
+            reply_format=_typed(data.get("reply_format"), str),
             extra={k: v for k, v in data.items() if k not in _KNOWN})
 
     def describe(self, status: str = "") -> list[tuple[str, str]]:
@@ -207,6 +213,11 @@ class Provenance:
             rows.append(("Thinking", "on" if self.enable_thinking else "off"))
         if self.reasoning_effort:
             rows.append(("Reasoning effort", self.reasoning_effort))
+        if self.reply_format:
+            shown = self.reply_format if len(self.reply_format) <= 300 else (
+                self.reply_format[:299] + "…")  # Copy as JSON has the whole schema
+            rows.append(("Reply format", "JSON" if self.reply_format == JSON_OBJECT
+                         else f"JSON matching the schema {shown}"))
         if self.history_reasoning:
             rows.append(("Earlier reasoning", HISTORY_REASONING[self.history_reasoning]))
         if self.seed is not None:

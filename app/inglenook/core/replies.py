@@ -33,6 +33,9 @@ class Stats:
     # agreed with (each of those came almost free).
     drafted_tokens: int = 0
     accepted_tokens: int = 0
+    # A reply in a format: tokens the sampler chose freely that the grammar refused (each
+    # costs a second, masked choice over the whole vocabulary).
+    grammar_refused: int = 0
 
     @property
     def acceptance_rate(self) -> float:
@@ -46,3 +49,26 @@ class Finish:
     # For "error": the conversation does not fit the context (its overflow policy is "stop",
     # or even its newest message is too long), so the window can offer what to do.
     context_full: bool = False
+
+
+MAX_TOP_LOGPROBS = 20  # alternatives a token's log-probability may come with, as OpenAI
+
+
+@dataclass(frozen=True)
+class TokenOdds:
+    """A token and its log-probability under the model's whole distribution at that step
+    (a log-softmax of the raw logits: before logit bias, penalties, temperature or
+    truncation). `utf8` is the token's bytes, which may be part of a character: `text` is
+    them read with replacement characters."""
+
+    text: str
+    logprob: float
+    utf8: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """A token the reply chose, and the `top` most likely tokens at that step (best first)."""
+
+    chosen: TokenOdds
+    top: tuple[TokenOdds, ...] = ()

@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.core.messages import WINDOW, GenerationRequest
-from inglenook.core.replies import Finish, Stats
+from inglenook.core.replies import Finish, Stats, TokenLogprob
 
 MAX_FRAME = 64 * 1024 * 1024
 _HEADER = struct.Struct(">I")
@@ -161,6 +161,15 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class Logprobs:
+    """The chosen tokens (and their alternatives) of the text the next Delta carries, for a
+    request that asked for them (GenerationRequest.logprobs)."""
+
+    request_id: int
+    tokens: tuple[TokenLogprob, ...]
+
+
+@dataclass(frozen=True)
 class ReplyStats:
     request_id: int
     stats: Stats
@@ -282,8 +291,8 @@ _TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
                 Embed, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded, Started,
-                PromptProgress, Delta, ReplyStats, Finished, PromptView, StateReport, TuneResult,
-                QuantizeProgress, Quantized, Embedded)
+                PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView, StateReport,
+                TuneResult, QuantizeProgress, Quantized, Embedded)
 }
 
 

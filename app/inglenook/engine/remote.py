@@ -38,7 +38,7 @@ from inglenook.engine.remote_api import (
     reason,
     status_error,
 )
-from inglenook.engine.remote_dialects import GENERIC, chat_body, dialect
+from inglenook.engine.remote_dialects import GENERIC, chat_body, dialect, unsendable
 from inglenook.engine.remote_stream import ReplyStream
 
 NO_INSPECT = ("The exact prompt is not available for a remote engine: the server applies its "
@@ -150,6 +150,10 @@ class RemoteClient:
                     "error", "No remote model is chosen; choose one in the model picker."))
                 return
             yield p.Started(rid)
+            if unsent := unsendable(request):
+                yield p.Finished(rid, Finish("error", f"A remote engine is not sent {unsent}: "
+                                             "load a local model for it."))
+                return
             reply = ReplyStream(rid, self.endpoint.who, time.monotonic())
             try:
                 yield from self._stream(request, model, reply)

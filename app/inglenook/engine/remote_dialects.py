@@ -117,6 +117,15 @@ def _message(m: Message) -> dict[str, Any]:
     return {"role": m.role, "content": parts}
 
 
+def unsendable(request: GenerationRequest) -> str:
+    """What a request asks that no remote engine is sent ("" when nothing): the reply would
+    otherwise come back without it, as if it had been honoured."""
+    asked = [("a reply format (JSON)", request.reply_format), ("logprobs", request.logprobs >= 0),
+             ("logit_bias", request.logit_bias), ("a forced tool call", request.forced_call),
+             ("a raw completion", request.raw)]
+    return ", ".join(name for name, wanted in asked if wanted)
+
+
 def unsent_settings(server: str, sampling: SamplingParams) -> list[str]:
     """Settings changed from their defaults that this server will not get (to tell the
     user why a change has no effect)."""

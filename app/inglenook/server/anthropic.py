@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.core.messages import GenerationRequest, Message, ToolCallTurn
+from inglenook.core.messages import ForcedCall, GenerationRequest, Message, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.engine.client import EngineError
 from inglenook.server.engine_link import next_request_id
@@ -52,7 +52,7 @@ def parse_messages(data: Any, counting: bool = False) -> ApiCall:
     if not counting and number(body, "max_tokens", 1, 2**31 - 1, integer=True) is None:
         raise ApiError(400, "'max_tokens' is required.", param="max_tokens")
     messages = [*_system(body.get("system")), *_turns(body.get("messages"))]
-    tools = _tools(body.get("tools"), body.get("tool_choice"))
+    tools, forced, parallel = _tools(body.get("tools"), body.get("tool_choice"))
     thinking = _thinking(body.get("thinking"))
     metadata = obj(body.get("metadata") or {}, "metadata")
     only_known(metadata, {"user_id"}, "metadata")
@@ -63,7 +63,8 @@ def parse_messages(data: Any, counting: bool = False) -> ApiCall:
                       stop_field="stop_sequences")
     return ApiCall(tuple(messages), values, boolean(body, "stream"), model=model,
                    user=text(metadata, "user_id", 64, "metadata.user_id"), tools=tools,
-                   enable_thinking=thinking, thinking_field="thinking")
+                   enable_thinking=thinking, thinking_field="thinking", forced_call=forced,
+                   parallel_tool_calls=parallel)
 
 
 def _system(raw: Any) -> list[Message]:
@@ -144,7 +145,10 @@ def _turns(raw: Any) -> list[Message]:
     return turns
 
 
-def _tools(raw: Any, choice: Any) -> tuple[dict[str, Any], ...]:
+def _tools(raw: Any, choice: Any
+           ) -> tuple[tuple[dict[str, Any], ...], ForcedCall | None, bool]:
+    """The tools, the call the reply must be (`any`, a named `tool`) and whether several
+    calls may come (not with `disable_parallel_tool_use`)."""
     tools = []
     for i, item in enumerate(listed(raw or [], "tools", MAX_TOOLS)):
         tool = obj(item, f"tools[{i}]")
@@ -156,15 +160,21 @@ def _tools(raw: Any, choice: Any) -> tuple[dict[str, Any], ...]:
         tools.append(function_spec(tool.get("name"), tool.get("description"),
                                    tool.get("input_schema"), f"tools[{i}]"))
     if choice is None:
-        return tuple(tools)
-    kind = obj(choice, "tool_choice").get("type")
+        return tuple(tools), None, True
+    choice = obj(choice, "tool_choice")
+    only_known(choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice")
+    kind, parallel = choice.get("type"), not boolean(
+        choice, "disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use")
     if kind == "none":
-        return ()
-    if kind == "auto" and not choice.get("disable_parallel_tool_use"):
-        return tuple(tools)
-    raise ApiError(400, "'tool_choice' can be auto or none: forcing a call (any, tool) needs "
-                   "grammar-constrained sampling, which this server does not do yet.",
-                   param="tool_choice")
+        return (), None, True
+    if kind == "auto":
+        return tuple(tools), None, parallel
+    if kind == "any" and tools:
+        return tuple(tools), ForcedCall("", parallel), parallel
+    if kind == "tool" and choice.get("name") in {t["function"]["name"] for t in tools}:
+        return tuple(tools), ForcedCall(str(choice["name"]), parallel), parallel
+    raise ApiError(400, "'tool_choice' must be auto, none, any (with tools) or a tool in "
+                   "'tools' by name.", param="tool_choice")
 
 
 def _thinking(raw: Any) -> bool | None:

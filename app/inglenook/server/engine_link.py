@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inglenook.core.load import ModelInfo
-from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.messages import ForcedCall, GenerationRequest, Message, RawPrompt
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
@@ -61,6 +61,10 @@ class Ask:
     enable_thinking: bool | None = None
     reasoning_effort: str = ""
     reply_format: str = ""  # GenerationRequest.reply_format
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    logprobs: int = -1
+    forced_call: ForcedCall | None = None
+    raw: RawPrompt | None = None
 
 
 class Reply:
@@ -178,7 +182,9 @@ class EngineLink:
                                         enable_thinking=ask.enable_thinking,
                                         reasoning_effort=ask.reasoning_effort,
                                         principal=ask.principal,
-                                        reply_format=ask.reply_format)
+                                        reply_format=ask.reply_format,
+                                        logit_bias=ask.logit_bias, logprobs=ask.logprobs,
+                                        forced_call=ask.forced_call, raw=ask.raw)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,
                       dropped=functools.partial(self._end, reply, choice,

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from starlette.routing import Route
 
-from inglenook.core.messages import Message, Role, ToolCallTurn
+from inglenook.core.messages import ForcedCall, Message, Role, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
@@ -59,7 +59,8 @@ def parse_responses(data: Any, earlier: Callable[[str], tuple[Message, ...] | No
     head = [Message("system", text(body, "instructions", 10**6))] if body.get(
         "instructions") else []
     history = _earlier(body.get("previous_response_id"), earlier)
-    tools = _tools(body.get("tools"), body.get("tool_choice"))
+    tools, forced = _tools(body.get("tools"), body.get("tool_choice"),
+                           boolean(body, "parallel_tool_calls", default=True))
     number(body, "max_output_tokens", 1, 2**31 - 1, integer=True)
     values = sampling(body, "max_output_tokens", -1, ("temperature", "top_p"))
     off = effort in ("none", "minimal")
@@ -69,7 +70,7 @@ def parse_responses(data: Any, earlier: Callable[[str], tuple[Message, ...] | No
                    parallel_tool_calls=boolean(body, "parallel_tool_calls", default=True),
                    enable_thinking=False if off else None,
                    reasoning_effort="" if off else effort,
-                   thinking_field="reasoning.effort")
+                   thinking_field="reasoning.effort", forced_call=forced)
 
 
 def _earlier(previous: Any, earlier: Callable[[str], tuple[Message, ...] | None]
@@ -85,7 +86,9 @@ def _earlier(previous: Any, earlier: Callable[[str], tuple[Message, ...] | None]
     return found
 
 
-def _tools(raw: Any, choice: Any) -> tuple[dict[str, Any], ...]:
+def _tools(raw: Any, choice: Any, parallel: bool
+           ) -> tuple[tuple[dict[str, Any], ...], ForcedCall | None]:
+    """The function tools, and the call the reply must be ("required", a named function)."""
     specs = []
     for i, item in enumerate(listed(raw or [], "tools", 128)):
         tool = obj(item, f"tools[{i}]")
@@ -98,11 +101,17 @@ def _tools(raw: Any, choice: Any) -> tuple[dict[str, Any], ...]:
         specs.append(function_spec(tool.get("name"), tool.get("description"),
                                    tool.get("parameters"), f"tools[{i}]"))
     if choice in (None, "auto"):
-        return tuple(specs)
+        return tuple(specs), None
     if choice == "none":
-        return ()
-    raise ApiError(400, "'tool_choice' can be \"auto\" or \"none\": forcing a call needs "
-                   "grammar-constrained sampling, which this server does not do yet.",
+        return (), None
+    names = {t["function"]["name"] for t in specs}
+    if choice == "required" and specs:
+        return tuple(specs), ForcedCall("", parallel)
+    if (isinstance(choice, dict) and choice.get("type") == "function"
+            and choice.get("name") in names):
+        return tuple(specs), ForcedCall(str(choice["name"]), parallel)
+    raise ApiError(400, "'tool_choice' must be \"auto\", \"none\", \"required\" (with "
+                   "tools) or {\"type\": \"function\", \"name\": …} naming one of 'tools'.",
                    param="tool_choice")
 
 

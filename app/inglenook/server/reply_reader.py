@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inglenook.core.load import ModelInfo
+from inglenook.core.replies import TokenLogprob
 from inglenook.tools.formats import TOOL_FORMATS, ToolCall
 from inglenook.tools.parsing import CallMalformed, CallParsed, TextDelta
 from inglenook.tools.stream import ReasoningDelta, ReplyEvent, ReplyStream
@@ -25,18 +26,19 @@ class Choice:
     reasoning: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     finish: str = ""  # the engine's reason: "stop" or "length"
+    logprobs: list[TokenLogprob] | None = None  # None: not asked for
 
 
 class ChoiceReader:
     def __init__(self, info: ModelInfo | None, tools_offered: bool, parallel: bool = True,
-                 split: bool = True) -> None:
+                 split: bool = True, logprobs: bool = False) -> None:
         """`split`: reasoning told apart from the answer (off for raw completions)."""
         reasoning = info.traits.reasoning if info is not None and split else None
         fmt = info.tool_format if info is not None and tools_offered else ""
         tools = next((f for f in TOOL_FORMATS if f == fmt), None)
         self._stream = ReplyStream(reasoning, tools)
         self._parallel = parallel
-        self.choice = Choice()
+        self.choice = Choice(logprobs=[] if logprobs else None)
 
     def feed(self, text: str) -> list[ReaderEvent]:
         return self._take(self._stream.feed(text))

@@ -65,8 +65,12 @@ class Serving:
                                group=group, n=call.n, keep_alive=call.keep_alive,
                                tools=call.tools, enable_thinking=call.enable_thinking,
                                reasoning_effort=call.reasoning_effort,
-                               reply_format=call.reply_format))
-        return ReplyResponse(link, reply, call, fmt(model), self.board, group)
+                               reply_format=call.reply_format, logit_bias=call.logit_bias,
+                               logprobs=call.logprobs, forced_call=call.forced_call,
+                               raw=call.raw))
+        shape = fmt(model)
+        shape.echo = call.raw.prefix if call.echo and call.raw is not None else ""
+        return ReplyResponse(link, reply, call, shape, self.board, group)
 
     def _check_vision(self, call: ApiCall, group: str) -> None:
         """Images for a model loaded without a projector are a 400 before the reply starts (a

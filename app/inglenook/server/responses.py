@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from inglenook.core.replies import Stats
+from inglenook.core.replies import Stats, TokenLogprob, TokenOdds
 from inglenook.server.errors import ApiError
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.tools.formats import ToolCall
@@ -35,6 +35,18 @@ def usage(stats: Stats | list[Stats] | None) -> dict[str, Any]:
             # OpenAI's name for prompt tokens reused from the cache (the KV cache here): only
             # ever the caller's own, see engine/kv_reuse.py.
             "prompt_tokens_details": {"cached_tokens": every[0].cached_tokens if every else 0}}
+
+
+def odds_json(odds: TokenOdds) -> dict[str, Any]:
+    return {"token": odds.text, "logprob": odds.logprob, "bytes": list(odds.utf8)}
+
+
+def logprobs_json(tokens: list[TokenLogprob] | None) -> dict[str, Any] | None:
+    """Chat's `logprobs` object: each chosen token with its `top_logprobs`."""
+    if tokens is None:
+        return None
+    return {"content": [{**odds_json(t.chosen), "top_logprobs": [odds_json(o) for o in t.top]}
+                        for t in tokens], "refusal": None}
 
 
 def compact(data: dict[str, Any]) -> str:
@@ -61,6 +73,7 @@ class Format:
     id_prefix = ""
     media_type = "text/event-stream; charset=utf-8"
     split = True
+    echo = ""  # a completion's prompt, sent back before its text (`echo`)
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -73,6 +86,10 @@ class Format:
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         """The whole reply: one object for every choice."""
         raise NotImplementedError
+
+    def logprobs(self, index: int, tokens: tuple[TokenLogprob, ...]) -> None:
+        """Log-probabilities of tokens whose text comes next (a dialect that sends them
+        keeps them for the choice's next chunk)."""
 
     def begin(self) -> list[bytes]:
         """What a stream opens with, sent with its first event."""
@@ -105,10 +122,11 @@ class ChatFormat(Format):
         super().__init__(model)
         self._opened: set[int] = set()
         self._calls: dict[int, int] = {}  # calls streamed so far, per choice
+        self._logprobs: dict[int, list[TokenLogprob]] = {}  # not sent yet, per choice
 
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         return {**self._head(self.object_name), "choices": [{
-            "index": i, "message": self._message(c), "logprobs": None,
+            "index": i, "message": self._message(c), "logprobs": logprobs_json(c.logprobs),
             "finish_reason": self._finish(c)} for i, c in enumerate(choices)],
             "usage": usage(stats)}
 
@@ -137,6 +155,9 @@ class ChatFormat(Format):
         return [*self._open(index, bool(deltas)), *(sse(self._chunk(d, None, index))
                                                     for d in deltas)]
 
+    def logprobs(self, index: int, tokens: tuple[TokenLogprob, ...]) -> None:
+        self._logprobs.setdefault(index, []).extend(tokens)
+
     def _call_delta(self, index: int, call: ToolCall) -> dict[str, Any]:
         k = self._calls.get(index, 0)
         self._calls[index] = k + 1
@@ -147,7 +168,8 @@ class ChatFormat(Format):
         if not now or index in self._opened:
             return []
         self._opened.add(index)
-        return [sse(self._chunk({"role": "assistant", "content": ""}, None, index))]
+        return [sse(self._chunk({"role": "assistant", "content": ""}, None, index,
+                                logprobs=False))]
 
     def end(self, index: int, choice: Choice) -> list[bytes]:
         return [*self._open(index), sse(self._chunk({}, self._finish(choice), index))]
@@ -157,37 +179,77 @@ class ChatFormat(Format):
                 if include_usage else [])
         return [*last, sse("[DONE]")]
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None, index: int) -> dict[str, Any]:
+    def _chunk(self, delta: dict[str, Any], finish: str | None, index: int,
+               logprobs: bool = True) -> dict[str, Any]:
+        """`logprobs`: the choice's held log-probabilities go with this chunk (its text)."""
+        held = self._logprobs.pop(index, None) if logprobs else None
         return {**self._head(self.chunk_name), "choices": [{
-            "index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+            "index": index, "delta": delta, "logprobs": logprobs_json(held),
+            "finish_reason": finish}]}
 
 
 class CompletionFormat(Format):
+    """Legacy completions: `logprobs` as tokens, token_logprobs, top_logprobs (token →
+    logprob) and text_offset (where each token starts in the text sent back)."""
+
     object_name, chunk_name, id_prefix = "text_completion", "text_completion", "cmpl"
     split = False  # the model's text as it wrote it
 
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self._logprobs: dict[int, list[TokenLogprob]] = {}  # not sent yet, per choice
+        self._offsets: dict[int, int] = {}  # text sent so far, per choice (echo included)
+
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         return {**self._head(self.object_name), "choices": [{
-            "index": i, "text": c.text, "logprobs": None,
+            "index": i, "text": self.echo + c.text,
+            "logprobs": self._legacy(i, c.logprobs),
             "finish_reason": FINISH_REASONS[c.finish]} for i, c in enumerate(choices)],
             "usage": usage(stats)}
+
+    def logprobs(self, index: int, tokens: tuple[TokenLogprob, ...]) -> None:
+        self._logprobs.setdefault(index, []).extend(tokens)
+
+    def _legacy(self, index: int, tokens: list[TokenLogprob] | None) -> dict[str, Any] | None:
+        if tokens is None:
+            return None
+        at = self._offsets.setdefault(index, len(self.echo))
+        offsets = []
+        for t in tokens:
+            offsets.append(at)
+            at += len(t.chosen.text)
+        self._offsets[index] = at
+        return {"tokens": [t.chosen.text for t in tokens],
+                "token_logprobs": [t.chosen.logprob for t in tokens],
+                "top_logprobs": [{o.text: o.logprob for o in t.top} for t in tokens],
+                "text_offset": offsets}
 
     def event(self, index: int, event: ReaderEvent) -> list[bytes]:
         if isinstance(event, CallParsed) or not event.text:
             return []
-        return [sse(self._chunk(event.text, None, index))]
+        return [*self._echo(index), sse(self._chunk(event.text, None, index))]
 
     def end(self, index: int, choice: Choice) -> list[bytes]:
-        return [sse(self._chunk("", FINISH_REASONS[choice.finish], index))]
+        return [*self._echo(index), sse(self._chunk("", FINISH_REASONS[choice.finish], index))]
+
+    def _echo(self, index: int) -> list[bytes]:
+        """The prompt, once per choice, before its first text."""
+        if not self.echo or index in self._offsets:
+            return []
+        self._offsets[index] = len(self.echo)
+        return [sse(self._chunk(self.echo, None, index, logprobs=False))]
 
     def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
         last = ([sse({**self._head(self.chunk_name), "choices": [], "usage": usage(stats)})]
                 if include_usage else [])
         return [*last, sse("[DONE]")]
 
-    def _chunk(self, text: str, finish: str | None, index: int) -> dict[str, Any]:
+    def _chunk(self, text: str, finish: str | None, index: int,
+               logprobs: bool = True) -> dict[str, Any]:
+        held = self._logprobs.pop(index, None) if logprobs else None
         return {**self._head(self.chunk_name), "choices": [{
-            "index": index, "text": text, "logprobs": None, "finish_reason": finish}]}
+            "index": index, "text": text, "logprobs": self._legacy(index, held),
+            "finish_reason": finish}]}
 
 
 def models_list(names: list[str], created: int) -> dict[str, Any]:

@@ -14,7 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, ToolCallTurn
+from inglenook.core.messages import (
+    JSON_OBJECT,
+    ForcedCall,
+    ImageRef,
+    Message,
+    RawPrompt,
+    ToolCallTurn,
+)
+from inglenook.core.replies import MAX_TOP_LOGPROBS
 from inglenook.core.sampling import MAX_STOP_LENGTH, MAX_STOP_STRINGS, SPECS, SamplingParams
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import (
@@ -37,6 +45,8 @@ __all__ = ["API_SAMPLING", "ApiCall", "parse_chat", "parse_completion", "parse_j
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_USER_LENGTH = 64
+MAX_LOGIT_BIASES = 1024
+MAX_COMPLETION_LOGPROBS = 5  # as OpenAI's legacy completions
 MAX_CHOICES = 8  # `n`: that many sequences of one prompt, decoded side by side
 MAX_KEEP_ALIVE_S = 7 * 24 * 3600
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -51,11 +61,11 @@ API_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, top_k=0, min_p=0.0,
 EFFORTS = ("none", "minimal", "low", "medium", "high")
 _COMMON = {"model", "stream", "stream_options", "user", "n", "seed", "stop", "max_tokens",
            "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-           "repeat_penalty", "logprobs", "top_logprobs", "logit_bias", "keep_alive",
+           "repeat_penalty", "logprobs", "logit_bias", "keep_alive",
            "metadata", "store", "service_tier"}
 CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "response_format", "tools",
                          "tool_choice", "parallel_tool_calls", "reasoning_effort",
-                         "chat_template_kwargs", "modalities"}
+                         "chat_template_kwargs", "modalities", "top_logprobs"}
 COMPLETION_FIELDS = _COMMON | {"prompt", "echo", "suffix", "best_of"}
 _MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id",
                    "reasoning_content", "refusal"}
@@ -79,6 +89,11 @@ class ApiCall:
     reasoning_effort: str = ""
     thinking_field: str = "reasoning_effort"  # the field enable_thinking came from (errors)
     reply_format: str = ""  # GenerationRequest.reply_format: "", JSON_OBJECT or a JSON schema
+    logit_bias: tuple[tuple[int, float], ...] = ()  # GenerationRequest.logit_bias
+    logprobs: int = -1  # GenerationRequest.logprobs: -1 none, else that many alternatives
+    forced_call: ForcedCall | None = None  # GenerationRequest.forced_call
+    raw: RawPrompt | None = None  # GenerationRequest.raw: a plain completion
+    echo: bool = False  # the prompt comes back before the completion
 
 
 def parse_chat(data: Any) -> ApiCall:
@@ -89,7 +104,10 @@ def parse_chat(data: Any) -> ApiCall:
     reply_format = openai_reply_format(body.get("response_format"))
     if body.get("modalities") not in (None, ["text"]):
         raise ApiError(400, "Only text replies are supported.", param="modalities")
-    tools = openai_tool_choice(body.get("tool_choice"), openai_tools(body.get("tools")))
+    strict: list[str] = []
+    parallel = boolean(body, "parallel_tool_calls", default=True)
+    tools, forced = openai_tool_choice(body.get("tool_choice"),
+                                       openai_tools(body.get("tools"), strict), strict, parallel)
     effort = text(body, "reasoning_effort", 16)
     if effort and effort not in EFFORTS:
         raise ApiError(400, f"'reasoning_effort' must be one of {', '.join(EFFORTS)}.",
@@ -100,14 +118,14 @@ def parse_chat(data: Any) -> ApiCall:
         thinking, effort, field = False, "", "reasoning_effort"
     call = _call(body, messages, max_tokens, default_max=-1)
     return ApiCall(**{**call.__dict__, "tools": tools, "reasoning_effort": effort,
-                      "reply_format": reply_format,
-                      "parallel_tool_calls": boolean(body, "parallel_tool_calls", default=True),
+                      "reply_format": reply_format, "logprobs": chat_logprobs(body),
+                      "parallel_tool_calls": parallel, "forced_call": forced,
                       "enable_thinking": thinking, "thinking_field": field})
 
 
 def parse_completion(data: Any) -> ApiCall:
-    """The prompt goes to the model as one user turn: the engine takes conversations, always
-    through the chat template (see the README's API section)."""
+    """A raw completion: the prompt continued as it is, no chat template (core RawPrompt);
+    with `suffix`, filled in between. Legacy `logprobs` is a count of alternatives (0..5)."""
     body = obj(data)
     only_known(body, COMPLETION_FIELDS)
     prompt = body.get("prompt")
@@ -116,14 +134,19 @@ def parse_completion(data: Any) -> ApiCall:
     if not isinstance(prompt, str):
         raise ApiError(400, "'prompt' must be a string (one prompt per request).",
                        param="prompt")
-    if body.get("echo"):
-        raise ApiError(400, "'echo' is not supported.", param="echo")
-    if body.get("suffix"):
-        raise ApiError(400, "'suffix' is not supported.", param="suffix")
+    suffix = text(body, "suffix", 10**7)
+    echo = boolean(body, "echo")
+    logprobs = number(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS, integer=True)
+    if echo and logprobs is not None:
+        raise ApiError(400, "'logprobs' with 'echo' would need the prompt's own "
+                       "log-probabilities, which are not computed: leave one out.",
+                       param="logprobs")
     if body.get("best_of") not in (None, 1):
         raise ApiError(400, "'best_of' must be 1.", param="best_of")
-    return _call(body, (Message("user", prompt),), "max_tokens",
+    call = _call(body, (Message("user", prompt + suffix),), "max_tokens",
                  default_max=COMPLETION_MAX_TOKENS)
+    return ApiCall(**{**call.__dict__, "raw": RawPrompt(prompt, suffix), "echo": echo,
+                      "logprobs": -1 if logprobs is None else int(logprobs)})
 
 
 def openai_reply_format(raw: Any) -> str:
@@ -172,12 +195,6 @@ def _template_kwargs(raw: Any) -> bool | None:
 def _call(body: dict[str, Any], messages: tuple[Message, ...], max_tokens_field: str,
           default_max: int) -> ApiCall:
     n = number(body, "n", 1, MAX_CHOICES, integer=True)
-    if body.get("logprobs") not in (None, False):
-        raise ApiError(400, "'logprobs' is not supported.", param="logprobs")
-    if body.get("top_logprobs") not in (None, 0):
-        raise ApiError(400, "'top_logprobs' is not supported.", param="top_logprobs")
-    if body.get("logit_bias") not in (None, {}):
-        raise ApiError(400, "'logit_bias' is not supported.", param="logit_bias")
     if body.get("store") not in (None, False):
         raise ApiError(400, "'store' is not supported: replies are not kept.", param="store")
     if body.get("service_tier") not in (None, "auto", "default"):
@@ -194,7 +211,36 @@ def _call(body: dict[str, Any], messages: tuple[Message, ...], max_tokens_field:
     model = text(body, "model", 256)
     user = text(body, "user", MAX_USER_LENGTH)
     return ApiCall(messages, sampling(body, max_tokens_field, default_max), stream,
-                   include_usage, model, user, int(n or 1), keep_alive(body.get("keep_alive")))
+                   include_usage, model, user, int(n or 1), keep_alive(body.get("keep_alive")),
+                   logit_bias=logit_bias(body.get("logit_bias")))
+
+
+def logit_bias(raw: Any) -> tuple[tuple[int, float], ...]:
+    """OpenAI's `logit_bias`: token ids (as strings: JSON keys) to a value from -100 to 100
+    added to the token's logit. Whether an id is in the vocabulary the engine checks."""
+    if raw is None:
+        return ()
+    biases = obj(raw, "logit_bias")
+    if len(biases) > MAX_LOGIT_BIASES:
+        raise ApiError(400, f"'logit_bias' may name at most {MAX_LOGIT_BIASES} tokens.",
+                       param="logit_bias")
+    out = []
+    for key in biases:
+        if not (isinstance(key, str) and key.isdigit() and len(key) < 10):
+            raise ApiError(400, f"'logit_bias' keys must be token ids; {key[:20]!r} is not.",
+                           param="logit_bias")
+        value = number(biases, key, -100, 100, shown=f"logit_bias.{key}")
+        out.append((int(key), float(value or 0)))
+    return tuple(out)
+
+
+def chat_logprobs(body: dict[str, Any]) -> int:
+    """Chat's `logprobs` (true: each chosen token's) and `top_logprobs` (alternatives)."""
+    wanted = boolean(body, "logprobs")
+    top = number(body, "top_logprobs", 0, MAX_TOP_LOGPROBS, integer=True)
+    if top is not None and not wanted:
+        raise ApiError(400, "'top_logprobs' needs 'logprobs': true.", param="top_logprobs")
+    return int(top or 0) if wanted else -1
 
 
 def keep_alive(raw: Any) -> float | None:

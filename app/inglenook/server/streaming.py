@@ -9,6 +9,7 @@ before any text (a prompt longer than the context, no model) still gets its prop
 from __future__ import annotations
 
 import logging
+import re
 
 import anyio
 from starlette.responses import JSONResponse
@@ -25,6 +26,7 @@ from inglenook.server.schemas import ApiCall
 from inglenook.server.status import StatusBoard
 
 log = logging.getLogger(__name__)
+_PARAM = re.compile(r"^'([A-Za-z_][\w.\[\]]*)'")
 SSE_HEADERS = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 
 
@@ -42,6 +44,9 @@ def finish_error(finish: Finish) -> ApiError:
         return ApiError(503, message, param="model", code="model_not_loaded")
     if message.startswith("The engine failed") or not message:
         return ApiError(500, message or "The engine failed.", code="engine_error")
+    named = _PARAM.match(message)  # the engine's refusal of a field, named first
+    if named:
+        return ApiError(400, message, param=named[1])
     if "the context holds" in message:
         return ApiError(400, message, param="messages", code="context_length_exceeded")
     return ApiError(400, message)  # the chat template refused this conversation
@@ -85,7 +90,8 @@ class ReplyResponse:
         """Made at the reply's first event: by then a model the request named is loaded."""
         info = self.link.model_info(self.group)
         return [ChoiceReader(info, bool(self.call.tools), self.call.parallel_tool_calls,
-                             self.fmt.split) for _ in self.reply.request_ids]
+                             self.fmt.split, self.call.logprobs >= 0)
+                for _ in self.reply.request_ids]
 
     async def _complete(self, scope: Scope, receive: Receive, send: Send) -> None:
         readers: list[ChoiceReader] = []
@@ -95,6 +101,10 @@ class ReplyResponse:
             readers = readers or self._readers()
             if isinstance(event, p.Delta):
                 readers[choice].feed(event.text)
+            elif isinstance(event, p.Logprobs):
+                held = readers[choice].choice.logprobs
+                if held is not None:
+                    held += event.tokens
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):
@@ -140,6 +150,8 @@ class ReplyResponse:
             if isinstance(event, p.Delta) and event.text:
                 for part in reader.feed(event.text):
                     await body(self.fmt.event(choice, part))
+            elif isinstance(event, p.Logprobs) and reader.choice.logprobs is not None:
+                self.fmt.logprobs(choice, event.tokens)  # sent with the choice's next chunk
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):

@@ -2,9 +2,10 @@
 chat template reads them (OpenAI-style function specs, core.messages.ToolCallTurn).
 
 The model's calls come back through the window's own parsers (tools/parsers.py): this module
-only checks what a client sends. `tool_choice` can be honoured for "auto" and "none" (the
-template is given the tools, or not); "required" and a named function would need the reply
-constrained by a grammar, which this server does not do yet: those are refused by name.
+only checks what a client sends. `tool_choice` "auto" and "none" give the template the tools,
+or not; "required" and a named function also force the reply to be a call, by a grammar made
+from the tools' schemas (core.messages.ForcedCall, engine/host/tool_grammar.py), which is
+also where `strict` functions are enforced whole.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from inglenook.core.messages import ToolCallTurn
+from inglenook.core.messages import ForcedCall, ToolCallTurn
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import listed, obj
 
@@ -39,7 +40,9 @@ def function_spec(name: Any, description: Any, parameters: Any, where: str) -> d
     return {"type": "function", "function": function}
 
 
-def openai_tools(raw: Any) -> tuple[dict[str, Any], ...]:
+def openai_tools(raw: Any, strict: list[str] | None = None) -> tuple[dict[str, Any], ...]:
+    """The function specs; the names of `strict` ones are added to `strict` (refused when
+    None: a dialect without forced calls)."""
     if raw is None:
         return ()
     specs = []
@@ -50,26 +53,44 @@ def openai_tools(raw: Any) -> tuple[dict[str, Any], ...]:
             raise ApiError(400, f"'{where}.type' must be \"function\": only function tools are "
                            "supported.", param=f"{where}.type")
         function = obj(tool.get("function"), f"{where}.function")
-        if function.get("strict"):
-            raise ApiError(400, f"'{where}.function.strict' needs grammar-constrained sampling, "
-                           "which this server does not do yet.", param=f"{where}.function.strict")
+        if function.get("strict") not in (None, False):
+            if strict is None or function.get("strict") is not True:
+                raise ApiError(400, f"'{where}.function.strict' is not supported here.",
+                               param=f"{where}.function.strict")
+            strict.append(str(function.get("name")))
         specs.append(function_spec(function.get("name"), function.get("description"),
                                    function.get("parameters"), f"{where}.function"))
     return tuple(specs)
 
 
-def openai_tool_choice(raw: Any, tools: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
-    """The tools the template is given: all of them ("auto", omitted) or none ("none")."""
-    if raw is None or raw == "auto":
-        return tools
+def openai_tool_choice(raw: Any, tools: tuple[dict[str, Any], ...], strict: list[str],
+                       parallel: bool) -> tuple[tuple[dict[str, Any], ...], ForcedCall | None]:
+    """The tools the template is given (all, or none for "none") and the call the reply must
+    be ("required", a named function), if any. `strict` functions are enforced only in a
+    forced call: with "auto" the model may write text, which no grammar here constrains."""
     if raw == "none":
-        return ()
-    if raw == "required" or isinstance(raw, dict):
-        raise ApiError(400, "'tool_choice' can be \"auto\" or \"none\": forcing a call needs "
-                       "grammar-constrained sampling, which this server does not do yet.",
-                       param="tool_choice", code="unsupported_value")
-    raise ApiError(400, "'tool_choice' must be \"auto\", \"none\", \"required\" or a function.",
-                   param="tool_choice")
+        return (), None
+    forced: ForcedCall | None = None
+    if raw == "required":
+        if not tools:
+            raise ApiError(400, "'tool_choice' \"required\" needs 'tools'.", param="tool_choice")
+        forced = ForcedCall("", parallel, tuple(strict))
+    elif isinstance(raw, dict):
+        function = obj(raw.get("function"), "tool_choice.function")
+        name = function.get("name")
+        if raw.get("type") != "function" or name not in {t["function"]["name"] for t in tools}:
+            raise ApiError(400, "'tool_choice.function.name' must name a function in 'tools'.",
+                           param="tool_choice.function.name")
+        forced = ForcedCall(str(name), parallel, tuple(strict))
+    elif raw not in (None, "auto"):
+        raise ApiError(400, "'tool_choice' must be \"auto\", \"none\", \"required\" or a "
+                       "function.", param="tool_choice")
+    if strict and forced is None:
+        i = next(i for i, t in enumerate(tools) if t["function"]["name"] == strict[0])
+        raise ApiError(400, f"'tools[{i}].function.strict' is enforced only when a call is "
+                       "forced ('tool_choice' \"required\" or a named function).",
+                       param=f"tools[{i}].function.strict")
+    return tools, forced
 
 
 def openai_calls(raw: Any, where: str) -> tuple[ToolCallTurn, ...]:

@@ -21,6 +21,7 @@ from inglenook.engine.remote_dialects import (
     STANDARD,
     chat_body,
     detect_server,
+    unsendable,
     unsent_settings,
 )
 from inglenook.engine.remote_stream import KEPT, ReplyStream
@@ -53,6 +54,13 @@ def test_a_key_over_plain_http_to_another_machine_is_flagged() -> None:
     assert not Endpoint("https://gpu-box/v1", "k").key_in_clear
     assert not Endpoint("http://127.0.0.1:8000/v1", "k").key_in_clear
     assert not Endpoint("http://gpu-box:8000/v1").key_in_clear
+
+
+def test_what_no_remote_engine_is_sent_is_named() -> None:
+    ask = GenerationRequest(1, (Message("user", "x"),))
+    assert unsendable(ask) == ""
+    odd = GenerationRequest(1, (Message("user", "x"),), reply_format="json", logprobs=0)
+    assert unsendable(odd) == "a reply format (JSON), logprobs"
 
 
 def test_model_lists_of_different_servers() -> None:

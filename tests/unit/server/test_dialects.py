@@ -122,10 +122,12 @@ def test_without_tools_the_markup_is_text_and_tool_choice_none_offers_none(
 
 
 @pytest.mark.parametrize(("fields", "param"), [
-    ({"tool_choice": "required", "tools": [WEATHER]}, "tool_choice"),
-    ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}},
-      "tools": [WEATHER]}, "tool_choice"),
-    ({"logit_bias": {"15": 100}}, "logit_bias"),
+    ({"tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": {"type": "function", "function": {"name": "get_time"}},
+      "tools": [WEATHER]}, "tool_choice.function.name"),
+    ({"tools": [{**WEATHER, "function": {**WEATHER["function"], "strict": True}}]},
+     "tools[0].function.strict"),
+    ({"logit_bias": {"15": 100.5}}, "logit_bias.15"),
     ({"reasoning_effort": "high"}, "reasoning_effort"),
     ({"frobnicate": 1}, "frobnicate"),
     ({"tools": [{"type": "function", "function": {"name": "no spaces"}}]},
@@ -203,7 +205,9 @@ def test_anthropic_count_tokens(claude: anthropic.Anthropic) -> None:
 
 @pytest.mark.parametrize(("fields", "param"), [
     ({"max_tokens": None}, "max_tokens"),
-    ({"tool_choice": {"type": "any"}, "tools": [ANTHROPIC_WEATHER]}, "tool_choice"),
+    ({"tool_choice": {"type": "tool", "name": "nope"}, "tools": [ANTHROPIC_WEATHER]},
+     "tool_choice"),
+    ({"tool_choice": {"type": "any"}}, "tool_choice"),
     ({"thinking": {"type": "sometimes"}}, "thinking.type"),
     ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
     ({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
@@ -440,6 +444,25 @@ def test_responses_refuse_what_they_cannot_honour(served: Served, fields: dict[s
     response = request(served.port, "POST", "/v1/responses",
                        {"model": "", "input": "x", **fields})
     assert response.status == 400 and response.json()["error"]["param"] == param
+
+
+def test_anthropic_and_responses_force_calls_as_openai_does() -> None:
+    from inglenook.core.messages import ForcedCall
+    from inglenook.server.anthropic import parse_messages
+    from inglenook.server.openai_responses import parse_responses
+
+    asked = {"model": "", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+             "tools": [ANTHROPIC_WEATHER]}
+    name = ANTHROPIC_WEATHER["name"]
+    assert parse_messages({**asked, "tool_choice": {"type": "any"}}).forced_call == ForcedCall()
+    one = parse_messages({**asked, "tool_choice": {"type": "tool", "name": name,
+                                                   "disable_parallel_tool_use": True}})
+    assert one.forced_call == ForcedCall(name, False) and not one.parallel_tool_calls
+    body = {"model": "", "input": "x", "tools": [RESPONSES_WEATHER]}
+    assert parse_responses({**body, "tool_choice": "required"}).forced_call == ForcedCall()
+    named = parse_responses({**body, "parallel_tool_calls": False, "tool_choice": {
+        "type": "function", "name": RESPONSES_WEATHER["name"]}})
+    assert named.forced_call == ForcedCall(RESPONSES_WEATHER["name"], False)
 
 
 def test_ollamas_format_becomes_the_replys_format() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inglenook.core.messages import Message, ToolCallTurn
+from inglenook.core.messages import ForcedCall, Message, RawPrompt, ToolCallTurn
 from inglenook.server.errors import ApiError
 from inglenook.server.schemas import (
     COMPLETION_MAX_TOKENS,
@@ -83,7 +83,11 @@ def test_seeds_of_any_size_fit_llama_cpp() -> None:
     ({"stop": [1]}, "stop"),
     ({"stop": ["x"] * 33}, "stop"),
     ({"n": 9}, "n"), ({"n": 0}, "n"), ({"keep_alive": "soon"}, "keep_alive"),
-    ({"logprobs": True}, "logprobs"),
+    ({"logprobs": 1}, "logprobs"),
+    ({"top_logprobs": 21, "logprobs": True}, "top_logprobs"),
+    ({"logit_bias": {"15": 101}}, "logit_bias.15"),
+    ({"logit_bias": {"hello": 1}}, "logit_bias"),
+    ({"logit_bias": [1]}, "logit_bias"),
     ({"response_format": {"type": "xml"}}, "response_format.type"),
     ({"response_format": {"type": "json_schema", "json_schema": {"schema": []}}},
      "response_format.json_schema.schema"),
@@ -142,19 +146,43 @@ def test_the_body_must_be_an_object(data: Any) -> None:
     ({}, "prompt"),
     ({"prompt": ["a", "b"]}, "prompt"),
     ({"prompt": [1, 2, 3]}, "prompt"),
-    ({"prompt": "x", "echo": True}, "echo"),
-    ({"prompt": "x", "suffix": "y"}, "suffix"),
+    ({"prompt": "x", "echo": "yes"}, "echo"),
+    ({"prompt": "x", "suffix": 5}, "suffix"),
     ({"prompt": "x", "best_of": 3}, "best_of"),
-    ({"prompt": "x", "logprobs": 2}, "logprobs"),
+    ({"prompt": "x", "logprobs": 6}, "logprobs"),
+    ({"prompt": "x", "logprobs": True}, "logprobs"),
+    ({"prompt": "x", "logprobs": 2, "echo": True}, "logprobs"),
     ({"prompt": "x", "max_tokens": -5}, "max_tokens"),
 ])
 def test_bad_completion_requests_are_refused(fields: dict[str, Any], param: str) -> None:
     assert refused(fields, parse_completion).param == param
 
 
-def test_a_completion_prompt_is_one_user_turn() -> None:
-    call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4})
-    assert call.messages == (Message("user", "Once upon"),)
+def test_logit_bias_and_logprobs_cross_as_typed_values() -> None:
+    call = parse_chat(chat(logit_bias={"15": -100, "7": 2.5}, logprobs=True, top_logprobs=3))
+    assert call.logit_bias == ((15, -100.0), (7, 2.5)) and call.logprobs == 3
+    assert parse_chat(chat(logprobs=True)).logprobs == 0
+    assert parse_chat(chat(logprobs=False)).logprobs == -1
+    assert parse_completion({"prompt": "x", "logit_bias": {"3": 1}}).logit_bias == ((3, 1.0),)
+    assert refused({"prompt": "x", "top_logprobs": 2}, parse_completion).param == "top_logprobs"
+
+
+def test_tool_choice_required_or_named_forces_a_call() -> None:
+    spec = {"type": "function", "function": {"name": "add", "strict": True}}
+    call = parse_chat(chat(tools=[spec], tool_choice="required", parallel_tool_calls=False))
+    assert call.forced_call == ForcedCall("", False, ("add",))
+    named = parse_chat(chat(tools=[spec], tool_choice={"type": "function",
+                                                       "function": {"name": "add"}}))
+    assert named.forced_call == ForcedCall("add", True, ("add",))
+    assert parse_chat(chat(tools=[{**spec, "function": {"name": "add"}}])).forced_call is None
+
+
+def test_a_completion_is_a_raw_prompt() -> None:
+    call = parse_completion({"prompt": ["Once upon"], "max_tokens": 4, "suffix": " end",
+                             "logprobs": 0})
+    assert call.raw == RawPrompt("Once upon", " end") and call.logprobs == 0
+    assert parse_completion({"prompt": "x", "echo": True}).echo
+    assert call.messages == (Message("user", "Once upon end"),)  # for the context budget
     assert call.sampling.max_tokens == 4
 
 
@@ -188,11 +216,12 @@ def test_reasoning_switches() -> None:
 
 
 @pytest.mark.parametrize(("fields", "param"), [
-    ({"logit_bias": {"1": 5}}, "logit_bias"),
     ({"top_logprobs": 3}, "top_logprobs"),
     ({"store": True}, "store"),
     ({"functions": []}, "functions"),
     ({"tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": {"type": "function"}, "tools": [{"type": "function", "function": {
+        "name": "f"}}]}, "tool_choice.function"),
     ({"tool_choice": "sometimes"}, "tool_choice"),
     ({"tools": [{"type": "code_interpreter"}]}, "tools[0].type"),
     ({"tools": "add"}, "tools"),

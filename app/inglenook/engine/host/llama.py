@@ -131,6 +131,10 @@ class Model:
         self.eos = int(llama_cpp.llama_vocab_eos(self.vocab))
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         self.vocab_type = int(llama_cpp.llama_vocab_type(self.vocab))
+        # Fill-in-the-middle: prefix, suffix and middle tokens (-1 where the vocabulary has none).
+        self.fim = (int(llama_cpp.llama_vocab_fim_pre(self.vocab)),
+                    int(llama_cpp.llama_vocab_fim_suf(self.vocab)),
+                    int(llama_cpp.llama_vocab_fim_mid(self.vocab)))
         # Recurrent state cannot be cut back to a shorter prefix (no speculation, no shift).
         self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)
                               or llama_cpp.llama_model_is_hybrid(self.ptr))
@@ -407,13 +411,24 @@ class Batch:
 class Sampler:
     """The chain llama-cpp-python's Llama._init_sampler builds for these settings: penalties,
     then greedy (temperature 0), or Mirostat, or top-k, typical, top-p, min-p, temperature and
-    a seeded draw. Prompt tokens are not fed to the penalties, as there."""
+    a seeded draw. Prompt tokens are not fed to the penalties, as there.
 
-    def __init__(self, model: Model, sp: SamplingParams, seed: int, grammar: str = "") -> None:
+    `logit_bias` (token id, value) comes first, before the penalties, as in llama.cpp's
+    common sampler. With `logprobs` >= 0 every sampled token's odds (Odds: its log-probability
+    and that many alternatives) are appended to `odds`, taken by the sequence in order."""
+
+    def __init__(self, model: Model, sp: SamplingParams, seed: int, grammar: str = "",
+                 logit_bias: Sequence[tuple[int, float]] = (), logprobs: int = -1) -> None:
         self.ptr = llama_cpp.llama_sampler_chain_init(
             llama_cpp.llama_sampler_chain_default_params())
         self.greedy = sp.temperature == 0.0
+        self.n_vocab, self.logprobs = model.n_vocab, logprobs
+        self.odds: list[Odds] = []
         add = self._add
+        if logit_bias:  # llama.cpp copies the array
+            biases = (llama_cpp.llama_logit_bias * len(logit_bias))(
+                *(llama_cpp.llama_logit_bias(t, b) for t, b in logit_bias))
+            add(llama_cpp.llama_sampler_init_logit_bias(model.n_vocab, len(logit_bias), biases))
         self.grammar: Any = None
         if grammar:
             self.grammar = llama_cpp.llama_sampler_init_grammar(
@@ -422,6 +437,7 @@ class Sampler:
                 self.close()
                 raise GrammarError("llama.cpp could not read the reply's grammar.")
             self._candidates = _Candidates(model.n_vocab)
+        self.refused = 0  # free choices the grammar refused
         # With the arguments llama-cpp-python gives it (its binding's signature), so that the
         # penalties work exactly as there.
         add(llama_cpp.llama_sampler_init_penalties(
@@ -453,13 +469,17 @@ class Sampler:
         choice is checked against the grammar (a whole-vocabulary check each step halved the
         speed); only when the grammar refuses it is the vocabulary masked and chosen again."""
         if self.grammar is None:
-            return int(llama_cpp.llama_sampler_sample(self.ptr, ctx.ptr, index))
-        logits = llama_cpp.llama_get_logits_ith(ctx.ptr, index)
-        token = self._candidates.choose(self.ptr, logits)
-        if not self._candidates.allowed(self.grammar, token):
-            token = self._candidates.choose(self.ptr, logits, first=self.grammar)
-        llama_cpp.llama_sampler_accept(self.grammar, token)
-        llama_cpp.llama_sampler_accept(self.ptr, token)
+            token = int(llama_cpp.llama_sampler_sample(self.ptr, ctx.ptr, index))
+        else:
+            logits = llama_cpp.llama_get_logits_ith(ctx.ptr, index)
+            token = self._candidates.choose(self.ptr, logits)
+            if not self._candidates.allowed(self.grammar, token):
+                self.refused += 1
+                token = self._candidates.choose(self.ptr, logits, first=self.grammar)
+            llama_cpp.llama_sampler_accept(self.grammar, token)
+            llama_cpp.llama_sampler_accept(self.ptr, token)
+        if self.logprobs >= 0:
+            self.odds.append(odds_of(ctx.logits(index), token, self.logprobs))
         return token
 
     def close(self) -> None:
@@ -469,6 +489,22 @@ class Sampler:
         if self.grammar is not None:
             llama_cpp.llama_sampler_free(self.grammar)
             self.grammar = None
+
+
+Odds = tuple[float, list[tuple[int, float]]]  # a token's log-probability; (id, logprob) of the top
+
+
+def odds_of(logits: np.ndarray, token: int, top: int) -> Odds:
+    """The log-probability of `token` under the softmax of the raw logits (before any
+    sampler), and the `top` most likely tokens' (best first), as OpenAI reports them."""
+    z = logits.astype(np.float64)
+    z -= z.max()
+    z -= np.log(np.exp(z).sum())
+    best: list[tuple[int, float]] = []
+    if top:
+        ids = np.argpartition(-z, top - 1)[:top]
+        best = [(int(i), float(z[i])) for i in ids[np.argsort(-z[ids], kind="stable")]]
+    return float(z[token]), best
 
 
 class _Candidates:

@@ -26,25 +26,21 @@ import time
 from collections import deque
 from typing import IO, Any
 
-from inglenook.core.context import ContextOverflow, Fit, fit_messages, policy_of, reply_reserve
+from inglenook.core.context import ContextOverflow, Fit
 from inglenook.core.load import LoadParams
-from inglenook.core.messages import GenerationRequest, ImageRef, Message
+from inglenook.core.messages import GenerationRequest, ImageRef
 from inglenook.core.replies import Finish
-from inglenook.core.template import RenderedPrompt, TemplateContext, TemplateError
+from inglenook.core.template import TemplateError
 from inglenook.engine import protocol as p
 from inglenook.engine.host.batch import BatchLoop
 from inglenook.engine.host.embedding import Embedder, EmbedError
-from inglenook.engine.host.grammar import GrammarError, grammar_for
+from inglenook.engine.host.grammar import RequestRefused, check_biases
 from inglenook.engine.host.jobs import run_quantize, run_tune
-from inglenook.engine.host.llama import (
-    Sampler,
-    abort_callback,
-    gpu_memory,
-    gpu_offload_supported,
-)
+from inglenook.engine.host.llama import Sampler, abort_callback, gpu_memory, gpu_offload_supported
 from inglenook.engine.host.loading import LoadedModel, LoadFailure, load
 from inglenook.engine.host.machine import physical_cores
 from inglenook.engine.host.sequences import Sequence
+from inglenook.engine.host.tool_grammar import reply_grammar
 from inglenook.engine.host.vision import ImageError, spans_of
 from inglenook.engine.kv_reuse import principal_of, scoped
 from inglenook.engine.kv_states import common_prefix, pack
@@ -223,13 +219,14 @@ class EngineHost:
             self.send(p.Finished(rid, Finish("error", "No model is loaded.")))
             return
         try:
-            grammar = grammar_for(request.reply_format)
-            prompt, tokens, fit = self._fit(self.loaded, request)
+            check_biases(request.logit_bias, self.loaded.model.n_vocab)
+            grammar = reply_grammar(request, self.loaded.info)
+            prompt, tokens, fit = self.loaded.tokenizer.fit(request, self.loaded.ctx.n_ctx_seq)
             failure = None if tokens else Finish(
                 "error", "The chat template produced an empty prompt.")
         except ContextOverflow as exc:
             failure = Finish("error", str(exc), context_full=True)
-        except (TemplateError, ImageError, GrammarError) as exc:
+        except (TemplateError, ImageError, RequestRefused) as exc:
             failure = Finish("error", str(exc))
         except Exception as exc:  # the reply fails; the host and the model stay up
             failure = Finish("error", f"The engine failed: {exc}")
@@ -257,7 +254,7 @@ class EngineHost:
                 rid = waiting.request.request_id
                 self.send(p.Started(rid))
                 self.send(p.Finished(rid, Finish("error", str(exc) if isinstance(
-                    exc, GrammarError) else f"The engine failed: {exc}")))
+                    exc, RequestRefused) else f"The engine failed: {exc}")))
 
     def _reading_alike(self, waiting: _Waiting) -> bool:
         """Whether a sequence of the same principal is reading a prompt that starts as this
@@ -277,7 +274,8 @@ class EngineHost:
         request, tokens, fit = waiting.request, waiting.tokens, waiting.fit
         sp = request.sampling
         seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
-        sampler = Sampler(loaded.model, sp, seed, waiting.grammar)  # first: it may refuse
+        sampler = Sampler(loaded.model, sp, seed, waiting.grammar,  # first: it may refuse
+                          request.logit_bias, request.logprobs)
         key = scoped(request.principal, request.conversation)
         try:
             slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
@@ -302,28 +300,6 @@ class EngineHost:
                                   [vision.positions(ref) for ref in waiting.images])
         return seq
 
-    @staticmethod
-    def _fit(loaded: LoadedModel, request: GenerationRequest
-             ) -> tuple[RenderedPrompt, list[int], Fit]:
-        """The prompt for a request, history left out under its overflow policy until it fits,
-        its tokens, and what was left out."""
-        tokenizer, n_ctx = loaded.tokenizer, loaded.ctx.n_ctx_seq
-        rendered: dict[tuple[Message, ...], tuple[RenderedPrompt, list[int]]] = {}
-        context = TemplateContext(request.tools, request.enable_thinking,
-                                  request.reasoning_effort)
-
-        def count_tokens(messages: Any) -> int:
-            prompt = tokenizer.render(messages, context)
-            rendered[tuple(messages)] = prompt, tokenizer.tokenize_prompt(prompt)
-            return len(rendered[tuple(messages)][1])
-
-        fit = fit_messages(request.messages, count_tokens, n_ctx,
-                           reply_reserve(n_ctx, request.sampling.max_tokens),
-                           policy_of(request.overflow))
-        prompt, tokens = rendered.get(fit.messages) or (tokenizer.render(fit.messages, context),
-                                                        [])
-        return prompt, tokens or tokenizer.tokenize_prompt(prompt), fit
-
     def inspect(self, request: GenerationRequest) -> None:
         """Answer with the prompt a Generate of this request would evaluate; generates nothing
         and leaves the KV cells as they are."""
@@ -332,10 +308,10 @@ class EngineHost:
             self.send(p.PromptView(rid, error="No model is loaded."))
             return
         try:
-            prompt, tokens, fit = self._fit(self.loaded, request)
+            prompt, tokens, fit = self.loaded.tokenizer.fit(request, self.loaded.ctx.n_ctx_seq)
             self.send(self.loaded.tokenizer.view(rid, prompt, tokens, fit,
                                                  self.loaded.ctx.n_ctx_seq))
-        except (TemplateError, ContextOverflow, ImageError) as exc:
+        except (TemplateError, ContextOverflow, ImageError, RequestRefused) as exc:
             self.send(p.PromptView(rid, error=str(exc)))
         except Exception as exc:  # the host and the model stay up
             self.send(p.PromptView(rid, error=f"The engine failed: {exc}"))

@@ -10,7 +10,7 @@ from typing import Any
 
 from inglenook.core.context import Fit
 from inglenook.core.messages import GenerationRequest
-from inglenook.core.replies import Finish, FinishReason, Stats
+from inglenook.core.replies import Finish, FinishReason, Stats, TokenLogprob, TokenOdds
 from inglenook.core.streaming import StopMatcher, Utf8Stream
 from inglenook.engine import protocol as p
 from inglenook.engine.host.llama import Sampler, SeqMemory
@@ -50,6 +50,7 @@ class Sequence:
         self._utf8, self._stops = Utf8Stream(), StopMatcher(request.sampling.stop)
         self._stopped_by_string = False
         self._text: list[str] = []
+        self._logprobs: list[TokenLogprob] = []  # of the tokens whose text is not sent yet
         self._sent_at = 0.0
         self.received = received
         self.started = time.perf_counter()  # admitted: reading the prompt from here
@@ -94,9 +95,13 @@ class Sequence:
         decoded, and the KV cells hold the prompt and the tokens before it."""
         if not self.first_at:
             self.first_at = now
+        odds = self.sampler.odds.pop(0) if self.sampler.odds else None
         if self.is_eog(token):
             return self._end("stop")
         self.generated += 1
+        if odds is not None:
+            self._logprobs.append(TokenLogprob(
+                self._odds(token, odds[0]), tuple(self._odds(t, lp) for t, lp in odds[1])))
         text, stopped = self._stops.feed(self._utf8.feed(self.tokenizer.piece(token)))
         if text:
             self._text.append(text)
@@ -111,6 +116,10 @@ class Sequence:
         self.pending = token
         return True
 
+    def _odds(self, token: int, logprob: float) -> TokenOdds:
+        piece = self.tokenizer.piece(token)
+        return TokenOdds(piece.decode("utf-8", errors="replace"), logprob, tuple(piece))
+
     def _end(self, reason: FinishReason) -> bool:
         self.reason, self.pending = reason, None
         return False
@@ -121,15 +130,22 @@ class Sequence:
     def flush(self, send: Callable[[Any], None], now: float) -> None:
         """Send the text written since the last delta, at most every DELTA_BATCH_S."""
         if self._text and now - self._sent_at >= DELTA_BATCH_S:
+            self._send_logprobs(send)
             send(p.Delta(self.rid, "".join(self._text)))
             self._text.clear()
             self._sent_at = now
+
+    def _send_logprobs(self, send: Callable[[Any], None]) -> None:
+        if self._logprobs:
+            send(p.Logprobs(self.rid, tuple(self._logprobs)))
+            self._logprobs.clear()
 
     def finish(self, send: Callable[[Any], None]) -> None:
         """The last text, the figures and the Finished event."""
         if not self._stopped_by_string:  # bytes of an unfinished character, held-back text
             text, _ = self._stops.feed(self._utf8.flush())
             self._text.append(text + self._stops.flush())
+        self._send_logprobs(send)
         if "".join(self._text):
             send(p.Delta(self.rid, "".join(self._text)))
         self._text.clear()
@@ -154,4 +170,5 @@ class Sequence:
             context_used=self.memory.n, n_ctx=self.n_ctx, dropped_messages=self.fit.dropped,
             seed=self.seed, dropped_start=self.fit.dropped_start, cache_source=reuse.source,
             state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted,
-            drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted)
+            drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted,
+            grammar_refused=self.sampler.refused)

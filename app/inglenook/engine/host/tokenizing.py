@@ -12,8 +12,8 @@ import codecs
 import dataclasses
 from collections.abc import Collection, Iterator, Sequence
 
-from inglenook.core.context import Fit
-from inglenook.core.messages import ImageRef, Message
+from inglenook.core.context import Fit, fit_messages, policy_of, reply_reserve
+from inglenook.core.messages import GenerationRequest, ImageRef, Message, RawPrompt
 from inglenook.core.template import (
     IMAGE_MARK,
     ControlStrings,
@@ -24,6 +24,7 @@ from inglenook.core.template import (
     defuse,
 )
 from inglenook.engine import protocol as p
+from inglenook.engine.host.grammar import RequestRefused
 from inglenook.engine.host.llama import (
     ATTR_CONTROL,
     ATTR_LSTRIP,
@@ -130,6 +131,48 @@ class Tokenizer:
         if found != len(prompt.images):
             raise ImageError("The chat template dropped or repeated an image of the "
                              "conversation.")
+
+    def fit(self, request: GenerationRequest, n_ctx: int
+            ) -> tuple[RenderedPrompt, list[int], Fit]:
+        """The prompt for a request, history left out under its overflow policy until it fits
+        `n_ctx`, its tokens, and what was left out."""
+        rendered: dict[tuple[Message, ...], tuple[RenderedPrompt, list[int]]] = {}
+        context = TemplateContext(request.tools, request.enable_thinking,
+                                  request.reasoning_effort)
+        raw = request.raw
+
+        def count_tokens(messages: Sequence[Message]) -> int:
+            if raw is not None:  # one text, continued as it is
+                prompt = RenderedPrompt((Segment(raw.prefix + raw.suffix, True),))
+                rendered[tuple(messages)] = prompt, self.raw_tokens(raw)
+            else:
+                prompt = self.render(messages, context)
+                rendered[tuple(messages)] = prompt, self.tokenize_prompt(prompt)
+            return len(rendered[tuple(messages)][1])
+
+        fit = fit_messages(request.messages, count_tokens, n_ctx,
+                           reply_reserve(n_ctx, request.sampling.max_tokens),
+                           policy_of("stop" if raw is not None else request.overflow))
+        prompt, tokens = rendered.get(fit.messages) or (self.render(fit.messages, context), [])
+        return prompt, tokens or self.tokenize_prompt(prompt), fit
+
+    def raw_tokens(self, raw: RawPrompt) -> list[int]:
+        """A plain completion's tokens: the text as plain text (never control tokens), or with
+        a suffix the model's fill-in-the-middle layout, as llama.cpp's server builds it:
+        [BOS] FIM_PRE prefix FIM_SUF suffix FIM_MID."""
+        model = self.model
+        head = [model.bos] if model.add_bos else []
+
+        def plain(text: str) -> list[int]:
+            return model.tokenize(text.encode("utf-8", errors="replace"), special=False)
+
+        if not raw.suffix:
+            return head + plain(raw.prefix)
+        pre, suf, mid = model.fim
+        if min(pre, suf, mid) < 0:
+            raise RequestRefused("'suffix' needs a model with fill-in-the-middle tokens, and "
+                                 "this one's vocabulary has none: leave it out.")
+        return [*head, pre, *plain(raw.prefix), suf, *plain(raw.suffix), mid]
 
     def tokenize(self, messages: Sequence[Message]) -> list[int]:
         return self.tokenize_prompt(self.render(messages))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from inglenook.core.replies import Finish
+from inglenook.core.reply_format import shown_reply
 from inglenook.store import StoredMessage
 from inglenook.ui.chat.chat_view import MessageBubble
 
@@ -34,6 +35,21 @@ def present(bubble: MessageBubble, message: StoredMessage, model_name: str) -> N
     elif provenance.finish in ("cancelled", "length"):
         bubble.set_finish(Finish(provenance.finish, provenance.error))
     mark_stopped_thinking(bubble, message)
+    show_answer(bubble, message)
+
+
+def show_answer(bubble: MessageBubble, message: StoredMessage) -> None:
+    """The reply's text; a JSON reply (its chat's "Reply as JSON") pretty-printed as a code
+    block, marked when it does not match its schema. Copy copies the JSON."""
+    fmt = message.provenance.reply_format
+    if not fmt or not message.content.strip():
+        bubble.set_text(message.content)
+        return
+    shown, copied, problem = shown_reply(message.content, fmt)
+    bubble.set_text(shown)
+    bubble.text = copied
+    if problem and message.provenance.finish == "stop":  # a cut-off reply already says so
+        bubble.set_notice(problem, "info")
 
 
 def mark_stopped_thinking(bubble: MessageBubble, message: StoredMessage) -> None:

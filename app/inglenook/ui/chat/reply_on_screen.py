@@ -19,7 +19,7 @@ from inglenook.store import StoredMessage
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.context_meter import left_out_marker
-from inglenook.ui.chat.presenter import mark_stopped_thinking
+from inglenook.ui.chat.presenter import mark_stopped_thinking, show_answer
 from inglenook.ui.chat.queue_notice import QueueNotice
 
 
@@ -124,7 +124,7 @@ class ReplyOnScreen(QObject):
                 bubble.set_siblings(message.sibling_index, message.sibling_count)
                 bubble.set_reasoning(message.reasoning, seconds=message.provenance.thinking_s)
                 mark_stopped_thinking(bubble, message)
-                bubble.set_text(message.content)
+                show_answer(bubble, message)
         row = session.path.index_of(reply_id)
         self.view.pin(reply_id, False)
         if row is not None:

@@ -24,6 +24,7 @@ from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.knowledge_section import KnowledgeSection
 from inglenook.ui.side.load_section import LoadSection
+from inglenook.ui.side.reply_format_section import ReplyFormatSection
 from inglenook.ui.side.reply_section import ReplySection
 from inglenook.ui.widgets.controls import (
     SPIN_WIDTH,
@@ -90,6 +91,8 @@ class SamplingPanel(QWidget):
         column.addWidget(self.reply_section)
         self.knowledge_section = KnowledgeSection(self)  # the collections the chat searches
         column.addWidget(self.knowledge_section)
+        self.reply_format_section = ReplyFormatSection(self)  # the chat's "Reply as JSON"
+        column.addWidget(self.reply_format_section)
         column.addWidget(self._build_sampling_section())
         self.load = LoadSection(self)
         self.load.changed.connect(self._on_load_edited)

@@ -59,6 +59,8 @@ class SideController(QObject):
             lambda effort: self._chat_change(reasoning_effort=effort))
         panel.knowledge_section.chosen_changed.connect(self._use_collections)
         self.collection_names: list[str] = []
+        panel.reply_format_section.format_changed.connect(
+            lambda on, schema: self._chat_change(reply_json=on, reply_schema=schema))
         panel.settings_changed.connect(self._load_edited.call)
         bar.preset_chosen.connect(self.apply_preset)
         bar.save_requested.connect(self.save_preset)
@@ -84,6 +86,7 @@ class SideController(QObject):
         self.panel.set_overflow(chat.overflow)
         self.panel.reply_section.show_chat(chat)
         self.panel.knowledge_section.show_collections(self.collection_names, chat.knowledge)
+        self.panel.reply_format_section.show_chat(chat)
         self.bar.show_current(chat.matching_preset(self.presets))
 
     def model_loaded(self, info: ModelInfo) -> None:
@@ -136,7 +139,8 @@ class SideController(QObject):
             chat = self.session.settings
             values = values.replace(thinking=chat.thinking, tools=chat.tools,
                                     reasoning_effort=chat.reasoning_effort,
-                                    knowledge=chat.knowledge)
+                                    knowledge=chat.knowledge, reply_json=chat.reply_json,
+                                    reply_schema=chat.reply_schema)
         self._change(sampling=values.sampling, system_prompt=values.system_prompt,
                      overflow=values.overflow)
         if self.session is not None:

@@ -1,12 +1,19 @@
-"""A reply's format as a grammar: what it cannot enforce is refused by name, never dropped."""
+"""A reply's format as a grammar: what it cannot enforce is refused by name, never dropped;
+logit biases and log-probabilities."""
 
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
-from inglenook.engine.host.grammar import GrammarError, grammar_for
+from inglenook.core.messages import GenerationRequest, Message
+from inglenook.core.replies import TokenLogprob, TokenOdds
+from inglenook.engine import protocol as p
+from inglenook.engine.host.grammar import BiasError, GrammarError, check_biases, grammar_for
+from inglenook.engine.host.llama import odds_of
 
 
 def test_free_text_has_no_grammar_and_json_has_one() -> None:
@@ -34,3 +41,27 @@ def test_what_a_grammar_cannot_enforce_is_refused_by_name(schema: dict, named: s
 def test_a_schema_that_is_not_json_is_refused() -> None:
     with pytest.raises(GrammarError, match="not JSON"):
         grammar_for("{type: object")
+
+
+def test_a_bias_outside_the_vocabulary_is_refused_by_name() -> None:
+    check_biases(((0, 1.0), (9, -100.0)), 10)
+    with pytest.raises(BiasError, match="'logit_bias' names token 10"):
+        check_biases(((10, 1.0),), 10)
+
+
+def test_odds_are_a_log_softmax_of_the_raw_logits_with_the_best_first() -> None:
+    logits = np.array([0.0, 2.0, 1.0, 2.0], dtype=np.float32)
+    chosen, top = odds_of(logits, 2, 3)
+    lse = math.log(sum(math.exp(x) for x in logits))
+    assert chosen == pytest.approx(1.0 - lse)
+    assert [t for t, _ in top] == [1, 3, 2] and top[0][1] == pytest.approx(2.0 - lse)
+    assert odds_of(logits, 0, 0)[1] == []
+
+
+def test_logprobs_and_biases_cross_the_pipe_typed() -> None:
+    event = p.Logprobs(3, (TokenLogprob(TokenOdds("a", -0.5, (97,)),
+                                        (TokenOdds("b", -1.0, (98,)),)),))
+    assert p.decode(p.encode(event)[4:]) == event
+    ask = p.Generate(GenerationRequest(1, (Message("user", "x"),), logit_bias=((5, -100.0),),
+                                       logprobs=2))
+    assert p.decode(p.encode(ask)[4:]) == ask

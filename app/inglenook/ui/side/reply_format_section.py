@@ -1,0 +1,89 @@
+"""The side panel's "Reply format": a chat's "Reply as JSON", with an optional JSON Schema the
+replies must match (enforced by a grammar while the model writes, core/reply_format.py). The
+schema is checked as it is typed and the reason shown under it; what is typed is kept with the
+chat either way (ChatSettings.reply_schema), so nothing is lost."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
+
+from inglenook.chat.chat_settings import MAX_SCHEMA, ChatSettings
+from inglenook.core.reply_format import schema_problem
+from inglenook.ui.widgets.controls import CollapsibleSection, helper_label
+from inglenook.ui.widgets.narrow import WrappingCheckBox
+
+ANY_OBJECT = "Replies are a JSON object. A JSON Schema here makes them match it."
+MATCHING = "Replies will match this schema."
+
+
+class ReplyFormatSection(CollapsibleSection):
+    """Changes made with show_chat() emit nothing.
+
+    Signals:
+        format_changed(bool, str): "Reply as JSON" and the schema text, as the user left them.
+    """
+
+    format_changed = Signal(bool, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Reply format", "replyFormatSection", parent)
+        self.json_check = WrappingCheckBox("Reply as JSON", self.body)
+        self.json_check.setObjectName("reply_json_check")
+        self.json_check.setToolTip("The model can only write JSON (a grammar holds it to it "
+                                   "while it writes). Kept with this chat.")
+        self.json_check.toggled.connect(self._edited)
+        self.schema_edit = QPlainTextEdit(self.body)
+        self.schema_edit.setObjectName("reply_schema_edit")
+        self.schema_edit.setAccessibleName("JSON Schema of the replies")
+        self.schema_edit.setPlaceholderText('Optional JSON Schema, e.g. {"type": "object", '
+                                            '"properties": {"name": {"type": "string"}}}')
+        self.schema_edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        line = self.schema_edit.fontMetrics().lineSpacing()
+        self.schema_edit.setFixedHeight(line * 6 + 14)
+        self.schema_edit.textChanged.connect(self._edited)
+        self.note = helper_label("", self.body, name="replyFormatNote")
+        layout = QVBoxLayout(self.body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(6)
+        layout.addWidget(self.json_check)
+        layout.addWidget(self.schema_edit)
+        layout.addWidget(self.note)
+        self._quiet = False
+        self._show_state()
+
+    def show_chat(self, settings: ChatSettings) -> None:
+        self._quiet = True
+        try:
+            self.json_check.setChecked(settings.reply_json)
+            if self.schema_edit.toPlainText() != settings.reply_schema:  # the cursor stays
+                self.schema_edit.setPlainText(settings.reply_schema)
+        finally:
+            self._quiet = False
+        self._show_state()
+
+    @property
+    def problem(self) -> str:
+        """What is wrong with the schema typed ("" when it is fine or empty)."""
+        text = self.schema_edit.toPlainText().strip()
+        if len(text) > MAX_SCHEMA:
+            return f"A schema may be at most {MAX_SCHEMA:,} characters."
+        return schema_problem(text) if text else ""
+
+    def _edited(self) -> None:
+        self._show_state()
+        if not self._quiet:
+            self.format_changed.emit(self.json_check.isChecked(),
+                                     self.schema_edit.toPlainText()[:MAX_SCHEMA])
+
+    def _show_state(self) -> None:
+        on = self.json_check.isChecked()
+        self.schema_edit.setVisible(on)
+        problem = self.problem if on else ""
+        text = problem or (MATCHING if self.schema_edit.toPlainText().strip() else ANY_OBJECT)
+        self.note.setText(text if on else "")
+        self.note.setVisible(on)
+        self.note.setProperty("kind", "error" if problem else "")
+        self.note.style().unpolish(self.note)
+        self.note.style().polish(self.note)
