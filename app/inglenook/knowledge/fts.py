@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ _WORD = re.compile(r"\w+(?:['’-]\w+)*")
 # opens the file with it (its classes are its own).
 DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, vectors.driver()[0].Error)
 
+
+_OPENING = threading.Lock()
 
 class KnowledgeError(Exception):
     """A collection that does not exist or already does, a database that cannot be opened;
@@ -92,10 +95,11 @@ class SqliteFtsIndex:
         module, self.vectors_off = vectors.driver()
         self._errors = DATABASE_ERRORS
         try:
-            self._conn = connect(self.path, driver=module)
-            if not self.vectors_off:
-                self.vectors_off = vectors.load(self._conn)
-            self._migrate()
+            with _OPENING:  # one migration at a time: the window opens it on two threads
+                self._conn = connect(self.path, driver=module)
+                if not self.vectors_off:
+                    self.vectors_off = vectors.load(self._conn)
+                self._migrate()
             # How many chunks hold each word: a view of the index itself, nothing stored.
             self._conn.execute("CREATE VIRTUAL TABLE temp.chunks_vocab "
                                "USING fts5vocab(main, chunks_fts, 'row')")
