@@ -217,6 +217,10 @@ def test_a_conversation_is_renamed_in_place(qtbot: QtBot, window: MainWindow) ->
     window.sidebar.ask_rename(conv)
     editor = window.sidebar.list.findChild(QLineEdit)
     assert editor is not None and editor.text() == "Original title."
+    # A reply's activity mark and a list refresh arriving meanwhile do not end the rename.
+    window.sidebar.set_activity({conv: "generating"})
+    window.history.refresh()
+    assert window.sidebar.list.findChild(QLineEdit) is editor
     editor.setText("Renamed in place")
     qtbot.keyClick(editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: window.store.conversation(conv).title == "Renamed in place",

@@ -116,6 +116,7 @@ class ConversationSidebar(QWidget):
         rename.setContext(Qt.ShortcutContext.WidgetShortcut)
         rename.activated.connect(self.ask_rename)
         self._renaming: int | None = None
+        self._pending: tuple[Sequence[ConversationSummary], int | None] | None = None
         self.hint = QLabel("Your conversations appear here.", self)
         self.hint.setObjectName("sidebarHint")
         self.hint.setWordWrap(True)
@@ -134,6 +135,10 @@ class ConversationSidebar(QWidget):
 
     def set_conversations(self, conversations: Sequence[ConversationSummary],
                           current: int | None) -> None:
+        if self._renaming is not None:  # a rebuild would close the editor: after the rename
+            self._pending = (conversations, current)
+            return
+        self._pending = None
         self.list.setUpdatesEnabled(False)
         self.list.clear()
         self._pinned = {c.id: c.pinned for c in conversations}
@@ -175,8 +180,10 @@ class ConversationSidebar(QWidget):
             return
         kind = self._activity.get(int(conv_id))
         title = self._titles.get(int(conv_id), "")
+        self.list.blockSignals(True)  # an icon is not an edit (itemChanged would end a rename)
         item.setIcon(self._icons[kind] if kind else QIcon())
         item.setToolTip(plain_tip(f"{title}\n{ACTIVITY_TIPS[kind]}" if kind else title))
+        self.list.blockSignals(False)
 
     def activity(self, conv_id: int) -> str:
         return self._activity.get(conv_id, "")
@@ -257,6 +264,12 @@ class ConversationSidebar(QWidget):
         item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
         item.setText(self._titles.get(conv_id, ""))
         self.list.blockSignals(False)
+        if self._pending is not None:
+            QTimer.singleShot(0, self._apply_pending)
+
+    def _apply_pending(self) -> None:
+        if self._pending is not None and self._renaming is None:
+            self.set_conversations(*self._pending)
 
     def _item(self, conv_id: int) -> QListWidgetItem | None:
         for row in range(self.list.count()):
