@@ -1,5 +1,5 @@
 """The engine process, one per loaded model: the ONLY package that imports llama_cpp, and in it
-only `llama.py` (the adapter) touches llama-cpp-python's low-level API.
+only `llama/` (the adapter) touches llama-cpp-python's low-level API.
 
 Run as `python -m inglenook.engine.host` (a frozen bundle: `inglenook --engine-host`). Requests
 arrive on stdin and events leave on the process's original stdout (engine/protocol.py).
@@ -11,7 +11,7 @@ arrive on stdin and events leave on the process's original stdout (engine/protoc
     tokenizing.py  prompts to tokens (only template markup makes control tokens), tokens to text
     loading.py     a model loaded: the memory check first, then llama.cpp, template, draft
     jobs.py        tuning threads and batch size, quantizing
-    llama.py       the adapter: model, context, batch, sampler chains, KV memory calls
+    llama/         the adapter: model, context, batch, sampler chains, KV memory calls
 
 Importing this package does not import llama_cpp: the benchmarks and the client read the cores.
 """

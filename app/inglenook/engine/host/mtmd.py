@@ -1,5 +1,5 @@
 """The adapter's vision half: the only module that touches libmtmd (llama_cpp.mtmd_cpp), as
-llama.py is the only one that touches libllama.
+llama/ is the only one that touches libllama.
 
     Projector   an mmproj GGUF loaded beside the text model (mtmd_init_from_file)
     ImageChunk  one image, preprocessed: how many positions it takes, then its embeddings

@@ -1,0 +1,248 @@
+"""Contexts (KV memory and llama_decode), one sequence's memory, embedding contexts and
+batches."""
+
+from __future__ import annotations
+
+import ctypes
+from array import array
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import llama_cpp
+import numpy as np
+
+from inglenook.engine.host.llama.library import KV_TYPES
+from inglenook.engine.host.llama.model import Model
+from inglenook.engine.kv_reuse import KvMemory
+from inglenook.engine.kv_states import count
+
+
+# ---- the context ------------------------------------------------------------------------------
+class Context:
+    """`n_seq` sequences (ids 0..n_seq-1) of `n_ctx_seq` cells each."""
+
+    def __init__(self, model: Model, n_ctx_seq: int, n_seq: int, n_batch: int, n_threads: int,
+                 n_threads_batch: int, flash_attn: bool, kv_type: str) -> None:
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx_seq * n_seq
+        params.n_batch = params.n_ubatch = min(n_batch, params.n_ctx)
+        params.n_seq_max = n_seq
+        params.kv_unified = False
+        params.n_threads, params.n_threads_batch = n_threads, n_threads_batch
+        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+                                  else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        params.type_k = params.type_v = KV_TYPES[kv_type]
+        params.no_perf = True
+        self.model = model
+        self.ptr = llama_cpp.llama_init_from_model(model.ptr, params)
+        if not self.ptr:
+            raise ValueError("Failed to create the llama.cpp context (out of memory?)")
+        self.mem = llama_cpp.llama_get_memory(self.ptr)
+        self.n_seq = n_seq
+        self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self.ptr))
+        self.n_batch = int(llama_cpp.llama_n_batch(self.ptr))
+        self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem))
+        self._abort_cb: Any = None
+
+    def decode(self, batch: Batch) -> int:
+        """llama_decode's status: 0 done, DECODE_ABORTED, anything else a failure."""
+        batch.ptr.n_tokens = batch.n
+        return int(llama_cpp.llama_decode(self.ptr, batch.ptr))
+
+    def logits(self, index: int) -> np.ndarray:
+        """The logits at `index` of the last batch (a view, valid until the next decode)."""
+        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ptr, index),
+                                     shape=(self.model.n_vocab,))
+
+    def set_threads(self, n_threads: int, n_threads_batch: int) -> None:
+        llama_cpp.llama_set_n_threads(self.ptr, n_threads, n_threads_batch)
+
+    def set_abort(self, callback: Any) -> None:
+        """A ggml_abort_callback (see abort_callback), or None. ggml calls it for every graph
+        node, which costs decoding speed: install it only around long prompt batches."""
+        self._abort_cb = callback
+        llama_cpp.llama_set_abort_callback(self.ptr, callback or _NO_ABORT, None)
+
+    def sequence(self, seq: int) -> SeqMemory:
+        return SeqMemory(self, seq)
+
+    def close(self) -> None:
+        if self.ptr:
+            llama_cpp.llama_free(self.ptr)
+            self.ptr = None
+
+
+def abort_callback(should_stop: Callable[[], bool]) -> Any:
+    """A C callback for Context.set_abort; keep a reference while it is installed."""
+    return llama_cpp.ggml_abort_callback(lambda _data: bool(should_stop()))
+
+
+_NO_ABORT = llama_cpp.ggml_abort_callback()  # a NULL callback
+
+
+class SeqMemory:
+    """One sequence's KV cells and the tokens they hold (kv_reuse.KvMemory). States are the
+    sequence's cells only (llama_state_seq_*): no logits, ~6x faster than a whole state."""
+
+    def __init__(self, ctx: Context, seq: int) -> None:
+        self.ctx, self.seq = ctx, seq
+        self.held = array("i")  # the tokens in the cells, position by position
+
+    @property
+    def n(self) -> int:
+        return len(self.held)
+
+    def tokens(self) -> bytes:
+        return self.held.tobytes()
+
+    def appended(self, tokens: Sequence[int]) -> None:
+        """Tokens just decoded into this sequence after the ones held."""
+        self.held.extend(tokens)
+
+    def keep(self, n: int) -> bool:
+        ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, n, -1))
+        if ok:
+            del self.held[n:]
+        return ok
+
+    def cut(self, start: int, end: int) -> bool:
+        mem = self.ctx.mem
+        if not self.ctx.can_shift or not llama_cpp.llama_memory_seq_rm(mem, self.seq, start, end):
+            return False
+        llama_cpp.llama_memory_seq_add(mem, self.seq, end, -1, start - end)
+        del self.held[start:end]
+        return True
+
+    def copy_from(self, other: KvMemory, n: int) -> None:
+        """Make this sequence hold the first `n` tokens of another's (llama_memory_seq_cp).
+        Across streams llama.cpp copies the whole stream at the next decode: the caller
+        decodes into this sequence before reading or writing its state."""
+        assert isinstance(other, SeqMemory) and other.ctx is self.ctx
+        llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
+        llama_cpp.llama_memory_seq_cp(self.ctx.mem, other.seq, self.seq, -1, -1)
+        self.held = array("i", other.held[:other.n])
+        self.keep(n)
+
+    def save(self) -> bytearray:
+        ctx = self.ctx.ptr
+        size = llama_cpp.llama_state_seq_get_size(ctx, self.seq)
+        data = bytearray(size)
+        written = llama_cpp.llama_state_seq_get_data(
+            ctx, (ctypes.c_uint8 * size).from_buffer(data), size, self.seq)
+        del data[written:]
+        return data
+
+    def restore(self, data: bytearray, tokens: bytes) -> bool:
+        self.clear()
+        read = llama_cpp.llama_state_seq_set_data(
+            self.ctx.ptr, (ctypes.c_uint8 * len(data)).from_buffer(data), len(data), self.seq)
+        n = count(tokens)
+        if read != len(data) or llama_cpp.llama_memory_seq_pos_max(
+                self.ctx.mem, self.seq) != n - 1:
+            self.clear()
+            return False
+        self.held = array("i")
+        self.held.frombytes(tokens)
+        return True
+
+    def clear(self) -> None:
+        llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
+        self.held = array("i")
+
+
+POOLING = {"mean": llama_cpp.LLAMA_POOLING_TYPE_MEAN, "cls": llama_cpp.LLAMA_POOLING_TYPE_CLS,
+           "last": llama_cpp.LLAMA_POOLING_TYPE_LAST}
+
+
+class EmbeddingContext:
+    """Texts in, one pooled vector each out: `n_ctx` tokens per batch of up to `n_seq` texts,
+    each text its own sequence; the cells are cleared after every batch."""
+
+    def __init__(self, model: Model, n_ctx: int, n_seq: int, pooling: str,
+                 n_threads: int) -> None:
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = params.n_batch = params.n_ubatch = n_ctx  # a text is read in one ubatch
+        params.n_seq_max = n_seq
+        params.kv_unified = True
+        params.embeddings = True
+        params.pooling_type = POOLING[pooling]
+        params.n_threads = params.n_threads_batch = n_threads
+        params.no_perf = True
+        self.model, self.n_ctx, self.n_seq = model, n_ctx, n_seq
+        self.ptr = llama_cpp.llama_init_from_model(model.ptr, params)
+        if not self.ptr:
+            raise ValueError("Failed to create the llama.cpp embedding context")
+        self.mem = llama_cpp.llama_get_memory(self.ptr)
+        self.dimensions = int(llama_cpp.llama_model_n_embd_out(model.ptr))
+        # An encoder alone (BERT) is read with llama_encode, as llama.cpp's embedding example.
+        self._encode = bool(llama_cpp.llama_model_has_encoder(model.ptr)
+                            and not llama_cpp.llama_model_has_decoder(model.ptr))
+        self._batch = llama_cpp.llama_batch_init(n_ctx, 0, 1)
+
+    def tokenize(self, text: bytes) -> list[int]:
+        """With the model's own BOS/CLS, EOS/SEP; control strings in the text stay text."""
+        vocab, need = self.model.vocab, len(text) + 8
+        buffer = (llama_cpp.llama_token * need)()
+        n = llama_cpp.llama_tokenize(vocab, text, len(text), buffer, need, True, False)
+        return buffer[:max(n, 0)]
+
+    def embed(self, texts: Sequence[Sequence[int]]) -> np.ndarray:
+        """Pooled vectors (len(texts), dimensions) of token lists that fit together in one
+        batch (at most n_seq of them, n_ctx tokens in all)."""
+        b, i = self._batch, 0
+        for seq, tokens in enumerate(texts):
+            for pos, token in enumerate(tokens):
+                b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, True
+                b.seq_id[i][0] = seq
+                i += 1
+        b.n_tokens = i
+        if self.mem:
+            llama_cpp.llama_memory_clear(self.mem, True)
+        status = (llama_cpp.llama_encode if self._encode else llama_cpp.llama_decode)(self.ptr, b)
+        if status != 0:
+            raise RuntimeError(f"llama.cpp could not read the texts (status {status})")
+        rows = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        for seq in range(len(texts)):
+            pointer = llama_cpp.llama_get_embeddings_seq(self.ptr, seq)
+            if not pointer:
+                raise RuntimeError("llama.cpp gave no pooled vector")
+            rows[seq] = np.ctypeslib.as_array(pointer, shape=(self.dimensions,))
+        return rows
+
+    def close(self) -> None:
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ptr:
+            llama_cpp.llama_free(self.ptr)
+            self.ptr = None
+
+
+# ---- batches and sampling ---------------------------------------------------------------------
+class Batch:
+    def __init__(self, capacity: int) -> None:
+        self.ptr = llama_cpp.llama_batch_init(capacity, 0, 1)
+        self.capacity = capacity
+        self.n = 0
+        b = self.ptr
+        self._token, self._pos, self._n_seq, self._seq, self._logits = (
+            b.token, b.pos, b.n_seq_id, b.seq_id, b.logits)
+
+    def clear(self) -> None:
+        self.n = 0
+
+    def add(self, token: int, pos: int, seq: int, logits: bool) -> int:
+        """Append a token; its index in the batch (where its logits are read)."""
+        i = self.n
+        self._token[i] = token
+        self._pos[i] = pos
+        self._n_seq[i] = 1
+        self._seq[i][0] = seq
+        self._logits[i] = logits
+        self.n = i + 1
+        return i
+
+    def close(self) -> None:
+        if self.ptr is not None:
+            llama_cpp.llama_batch_free(self.ptr)
+            self.ptr = None

@@ -1,0 +1,76 @@
+"""Weights and vocabulary."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+import llama_cpp
+
+
+# ---- the model --------------------------------------------------------------------------------
+class Model:
+    """`progress(fraction)` is called while the weights load; returning False cancels."""
+
+    def __init__(self, path: str, n_gpu_layers: int, use_mmap: bool, use_mlock: bool,
+                 progress: Callable[[float], bool] | None = None) -> None:
+        params = llama_cpp.llama_model_default_params()
+        params.n_gpu_layers = 0x7FFFFFFF if n_gpu_layers == -1 else n_gpu_layers
+        params.use_mmap, params.use_mlock = use_mmap, use_mlock
+        if progress is not None:
+            self._progress = llama_cpp.llama_progress_callback(
+                lambda fraction, _data: bool(progress(float(fraction))))
+            params.progress_callback = self._progress
+        self.ptr = llama_cpp.llama_model_load_from_file(path.encode("utf-8"), params)
+        if not self.ptr:
+            raise ValueError(f"Failed to load model from file: {path}")
+        self.vocab = llama_cpp.llama_model_get_vocab(self.ptr)
+        self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
+        self.bos = int(llama_cpp.llama_vocab_bos(self.vocab))
+        self.eos = int(llama_cpp.llama_vocab_eos(self.vocab))
+        self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        self.vocab_type = int(llama_cpp.llama_vocab_type(self.vocab))
+        # Fill-in-the-middle: prefix, suffix and middle tokens (-1 where the vocabulary has none).
+        self.fim = (int(llama_cpp.llama_vocab_fim_pre(self.vocab)),
+                    int(llama_cpp.llama_vocab_fim_suf(self.vocab)),
+                    int(llama_cpp.llama_vocab_fim_mid(self.vocab)))
+        # Recurrent state cannot be cut back to a shorter prefix (no speculation, no shift).
+        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)
+                              or llama_cpp.llama_model_is_hybrid(self.ptr))
+        self._buffer = (llama_cpp.llama_token * 4096)()
+
+    def tokenize(self, text: bytes, special: bool) -> list[int]:
+        """Never adds BOS: tokenizing.py decides where it goes."""
+        need = len(text) + 8
+        if need > len(self._buffer):
+            self._buffer = (llama_cpp.llama_token * need)()
+        n = llama_cpp.llama_tokenize(self.vocab, text, len(text), self._buffer,
+                                     len(self._buffer), False, special)
+        if n < 0:  # more tokens than bytes (cannot happen with +8, but llama.cpp says so)
+            self._buffer = (llama_cpp.llama_token * -n)()
+            n = llama_cpp.llama_tokenize(self.vocab, text, len(text), self._buffer, -n, False,
+                                         special)
+        return self._buffer[:n]
+
+    def piece(self, token: int, special: bool = False) -> bytes:
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, size, 0, special)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    def attr(self, token: int) -> int:
+        return int(llama_cpp.llama_vocab_get_attr(self.vocab, token))
+
+    def text(self, token: int) -> bytes:
+        return llama_cpp.llama_vocab_get_text(self.vocab, token) or b""
+
+    def is_eog(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    def close(self) -> None:
+        if self.ptr:
+            llama_cpp.llama_model_free(self.ptr)
+            self.ptr = None
