@@ -3,9 +3,9 @@
   grammar_decode_tok_s      decode speed of a reply constrained to a JSON schema
   plain_decode_tok_s        the same prompt and sampling, unconstrained
   grammar_over_plain        the first ÷ the second (goal ≥ 0.8)
-  grammar_refused_share     of the constrained reply's tokens, the share whose free choice
-                            the grammar refused (each then chosen again over a masked
-                            vocabulary: the slow path)
+  grammar_full_mask_share   of the constrained reply's tokens, the share for which the
+                            likeliest candidates held too few the grammar allows, so that
+                            it masked the whole vocabulary (the slow path)
   grammar_greedy_*          the same three figures greedy (temperature 0), where the model's
                             likeliest token is far more often one the grammar allows
 
@@ -38,30 +38,30 @@ ASK = (Message("user", "Write many short notes about a lighthouse keeper and a s
 
 def rate(client: EngineClient, rid: int, sampling: SamplingParams,
          reply_format: str) -> tuple[float, float]:
-    """Decode speed, and the share of tokens whose free choice the grammar refused."""
+    """Decode speed, and the share of tokens that needed a whole-vocabulary mask."""
     stats = None
     for event in client.generate(GenerationRequest(rid, ASK, sampling,
                                                    reply_format=reply_format)):
         if isinstance(event, p.ReplyStats):
             stats = event.stats
     assert stats is not None
-    return stats.decode_tok_s, stats.grammar_refused / max(stats.generated_tokens, 1)
+    return stats.decode_tok_s, stats.grammar_full_masks / max(stats.generated_tokens, 1)
 
 
 def compare(client: EngineClient, runs: int, tokens: int, temperature: float,
             prefix: str) -> dict[str, float]:
-    shaped, plain, refused = [], [], []
+    shaped, plain, masked = [], [], []
     for i in range(runs):  # interleaved, so drift in machine speed hits both alike
         sampling = SamplingParams(temperature=temperature, seed=i, max_tokens=tokens,
                                   repeat_penalty=1.0 if temperature == 0 else 1.1)
         speed, share = rate(client, 2 * i + 1, sampling, json.dumps(SCHEMA))
         shaped.append(speed)
-        refused.append(share)
+        masked.append(share)
         plain.append(rate(client, 2 * i + 2, sampling, "")[0])
     g, f = statistics.median(shaped), statistics.median(plain)
     return {f"{prefix}decode_tok_s": round(g, 1), f"plain_{prefix[8:]}decode_tok_s": round(f, 1),
             f"{prefix}over_plain": round(g / f, 3) if f else 0.0,
-            f"{prefix}refused_share": round(statistics.median(refused), 3)}
+            f"{prefix}full_mask_share": round(statistics.median(masked), 3)}
 
 
 def main() -> int:

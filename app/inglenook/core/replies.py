@@ -33,9 +33,9 @@ class Stats:
     # agreed with (each of those came almost free).
     drafted_tokens: int = 0
     accepted_tokens: int = 0
-    # A reply in a format: tokens the sampler chose freely that the grammar refused (each
-    # costs a second, masked choice over the whole vocabulary).
-    grammar_refused: int = 0
+    # A reply in a format: tokens for which the likeliest candidates held too few the grammar
+    # allows, so that it was applied to the whole vocabulary (the slow case).
+    grammar_full_masks: int = 0
 
     @property
     def acceptance_rate(self) -> float:

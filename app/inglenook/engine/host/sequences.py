@@ -171,4 +171,4 @@ class Sequence:
             seed=self.seed, dropped_start=self.fit.dropped_start, cache_source=reuse.source,
             state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted,
             drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted,
-            grammar_refused=self.sampler.refused)
+            grammar_full_masks=self.sampler.full_masks)

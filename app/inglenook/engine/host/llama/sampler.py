@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,34 +29,42 @@ class Sampler:
 
     def __init__(self, model: Model, sp: SamplingParams, seed: int, grammar: str = "",
                  logit_bias: Sequence[tuple[int, float]] = (), logprobs: int = -1) -> None:
-        self.ptr = llama_cpp.llama_sampler_chain_init(
-            llama_cpp.llama_sampler_chain_default_params())
+        self.ptr = _chain()
         self.greedy = sp.temperature == 0.0
         self.n_vocab, self.logprobs = model.n_vocab, logprobs
         self.odds: list[Odds] = []
-        add = self._add
-        if logit_bias:  # llama.cpp copies the array
-            biases = (llama_cpp.llama_logit_bias * len(logit_bias))(
-                *(llama_cpp.llama_logit_bias(t, b) for t, b in logit_bias))
-            add(llama_cpp.llama_sampler_init_logit_bias(model.n_vocab, len(logit_bias), biases))
         self.grammar: Any = None
+        self.pre: Any = None  # with a grammar: the steps before truncation, a chain apart
         if grammar:
             self.grammar = llama_cpp.llama_sampler_init_grammar(
                 model.vocab, grammar.encode(), b"root")
             if not self.grammar:
                 self.close()
                 raise GrammarError("llama.cpp could not read the reply's grammar.")
+            self.pre = _chain()
             self._candidates = _Candidates(model.n_vocab)
-        self.refused = 0  # free choices the grammar refused
+        self.full_masks = 0  # steps the grammar was applied to the whole vocabulary
+        first = self.pre if grammar else self.ptr
+        if logit_bias:  # llama.cpp copies the array
+            biases = (llama_cpp.llama_logit_bias * len(logit_bias))(
+                *(llama_cpp.llama_logit_bias(t, b) for t, b in logit_bias))
+            llama_cpp.llama_sampler_chain_add(first, llama_cpp.llama_sampler_init_logit_bias(
+                model.n_vocab, len(logit_bias), biases))
         # With the arguments llama-cpp-python gives it (its binding's signature), so that the
         # penalties work exactly as there.
-        add(llama_cpp.llama_sampler_init_penalties(
+        llama_cpp.llama_sampler_chain_add(first, llama_cpp.llama_sampler_init_penalties(
             model.n_vocab, sp.repeat_last_n, sp.repeat_penalty, sp.frequency_penalty,
             sp.presence_penalty))
+        add = self._add
+        # When the allowed tokens among the likeliest are enough (_Candidates.choose): `need`
+        # of them (1 greedy, or top-k's k; 0: only the whole vocabulary will do), or all that
+        # min-p can keep (`gap`: log min-p; tokens further below the best are cut).
+        self.need, self.gap = 0, -math.inf
         if sp.temperature < 0.0:
             add(llama_cpp.llama_sampler_init_dist(seed))
         elif self.greedy:
             add(llama_cpp.llama_sampler_init_greedy())
+            self.need = 1
         elif sp.mirostat_mode == 1:
             add(llama_cpp.llama_sampler_init_mirostat(
                 model.n_vocab, seed, sp.mirostat_tau, sp.mirostat_eta, _MIROSTAT_M))
@@ -68,33 +77,35 @@ class Sampler:
             add(llama_cpp.llama_sampler_init_min_p(sp.min_p, 1))
             add(llama_cpp.llama_sampler_init_temp(sp.temperature))
             add(llama_cpp.llama_sampler_init_dist(seed))
+            self.need = max(sp.top_k, 0)
+            self.gap = math.log(sp.min_p) if 0.0 < sp.min_p <= 1.0 else -math.inf
 
     def _add(self, sampler: Any) -> None:
         llama_cpp.llama_sampler_chain_add(self.ptr, sampler)
 
     def sample(self, ctx: Context, index: int) -> int:
-        """The token at `index` of the last batch; the chain accepts it (penalties, Mirostat).
-        With a grammar, as llama.cpp's server samples: the chain chooses freely and only its
-        choice is checked against the grammar (a whole-vocabulary check each step halved the
-        speed); only when the grammar refuses it is the vocabulary masked and chosen again."""
+        """The token at `index` of the last batch; the chains accept it (penalties, Mirostat).
+        With a grammar the choice is among the tokens it allows, as if it had masked the whole
+        vocabulary first; it checks only the likeliest, widening while they hold too few (a
+        whole-vocabulary check each step halved the speed)."""
         if self.grammar is None:
             token = int(llama_cpp.llama_sampler_sample(self.ptr, ctx.ptr, index))
         else:
             logits = llama_cpp.llama_get_logits_ith(ctx.ptr, index)
-            token = self._candidates.choose(self.ptr, logits)
-            if not self._candidates.allowed(self.grammar, token):
-                self.refused += 1
-                token = self._candidates.choose(self.ptr, logits, first=self.grammar)
-            llama_cpp.llama_sampler_accept(self.grammar, token)
-            llama_cpp.llama_sampler_accept(self.ptr, token)
+            token, whole = self._candidates.choose(self.pre, self.ptr, self.grammar, logits,
+                                                   self.need, self.gap)
+            self.full_masks += whole
+            for chain in (self.grammar, self.pre, self.ptr):
+                llama_cpp.llama_sampler_accept(chain, token)
         if self.logprobs >= 0:
             self.odds.append(odds_of(ctx.logits(index), token, self.logprobs))
         return token
 
     def close(self) -> None:
-        if self.ptr is not None:
-            llama_cpp.llama_sampler_free(self.ptr)
-            self.ptr = None
+        for chain in (self.ptr, self.pre):
+            if chain is not None:
+                llama_cpp.llama_sampler_free(chain)
+        self.ptr = self.pre = None
         if self.grammar is not None:
             llama_cpp.llama_sampler_free(self.grammar)
             self.grammar = None
@@ -116,31 +127,60 @@ def odds_of(logits: np.ndarray, token: int, top: int) -> Odds:
     return float(z[token]), best
 
 
+def _chain() -> Any:
+    return llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+
+
 class _Candidates:
-    """A reusable llama_token_data_array over the whole vocabulary, filled from logits."""
+    """Reusable llama_token_data arrays over the whole vocabulary, filled from logits: `all`,
+    and `part` for the likeliest of them."""
+
+    FIRST_LOOK = 64  # the likeliest tokens checked first (or 4 × the k of top-k)
+    WIDER_LOOK = 2048  # then these, then the whole vocabulary
 
     def __init__(self, n_vocab: int) -> None:
         self.n = n_vocab
-        self.data = (llama_cpp.llama_token_data * n_vocab)()
-        self.view = np.ctypeslib.as_array(self.data)  # fields id, logit, p
+        self.all = (llama_cpp.llama_token_data * n_vocab)()
+        self.part = (llama_cpp.llama_token_data * n_vocab)()
+        self.view = np.ctypeslib.as_array(self.all)  # fields id, logit, p
+        self.part_view = np.ctypeslib.as_array(self.part)
         self.ids = np.arange(n_vocab, dtype=np.int32)
-        self.one = (llama_cpp.llama_token_data * 1)()
 
-    def choose(self, chain: Any, logits: Any, first: Any = None) -> int:
-        """What `chain` selects (nothing accepted), after `first` masked the candidates."""
-        self.view["id"] = self.ids
-        self.view["logit"] = np.ctypeslib.as_array(logits, shape=(self.n,))
-        self.view["p"] = 0.0
-        array = llama_cpp.llama_token_data_array(self.data, self.n, -1, False)
-        if first is not None:
-            llama_cpp.llama_sampler_apply(first, ctypes.byref(array))
-        llama_cpp.llama_sampler_apply(chain, ctypes.byref(array))
+    def choose(self, pre: Any, post: Any, grammar: Any, logits: Any, need: int,
+               gap: float) -> tuple[int, bool]:
+        """What `pre`, the grammar's mask and `post` select (nothing accepted), and whether
+        the whole vocabulary had to be masked. The likeliest m tokens after `pre` are masked
+        first, and `post` chooses among those allowed when they are enough: `need` of them
+        (greedy's best; top-k's k: what it keeps after a whole mask), or every token below
+        the window is more than `gap` below the best allowed (min-p cuts them whatever top-k
+        and top-p kept; top-p's sums then leave out their tiny share)."""
+        view = self.view
+        view["id"] = self.ids
+        view["logit"] = np.ctypeslib.as_array(logits, shape=(self.n,))
+        view["p"] = 0.0
+        whole = llama_cpp.llama_token_data_array(self.all, self.n, -1, False)
+        llama_cpp.llama_sampler_apply(pre, ctypes.byref(whole))  # biases, penalties: in place
+        for m in (max(self.FIRST_LOOK, 4 * need), self.WIDER_LOOK) if need else ():
+            if m >= self.n:
+                break
+            top = np.argpartition(view["logit"], self.n - m)[self.n - m:]
+            window = self.part_view[:m]
+            window[:] = view[top]
+            floor = float(window["logit"].min())
+            part = llama_cpp.llama_token_data_array(self.part, m, -1, False)
+            llama_cpp.llama_sampler_apply(grammar, ctypes.byref(part))
+            allowed = window[np.isfinite(window["logit"])]
+            if len(allowed) and (len(allowed) >= need
+                                 or float(allowed["logit"].max()) + gap > floor):
+                self.part_view[:len(allowed)] = allowed
+                return self._select(post, self.part, len(allowed)), False
+        llama_cpp.llama_sampler_apply(grammar, ctypes.byref(whole))
+        return self._select(post, self.all, self.n), True
+
+    @staticmethod
+    def _select(post: Any, data: Any, size: int) -> int:
+        array = llama_cpp.llama_token_data_array(data, size, -1, False)
+        llama_cpp.llama_sampler_apply(post, ctypes.byref(array))
         if not 0 <= array.selected < array.size:
             raise GrammarError("No token can continue the reply in its format.")
         return int(array.data[array.selected].id)
-
-    def allowed(self, grammar: Any, token: int) -> bool:
-        self.one[0] = llama_cpp.llama_token_data(token, 0.0, 0.0)
-        array = llama_cpp.llama_token_data_array(self.one, 1, -1, False)
-        llama_cpp.llama_sampler_apply(grammar, ctypes.byref(array))
-        return bool(np.isfinite(array.data[0].logit))
