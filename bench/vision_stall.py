@@ -62,6 +62,8 @@ def main() -> int:
     while window.models.model is None and time.monotonic() < deadline:
         QCoreApplication.processEvents()
         time.sleep(0.01)
+    if window.models.model is None:
+        raise SystemExit("vision_stall: the fake engine's model did not load in 60 s")
     big = photo(home / "photo.jpg", *((1600, 1200) if quick else (4000, 3000)))
     gaps: list[float] = []
     last = [time.perf_counter()]
@@ -91,6 +93,8 @@ def main() -> int:
         if attached and window.chats.session.reply is None and len(window.chat.bubbles) == 2:
             break
         time.sleep(0.001)
+    else:
+        raise SystemExit("vision_stall: the reply with the photo did not finish in 120 s")
     timer.stop()
     window.close()
     print(json.dumps({"vision_gui_max_stall_ms": round(max(gaps) * 1000 - PROBE_MS, 1),

@@ -99,6 +99,12 @@ def cached_bundle() -> Path:
     return target / NAME
 
 
+def built_bundle() -> Path | None:
+    """The cached bundle of these inputs if one is built (make package builds it), else None."""
+    target = CACHE / f"bundle-{inputs_hash()}"
+    return target / NAME if (target / "complete").is_file() else None
+
+
 def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
