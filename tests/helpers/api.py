@@ -145,3 +145,14 @@ def first_event(response: http.client.HTTPResponse) -> dict[str, Any]:
             event = json.loads(line[6:])
             if event["choices"] and event["choices"][0]["delta"].get("content"):
                 return event
+
+
+@contextmanager
+def openai_client(engine: EngineClient) -> Iterator[Any]:
+    """The official openai client on `inglenook serve`'s routes over this engine."""
+    import openai
+
+    served: Served
+    with serving(engine) as served, openai.OpenAI(
+            base_url=served.base_url, api_key="unused", max_retries=0) as client:
+        yield client

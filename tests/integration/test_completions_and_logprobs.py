@@ -15,7 +15,7 @@ from inglenook.core.messages import GenerationRequest, Message, RawPrompt
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
 from tests.gguf_tools import rewrite_metadata
-from tests.helpers.api import Served, serving
+from tests.helpers.api import openai_client
 from tests.integration.conftest import GREEDY
 
 ASK = [{"role": "user", "content": "Say hello."}]
@@ -23,9 +23,7 @@ ASK = [{"role": "user", "content": "Say hello."}]
 
 @pytest.fixture(scope="module")
 def api(engine: EngineClient) -> Iterator[openai.OpenAI]:
-    served: Served
-    with serving(engine) as served, openai.OpenAI(
-            base_url=served.base_url, api_key="unused", max_retries=0) as client:
+    with openai_client(engine) as client:
         yield client
 
 

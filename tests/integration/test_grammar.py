@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from inglenook.engine.client import EngineClient
-from tests.helpers.api import Served, serving
+from tests.helpers.api import openai_client
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "age", "pets"],
           "properties": {"name": {"type": "string", "maxLength": 12},
@@ -23,9 +23,7 @@ ASK = [{"role": "user", "content": "Describe a lighthouse keeper."}]
 
 @pytest.fixture(scope="module")
 def api(engine: EngineClient) -> Iterator[openai.OpenAI]:
-    served: Served
-    with serving(engine) as served, openai.OpenAI(
-            base_url=served.base_url, api_key="unused", max_retries=0) as client:
+    with openai_client(engine) as client:
         yield client
 
 
