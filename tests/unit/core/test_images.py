@@ -112,3 +112,19 @@ def test_a_large_image_is_scaled_down_to_the_side_limit(monkeypatch: pytest.Monk
     image = decode_image(png_bytes((64, 32)))
     assert (image.width, image.height) == (16, 8)
     assert len(image.rgb) == 16 * 8 * 3
+
+
+def test_a_large_image_is_kept_at_the_size_it_is_read_and_a_small_one_whole() -> None:
+    noise = Image.effect_noise((4000, 3000), 60).convert("RGB")
+    out = io.BytesIO()
+    noise.save(out, "JPEG", quality=95)
+    photo = decode_image(out.getvalue())
+    kept = images.as_read(photo)
+    assert kept is not None and kept[1] == "image/jpeg"
+    again = decode_image(kept[0])
+    assert (again.width, again.height) == (photo.width, photo.height)
+    assert max(again.width, again.height) <= images.MAX_SIDE < photo.source_side
+    assert len(kept[0]) < len(out.getvalue()) // 2
+    wide_png = decode_image(png_bytes((3000, 100)))
+    assert images.as_read(wide_png) is not None and images.as_read(wide_png)[1] == "image/png"
+    assert images.as_read(decode_image(png_bytes((640, 480)))) is None

@@ -11,6 +11,7 @@ once), at most CACHE_SIZE of them: a long chat costs what its visible images cos
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,13 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QW
 
 from inglenook.chat.images import image_ref
 from inglenook.core.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentError, read_attachment
-from inglenook.core.images import MAX_PIXELS, ImageRefused, decode_image, thumbnail_png
+from inglenook.core.images import (
+    MAX_PIXELS,
+    ImageRefused,
+    as_read,
+    decode_image,
+    thumbnail_png,
+)
 from inglenook.core.units import describe_size
 from inglenook.ui import tasks
 from inglenook.ui.plain import plain_label
@@ -74,11 +81,18 @@ def pasted_part(image: QImage, name: str) -> DraftPart:
 
 def _drafted(attachment: Attachment) -> DraftPart:
     """The checked image with its thumbnail, and its file in the image cache written now, off
-    the GUI thread (sending then only finds it there). An image never sent is pruned later."""
+    the GUI thread (sending then only finds it there). An image never sent is pruned later.
+    One larger than the model reads is kept at the size it reads (core/images.as_read), so a
+    message does not carry (store, reload, export) pixels nobody uses."""
     try:
-        thumbnail = thumbnail_png(decode_image(attachment.data, attachment.name), THUMB_SIDE)
+        image = decode_image(attachment.data, attachment.name)
+        thumbnail = thumbnail_png(image, THUMB_SIDE)
+        smaller = as_read(image)
     except ImageRefused as exc:
         raise AttachmentError(f"{exc} It was not attached.") from None
+    if smaller is not None:
+        data, mime = smaller
+        attachment = dataclasses.replace(attachment, data=data, mime=mime)  # size: the file's
     with contextlib.suppress(OSError):  # a cache that cannot be written is said when sending
         image_ref(attachment)
     return DraftPart(attachment, thumbnail)
