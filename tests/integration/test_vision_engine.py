@@ -62,8 +62,14 @@ def test_an_image_takes_its_positions_and_the_conversation_restores_it(
     plain = client.inspect(GenerationRequest(1, (Message("user", question),), SHORT))
     seen = client.inspect(GenerationRequest(1, turn, SHORT))
     assert len(seen.tokens) == len(plain.tokens) + IMAGE_TOKENS
-    assert [t.piece for t in seen.tokens].count("[image]") == 1
-    assert seen.prompt.index("[image]") < seen.prompt.index("What is in this picture?")
+    mark = f"[image 1: {IMAGE_TOKENS} tokens]"
+    assert [t.piece for t in seen.tokens].count(mark) == 1
+    assert seen.prompt.index(mark) < seen.prompt.index("What is in this picture?")
+    blue = image_file(folder, "blue.png", (0, 0, 255))
+    both = client.inspect(GenerationRequest(1, (Message("user", "Compare.", images=(red, blue)),),
+                                            SHORT))
+    assert [t.piece for t in both.tokens if t.piece.startswith("[image")] == [
+        mark, f"[image 2: {IMAGE_TOKENS} tokens]"]
     reply, events = chat(client, turn, 2, "chat:red")
     assert finish_of(events).finish.reason in ("stop", "length")
     first = stats_of(events).stats

@@ -38,7 +38,6 @@ from inglenook.engine.template_process import TemplateRenderer
 
 PREFIX_MIN_CHARS = 600  # a system prompt shorter than this cannot be MIN_PREFIX_TOKENS long
 _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip token
-_IMAGE_SHOWN = "[image]"  # the first position of an image, in the prompt inspector
 
 
 class Tokenizer:
@@ -255,13 +254,29 @@ class Tokenizer:
              n_ctx: int) -> p.PromptView:
         """The prompt as the model sees it: its text and every token. A character whose bytes
         span several tokens is shown with the token that completes it, so the pieces add up to
-        the text."""
+        the text. Each image is one mark where it starts (found by its first placeholder, so
+        that two images side by side are two)."""
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        shown = tuple(p.PromptToken(t, _IMAGE_SHOWN if is_placeholder(t) and (
-            i == 0 or not is_placeholder(tokens[i - 1])) else "" if is_placeholder(t) else
-            utf8.decode(self.model.piece(t, special=True)), t in self._markup or t < 0)
-            for i, t in enumerate(tokens))
+        marks = _image_marks(tokens, {placeholders(ref.sha256, 1)[0] for ref in prompt.images})
+        shown = tuple(p.PromptToken(t, marks.get(i, "") if is_placeholder(t) else
+                                    utf8.decode(self.model.piece(t, special=True)),
+                                    t in self._markup or t < 0)
+                      for i, t in enumerate(tokens))
         text = "".join(t.piece for t in shown) + utf8.decode(b"", final=True)
         return p.PromptView(request_id, text, shown, n_ctx=n_ctx,
                             dropped_messages=fit.dropped, defused=prompt.defused,
                             dropped_start=fit.dropped_start)
+
+
+def _image_marks(tokens: Sequence[int], starts: Collection[int]) -> dict[int, str]:
+    """Where each image's placeholder positions start, and what the inspector shows there:
+    "[image 1: 576 tokens]" (the image's other positions show nothing)."""
+    marks: dict[int, str] = {}
+    start = -1
+    for i, t in enumerate([*tokens, 0]):
+        if start >= 0 and (not is_placeholder(t) or t in starts):
+            marks[start] = f"[image {len(marks) + 1}: {i - start} tokens]"
+            start = -1
+        if is_placeholder(t) and start < 0:
+            start = i
+    return marks
