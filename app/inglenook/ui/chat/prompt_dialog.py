@@ -34,9 +34,11 @@ def prompt_html(view: PromptView) -> str:
 
 
 def summary(view: PromptView) -> str:
-    special = sum(t.special for t in view.tokens)
+    images = sum(t.id < 0 for t in view.tokens)  # an image's positions (engine/host/vision.py)
+    special = sum(t.special for t in view.tokens) - images
     text = (f"{len(view.tokens):,} tokens of a {view.n_ctx:,}-token context; {special:,} are "
-            "control tokens from the chat template (highlighted).")
+            "control tokens from the chat template (highlighted)")
+    text += f", {images:,} are image positions." if images else "."
     if view.dropped_messages:
         text += f" {view.dropped_messages} oldest messages are left out to fit the context."
     if view.defused:
