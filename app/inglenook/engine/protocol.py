@@ -201,6 +201,7 @@ class PromptView:
     defused: bool = False  # the template reshapes message text: control strings in it defused
     error: str = ""
     dropped_start: int = 0  # index of the first message left out (see Stats)
+    image_positions: int = 0  # of `tokens`, the images' (shown as one mark per image)
 
 
 @dataclass(frozen=True)

@@ -265,7 +265,8 @@ class Tokenizer:
         text = "".join(t.piece for t in shown) + utf8.decode(b"", final=True)
         return p.PromptView(request_id, text, shown, n_ctx=n_ctx,
                             dropped_messages=fit.dropped, defused=prompt.defused,
-                            dropped_start=fit.dropped_start)
+                            dropped_start=fit.dropped_start,
+                            image_positions=sum(map(is_placeholder, tokens)))
 
 
 def _image_marks(tokens: Sequence[int], starts: Collection[int]) -> dict[int, str]:

@@ -34,7 +34,7 @@ def prompt_html(view: PromptView) -> str:
 
 
 def summary(view: PromptView) -> str:
-    images = sum(t.id < 0 for t in view.tokens)  # an image's positions (engine/host/vision.py)
+    images = view.image_positions  # highlighted too, but not the template's
     special = sum(t.special for t in view.tokens) - images
     text = (f"{len(view.tokens):,} tokens of a {view.n_ctx:,}-token context; {special:,} are "
             "control tokens from the chat template (highlighted)")
