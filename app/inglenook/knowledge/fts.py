@@ -65,6 +65,9 @@ class Collection:
     indexed_at: float | None
     embed_model: str = ""  # the GGUF whose vectors its chunks get ("" none)
     embed_error: str = ""  # why the last embedding failed ("" it did not)
+    watch: bool = True  # re-indexed when its files change
+    backend: str = ""  # where its vectors live: "" this database, "qdrant"
+    qdrant_url: str = ""  # "" Qdrant's local mode under the data dir, else a server
 
 
 def query_words(question: str) -> list[str]:
@@ -154,9 +157,15 @@ class SqliteFtsIndex:
 
     def collections(self) -> list[Collection]:
         rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at, embed_model, "
-                                  "embed_error FROM collections ORDER BY name").fetchall()
-        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e)
-                for n, r, f, at, m, e in rows]
+                                  "embed_error, watch, backend, qdrant_url FROM collections "
+                                  "ORDER BY name").fetchall()
+        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q)
+                for n, r, f, at, m, e, w, b, q in rows]
+
+    def set_watch(self, name: str, watch: bool) -> None:
+        with transaction(self._conn):
+            self._conn.execute("UPDATE collections SET watch = ? WHERE id = ?",
+                               (int(watch), self._id(name)))
 
     # ---- vectors --------------------------------------------------------------------------
 

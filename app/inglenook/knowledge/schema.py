@@ -16,6 +16,12 @@ v2:
   failure to embed its chunks, in words ('' none), so that it is shown, never lost.
 - chunk_vectors: one unit vector per chunk (float32 blob, sqlite-vec's format) of a collection
   with an embedding model, going with its chunk (knowledge/vectors.py).
+
+v3:
+- A collection is watched for changes or not (watch, 1 by default), and says where its
+  vectors live: backend '' keeps them in this file, 'qdrant' in Qdrant (qdrant_url '' its
+  local mode under the data dir, else a server's URL). Documents, chunks and full-text stay
+  here whatever the backend.
 """
 
 from __future__ import annotations
@@ -100,5 +106,17 @@ def _v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+V3_SQL = """
+ALTER TABLE collections ADD COLUMN watch INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE collections ADD COLUMN backend TEXT NOT NULL DEFAULT '';
+ALTER TABLE collections ADD COLUMN qdrant_url TEXT NOT NULL DEFAULT '';
+"""
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    for statement in statements(V3_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 LATEST_VERSION = len(MIGRATIONS)

@@ -128,6 +128,8 @@ def test_a_v1_index_is_migrated_with_a_backup(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     index = SqliteFtsIndex(path)
-    assert index.collection("Old").embed_model == "" and index.vector_count("Old") == 0
+    old = index.collection("Old")
+    assert old.embed_model == "" and index.vector_count("Old") == 0
+    assert old.watch and old.backend == "" and old.qdrant_url == ""  # v3's defaults
     assert (tmp_path / "k.db.bak-v1").exists()
     index.close()
