@@ -26,24 +26,46 @@ from inglenook.core.provenance import Provenance
 from inglenook.knowledge.fts import DATABASE_ERRORS, KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.index import KnowledgeIndex
 from inglenook.knowledge.retrieval import Retrieved, Source, retrieve, with_knowledge
+from inglenook.knowledge.vectors import Embedder
 
 BUDGET_SHARE = 4  # at most a quarter of the context goes to passages…
 BUDGET_CAP = 2000  # …and never more than this many tokens (more passages dilute the answer)
 KEY = "knowledge"  # in Provenance.extra
 UNREADABLE: tuple[type[Exception], ...] = (KnowledgeError, OSError, *DATABASE_ERRORS)
 
-OpenIndex = Callable[[], AbstractContextManager[KnowledgeIndex]]
+# The index a reply searches, opened for the chat's collections (they decide its embedder).
+OpenIndex = Callable[[Sequence[str]], AbstractContextManager[KnowledgeIndex]]
 
 
 @contextmanager
-def default_index() -> Iterator[KnowledgeIndex]:
+def default_index(collections: Sequence[str] = ()) -> Iterator[KnowledgeIndex]:
     """The knowledge index at its place (paths.knowledge_database_file), opened for one reply
-    (SqliteFtsIndex is one per thread) and closed after it."""
+    (SqliteFtsIndex is one per thread) and closed after it; full text only."""
     index = SqliteFtsIndex()
     try:
         yield index
     finally:
         index.close()
+
+
+def index_with_vectors(embedder_for: Callable[[str], Embedder]) -> OpenIndex:
+    """Opens the index with an embedder for the embedding model of the chat's collections
+    (`embedder_for(model path)`), so their vectors are searched beside the full text. When
+    they name different models, the first by name is used: the others are searched in full
+    text only."""
+    @contextmanager
+    def open_index(collections: Sequence[str]) -> Iterator[KnowledgeIndex]:
+        index = SqliteFtsIndex()
+        try:
+            wanted = {name.casefold() for name in collections}
+            models = sorted({c.embed_model for c in index.collections()
+                             if c.name.casefold() in wanted and c.embed_model})
+            if models:
+                index.embedder = embedder_for(models[0])
+            yield index
+        finally:
+            index.close()
+    return open_index
 
 
 def budget(n_ctx: int) -> int:
@@ -60,6 +82,7 @@ class KnowledgeTurn:
     sources: tuple[Source, ...] = ()
     tokens: int = 0  # estimated, for the context meter
     notice: str = ""  # why the reply went on without documents (shown, never silent)
+    note: str = ""  # why the search used full text only, when it could have used vectors
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {"collections": list(self.collections), "text": self.text,
@@ -67,6 +90,8 @@ class KnowledgeTurn:
                                    "tokens": self.tokens}
         if self.notice:
             data["notice"] = self.notice
+        if self.note:
+            data["note"] = self.note
         return data
 
     @classmethod
@@ -75,6 +100,7 @@ class KnowledgeTurn:
         if not isinstance(data, dict):
             return None
         text, notice, tokens = data.get("text"), data.get("notice"), data.get("tokens")
+        note = data.get("note")
         collections = data.get("collections")
         sources = data.get("sources")
         return cls(tuple(c for c in collections if isinstance(c, str))
@@ -83,7 +109,8 @@ class KnowledgeTurn:
                    tuple(s for s in map(_source, sources if isinstance(sources, list) else [])
                          if s is not None),
                    tokens if type(tokens) is int else 0,
-                   notice if isinstance(notice, str) else "")
+                   notice if isinstance(notice, str) else "",
+                   note if isinstance(note, str) else "")
 
 
 def given_passage(turn: KnowledgeTurn, source: Source) -> str | None:
@@ -120,24 +147,28 @@ def for_question(collections: Sequence[str], question: str, n_ctx: int,
         return None
     names = tuple(collections)
     try:
-        with open_index() as index:
+        with open_index(names) as index:
             got = retrieve(index, names, question, budget(n_ctx))
+            note = index.search_note
     except UNREADABLE as exc:
         # The index's own words say what went wrong (cannot be opened, no such collection).
         return KnowledgeTurn(names, "", notice=f"Answered without your documents: {exc}")
-    return KnowledgeTurn(names, got.text, got.sources, got.tokens)
+    return KnowledgeTurn(names, got.text, got.sources, got.tokens, note=note)
 
 
 def for_reply(collections: Sequence[str], messages: Sequence[Message], n_ctx: int,
-              open_index: OpenIndex = default_index, replaced: KnowledgeTurn | None = None
-              ) -> KnowledgeTurn | None:
+              open_index: OpenIndex = default_index, replaced: KnowledgeTurn | None = None,
+              found: KnowledgeTurn | None = None) -> KnowledgeTurn | None:
     """The passages for a reply to the last question of messages. Regenerating a reply
     (`replaced`: what the reply it replaces was given) gives the new one the same passages
     while the chat uses the same collections, so the two differ by sampling alone; a notice
-    or other collections search again."""
+    or other collections search again. `found`: searched beforehand (the window searches off
+    its GUI thread) for these collections."""
     if replaced is not None and replaced.collections == tuple(collections) and \
             not replaced.notice and collections:
         return replaced
+    if found is not None and found.collections == tuple(collections):
+        return found
     return for_question(collections, question_of(messages), n_ctx, open_index)
 
 
@@ -166,9 +197,11 @@ def describe(turn: KnowledgeTurn) -> list[tuple[str, str]]:
     """Readable rows for the Details view: (label, value)."""
     if turn.notice:
         return [("Knowledge", turn.notice)]
+    note = [("Search", turn.note)] if turn.note else []
     if not turn.sources:
-        return [("Knowledge", f"nothing found in {', '.join(turn.collections)}")]
+        return [("Knowledge", f"nothing found in {', '.join(turn.collections)}"), *note]
     return [("Knowledge", f"≈{turn.tokens:,} tokens from {', '.join(turn.collections)}"),
+            *note,
             *((f"Source [{s.number}]", f"{s.path}, {s.location}") for s in turn.sources)]
 
 

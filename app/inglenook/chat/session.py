@@ -77,6 +77,7 @@ class ReplyOptions:
     catalog: ToolCatalog | None = None
     n_ctx: int = 0  # the model's context: a long chat sends only what could fit (0: all)
     open_index: knowledge_turn.OpenIndex = knowledge_turn.default_index  # searched, if used
+    knowledge: knowledge_turn.KnowledgeTurn | None = None  # searched beforehand, if it was
     vision: bool = False  # the model sees images: they are sent as images, not named
 
     @property
@@ -317,6 +318,13 @@ class ChatSession:
         self.reload(at)
 
     # ---- the reply ------------------------------------------------------------------------
+    def question(self) -> str:
+        """What a reply now searches the chat's collections for: the user's last message as
+        typed (its attached files are not searched for)."""
+        roles = self.path.outline.roles
+        last = next((i for i in range(len(roles) - 1, -1, -1) if roles[i] == "user"), None)
+        return self.path[last].content if last is not None else ""
+
     def begin_reply(self, request_id: int, options: ReplyOptions | None = None, *,
                     continuing: bool = False) -> GenerationRequest | None:
         """Start a reply to the last question (a new version when the last message is already
@@ -342,7 +350,8 @@ class ChatSession:
         replaced = self.path[-1] if kept < len(outline) and not continuing else None
         knowledge = knowledge_turn.for_reply(
             s.knowledge, messages, options.n_ctx, options.open_index,
-            knowledge_turn.recorded(replaced.provenance) if replaced is not None else None)
+            knowledge_turn.recorded(replaced.provenance) if replaced is not None else None,
+            options.knowledge)
         request = GenerationRequest(
             request_id, knowledge_turn.with_passages(messages, knowledge), s.sampling,
             conversation=self.owner, overflow=s.overflow,

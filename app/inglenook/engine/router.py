@@ -305,6 +305,12 @@ class EngineRouter:
         if path in self._hosted and self._hosted[path].busy == 0:
             self.unload_model(path)
 
+    def group_of(self, path: str) -> str:
+        """The group that runs the model at path: "" when it is the window's, else its own
+        (loaded beside the window's model on first use)."""
+        model = self.model
+        return "" if model is not None and model.path == path else path
+
     def engine_of(self, group: str) -> EngineClient | None:
         """The engine host of a model the API loaded (None when it is not loaded)."""
         hosted = self._hosted.get(group)

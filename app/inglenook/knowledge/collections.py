@@ -16,6 +16,7 @@ from pathlib import Path
 from inglenook import paths
 from inglenook.knowledge.fts import Collection, KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.indexer import Indexer, IndexReport, Progress
+from inglenook.knowledge.vectors import Embedder
 
 
 class PathMissing(KnowledgeError):
@@ -33,6 +34,9 @@ class CollectionSummary:
     documents: int
     chunks: int
     problems: tuple[tuple[str, str], ...]  # (path, reason) of the last run
+    embed_model: str = ""  # the GGUF its passages' vectors come from ("" full text only)
+    vectors: int = 0  # passages with a vector
+    embed_error: str = ""  # why the last run made no vectors ("" it did, or none wanted)
 
 
 def absolute_paths(given: Iterable[str]) -> list[str]:
@@ -75,7 +79,9 @@ def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
         stats = index.stats(c.name)
         found.append(CollectionSummary(c.name, c.roots, c.follow_links, c.indexed_at,
                                        stats.documents, stats.chunks,
-                                       tuple(index.problems(c.name))))
+                                       tuple(index.problems(c.name)), c.embed_model,
+                                       index.vector_count(c.name) if c.embed_model else 0,
+                                       c.embed_error))
     return found
 
 
@@ -93,13 +99,43 @@ def collection_names(path: Path | None = None) -> list[str]:
 
 def index_collection(name: str, progress: Callable[[Progress], None] = lambda p: None,
                      cancelled: Callable[[], bool] = lambda: False,
-                     path: Path | None = None) -> IndexReport:
-    """Index one collection with an index of its own (call it on the thread that indexes)."""
+                     path: Path | None = None,
+                     embedder_for: Callable[[str], Embedder] | None = None) -> IndexReport:
+    """Index one collection with an index of its own (call it on the thread that indexes);
+    its passages get vectors from `embedder_for(its embedding model)` when it names one."""
     index = SqliteFtsIndex(path)
     try:
-        return Indexer(index, name, progress, cancelled).run()
+        model = index.collection(name).embed_model
+        embedder = embedder_for(model) if model and embedder_for is not None else None
+        return Indexer(index, name, progress, cancelled, embedder=embedder).run()
     finally:
         index.close()
+
+
+@dataclass(frozen=True)
+class EmbeddingChoice:
+    """A library model a collection can take its vectors from."""
+
+    name: str
+    path: str
+    made_for_it: bool  # its header names a pooling: an embedding model, not a chat model
+
+
+def embedding_choices() -> list[EmbeddingChoice]:
+    """The library's models, embedding models first (a chat model's vectors are poor for
+    search, but they are vectors). Reads each file's header: call it off the GUI thread."""
+    from inglenook.models.gguf import GGUFError, read_header
+    from inglenook.models.library import installed_models
+
+    found = []
+    for entry in installed_models():
+        try:
+            header = read_header(entry.path)
+            made = f"{header.architecture}.pooling_type" in header.metadata
+        except (GGUFError, OSError):
+            continue  # the library shows why it cannot be loaded; not offered here
+        found.append(EmbeddingChoice(entry.name, entry.path, made))
+    return sorted(found, key=lambda c: not c.made_for_it)
 
 
 def describe_report(report: IndexReport) -> str:
@@ -109,4 +145,6 @@ def describe_report(report: IndexReport) -> str:
     if report.cancelled:
         return f"Cancelled: {done} so far (the next run goes on from there)."
     problems = f"; {len(report.problems):,} not indexed" if report.problems else ""
-    return f"{done}{problems}."
+    vectors = f"; {report.embedded:,} passages given vectors" if report.embedded else ""
+    failed = f" {report.embed_error}" if report.embed_error else ""
+    return f"{done}{problems}{vectors}.{failed}"

@@ -66,7 +66,11 @@ class IndexStats:
 
 
 class KnowledgeIndex(Protocol):
-    """Documents of named collections, searched by what the user asks."""
+    """Documents of named collections, searched by what the user asks. `search_note` says
+    why the last search used no vectors where it could have ("" it did, or none were
+    there to use)."""
+
+    search_note: str
 
     def add_document(self, collection: str, document: Document,
                      chunks: Sequence[Chunk]) -> None:

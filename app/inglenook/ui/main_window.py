@@ -22,6 +22,7 @@ from inglenook.chat import images as chat_images
 from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
+from inglenook.engine.embedder import RoutedEmbedder
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store
 from inglenook.store.opening import open_store
@@ -96,7 +97,9 @@ class MainWindow(QMainWindow):
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
-        self.knowledge = KnowledgeController(self)  # collections; indexing off the GUI thread
+        # Collections; indexing off the GUI thread, vectors from the router's embedding model.
+        self.knowledge = KnowledgeController(
+            self, lambda model: RoutedEmbedder(self.worker.client, model))
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
                               self.status_text, self.progress, self.context_label)
         self.chats = ChatController(

@@ -4,7 +4,7 @@ turn as data, the record kept with the reply, and a notice when the index cannot
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,7 +33,7 @@ QUESTION = "Where does the barn owl nest?"
 
 def opener(path: Path) -> OpenIndex:
     @contextmanager
-    def open_index() -> Iterator[KnowledgeIndex]:
+    def open_index(collections: Sequence[str]) -> Iterator[KnowledgeIndex]:
         index = SqliteFtsIndex(path)
         try:
             yield index

@@ -11,6 +11,7 @@ model thought above its answer (live, then folded), and the cards of the tools i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
+from inglenook.chat import knowledge_turn
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
     ChatSession,
@@ -30,6 +32,7 @@ from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
+from inglenook.engine.embedder import RoutedEmbedder
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
@@ -102,6 +105,10 @@ class ChatController(QObject):
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
         self._preparing: set[ChatSession] = set()  # chats whose tools are being listed
+        # A reply searches its chat's collections with their embedding model's vectors too,
+        # loaded beside the chat model by the router.
+        self.open_index = knowledge_turn.index_with_vectors(
+            lambda model: RoutedEmbedder(worker.client, model))
         self.calls = ChatTools(tools, self.banner, self._bubble_of,
                                lambda s: self.request_reply(s, continuing=True), self)
         self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
@@ -235,7 +242,23 @@ class ChatController(QObject):
             return
         self._preparing.add(session)
         self.calls.prepare(session, self.model()[0],
-                           lambda options: self._begin(session, options, continuing))
+                           lambda options: self._search(session, options, continuing))
+
+    def _search(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
+        """Search the chat's collections off the GUI thread (the question's vector may wait
+        for the embedding model to load), then begin the reply with what was found."""
+        collections = tuple(session.settings.knowledge)
+        options = dataclasses.replace(options, open_index=self.open_index)
+        if not collections:
+            self._begin(session, options, continuing)
+            return
+        if session is self.session:
+            self.status.setText("Searching your documents…")
+        tasks.run(knowledge_turn.for_question, collections, session.question(), options.n_ctx,
+                  self.open_index, owner=self, name="knowledge-search",
+                  on_done=lambda turn: self._begin(
+                      session, dataclasses.replace(options, knowledge=turn), continuing),
+                  on_failed=lambda exc: self._begin(session, options, continuing))
 
     def _begin(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
         self._preparing.discard(session)
@@ -249,8 +272,9 @@ class ChatController(QObject):
             return
         if request is None:
             return
-        if session.reply is not None and session.reply.knowledge and session.reply.knowledge.notice:
-            self.banner.show_message(session.reply.knowledge.notice)  # goes on without them
+        given = session.reply.knowledge if session.reply is not None else None
+        if given is not None and (given.notice or given.note):
+            self.banner.show_message(given.notice or given.note)  # goes on without them
         self.last_request = request
         self.sessions.keep(session)
         if session is self.session:

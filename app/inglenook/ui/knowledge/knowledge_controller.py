@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QWidget
 from inglenook.knowledge import collections as kc
 from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.indexer import IndexReport, Progress
+from inglenook.knowledge.vectors import Embedder
 from inglenook.ui import tasks
 
 PROGRESS_MS = 100  # how often the GUI looks at where the run is
@@ -42,8 +43,12 @@ class KnowledgeController(QObject):
     indexed = Signal(str, object)
     failed = Signal(str, str)
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None,
+                 embedder_for: Callable[[str], Embedder] | None = None) -> None:
+        """`embedder_for(model path)`: what gives a collection's passages their vectors
+        (None: collections that name an embedding model get none, and say so)."""
         super().__init__(parent)
+        self.embedder_for = embedder_for
         self.running = ""  # the collection being indexed, "" when none
         self.last_progress: Progress | None = None
         self.queue: list[str] = []
@@ -116,6 +121,18 @@ class KnowledgeController(QObject):
         self._with_index(lambda index: index.remove_collection(name))
         self.changed.emit()
 
+    def set_embed_model(self, name: str, model: str) -> None:
+        """Give the collection's passages vectors of this model ("" full text only): its
+        vectors of another model go, and a run makes the new ones."""
+        self._with_index(lambda index: index.set_embed_model(name, model))
+        self.changed.emit()
+        if model:
+            self.index(name)
+
+    def embedding_choices(self, on_done: Callable[[list[kc.EmbeddingChoice]], None]) -> None:
+        """The library's models a collection can embed with, read off the GUI thread."""
+        tasks.run(kc.embedding_choices, owner=self, name="embedding-choices", on_done=on_done)
+
     # ---- indexing, on a worker thread -------------------------------------------------------
     def index(self, name: str) -> None:
         """Index it when the run before it ends (again after a run of it: its folders may
@@ -142,7 +159,8 @@ class KnowledgeController(QObject):
             def progress(p: Progress) -> None:
                 self._latest = p  # one reference, replaced whole: safe across threads
 
-            return kc.index_collection(name, progress, stop.is_set)
+            return kc.index_collection(name, progress, stop.is_set,
+                                       embedder_for=self.embedder_for)
 
         self._latest = None
         self._task = tasks.run(work, owner=self, writer=True, name="knowledge-index",

@@ -12,6 +12,7 @@ import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.knowledge.collections import CollectionSummary, describe_report
+from inglenook.knowledge.collections import CollectionSummary, EmbeddingChoice, describe_report
 from inglenook.knowledge.fts import KnowledgeError
 from inglenook.knowledge.indexer import IndexReport, Progress
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
@@ -48,11 +49,16 @@ def when(timestamp: float | None) -> str:
 
 
 def describe(summary: CollectionSummary) -> str:
-    return (f"{summary.documents:,} files · {summary.chunks:,} passages · "
+    text = (f"{summary.documents:,} files · {summary.chunks:,} passages · "
             f"{when(summary.indexed_at)}")
+    if summary.embed_model:
+        text += f" · {summary.vectors:,} with vectors"
+    return text
 
 
 def describe_progress(p: Progress) -> str:
+    if p.phase == "embedding":
+        return f"Making vectors: {p.done:,} of {p.total or 0:,} passages…"
     if p.total is None:
         return f"Looking for files: {p.done:,} found so far…"
     return f"Reading {p.done:,} of {p.total:,} files…"
@@ -111,6 +117,20 @@ class KnowledgeDialog(QDialog):
         self.cancel_button = self._button("Cancel", "knowledgeCancelButton",
                                           "Stop indexing; what was read so far is kept",
                                           knowledge.cancel)
+        self.embed_model = QComboBox(self)
+        self.embed_model.setObjectName("knowledgeEmbedModel")
+        self.embed_model.setAccessibleName("Search by meaning with")
+        self.embed_model.setToolTip(
+            "Full-text search always works. An embedding model from your library also finds "
+            "passages that say the same thing in other words; it is loaded beside the chat "
+            "model while it is used.")
+        self.embed_model.addItem("Full text only", "")
+        self.embed_model.activated.connect(lambda _i: self._choose_embed_model())
+        self.embed_label = QLabel("Search by meaning with:", self)
+        self.embed_label.setBuddy(self.embed_model)
+        self.embed_error = helper_label("", self, name="knowledgeEmbedError")
+        self.embed_error.setProperty("kind", "error")
+        self.embed_error.setWordWrap(True)
         self.problems_label = QLabel(self)
         self.problems_label.setObjectName("knowledgeProblemsLabel")
         self.message = helper_label("", self, name="knowledgeMessage")
@@ -124,6 +144,7 @@ class KnowledgeDialog(QDialog):
         self._wanted = ""  # a collection to select once it is listed (just made)
         self._fill(knowledge.summaries or [])  # as last read, until it is read again
         knowledge.read_summaries()
+        knowledge.embedding_choices(self._fill_embed_models)
         self._show_run()
 
     def _list(self, name: str, accessible: str, tip: str) -> QListWidget:
@@ -153,6 +174,11 @@ class KnowledgeDialog(QDialog):
         right = QVBoxLayout()
         right.addWidget(self.title)
         right.addWidget(self.figures)
+        embed_row = QHBoxLayout()
+        embed_row.addWidget(self.embed_label)
+        embed_row.addWidget(self.embed_model, 1)
+        right.addLayout(embed_row)
+        right.addWidget(self.embed_error)
         right.addWidget(self.roots, 1)
         buttons = QHBoxLayout()
         for button in (self.add_folder_button, self.add_files_button, self.remove_button):
@@ -224,6 +250,7 @@ class KnowledgeDialog(QDialog):
                                  "holds. Chats choose the collections they use in the side "
                                  "panel.")
             self.problems_label.hide()
+            self.embed_error.hide()
             self._update_buttons()
             return
         self.title.setText(summary.name)
@@ -234,6 +261,7 @@ class KnowledgeDialog(QDialog):
             item.setData(NAME, root)
             item.setToolTip(plain_tip(root))
             self.roots.addItem(item)
+        self._show_embed_model(summary)
         problems = summary.problems
         self.problems_label.setVisible(bool(problems))
         self.problems_label.setText(f"Not indexed: {len(problems):,} "
@@ -248,9 +276,42 @@ class KnowledgeDialog(QDialog):
         self.problem_list.setVisible(bool(problems))
         self._update_buttons()
 
+    def _fill_embed_models(self, choices: list[EmbeddingChoice]) -> None:
+        for choice in choices:
+            label = choice.name if choice.made_for_it else f"{choice.name} (a chat model)"
+            self.embed_model.addItem(label, choice.path)
+            self.embed_model.setItemData(self.embed_model.count() - 1, plain_tip(
+                choice.path if choice.made_for_it else
+                f"{choice.path}\nNot an embedding model: its vectors are poor for search."),
+                Qt.ItemDataRole.ToolTipRole)
+        summary = self.selected()
+        if summary is not None:
+            self._show_embed_model(summary)
+
+    def _show_embed_model(self, summary: CollectionSummary) -> None:
+        at = self.embed_model.findData(summary.embed_model)
+        if at < 0 and summary.embed_model:  # not in the library (moved, or not listed yet)
+            self.embed_model.addItem(f"{os.path.basename(summary.embed_model)} (not found)",
+                                     summary.embed_model)
+            at = self.embed_model.count() - 1
+        self.embed_model.setCurrentIndex(max(at, 0))
+        self.embed_error.setText(summary.embed_error)
+        self.embed_error.setVisible(bool(summary.embed_error))
+
+    def _choose_embed_model(self) -> None:
+        summary = self.selected()
+        model = str(self.embed_model.currentData() or "")
+        if summary is None or model == summary.embed_model:
+            return
+        try:
+            self.knowledge.set_embed_model(summary.name, model)
+        except KnowledgeError as exc:
+            self._say(str(exc))
+
     def _update_buttons(self) -> None:
         summary = self.selected()
         has = summary is not None
+        self.embed_model.setEnabled(has)
         for button in (self.add_folder_button, self.add_files_button, self.delete_button):
             button.setEnabled(has)
         self.remove_button.setEnabled(has and bool(self.roots.selectedItems()))

@@ -1,0 +1,111 @@
+"""Vectors in the real window, on llama.cpp: a collection given an embedding model in the
+Knowledge dialog has its passages embedded by a model loaded beside the chat model (an engine
+host of its own, through the window's router), and a reply finds a passage that shares no word
+with the question, which only the vectors can find. The search runs off the GUI thread; an
+embedding model that cannot be loaded is said on the banner while full text still answers.
+
+The embedding model is a copy of the bundled chat model (no embedding GGUF is available here):
+its vectors are poor, but every step is the real one."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pytestqt.qtbot import QtBot
+
+from inglenook import paths
+from inglenook.chat.knowledge_turn import recorded
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
+from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import chat
+
+INDEX_TIMEOUT_MS = 120_000
+
+
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "mill.md").write_text("# Mill\n\nThe barn owl nests in the old mill.\n")
+    (folder / "bread.md").write_text("# Bread\n\nRye dough rests overnight before baking.\n")
+    return folder
+
+
+def open_dialog(qtbot: QtBot, window: MainWindow) -> KnowledgeDialog:
+    window.knowledge.show_dialog(window)
+    qtbot.waitUntil(lambda: window.findChild(KnowledgeDialog) is not None)
+    dialog = window.findChild(KnowledgeDialog)
+    assert dialog is not None
+    return dialog
+
+
+def idle(qtbot: QtBot, window: MainWindow) -> None:
+    knowledge = window.knowledge
+    qtbot.waitUntil(lambda: not knowledge.running and not knowledge.queue,
+                    timeout=INDEX_TIMEOUT_MS)
+
+
+def choose(qtbot: QtBot, dialog: KnowledgeDialog, path: str) -> None:
+    combo = dialog.embed_model
+    qtbot.waitUntil(lambda: combo.findData(path) >= 0, timeout=10_000)
+    combo.setCurrentIndex(combo.findData(path))
+    combo.activated.emit(combo.currentIndex())
+
+
+def test_an_embedding_model_beside_the_chat_model_finds_what_full_text_cannot(
+        qtbot: QtBot, real_window: MainWindow, bundled_model: Path, tmp_path: Path) -> None:
+    window, knowledge = real_window, real_window.knowledge
+    copy = paths.models_dir() / "embedder.gguf"  # in the library: the dialog offers it
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(bundled_model, copy)
+    dialog = open_dialog(qtbot, window)
+    name = knowledge.create("Notes")
+    knowledge.add_paths(name, [str(notes(tmp_path))])
+    idle(qtbot, window)
+    dialog.select(name)
+    qtbot.waitUntil(lambda: dialog.selected() is not None)
+    choose(qtbot, dialog, str(copy))
+    assert dialog.embed_model.currentText() == "embedder (a chat model)"
+    idle(qtbot, window)
+    index = SqliteFtsIndex()
+    assert index.collection("Notes").embed_model == str(copy)
+    assert index.vector_count("Notes") == index.stats("Notes").chunks == 2
+    assert index.collection("Notes").embed_error == ""
+    index.close()
+    qtbot.waitUntil(lambda: "2 with vectors" in dialog.figures.text(), timeout=10_000)
+    # Loaded beside the chat model, in a host of its own.
+    loaded = {m.path for m in window.worker.client.loaded_models()}
+    assert {str(bundled_model), str(copy)} <= loaded
+    dialog.close()
+
+    session = window.chats.session
+    session.set_settings(session.settings.replace(knowledge=("Notes",)))
+    chat(qtbot, window, "zymurgy quixotic")  # no word of any passage: only vectors find one
+    given = recorded(window.chats.session.path[-1].provenance)
+    assert given is not None and given.note == "" and given.notice == ""
+    assert len(given.sources) >= 1 and not window.banner.isVisible()
+
+
+def test_an_embedding_model_that_cannot_load_is_said_and_full_text_answers(
+        qtbot: QtBot, real_window: MainWindow, tmp_path: Path) -> None:
+    window = real_window
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    index = SqliteFtsIndex()
+    index.create_collection("Notes", [str(notes(tmp_path))], embed_model=str(broken))
+    index.close()
+    window.knowledge.index("Notes")
+    idle(qtbot, window)
+    index = SqliteFtsIndex()
+    assert index.vector_count("Notes") == 0 and index.stats("Notes").chunks == 2
+    assert index.collection("Notes").embed_error.startswith("Embedding failed after 0 of 2")
+    index.close()
+    session = window.chats.session
+    session.set_settings(session.settings.replace(knowledge=("Notes",)))
+    chat(qtbot, window, "Where does the barn owl nest?")
+    given = recorded(window.chats.session.path[-1].provenance)
+    assert given is not None and given.note.startswith("The question could not be embedded")
+    assert [s.path for s in given.sources][:1] == [str(tmp_path / "notes" / "mill.md")]
+    qtbot.waitUntil(window.banner.isVisible)
+    assert "could not be embedded" in window.banner.text()
