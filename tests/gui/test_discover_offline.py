@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 from inglenook.models.catalog import load_catalog
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
-from inglenook.ui.models.discover import DiscoverPage
+from inglenook.ui.models.discover import EMBEDDING_HEADING, DiscoverPage
 from tests import fakehub
 from tests.fakehub import FakeFile, FakeHub
 
@@ -154,3 +154,16 @@ def test_bringing_the_catalog_back_opens_nothing_on_the_hub(qtbot: QtBot,
     assert not discover.working and not discover.repo_panel.working
     assert not discover.repo_panel.repo_title.isVisible()
     assert fake_hub.requests == []
+
+
+def test_embedding_models_are_listed_apart_under_their_own_heading(
+        discover: DiscoverPage) -> None:
+    texts = [discover.results.item(i).text() for i in range(discover.results.count())]
+    heading = texts.index(EMBEDDING_HEADING)
+    ids = discover.result_ids()
+    embedding = [e.repo for e in load_catalog() if e.is_embedding]
+    assert {"nomic-ai/nomic-embed-text-v1.5-GGUF", "CompendiumLabs/bge-small-en-v1.5-gguf"} \
+        <= set(embedding)
+    assert ids[-len(embedding):] == embedding  # after the heading, chat models before it
+    assert heading == discover.results.count() - len(embedding) - 1
+    assert not any(e.is_embedding for e in load_catalog() if e.repo in ids[:-len(embedding)])

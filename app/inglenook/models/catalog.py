@@ -1,5 +1,6 @@
-"""The curated catalog: about a dozen good small chat models with the GGUF files we recommend,
-shipped in resources/catalog.json so that it can be browsed offline. Qt-free.
+"""The curated catalog: about a dozen good small chat models, and a few embedding models for
+knowledge collections (tag "embedding"), with the GGUF files we recommend, shipped in
+resources/catalog.json so that it can be browsed offline. Qt-free.
 
 The file is validated strictly (unknown keys too, so that a typo cannot hide a field): a broken
 catalog raises CatalogError, which the Models dialog shows instead of the list.
@@ -51,6 +52,11 @@ class CatalogEntry:
     tags: tuple[str, ...]
     checked: datetime.date | None = None  # when the file names were last checked...
     checked_against: CheckedAgainst = "naming"  # ...and against what (see the docstring)
+
+    @property
+    def is_embedding(self) -> bool:
+        """An embedding model (for Knowledge), not a chat model."""
+        return "embedding" in self.tags
 
     @property
     def default_file(self) -> str:

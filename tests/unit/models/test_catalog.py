@@ -21,7 +21,7 @@ from tests.fakehub import FakeFile, FakeHub
 
 fake_hub = fakehub.fake_hub  # the fixture, under its own name
 
-KNOWN_QUANTS = {"Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "IQ4_XS", "Q4_0", "MXFP4"}
+KNOWN_QUANTS = {"Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "IQ4_XS", "Q4_0", "MXFP4", "F16"}
 # Published only in the quantization they were trained in (gpt-oss): no Q4_K_M to offer.
 NATIVE_QUANTS = {"MXFP4"}
 
@@ -31,9 +31,14 @@ def shipped() -> list[CatalogEntry]:
     return load_catalog()
 
 
+def chat_models(shipped: list[CatalogEntry]) -> list[CatalogEntry]:
+    return [e for e in shipped if not e.is_embedding]
+
+
 def test_the_shipped_catalog_loads(shipped: list[CatalogEntry]) -> None:
     assert catalog_path() == paths.resources_dir() / "catalog.json"
-    assert 10 <= len(shipped) <= 16
+    assert 10 <= len(chat_models(shipped)) <= 16
+    assert 3 <= len(shipped) - len(chat_models(shipped)) <= 6
     assert len({e.repo.lower() for e in shipped}) == len(shipped)
     assert len({e.name for e in shipped}) == len(shipped)
 
@@ -43,8 +48,12 @@ def test_entries_are_sane(shipped: list[CatalogEntry]) -> None:
         owner, name = e.repo.split("/")
         assert owner and name.upper().endswith("GGUF"), e.repo
         assert e.name and e.publisher and e.licence
-        assert re.fullmatch(r"\d+(\.\d+)?B", e.params), e.params
-        assert 2048 <= e.context <= 1 << 20 and e.context & (e.context - 1) == 0, e.context
+        # Embedding models are small (M), and read passages, not chats (512 tokens is enough).
+        assert re.fullmatch(r"\d+(\.\d+)?" + ("[MB]" if e.is_embedding else "B"), e.params), \
+            e.params
+        assert (512 if e.is_embedding else 2048) <= e.context <= 1 << 20, e.context
+        assert e.context & (e.context - 1) == 0, e.context
+        assert e.is_embedding == (e.tags == ("embedding",)), e.tags  # not also a chat model
         assert e.description.endswith(".") and ". " not in e.description, e.description  # one
         assert len(e.description) <= 120, e.description
         assert e.tags and all(t == t.lower() for t in e.tags)
@@ -62,13 +71,17 @@ def test_recommended_files_name_their_quantization(shipped: list[CatalogEntry]) 
             assert split_name(filename) is None, filename  # small models come in one file
             quant = parse_quant(filename)
             assert quant in KNOWN_QUANTS, filename
-            assert filename.upper().endswith(f"-{quant}.GGUF"), filename
+            assert re.search(rf"[-.]{quant}\.GGUF$", filename.upper()), filename
         # The file names belong to the repository: its model name is in each of them.
-        stem = e.repo.split("/")[1].removesuffix("-GGUF").lower()
+        stem = e.repo.split("/")[1].lower().removesuffix("-gguf")
         assert all(f.lower().startswith(stem) for f in e.recommended), e.repo
         # Q4_K_M is offered wherever the publisher quantizes: it is the fit planner's default.
+        # An embedding model's vectors suffer from 4 bits, and it is small: Q8_0 first.
         quants = {parse_quant(f) for f in e.recommended}
-        assert "Q4_K_M" in quants or quants <= NATIVE_QUANTS, e.repo
+        if e.is_embedding:
+            assert parse_quant(e.default_file) == "Q8_0", e.repo
+        else:
+            assert "Q4_K_M" in quants or quants <= NATIVE_QUANTS, e.repo
 
 
 def test_the_catalog_offers_current_small_chat_models(shipped: list[CatalogEntry]) -> None:
@@ -76,8 +89,9 @@ def test_the_catalog_offers_current_small_chat_models(shipped: list[CatalogEntry
     for family in ("Qwen3 0.6B", "Qwen3 1.7B", "Qwen3 4B", "Gemma 3 1B", "Gemma 3 4B",
                    "Llama 3.2 1B", "Llama 3.2 3B", "SmolLM3 3B", "Phi-4 mini", "gpt-oss 20B"):
         assert any(n.startswith(family) for n in names), family
-    sizes = [float(e.params[:-1]) for e in shipped]
-    assert sizes == sorted(sizes)  # smallest first: what most computers can run comes first
+    for group in (chat_models(shipped), [e for e in shipped if e.is_embedding]):
+        sizes = [float(e.params[:-1]) * (1e-3 if e.params.endswith("M") else 1) for e in group]
+        assert sizes == sorted(sizes)  # smallest first: what most computers can run comes first
 
 
 # -- broken files ---------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ from inglenook.ui.models.repo_panel import (
     retryable,
 )
 
+EMBEDDING_HEADING = ("Embedding models, for Knowledge (Chat → Knowledge…): they find your "
+                     "documents' passages by meaning; they do not chat")
 SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "recent"))
 
 
@@ -141,14 +143,23 @@ class DiscoverPage(QWidget):
         self._heading("Curated catalog")
         if self.catalog_error:
             self._heading(self.catalog_error)
-        for entry in self.catalog:
-            facts = f"{entry.params} · {entry.context:,} tokens · {entry.licence}"
-            muted = theme.current().colors.text_muted
-            self._add_result(("catalog", entry),
-                             f"<b>{html.escape(entry.name)}</b>"
-                             f" <span style='color:{muted}'>by {html.escape(entry.publisher)}"
-                             f"</span><br><span style='color:{muted}'>{html.escape(facts)}</span>"
-                             f"<br>{html.escape(entry.description)}")
+        chat = [e for e in self.catalog if not e.is_embedding]
+        embedding = [e for e in self.catalog if e.is_embedding]
+        for entry in chat:
+            self._add_entry(entry)
+        if embedding:
+            self._heading(EMBEDDING_HEADING)
+        for entry in embedding:
+            self._add_entry(entry)
+
+    def _add_entry(self, entry: CatalogEntry) -> None:
+        facts = f"{entry.params} · {entry.context:,} tokens · {entry.licence}"
+        muted = theme.current().colors.text_muted
+        self._add_result(("catalog", entry),
+                         f"<b>{html.escape(entry.name)}</b>"
+                         f" <span style='color:{muted}'>by {html.escape(entry.publisher)}"
+                         f"</span><br><span style='color:{muted}'>{html.escape(facts)}</span>"
+                         f"<br>{html.escape(entry.description)}")
 
     def search(self) -> None:
         text = self.query.text().strip()
