@@ -16,7 +16,7 @@ ATTR_CONTROL = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_U
 ATTR_USER_DEFINED = llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
 ATTR_LSTRIP, ATTR_RSTRIP = llama_cpp.LLAMA_TOKEN_ATTR_LSTRIP, llama_cpp.LLAMA_TOKEN_ATTR_RSTRIP
 DECODE_ABORTED = 2  # llama_decode: the abort callback stopped it
-LOG_ERROR = 3  # ggml_log_level
+LOG_ERROR = 4  # ggml_log_level: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
 _GPU_DEVICE_TYPES = (1, 2)  # ggml_backend_dev_type: CPU=0, GPU=1, IGPU=2, ACCEL=3
 
 llama_cpp.llama_backend_init()
