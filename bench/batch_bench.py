@@ -24,6 +24,7 @@ Greedy, the bundled model, all physical cores. `--quick`: tiny counts, figures m
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import json
 import statistics
@@ -48,11 +49,24 @@ from server_bench import EXTRA, SAMPLING, STORY, TOPICS, inglenook_serve, peer_s
 N_CTX = 2048
 
 
+def _quiet(level: int, text: bytes, _data: object) -> None:
+    if level == 4:  # GGML_LOG_LEVEL_ERROR
+        sys.stderr.write(text.decode("utf-8", errors="replace"))
+
+
+_QUIET: Any = None  # the ctypes callback, made with llama_cpp imported (kept alive here)
+
+
 def raw_batched(model: str, threads: int, steps: int, runs: int) -> dict[str, float]:
     """Tokens per second of llama_decode on N sequences, one token each per step."""
     import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host/
 
+    global _QUIET
+    _QUIET = _QUIET or llama_cpp.llama_log_callback(_quiet)
     llama_cpp.llama_backend_init()
+    # llama.cpp's own log prints every level, graph dumps too (5,000 lines, 10-20 s here);
+    # errors only, as the engine host keeps them (Llama(verbose=False) does the same).
+    llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
     params = llama_cpp.llama_model_default_params()
     loaded = llama_cpp.llama_model_load_from_file(model.encode(), params)
     vocab = llama_cpp.llama_model_get_vocab(loaded)
