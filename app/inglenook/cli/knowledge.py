@@ -3,6 +3,7 @@
   add NAME PATH...   make a collection (or add folders and files to one) and index it;
                      --embed-model GGUF gives its passages vectors too (searched with BM25)
   update NAME        index it again: new and changed files are read, gone ones leave
+  watch NAME...      stay and index them again whenever their files change (Ctrl+C ends)
   list               the collections, with their files, passages and unread files
   search NAME QUERY  the best passages, each with where it is (file, page, lines)
   rm NAME            forget a collection (the files themselves are not touched)
@@ -39,8 +40,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add.add_argument("--embed-model", metavar="GGUF",
                      help="an embedding model (nomic-embed-text, bge, all-MiniLM GGUFs): its "
                           "vectors are searched beside the full text ('none' to stop)")
+    add.add_argument("--no-watch", action="store_true",
+                     help="the window does not index it again by itself when files change")
     update = sub.add_parser("update", help="index a collection again (changed files only)")
     update.add_argument("name", metavar="NAME")
+    watch = sub.add_parser("watch", help="index collections again whenever their files "
+                                         "change, until Ctrl+C")
+    watch.add_argument("names", nargs="+", metavar="NAME")
     sub.add_parser("list", help="one line per collection, and the files it could not read")
     search = sub.add_parser("search", help="the passages of a collection that best match")
     search.add_argument("name", metavar="NAME")
@@ -53,8 +59,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 
-    command = {"add": _add, "update": _update, "list": _list, "search": _search,
-               "rm": _rm}[args.knowledge_command]
+    command = {"add": _add, "update": _update, "watch": _watch, "list": _list,
+               "search": _search, "rm": _rm}[args.knowledge_command]
     try:
         index = SqliteFtsIndex()
     except KnowledgeError as exc:
@@ -91,11 +97,43 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if model is not None:
         index.set_embed_model(collection.name, "" if model == "none" else model)
+    if args.no_watch:
+        index.set_watch(collection.name, False)
     return _index(index, collection.name)
 
 
 def _update(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     return _index(index, args.name)
+
+
+def _watch(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    """Index each collection once (what changed since), then again on every burst of changes."""
+    import queue
+
+    from inglenook.knowledge.watch import Watcher
+
+    names = [index.collection(name).name for name in args.names]
+    changed: queue.Queue[str] = queue.Queue()
+    watcher = Watcher(changed.put)
+    try:
+        for name in names:
+            watcher.watch(name, index.collection(name).roots)
+            if (code := _index(index, name)) != 0:
+                return code
+        watcher.wait_settled()
+        for name in names:
+            status = watcher.status(name)
+            print(f"Watching {name}{': ' + status if status else ''} (Ctrl+C to stop).",
+                  flush=True)
+        while True:
+            name = changed.get()
+            if (code := _index(index, name)) != 0:
+                return code
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        return INTERRUPTED_EXIT
+    finally:
+        watcher.close()
 
 
 def _index(index: SqliteFtsIndex, name: str) -> int:
@@ -174,7 +212,7 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         print("No collections yet (inglenook knowledge add NAME FOLDER).")
     for c in found:
         print(f"{c.name} · {c.documents:,} files · {c.chunks:,} passages · "
-              f"{len(c.problems):,} not indexed")
+              f"{len(c.problems):,} not indexed{'' if c.watch else ' · not watched'}")
         collection = index.collection(c.name)
         if collection.embed_model:
             print(f"  vectors: {index.vector_count(c.name):,} from "

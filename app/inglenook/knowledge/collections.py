@@ -37,6 +37,7 @@ class CollectionSummary:
     embed_model: str = ""  # the GGUF its passages' vectors come from ("" full text only)
     vectors: int = 0  # passages with a vector
     embed_error: str = ""  # why the last run made no vectors ("" it did, or none wanted)
+    watch: bool = True  # indexed again when its files change (knowledge/watch.py)
 
 
 def absolute_paths(given: Iterable[str]) -> list[str]:
@@ -81,7 +82,7 @@ def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
                                        stats.documents, stats.chunks,
                                        tuple(index.problems(c.name)), c.embed_model,
                                        index.vector_count(c.name) if c.embed_model else 0,
-                                       c.embed_error))
+                                       c.embed_error, c.watch))
     return found
 
 

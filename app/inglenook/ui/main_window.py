@@ -205,6 +205,7 @@ class MainWindow(QMainWindow):
         self.panel.knowledge_section.chosen_changed.connect(lambda _c: chats.show_context())
         self.knowledge.changed.connect(lambda: side.show_collections(self.knowledge.names()))
         side.show_collections(self.knowledge.names())
+        self.knowledge.start_watching()  # and a catch-up run for what changed while closed
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.unloaded.connect(self._model_unloaded)

@@ -1,12 +1,18 @@
-"""`inglenook knowledge add|update|list|search|rm` through the CLI's main()."""
+"""`inglenook knowledge add|update|watch|list|search|rm` through the CLI's main() (watch in
+a process of its own, ended by Ctrl+C)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from inglenook.cli import main
+from inglenook.cli.common import INTERRUPTED_EXIT
 
 
 def notes(tmp_path: Path) -> Path:
@@ -56,3 +62,32 @@ def test_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     main(["knowledge", "add", "Notes", str(notes(tmp_path))])
     capsys.readouterr()
     assert main(["knowledge", "search", "Notes", "owl", "-n", "0"]) == 2
+
+
+def line_after(stream: IO[str], prefix: str) -> str:
+    """The next line that starts with prefix (the lines before it are a run's details)."""
+    for line in stream:
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f"no line starting with {prefix!r}")
+
+
+def test_watch_indexes_again_when_a_file_changes_until_ctrl_c(tmp_path: Path) -> None:
+    folder = notes(tmp_path)
+    assert main(["knowledge", "add", "Notes", str(folder), "--no-watch"]) == 0
+    run = subprocess.Popen([sys.executable, "-m", "inglenook", "knowledge", "watch", "notes"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stderr is not None
+    try:
+        assert run.stdout.readline().startswith("Notes: 0 added, 0 updated, 2 unchanged")
+        assert line_after(run.stdout, "Watching") == "Watching Notes (Ctrl+C to stop).\n"
+        (folder / "kiln.md").write_text("# Kiln\n\nThe kiln fires the clay at dawn.\n")
+        assert line_after(run.stdout, "Notes: ").startswith(
+            "Notes: 1 added, 0 updated, 2 unchanged")
+        run.send_signal(signal.SIGINT)
+        assert run.wait(timeout=30) == INTERRUPTED_EXIT
+        assert "Traceback" not in run.stderr.read()
+    finally:
+        run.kill()
+        run.stdout.close()
+        run.stderr.close()

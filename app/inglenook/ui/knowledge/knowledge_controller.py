@@ -3,7 +3,12 @@
 Owned by the window, not by the Knowledge dialog, so an indexing run goes on (and is shown
 again) when the dialog is closed and opened. One run at a time; collections asked for while one
 runs wait their turn. Cancel is a direct call that sets a flag the Indexer asks between files:
-what was indexed stays, consistent, and the next run goes on from there. The GUI thread opens
+what was indexed stays, consistent, and the next run goes on from there.
+
+Watched collections (the default) are indexed again when their files change (Watcher, on a
+thread of its own; a burst of changes is one run), and once at start-up for what changed while
+the app was closed: a run with nothing changed compares sizes and times and reads no file. The
+GUI thread opens
 an index of its own for each change (SqliteFtsIndex is one per thread); SQLite's WAL lets it read
 while the worker writes.
 """
@@ -21,6 +26,7 @@ from inglenook.knowledge import collections as kc
 from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.indexer import IndexReport, Progress
 from inglenook.knowledge.vectors import Embedder
+from inglenook.knowledge.watch import Watcher
 from inglenook.ui import tasks
 
 PROGRESS_MS = 100  # how often the GUI looks at where the run is
@@ -42,6 +48,7 @@ class KnowledgeController(QObject):
     progress = Signal(str, object)
     indexed = Signal(str, object)
     failed = Signal(str, str)
+    _files_changed = Signal(str)  # from the watcher's thread
 
     def __init__(self, parent: QObject | None = None,
                  embedder_for: Callable[[str], Embedder] | None = None) -> None:
@@ -63,6 +70,10 @@ class KnowledgeController(QObject):
         self._reading: tasks.Task | None = None
         self._forgotten: set[str] = set()  # deleted while being indexed
         self.changed.connect(self.read_summaries)
+        self.watcher: Watcher | None = None  # made by start_watching
+        self._watching: dict[str, tuple[str, ...]] = {}  # what the watcher was given
+        self._caught_up = False
+        self._files_changed.connect(self._on_files_changed)
 
     # ---- reading and changing, on the GUI thread --------------------------------------------
     def _with_index(self, action: Callable[[SqliteFtsIndex], T]) -> T:
@@ -84,7 +95,48 @@ class KnowledgeController(QObject):
 
     def _read(self, found: list[kc.CollectionSummary]) -> None:
         self.summaries = found
+        self._sync_watches(found)
         self.summaries_ready.emit(found)
+
+    # ---- watching ---------------------------------------------------------------------------
+    def start_watching(self) -> None:
+        """Watch the collections that ask for it, and index them once for what changed while
+        the app was closed (when the collections have been read, off the GUI thread)."""
+        if self.watcher is None:
+            self.watcher = Watcher(self._files_changed.emit)
+            self.read_summaries()
+
+    def _sync_watches(self, found: list[kc.CollectionSummary]) -> None:
+        if self.watcher is None:
+            return
+        wanted = {s.name: s.roots for s in found if s.watch and s.roots}
+        for name in set(self._watching) - set(wanted):
+            self.watcher.unwatch(name)
+        for name, roots in wanted.items():
+            if self._watching.get(name) != roots:
+                self.watcher.watch(name, roots)
+        self._watching = wanted
+        if not self._caught_up:
+            self._caught_up = True
+            for s in found:
+                if s.name in wanted and s.indexed_at is not None:
+                    self.index(s.name)
+
+    def _on_files_changed(self, name: str) -> None:
+        if name in self._watching:
+            self.index(name)
+
+    def watch_status(self, name: str) -> str:
+        """How the collection's files are watched, in one sentence ("" not watched)."""
+        if self.watcher is None or name not in self._watching:
+            return ""
+        return self.watcher.status(name) or "Indexed again when its files change."
+
+    def set_watch(self, name: str, watch: bool) -> None:
+        self._with_index(lambda index: index.set_watch(name, watch))
+        self.changed.emit()
+        if watch:
+            self.index(name)  # what changed while it was not watched
 
     def names(self) -> list[str]:
         try:
@@ -201,3 +253,6 @@ class KnowledgeController(QObject):
     def close(self) -> None:
         """At quit: the run stops at the next file (quitting waits for it, ui/tasks.py)."""
         self.cancel()
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None

@@ -12,6 +12,7 @@ import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -131,6 +132,13 @@ class KnowledgeDialog(QDialog):
         self.embed_error = helper_label("", self, name="knowledgeEmbedError")
         self.embed_error.setProperty("kind", "error")
         self.embed_error.setWordWrap(True)
+        self.watch_box = QCheckBox("Watch for changes", self)
+        self.watch_box.setObjectName("knowledgeWatch")
+        self.watch_box.setToolTip("Index the collection again by itself when its files are "
+                                  "added, changed or deleted (only what changed is read)")
+        self.watch_box.clicked.connect(self._choose_watch)
+        self.watch_note = helper_label("", self, name="knowledgeWatchNote")
+        self.watch_note.setWordWrap(True)
         self.problems_label = QLabel(self)
         self.problems_label.setObjectName("knowledgeProblemsLabel")
         self.message = helper_label("", self, name="knowledgeMessage")
@@ -184,8 +192,10 @@ class KnowledgeDialog(QDialog):
         for button in (self.add_folder_button, self.add_files_button, self.remove_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
+        buttons.addWidget(self.watch_box)
         buttons.addWidget(self.reindex_button)
         right.addLayout(buttons)
+        right.addWidget(self.watch_note)
         run = QGridLayout()
         run.addWidget(self.progress, 0, 0)
         run.addWidget(self.cancel_button, 0, 1)
@@ -251,6 +261,7 @@ class KnowledgeDialog(QDialog):
                                  "panel.")
             self.problems_label.hide()
             self.embed_error.hide()
+            self.watch_note.hide()
             self._update_buttons()
             return
         self.title.setText(summary.name)
@@ -262,6 +273,10 @@ class KnowledgeDialog(QDialog):
             item.setToolTip(plain_tip(root))
             self.roots.addItem(item)
         self._show_embed_model(summary)
+        self.watch_box.setChecked(summary.watch)
+        note = self.knowledge.watch_status(summary.name) if summary.roots else ""
+        self.watch_note.setText(note)
+        self.watch_note.setVisible(bool(note))
         problems = summary.problems
         self.problems_label.setVisible(bool(problems))
         self.problems_label.setText(f"Not indexed: {len(problems):,} "
@@ -308,10 +323,20 @@ class KnowledgeDialog(QDialog):
         except KnowledgeError as exc:
             self._say(str(exc))
 
+    def _choose_watch(self, checked: bool) -> None:
+        summary = self.selected()
+        if summary is None or checked == summary.watch:
+            return
+        try:
+            self.knowledge.set_watch(summary.name, checked)
+        except KnowledgeError as exc:
+            self._say(str(exc))
+
     def _update_buttons(self) -> None:
         summary = self.selected()
         has = summary is not None
         self.embed_model.setEnabled(has)
+        self.watch_box.setEnabled(has)
         for button in (self.add_folder_button, self.add_files_button, self.delete_button):
             button.setEnabled(has)
         self.remove_button.setEnabled(has and bool(self.roots.selectedItems()))
