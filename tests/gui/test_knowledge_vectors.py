@@ -109,3 +109,23 @@ def test_an_embedding_model_that_cannot_load_is_said_and_full_text_answers(
     assert [s.path for s in given.sources][:1] == [str(tmp_path / "notes" / "mill.md")]
     qtbot.waitUntil(window.banner.isVisible)
     assert "could not be embedded" in window.banner.text()
+
+
+def test_the_model_picker_leaves_embedding_models_to_knowledge(
+        qtbot: QtBot, window: MainWindow, tmp_path: Path) -> None:
+    from tests.gguf_tools import write_gguf
+
+    folder = paths.models_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"general.architecture": "llama", "llama.context_length": 128}
+    embedder = write_gguf(folder / "all-MiniLM-L6-v2-Q8_0.gguf", {**meta, "llama.pooling_type": 1})
+    chat_model = write_gguf(folder / "tiny-chat.gguf", meta)
+    picker = window.picker
+    picker.refresh()
+    listed = [picker.itemData(i) for i in range(picker.count())]
+    assert str(chat_model) in listed and str(embedder) not in listed
+    dialog = open_dialog(qtbot, window)
+    qtbot.waitUntil(lambda: dialog.embed_model.findData(str(embedder)) >= 0, timeout=10_000)
+    assert dialog.embed_model.itemText(dialog.embed_model.findData(str(embedder))) == \
+        "all-MiniLM-L6-v2-Q8_0"
+    dialog.close()

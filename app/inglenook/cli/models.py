@@ -219,7 +219,8 @@ def _models_list(args: argparse.Namespace) -> int:
             summary = f"unreadable: {exc}"
         parts = len(split_parts(Path(e.path)))
         split = f"{parts} parts, " if parts > 1 else ""
-        print(f"{e.name}  ({e.source}, {split}{describe_size(e.size_bytes)})")
+        kind = "embedding model, " if e.embedding else ""
+        print(f"{e.name}  ({kind}{e.source}, {split}{describe_size(e.size_bytes)})")
         print(f"    {summary}")
         print(f"    {e.path}")
     for p in find_partials():

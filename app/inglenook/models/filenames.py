@@ -69,6 +69,16 @@ def looks_like_projector(name: str) -> bool:
     return lower.endswith(".gguf") and "mmproj" in lower
 
 
+EMBEDDING_NAMES = re.compile(r"embed|bge-|minilm|(^|[-_.])(e5|gte|mxbai|arctic)[-_.]",
+                             re.IGNORECASE)
+
+
+def looks_like_embedding(name: str) -> bool:
+    """An embedding model (nomic-embed-text, bge, all-MiniLM, e5, gte…) by its file name alone
+    (its header decides: `<arch>.pooling_type`)."""
+    return name.lower().endswith(".gguf") and EMBEDDING_NAMES.search(name) is not None
+
+
 def precision_rank(name: str) -> int:
     """Which of a vision repository's projectors to take: f16, then bf16, q8_0, f32, others."""
     order = ("F16", "BF16", "Q8_0", "F32")

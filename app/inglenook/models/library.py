@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Literal
 
 from inglenook import paths
-from inglenook.models.filenames import looks_like_projector, parse_quant, split_name
+from inglenook.models.filenames import (
+    looks_like_embedding,
+    looks_like_projector,
+    parse_quant,
+    split_name,
+)
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 from inglenook.models.projector import is_projector
 
@@ -30,6 +35,7 @@ class ModelEntry:
     path: str  # a split model's first part
     source: Literal["bundled", "local"]
     size_bytes: int  # every part of a split model together
+    embedding: bool = False  # an embedding model: for Knowledge and /v1/embeddings, not chat
 
 
 def split_parts(path: Path) -> list[Path]:
@@ -68,7 +74,8 @@ def installed_models(models_dir: Path | None = None) -> list[ModelEntry]:
         if _is_projector_file(path):
             continue  # a vision model's second file: loaded with its model, not on its own
         seen.add(path.resolve())
-        entries.append(ModelEntry(path.stem, str(path), "local", files_size(split_parts(path))))
+        entries.append(ModelEntry(path.stem, str(path), "local", files_size(split_parts(path)),
+                                  _is_embedding_file(path)))
     return entries
 
 
@@ -81,6 +88,18 @@ def _is_projector_file(path: Path) -> bool:
         return is_projector(read_header(path))
     except (OSError, GGUFError):
         return False
+
+
+def _is_embedding_file(path: Path) -> bool:
+    """Named as embedding models are, and its header names a pooling (the same rule as the
+    engine's, engine/host/embedding.py); only those files' headers are read."""
+    if not looks_like_embedding(path.name):
+        return False
+    try:
+        header = read_header(path)
+    except (OSError, GGUFError):
+        return False
+    return f"{header.architecture}.pooling_type" in header.metadata
 
 
 def find_installed(name: str, entries: list[ModelEntry]) -> list[ModelEntry]:

@@ -217,3 +217,14 @@ def test_importing_a_split_model_copies_every_part(tmp_path: Path) -> None:
                                              (1_540_000_000, "1.5B"), (52_000, "52K")])
 def test_describe_params(count: int, text: str) -> None:
     assert describe_params(count) == text
+
+
+def test_an_embedding_model_is_marked_by_its_header_not_its_name_alone() -> None:
+    folder = paths.models_dir()
+    embedder = write_gguf(folder / "nomic-embed-text-v1.5.Q8_0.gguf",
+                          {**TINY, "llama.pooling_type": 1})
+    named_only = tiny_model(folder / "bge-small-en-v1.5-q8_0.gguf")  # a chat model's header
+    chat = write_gguf(folder / "chat-model.gguf", {**TINY, "llama.pooling_type": 1})
+    kinds = {e.path: e.embedding for e in local(installed_models())}
+    # A pooling in a file not named as embedding models are goes unread (listing stays cheap).
+    assert kinds == {str(embedder): True, str(named_only): False, str(chat): False}

@@ -1,5 +1,5 @@
-"""The model chooser in the top bar: installed models, remote engines' models, "Open a GGUF
-file…" and "Remote engines…".
+"""The model chooser in the top bar: installed chat models (embedding models are for Knowledge),
+remote engines' models, "Open a GGUF file…" and "Remote engines…".
 
 Remote models are listed off the GUI thread (engine/remote_catalog.py) and shown under the
 local files; an engine that cannot be reached shows as a greyed line saying why. A remote model's
@@ -73,6 +73,8 @@ class ModelPicker(QComboBox):
         self.blockSignals(True)
         self.clear()
         for entry in installed_models():
+            if entry.embedding:
+                continue  # for Knowledge (its dialog offers them), not to chat with
             label = f"{entry.name}  ·  {describe_size(entry.size_bytes)}"
             if entry.source == "bundled":
                 label += "  ·  bundled"
