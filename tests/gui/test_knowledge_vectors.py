@@ -129,3 +129,28 @@ def test_the_model_picker_leaves_embedding_models_to_knowledge(
     assert dialog.embed_model.itemText(dialog.embed_model.findData(str(embedder))) == \
         "all-MiniLM-L6-v2-Q8_0"
     dialog.close()
+
+
+def test_a_collections_model_shown_before_the_library_is_read_is_then_found(
+        qtbot: QtBot, window: MainWindow, tmp_path: Path) -> None:
+    from inglenook.knowledge import collections as kc
+    from tests.gguf_tools import write_gguf
+
+    folder = paths.models_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    embedder = write_gguf(folder / "bge-small-en-v1.5-q8_0.gguf",
+                          {"general.architecture": "bert", "bert.pooling_type": 2})
+    index = SqliteFtsIndex()
+    index.create_collection("Notes", [str(notes(tmp_path))], embed_model=str(embedder))
+    summary = kc.summaries(index)[0]
+    index.close()
+    dialog = open_dialog(qtbot, window)
+    qtbot.waitUntil(lambda: dialog.title.text() == "Notes", timeout=10_000)
+    # The collection shown before the library's models are listed (they are read off the
+    # GUI thread): its model stands in as "not found" until they arrive.
+    dialog._show_embed_model(summary)
+    dialog._fill_embed_models(kc.embedding_choices())
+    combo = dialog.embed_model
+    assert combo.currentText() == "bge-small-en-v1.5-q8_0"
+    assert [combo.itemData(i) for i in range(combo.count())].count(str(embedder)) == 1
+    dialog.close()

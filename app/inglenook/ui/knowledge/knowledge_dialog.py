@@ -292,6 +292,8 @@ class KnowledgeDialog(QDialog):
         self._update_buttons()
 
     def _fill_embed_models(self, choices: list[EmbeddingChoice]) -> None:
+        while self.embed_model.count() > 1:  # "(not found)" stand-ins shown until now
+            self.embed_model.removeItem(1)
         for choice in choices:
             label = choice.name if choice.made_for_it else f"{choice.name} (a chat model)"
             self.embed_model.addItem(label, choice.path)
