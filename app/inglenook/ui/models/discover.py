@@ -42,8 +42,9 @@ from inglenook.ui.models.repo_panel import (
     retryable,
 )
 
-EMBEDDING_HEADING = ("Embedding models, for Knowledge (Chat → Knowledge…): they find your "
-                     "documents' passages by meaning; they do not chat")
+EMBEDDING_HEADING = "Embedding models, for Knowledge"  # one line: the list does not wrap it
+EMBEDDING_TIP = ("For Chat → Knowledge…: they find your documents' passages by meaning. They "
+                 "do not chat.")
 SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "recent"))
 
 
@@ -148,7 +149,7 @@ class DiscoverPage(QWidget):
         for entry in chat:
             self._add_entry(entry)
         if embedding:
-            self._heading(EMBEDDING_HEADING)
+            self._heading(EMBEDDING_HEADING, EMBEDDING_TIP)
         for entry in embedding:
             self._add_entry(entry)
 
@@ -203,8 +204,9 @@ class DiscoverPage(QWidget):
                              f" <span style='color:{muted}'>by {html.escape(repo.author)}</span>"
                              f"<br><span style='color:{muted}'>{facts}</span>{gated}")
 
-    def _heading(self, text: str) -> None:
+    def _heading(self, text: str, tip: str = "") -> None:
         item = QListWidgetItem(text, self.results)
+        item.setToolTip(tip)
         item.setFlags(Qt.ItemFlag.NoItemFlags)
         item.setData(Qt.ItemDataRole.UserRole, None)
 
