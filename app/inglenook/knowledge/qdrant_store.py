@@ -10,8 +10,10 @@ qdrant_gone, and `tidy` (before each batch is added) deletes those points; a sea
 points still recorded, so a deletion that has not reached the server yet never shows.
 
 qdrant_url '' is Qdrant's local mode in a folder beside the database (paths.py); it locks that
-folder, so there is one client per folder and process, shared by every thread's index. A URL is
-a server; its API key, if it needs one, comes from INGLENOOK_QDRANT_API_KEY and is never stored.
+folder, so there is one client per folder and process, shared by every thread's index (local
+mode holds its points in memory and warns past 20,000: a first step; big ones want a server).
+A URL is a server; its API key, if it needs one, comes from INGLENOOK_QDRANT_API_KEY and is
+never stored.
 qdrant_client is imported on first use: the app runs without the `qdrant` extra.
 """
 
