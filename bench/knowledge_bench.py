@@ -120,7 +120,8 @@ def recall_at_5(documents: int, embedder: Embedder | None = None, words: int = 1
             facts.append((path, f"Where does {name} keep the {thing}?"))
         if embedder is not None:
             while batch := index.missing_vectors("Facts", 32):
-                index.add_vectors([cid for cid, _ in batch], embedder([t for _, t in batch]))
+                index.add_vectors("Facts", [cid for cid, _ in batch],
+                                  embedder([t for _, t in batch]))
         found = sum(1 for path, question in facts
                     if path in {hit.path for hit in index.search(["Facts"], question, 5)})
         index.close()

@@ -116,6 +116,13 @@ def knowledge_database_file() -> Path:
     return data_dir() / "knowledge.db"
 
 
+def knowledge_qdrant_dir() -> Path:
+    """Qdrant's local mode, for the collections that keep their vectors in Qdrant without a
+    server (see knowledge/qdrant_store.py): derived from the folders like the index, beside
+    it. Made on first use."""
+    return data_dir() / "knowledge-qdrant"
+
+
 def engine_log_file() -> Path:
     return log_dir() / "engine.log"
 

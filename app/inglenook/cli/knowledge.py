@@ -1,7 +1,8 @@
 """`inglenook knowledge …`: collections of your own folders, indexed and searched (issue 21).
 
   add NAME PATH...   make a collection (or add folders and files to one) and index it;
-                     --embed-model GGUF gives its passages vectors too (searched with BM25)
+                     --embed-model GGUF gives its passages vectors too (searched with BM25);
+                     --backend qdrant keeps them in Qdrant ([--qdrant-url URL], else local)
   update NAME        index it again: new and changed files are read, gone ones leave
   watch NAME...      stay and index them again whenever their files change (Ctrl+C ends)
   list               the collections, with their files, passages and unread files
@@ -42,6 +43,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           "vectors are searched beside the full text ('none' to stop)")
     add.add_argument("--no-watch", action="store_true",
                      help="the window does not index it again by itself when files change")
+    add.add_argument("--backend", choices=("sqlite", "qdrant"),
+                     help="where its vectors live: the knowledge database (sqlite, the "
+                          "default) or Qdrant (needs the qdrant extra)")
+    add.add_argument("--qdrant-url", metavar="URL",
+                     help="a Qdrant server (http://host:6333; an API key is read from "
+                          "$INGLENOOK_QDRANT_API_KEY), else Qdrant's local mode")
     update = sub.add_parser("update", help="index a collection again (changed files only)")
     update.add_argument("name", metavar="NAME")
     watch = sub.add_parser("watch", help="index collections again whenever their files "
@@ -91,10 +98,16 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         model = os.path.abspath(os.path.expanduser(model))
         if not os.path.isfile(model):
             raise UsageError(f"{args.embed_model} is not a model file.")
+    if args.qdrant_url is not None and args.backend != "qdrant":
+        raise UsageError("--qdrant-url needs --backend qdrant.")
+    backend = "" if args.backend in (None, "sqlite") else args.backend
+    url = args.qdrant_url or ""
     try:
-        collection = add_paths(index, args.name, args.paths, args.follow_links)
+        collection = add_paths(index, args.name, args.paths, args.follow_links, backend, url)
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
+    if args.backend is not None:  # an existing collection moves its vectors
+        index.set_backend(collection.name, backend, url)
     if model is not None:
         index.set_embed_model(collection.name, "" if model == "none" else model)
     if args.no_watch:
@@ -174,7 +187,7 @@ def _embedder(index: SqliteFtsIndex, name: str,
     from inglenook.engine.embedder import EngineEmbedder
 
     model = index.collection(name).embed_model
-    if not model or index.vectors_off:
+    if not model or index.vectors_unavailable(name):
         return None
     try:
         return EngineEmbedder.load(model)
@@ -217,6 +230,11 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         if collection.embed_model:
             print(f"  vectors: {index.vector_count(c.name):,} from "
                   f"{plain(collection.embed_model)}")
+        if collection.backend == "qdrant":
+            print(f"  backend: Qdrant {plain(collection.qdrant_url) or '(local mode)'}, "
+                  f"collection {collection.qdrant_name}")
+        else:
+            print("  backend: sqlite (this database)")
         if collection.embed_error:
             print(f"  vectors failed: {plain(collection.embed_error)}")
         for root in c.roots:
@@ -251,6 +269,8 @@ def _search(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
 
 def _rm(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     name = index.collection(args.name).name
-    index.remove_collection(name)
+    left = index.remove_collection(name)
     print(f"Forgot the collection {name} (its files are untouched).")
+    if left:
+        print(f"Note: {left}", file=sys.stderr)
     return 0

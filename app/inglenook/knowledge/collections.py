@@ -53,14 +53,17 @@ def absolute_paths(given: Iterable[str]) -> list[str]:
 
 
 def add_paths(index: SqliteFtsIndex, name: str, given: Iterable[str],
-              follow_links: bool = False) -> Collection:
-    """Make the collection with these folders and files, or add them to the one of that name
-    (its own spelling kept). Indexing is the caller's next step."""
+              follow_links: bool = False, backend: str = "",
+              qdrant_url: str = "") -> Collection:
+    """Make the collection with these folders and files (its vectors in `backend`), or add
+    them to the one of that name (its own spelling and backend kept). Indexing is the
+    caller's next step."""
     roots = absolute_paths(given)
     try:
         collection = index.collection(name)
     except KnowledgeError:
-        return index.create_collection(name, roots, follow_links)
+        return index.create_collection(name, roots, follow_links, backend=backend,
+                                       qdrant_url=qdrant_url)
     index.set_roots(collection.name, [*collection.roots,
                                       *(r for r in roots if r not in collection.roots)])
     return index.collection(collection.name)

@@ -7,7 +7,9 @@ out: they add nothing to the ranking and make every query visit every row.
 
 A collection with an embedding model also has a vector per chunk (vectors.py); given an
 embedder of that model, a search ranks by both and fuses the two rankings (index.fuse). A
-query that cannot be embedded is searched in full text, and `search_note` says why.
+query that cannot be embedded is searched in full text, and `search_note` says why. Where a
+collection's vectors live is its backend's store: this file (vectors.SqliteVectorStore) or
+Qdrant (qdrant_store.py); the rankings of both are merged by distance.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from inglenook import paths
-from inglenook.knowledge import schema, vectors
+from inglenook.knowledge import qdrant_store, schema, vectors
 from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats, fuse
-from inglenook.knowledge.vectors import Embedder
+from inglenook.knowledge.vectors import Embedder, VectorStore
 from inglenook.store.db import backup, connect, transaction
 
 STOPWORDS = frozenset((
@@ -68,6 +70,7 @@ class Collection:
     watch: bool = True  # re-indexed when its files change
     backend: str = ""  # where its vectors live: "" this database, "qdrant"
     qdrant_url: str = ""  # "" Qdrant's local mode under the data dir, else a server
+    qdrant_name: str = ""  # its Qdrant collection's name (qdrant_store.py)
 
 
 def query_words(question: str) -> list[str]:
@@ -91,8 +94,11 @@ class SqliteFtsIndex:
     """KnowledgeIndex on SQLite FTS5 (and vectors, see above), and the collections it holds.
     One per thread. `vectors_off` says why vectors cannot be used here ("" they can)."""
 
-    def __init__(self, path: Path | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(self, path: Path | None = None, embedder: Embedder | None = None,
+                 qdrant_dir: Path | None = None) -> None:
+        """`qdrant_dir`: Qdrant's local mode folder (paths.py's by default)."""
         self.path = path or paths.knowledge_database_file()
+        self.qdrant_dir = qdrant_dir or paths.knowledge_qdrant_dir()
         self.embedder = embedder
         self.search_note = ""  # why the last search used no vectors, when it could have
         module, self.vectors_off = vectors.driver()
@@ -109,6 +115,8 @@ class SqliteFtsIndex:
         except self._errors as exc:
             raise KnowledgeError(f"The knowledge index {self.path} cannot be opened ({exc}). "
                                  "It can be deleted and rebuilt from the folders.") from exc
+        self._sqlite_vectors = vectors.SqliteVectorStore(self._conn)
+        self._qdrant = qdrant_store.QdrantVectorStore(self._conn, self.qdrant_dir)
 
     def close(self) -> None:
         self._conn.close()
@@ -132,23 +140,49 @@ class SqliteFtsIndex:
 
     # ---- collections ----------------------------------------------------------------------
 
-    def create_collection(self, name: str, roots: Sequence[str],
-                          follow_links: bool = False, embed_model: str = "") -> Collection:
+    def create_collection(self, name: str, roots: Sequence[str], follow_links: bool = False,
+                          embed_model: str = "", backend: str = "",
+                          qdrant_url: str = "") -> Collection:
         name = " ".join(name.split())
         if not name:
             raise KnowledgeError("A collection needs a name.")
+        qdrant_url, qdrant_name = self._checked_backend(backend, qdrant_url)
         try:
             with transaction(self._conn):
                 self._conn.execute(
                     "INSERT INTO collections (name, roots, follow_links, created_at, "
-                    "embed_model) VALUES (?, ?, ?, ?, ?)",
+                    "embed_model, backend, qdrant_url, qdrant_name) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (name, json.dumps(list(roots)), int(follow_links), time.time(),
-                     embed_model))
+                     embed_model, backend, qdrant_url, qdrant_name))
         except self._errors as exc:
             if "UNIQUE" not in str(exc):
                 raise
             raise KnowledgeError(f"There is already a collection named {name!r}.") from exc
         return self.collection(name)
+
+    @staticmethod
+    def _checked_backend(backend: str, qdrant_url: str) -> tuple[str, str]:
+        try:
+            return qdrant_store.checked_backend(backend, qdrant_url)
+        except ValueError as exc:
+            raise KnowledgeError(str(exc)) from None
+
+    def set_backend(self, name: str, backend: str, qdrant_url: str = "") -> None:
+        """Move a collection's vectors to another backend (or server): those it had are
+        forgotten, and the next indexing run embeds its passages again."""
+        old = self.collection(name)
+        if (old.backend, old.qdrant_url) == (backend, qdrant_url.strip()):
+            return
+        qdrant_url, qdrant_name = self._checked_backend(backend, qdrant_url)
+        cid = self._id(old.name)
+        with transaction(self._conn):
+            self._store(old).forget(cid)
+            self._conn.execute("UPDATE collections SET backend = ?, qdrant_url = ?, "
+                               "qdrant_name = ? WHERE id = ?",
+                               (backend, qdrant_url, qdrant_name, cid))
+        if old.backend == "qdrant":
+            self._qdrant.drop(old.qdrant_url, old.qdrant_name)  # best effort: none use it
 
     def set_roots(self, name: str, roots: Sequence[str]) -> None:
         with transaction(self._conn):
@@ -157,10 +191,10 @@ class SqliteFtsIndex:
 
     def collections(self) -> list[Collection]:
         rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at, embed_model, "
-                                  "embed_error, watch, backend, qdrant_url FROM collections "
-                                  "ORDER BY name").fetchall()
-        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q)
-                for n, r, f, at, m, e, w, b, q in rows]
+                                  "embed_error, watch, backend, qdrant_url, qdrant_name "
+                                  "FROM collections ORDER BY name").fetchall()
+        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q, qn)
+                for n, r, f, at, m, e, w, b, q, qn in rows]
 
     def set_watch(self, name: str, watch: bool) -> None:
         with transaction(self._conn):
@@ -169,12 +203,21 @@ class SqliteFtsIndex:
 
     # ---- vectors --------------------------------------------------------------------------
 
+    def _store(self, collection: Collection) -> VectorStore:
+        return self._qdrant if collection.backend == "qdrant" else self._sqlite_vectors
+
+    def vectors_unavailable(self, name: str) -> str:
+        """Why this collection's vectors cannot be made or searched here ("" they can)."""
+        if self.collection(name).backend == "qdrant":
+            return qdrant_store.missing_extra()
+        return self.vectors_off
+
     def set_embed_model(self, name: str, model: str) -> None:
         """Name the collection's embedding model ("" none); its vectors of another go."""
         cid = self._id(name)
         with transaction(self._conn):
-            if self.collection(name).embed_model != model:
-                vectors.forget(self._conn, cid)
+            if (collection := self.collection(name)).embed_model != model:
+                self._store(collection).forget(cid)
             self._conn.execute("UPDATE collections SET embed_model = ?, embed_error = '' "
                                "WHERE id = ?", (model, cid))
 
@@ -185,14 +228,21 @@ class SqliteFtsIndex:
 
     def missing_vectors(self, name: str, limit: int) -> list[tuple[int, str]]:
         """Chunks still without a vector: (id, the text to embed)."""
-        return vectors.missing(self._conn, self._id(name), limit)
+        return self._store(self.collection(name)).missing(self._id(name), limit)
 
-    def add_vectors(self, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+    def add_vectors(self, name: str, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+        """Raises VectorStoreError where the store cannot take them (Qdrant down)."""
         with transaction(self._conn):
-            vectors.store(self._conn, chunk_ids, rows)
+            self._store(self.collection(name)).add(self._id(name), chunk_ids, rows)
+
+    def tidy_vectors(self, name: str) -> None:
+        """Delete the vectors of passages that went, where their store does not do it itself
+        (Qdrant); raises VectorStoreError."""
+        with transaction(self._conn):
+            self._store(self.collection(name)).tidy(self._id(name))
 
     def vector_count(self, name: str) -> int:
-        return vectors.count(self._conn, self._id(name))
+        return self._store(self.collection(name)).count(self._id(name))
 
     def collection(self, name: str) -> Collection:
         for found in self.collections():
@@ -200,9 +250,15 @@ class SqliteFtsIndex:
                 return found
         raise KnowledgeError(f"There is no collection named {name!r}.")
 
-    def remove_collection(self, name: str) -> None:
+    def remove_collection(self, name: str) -> str:
+        """Forget a collection; "" done, else why its vectors in Qdrant stayed there."""
+        collection, cid = self.collection(name), self._id(name)
         with transaction(self._conn):
-            self._conn.execute("DELETE FROM collections WHERE id = ?", (self._id(name),))
+            self._conn.execute("DELETE FROM collections WHERE id = ?", (cid,))
+            self._conn.execute("DELETE FROM qdrant_gone WHERE collection_id = ?", (cid,))
+        if collection.backend != "qdrant":
+            return ""
+        return self._qdrant.drop(collection.qdrant_url, collection.qdrant_name)
 
     def _id(self, name: str) -> int:
         row = self._conn.execute("SELECT id FROM collections WHERE name = ?",
@@ -285,19 +341,26 @@ class SqliteFtsIndex:
         embedder = self.embedder
         if embedder is None or not query.strip():
             return None
-        with_model = [cid for cid, name in zip(ids, collections, strict=True)
-                      if self.collection(name).embed_model == embedder.model]
-        if not with_model:
-            return None
-        if self.vectors_off:
-            self.search_note = self.vectors_off
+        by_store: dict[int, tuple[VectorStore, list[int]]] = {}
+        for cid, name in zip(ids, collections, strict=True):
+            collection = self.collection(name)
+            if collection.embed_model != embedder.model:
+                continue
+            if why := self.vectors_unavailable(name):
+                self.search_note = why
+                continue
+            store = self._store(collection)
+            by_store.setdefault(id(store), (store, []))[1].append(cid)
+        if not by_store:
             return None
         try:
             (vector,) = embedder([query])
         except Exception as exc:  # the engine's error: full text still answers
             self.search_note = f"The question could not be embedded ({exc}): full-text only."
             return None
-        return vectors.ranking(self._conn, with_model, vector, depth)
+        ranking, note = vectors.merged_ranking(list(by_store.values()), vector, depth)
+        self.search_note = note or self.search_note
+        return ranking
 
     def _bm25(self, ids: list[int], query: str, limit: int) -> list[Hit]:
         match = fts_query(self._without_common(query_words(query)))

@@ -1,9 +1,9 @@
 """The index behind one small interface: documents in, ranked chunks out.
 
-SqliteFtsIndex (fts.py) is the first implementation: BM25 over SQLite FTS5. Dense vectors come
-later as a second ranking of the same chunks (sqlite-vec in the same file, or Qdrant for
-collections that outgrow a desktop): an implementation that has both ranks each one and merges
-them with `fuse` (reciprocal rank fusion), so callers never learn which rankings exist.
+SqliteFtsIndex (fts.py) is the implementation: BM25 over SQLite FTS5, and dense vectors as a
+second ranking of the same chunks (a vectors.VectorStore per collection: sqlite-vec in the same
+file, or Qdrant for collections that outgrow a desktop); it ranks by each and merges them with
+`fuse` (reciprocal rank fusion), so callers never learn which rankings exist.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from inglenook.knowledge.convert import ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Document
 from inglenook.knowledge.scanner import FoundFile, scan
-from inglenook.knowledge.vectors import Embedder
+from inglenook.knowledge.vectors import Embedder, VectorStoreError
 
 MAX_FILE_BYTES = 64_000_000  # a bigger "document" is a data dump or a disk image, not notes
 READ_ATTEMPTS = 3
@@ -152,7 +152,7 @@ class Indexer:
         if not model:
             return
         embedder = self.embedder
-        error = self.index.vectors_off
+        error = self.index.vectors_unavailable(self.name)
         if not error and embedder is None:
             error = self.no_embedder
         elif not error and embedder is not None and embedder.model != model:
@@ -163,7 +163,12 @@ class Indexer:
             self.index.set_embed_error(self.name, error)
             return
         total = self.index.stats(self.name).chunks - self.index.vector_count(self.name)
-        while not (cancelled := self.cancelled()):
+        cancelled = False
+        try:
+            self.index.tidy_vectors(self.name)
+        except VectorStoreError as exc:  # the server is down: nothing can be stored either
+            report.embed_error = str(exc)
+        while not report.embed_error and not (cancelled := self.cancelled()):
             batch = self.index.missing_vectors(self.name, EMBED_BATCH)
             if not batch:
                 break
@@ -175,7 +180,12 @@ class Indexer:
                 report.embed_error = f"Embedding failed after {report.embedded:,} of " \
                                      f"{total:,} passages: {exc}"
                 break
-            self.index.add_vectors([cid for cid, _ in batch], rows)
+            try:
+                self.index.add_vectors(self.name, [cid for cid, _ in batch], rows)
+            except VectorStoreError as exc:
+                report.embed_error = f"Storing vectors failed after {report.embedded:,} of " \
+                                     f"{total:,} passages: {exc}"
+                break
             report.embedded += len(batch)
             self.progress(Progress(report.embedded, total, phase="embedding"))
         report.cancelled = report.cancelled or cancelled

@@ -22,6 +22,14 @@ v3:
   vectors live: backend '' keeps them in this file, 'qdrant' in Qdrant (qdrant_url '' its
   local mode under the data dir, else a server's URL). Documents, chunks and full-text stay
   here whatever the backend.
+
+v4:
+- qdrant_name: the name of a Qdrant collection's own collection on its server (made unique
+  when it is created: several knowledge files may share one server, and SQLite reuses ids).
+- qdrant_points: the chunks that have a point in Qdrant, going with their chunk, so which are
+  missing stays a query here and a search never returns a point whose chunk is gone.
+- qdrant_gone: points to delete from Qdrant (their chunk went; a trigger records each), kept
+  until the server has deleted them, so a server that was down loses nothing but time.
 """
 
 from __future__ import annotations
@@ -118,5 +126,29 @@ def _v3(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+V4_SQL = """
+ALTER TABLE collections ADD COLUMN qdrant_name TEXT NOT NULL DEFAULT '';
+CREATE TABLE qdrant_points (
+    chunk_id       INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+    collection_id  INTEGER NOT NULL
+);
+CREATE INDEX qdrant_points_collection ON qdrant_points (collection_id);
+CREATE TABLE qdrant_gone (
+    collection_id  INTEGER NOT NULL,
+    chunk_id       INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, chunk_id)
+);
+CREATE TRIGGER qdrant_points_delete AFTER DELETE ON qdrant_points BEGIN
+    INSERT OR IGNORE INTO qdrant_gone (collection_id, chunk_id)
+        VALUES (old.collection_id, old.chunk_id);
+END;
+"""
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    for statement in statements(V4_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 LATEST_VERSION = len(MIGRATIONS)

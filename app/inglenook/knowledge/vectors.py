@@ -11,6 +11,9 @@ sqlite-vec is a loadable extension. Python's sqlite3 can load it unless it was b
 that (pyenv and some Linux distributions build it so): then pysqlite3 (a build of SQLite that
 can) opens the database instead, where it is installed; else vectors are off and `reason` says
 why, and search is full-text only.
+
+A collection may keep its vectors in Qdrant instead (qdrant_store.py): both are a VectorStore,
+and fts.py picks one per collection by its backend.
 """
 
 from __future__ import annotations
@@ -34,6 +37,33 @@ class Embedder(Protocol):
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         """One unit vector per text, (len(texts), dimensions) float32; raises on failure."""
         ...
+
+
+class VectorStoreError(Exception):
+    """A store that cannot be reached or refused a call; str() is one sentence for the user.
+    Full text never depends on it."""
+
+
+class VectorStore(Protocol):
+    """Where the vectors of some collections live, keyed by chunk id. Calls that change the
+    database run inside the caller's transaction."""
+
+    def add(self, collection_id: int, chunk_ids: Sequence[int], rows: np.ndarray) -> None: ...
+
+    def missing(self, collection_id: int, limit: int) -> list[tuple[int, str]]:
+        """Chunks without a vector yet: (id, text to embed), at most `limit`."""
+
+    def count(self, collection_id: int) -> int: ...
+
+    def forget(self, collection_id: int) -> None:
+        """Drop all its vectors (its embedding model changed, or it is being removed)."""
+
+    def tidy(self, collection_id: int) -> None:
+        """Delete what stays behind of chunks that went (nothing where a cascade does it)."""
+
+    def ranking(self, collection_ids: Sequence[int], query: np.ndarray,
+                limit: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine distance) of these collections, nearest first."""
 
 
 def driver() -> tuple[Any, str]:
@@ -75,18 +105,20 @@ def store(conn: Any, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
                      [(cid, blob(row)) for cid, row in zip(chunk_ids, rows, strict=True)])
 
 
-def missing(conn: Any, collection_id: int, limit: int) -> list[tuple[int, str]]:
-    """Chunks of a collection without a vector yet: (id, text to embed), at most `limit`."""
+def missing(conn: Any, collection_id: int, limit: int,
+            table: str = "chunk_vectors") -> list[tuple[int, str]]:
+    """Chunks of a collection without a row in `table` (by chunk_id) yet: (id, text to
+    embed), at most `limit`."""
     return [(cid, f"{heading}\n{text}" if heading else text) for cid, heading, text in
             conn.execute("SELECT c.id, c.heading, c.text FROM chunks c "
                          "JOIN documents d ON d.id = c.document_id "
-                         "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+                         f"LEFT JOIN {table} v ON v.chunk_id = c.id "
                          "WHERE d.collection_id = ? AND v.chunk_id IS NULL "
                          "ORDER BY c.id LIMIT ?", (collection_id, limit))]
 
 
-def count(conn: Any, collection_id: int) -> int:
-    return int(conn.execute("SELECT count(*) FROM chunk_vectors v JOIN chunks c ON "
+def count(conn: Any, collection_id: int, table: str = "chunk_vectors") -> int:
+    return int(conn.execute(f"SELECT count(*) FROM {table} v JOIN chunks c ON "
                             "c.id = v.chunk_id JOIN documents d ON d.id = c.document_id "
                             "WHERE d.collection_id = ?", (collection_id,)).fetchone()[0])
 
@@ -99,16 +131,59 @@ def forget(conn: Any, collection_id: int) -> None:
 
 
 def ranking(conn: Any, collection_ids: Sequence[int], query: np.ndarray,
-            limit: int) -> list[int]:
-    """Chunk ids of these collections, nearest to the query vector first."""
+            limit: int) -> list[tuple[int, float]]:
+    """(chunk id, cosine distance) of these collections, nearest to the query vector first."""
     if not collection_ids:
         return []
     marks = ", ".join("?" * len(collection_ids))
     rows = conn.execute(
-        f"SELECT v.chunk_id FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
+        f"SELECT v.chunk_id, vec_distance_cosine(v.embedding, ?) AS distance "
+        f"FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
         f"JOIN documents d ON d.id = c.document_id WHERE d.collection_id IN ({marks}) "
-        f"AND length(v.embedding) = ? "
-        f"ORDER BY vec_distance_cosine(v.embedding, ?) LIMIT ?",
-        (*collection_ids, 4 * len(query), blob(query), limit)).fetchall()
-    return [int(r[0]) for r in rows]
+        f"AND length(v.embedding) = ? ORDER BY distance LIMIT ?",
+        (blob(query), *collection_ids, 4 * len(query), limit)).fetchall()
+    return [(int(cid), float(distance)) for cid, distance in rows]
 
+
+class SqliteVectorStore:
+    """VectorStore in the knowledge database itself (the functions above)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def add(self, collection_id: int, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+        store(self._conn, chunk_ids, rows)
+
+    def missing(self, collection_id: int, limit: int) -> list[tuple[int, str]]:
+        return missing(self._conn, collection_id, limit)
+
+    def count(self, collection_id: int) -> int:
+        return count(self._conn, collection_id)
+
+    def forget(self, collection_id: int) -> None:
+        forget(self._conn, collection_id)
+
+    def tidy(self, collection_id: int) -> None:
+        """Nothing: a chunk's vector goes with it (ON DELETE CASCADE)."""
+
+    def ranking(self, collection_ids: Sequence[int], query: np.ndarray,
+                limit: int) -> list[tuple[int, float]]:
+        return ranking(self._conn, collection_ids, query, limit)
+
+
+
+def merged_ranking(groups: Sequence[tuple[VectorStore, Sequence[int]]], query: np.ndarray,
+                   limit: int) -> tuple[list[int] | None, str]:
+    """The chunk ids nearest to the query over the stores' collections (cosine distances
+    compare across stores), and why a store could not answer ("" all did). None when none
+    did: the search is then full text alone."""
+    found: list[tuple[int, float]] = []
+    answered, note = False, ""
+    for store, collection_ids in groups:
+        try:
+            found += store.ranking(collection_ids, query, limit)
+            answered = True
+        except VectorStoreError as exc:  # a server down: its collections in full text
+            note = f"{exc} Its collections were searched in full text only."
+    found.sort(key=lambda pair: pair[1])
+    return ([cid for cid, _ in found[:limit]] if answered else None), note
