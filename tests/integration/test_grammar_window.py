@@ -78,7 +78,7 @@ def test_sampled_replies_stay_inside_the_grammar(model: Model) -> None:
 def test_masking_by_first_byte_gives_what_masking_every_token_gives(
         model: Model, temperature: float) -> None:
     """Every step by first byte (the whole mask's fast form) against every token checked."""
-    for seed in range(2):
+    for seed in range(1 if temperature == 0.0 else 2):  # greedy: one seed is all replies
         sampling = SamplingParams(temperature=temperature, seed=seed, repeat_penalty=1.1)
         fast, _ = reply(model, sampling, whole=True)
         reference, _ = reply(model, sampling, whole=True, by_first_byte=False)
