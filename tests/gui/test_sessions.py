@@ -214,6 +214,10 @@ def test_escape_stops_the_reply_from_anywhere_in_the_window(
 def test_a_conversation_is_renamed_in_place(qtbot: QtBot, window: MainWindow) -> None:
     chat(qtbot, window, "Original title.")
     conv = window.chats.conv_id
+    # As a user's: the window active. An editor in a list is committed and closed when its
+    # window stops being active (Qt's delegate), as when a window of an earlier test is.
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
     window.sidebar.ask_rename(conv)
     editor = window.sidebar.list.findChild(QLineEdit)
     assert editor is not None and editor.text() == "Original title."
@@ -222,6 +226,7 @@ def test_a_conversation_is_renamed_in_place(qtbot: QtBot, window: MainWindow) ->
     window.history.refresh()
     assert window.sidebar.list.findChild(QLineEdit) is editor
     editor.setText("Renamed in place")
+    assert editor.isVisible() and window.isActiveWindow(), "the editor closed before Enter"
     qtbot.keyClick(editor, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: window.store.conversation(conv).title == "Renamed in place",
                     timeout=REPLY_TIMEOUT_MS)
