@@ -194,9 +194,11 @@ def window_shown(home: Path) -> dict[str, float]:
 def run_script(name: str, quick: bool) -> dict:
     """A bench script in its own process; its last line of output is a JSON object."""
     command = [sys.executable, str(HERE / name), *(["--quick"] if quick else [])]
+    started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    log(f"  ({name}: {time.monotonic() - started:.1f} s)")  # where make test's time goes
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
