@@ -90,16 +90,25 @@ def _is_projector_file(path: Path) -> bool:
         return False
 
 
+_EMBEDDING: dict[tuple[str, int, int], bool] = {}  # (path, size, mtime): read once a file
+
+
 def _is_embedding_file(path: Path) -> bool:
     """Named as embedding models are, and its header names a pooling (the same rule as the
-    engine's, engine/host/embedding.py); only those files' headers are read."""
+    engine's, engine/host/embedding.py). Only those files' headers are read, once each while
+    the file is unchanged: a header with its vocabulary takes ~70 ms, and the model picker
+    lists the library each time it opens."""
     if not looks_like_embedding(path.name):
         return False
     try:
-        header = read_header(path)
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in _EMBEDDING:
+            header = read_header(path)
+            _EMBEDDING[key] = f"{header.architecture}.pooling_type" in header.metadata
     except (OSError, GGUFError):
         return False
-    return f"{header.architecture}.pooling_type" in header.metadata
+    return _EMBEDDING[key]
 
 
 def find_installed(name: str, entries: list[ModelEntry]) -> list[ModelEntry]:
