@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -318,19 +319,18 @@ class KnowledgeDialog(QDialog):
     def _choose_embed_model(self) -> None:
         summary = self.selected()
         model = str(self.embed_model.currentData() or "")
-        if summary is None or model == summary.embed_model:
-            return
-        try:
-            self.knowledge.set_embed_model(summary.name, model)
-        except KnowledgeError as exc:
-            self._say(str(exc))
+        if summary is not None and model != summary.embed_model:
+            self._change(lambda: self.knowledge.set_embed_model(summary.name, model))
 
     def _choose_watch(self, checked: bool) -> None:
         summary = self.selected()
-        if summary is None or checked == summary.watch:
-            return
+        if summary is not None and checked != summary.watch:
+            self._change(lambda: self.knowledge.set_watch(summary.name, checked))
+
+    def _change(self, change: Callable[[], None]) -> None:
+        """A change through the controller; what refuses it is said below the lists."""
         try:
-            self.knowledge.set_watch(summary.name, checked)
+            change()
         except KnowledgeError as exc:
             self._say(str(exc))
 
