@@ -138,7 +138,7 @@ ANY_BYTE = 256  # first_bytes' mark for tokens always checked (control tokens, e
 def first_bytes(model: Model) -> tuple[np.ndarray, np.ndarray]:
     """Each token's first byte (ANY_BYTE for control tokens, the end of generation and empty
     pieces), and the token that is each byte alone (-1 where the vocabulary has none); made
-    once per model (about 0.1 s for 50,000 tokens)."""
+    once per model, at its first reply in a format (0.15 s for 49,152 tokens on this VM)."""
     cached = getattr(model, "_first_bytes", None)
     if cached is None:
         first = np.full(model.n_vocab, ANY_BYTE, dtype=np.int16)
