@@ -87,6 +87,8 @@ class KnowledgeDialog(QDialog):
         self.name_edit.setAccessibleName("Name of a new collection")
         self.name_edit.setToolTip("A collection is a set of folders and files; name it here")
         self.name_edit.returnPressed.connect(self.create_collection)
+        # Room for a name when the dialog is narrow (the list beside it gives way first).
+        self.name_edit.setMinimumWidth(self.name_edit.fontMetrics().averageCharWidth() * 14)
         self.new_button = self._button("New collection", "knowledgeNewButton",
                                        "Make an empty collection with this name",
                                        self.create_collection)
@@ -193,10 +195,12 @@ class KnowledgeDialog(QDialog):
         for button in (self.add_folder_button, self.add_files_button, self.remove_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        buttons.addWidget(self.watch_box)
         buttons.addWidget(self.reindex_button)
         right.addLayout(buttons)
-        right.addWidget(self.watch_note)
+        watch_row = QHBoxLayout()  # a line of its own: the buttons' row sets the least width
+        watch_row.addWidget(self.watch_box)
+        watch_row.addWidget(self.watch_note, 1)
+        right.addLayout(watch_row)
         run = QGridLayout()
         run.addWidget(self.progress, 0, 0)
         run.addWidget(self.cancel_button, 0, 1)
