@@ -171,6 +171,9 @@ class Watcher:
                 watched.status = self._why(folder, exc)
         if not watched.status:
             watched.observer = observer
+            with self._lock:
+                if self._status.get(name):  # back from the timer: changes meanwhile unseen
+                    watched.due = time.monotonic()
         else:  # looked at again on a timer, not watched at all
             observer.stop()
             observer.join(timeout=5)
