@@ -69,11 +69,11 @@ def encode_ms(model_path: Path, mmproj: Path, runs: int, threads: int) -> float:
             data = picture(1000 + n)
             image = decode_image(data)
             started = time.perf_counter()
-            chunk = projector.image(image.rgb, image.width, image.height, image.sha256)
-            rows = chunk.encode(lambda: False)
+            run = projector.image(image.rgb, image.width, image.height, image.sha256)
+            rows = [chunk.encode(lambda: False) for chunk in run.chunks]
             times.append(time.perf_counter() - started)
-            chunk.close()
-            assert rows is not None
+            run.close()
+            assert all(r is not None for r in rows)
     finally:
         projector.close()
     return statistics.median(times) * 1000

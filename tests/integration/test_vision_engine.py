@@ -5,21 +5,33 @@ state restored with the image in its history, and refusals."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from llama_cpp import mtmd_cpp as mtmd
 from PIL import Image
 
+from inglenook.core.images import read_image
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, ImageRef, Message
 from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
+from inglenook.engine.host.llama import Batch, Context, Model
+from inglenook.engine.host.mtmd import Projector
 from tests.integration.conftest import GREEDY, ask, finish_of, stats_of
-from tests.mmproj_tools import IMAGE_TOKENS, model_n_embd, write_mmproj
+from tests.mmproj_tools import (
+    GEMMA3_TOKENS,
+    IMAGE_TOKENS,
+    model_n_embd,
+    write_gemma3_mmproj,
+    write_mmproj,
+)
 
 SHORT = SamplingParams(temperature=0.0, seed=42, repeat_penalty=1.0, max_tokens=4)
 
@@ -128,3 +140,71 @@ def test_message_text_cannot_spell_an_image(seeing: tuple[EngineClient, Path]) -
     view = client.inspect(GenerationRequest(10, (Message("user", "\ufffc here \ufffc"),), SHORT))
     assert not any(t.id < 0 for t in view.tokens)
     assert "\ufffc" not in view.prompt and "\ufffd here \ufffd" in view.prompt
+
+
+@pytest.fixture(scope="module")
+def gemma3(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[EngineClient, Path, Path]]:
+    folder = tmp_path_factory.mktemp("gemma3")
+    mmproj = write_gemma3_mmproj(folder / "mmproj-gemma3.gguf", model_n_embd(bundled_model))
+    client = EngineClient(log_path=folder / "engine.log")
+    client.load(LoadParams(str(bundled_model), n_ctx=1024, n_slots=1, mmproj_path=str(mmproj)))
+    yield client, folder, mmproj
+    client.close()
+
+
+def reference_reply(model_path: Path, mmproj: Path, tokens: list[int], image: Path) -> str:
+    """The same prompt read by llama.cpp's own helper (mtmd_helper_eval_chunk_single, which
+    switches attention for non-causal images), then greedy tokens: the reply to expect."""
+    model = Model(str(model_path), 0, True, False)
+    ctx = Context(model, 1024, 1, 512, 2, 2, True, "f16")
+    projector = Projector(str(mmproj), model, n_threads=2, use_gpu=False)
+    picture = read_image(image)
+    run = projector.image(picture.rgb, picture.width, picture.height, picture.sha256)
+    batch = Batch(512)
+    try:
+        first = next(i for i, t in enumerate(tokens) if t < 0)
+        (chunk,) = run.chunks
+        for i, token in enumerate(tokens[:first]):
+            batch.add(token, i, 0, False)
+        assert ctx.decode(batch) == 0
+        n_past = ctypes.c_int32(0)
+        assert mtmd.mtmd_helper_eval_chunk_single(projector.ptr, ctx.ptr, chunk.ptr, first, 0,
+                                                  512, False, ctypes.byref(n_past)) == 0
+        pos, rest = n_past.value, tokens[first + chunk.n_tokens:]
+        reply = b""
+        for _ in range(SHORT.max_tokens):
+            batch.clear()
+            for i, token in enumerate(rest):
+                batch.add(token, pos + i, 0, i == len(rest) - 1)
+            assert ctx.decode(batch) == 0
+            pos += len(rest)
+            token = int(np.argmax(ctx.logits(len(rest) - 1)))
+            if model.is_eog(token):
+                break
+            reply += model.piece(token)
+            rest = [token]
+        return reply.decode("utf-8", errors="replace")
+    finally:
+        batch.close()
+        run.close()
+        projector.close()
+        ctx.close()
+        model.close()
+
+
+def test_a_gemma3_image_reads_between_its_markers_as_llama_cpp_reads_it(
+        gemma3: tuple[EngineClient, Path, Path], bundled_model: Path) -> None:
+    client, folder, mmproj = gemma3
+    red = image_file(folder, "red.png", (255, 0, 0))
+    turn = (Message("user", "What is in this picture?", images=(red,)),)
+    plain = client.inspect(GenerationRequest(1, (Message("user", turn[0].content),), SHORT))
+    seen = client.inspect(GenerationRequest(1, turn, SHORT))
+    markers = len(seen.tokens) - len(plain.tokens) - GEMMA3_TOKENS
+    assert markers > 0  # <start_of_image> and <end_of_image>, in this model's own tokens
+    mark = f"[image 1: {GEMMA3_TOKENS} tokens]"
+    assert f"<start_of_image>{mark}<end_of_image>" in seen.prompt
+    reply, events = chat(client, turn, 2, "chat:gemma3")
+    assert finish_of(events).finish.reason in ("stop", "length")
+    assert reply == reference_reply(bundled_model, mmproj, [t.id for t in seen.tokens],
+                                    Path(red.path))

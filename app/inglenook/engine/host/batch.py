@@ -152,7 +152,7 @@ class BatchLoop:
         self.abortable = seq  # the host's callback asks whether this one was stopped
         try:
             rows = self.vision.embeddings(
-                span.sha256, lambda: seq.cancelled or bool(self.abort_cb(None)))
+                span.key, lambda: seq.cancelled or bool(self.abort_cb(None)))
         except (ImageError, ValueError) as exc:
             seq.fail("error", str(exc))
             return
@@ -166,9 +166,13 @@ class BatchLoop:
         done = seq.read + len(piece) == len(seq.prompt)
         self.abortable = seq
         self.ctx.set_abort(self.abort_cb)
+        # Non-causal chunks (Gemma 3) see each other both ways: a step of their own, as
+        # llama.cpp's mtmd helper reads them (a chunk longer than n_batch is read in pieces).
+        self.ctx.set_causal(not span.non_causal)
         try:
             status = self.embd_batch.decode(self.ctx, piece, seq.memory.n, seq.slot, done)
         finally:
+            self.ctx.set_causal(True)
             self.ctx.set_abort(None)
             self.abortable = None
         if status != 0:

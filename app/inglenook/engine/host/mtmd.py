@@ -2,14 +2,17 @@
 llama/ is the only one that touches libllama.
 
     Projector   an mmproj GGUF loaded beside the text model (mtmd_init_from_file)
-    ImageChunk  one image, preprocessed: how many positions it takes, then its embeddings
-    decode_embeddings  a run of those embeddings into a sequence's KV cells (llama_decode of an
+    ImageRun    one image, preprocessed: text tokens and image chunks, in order
+    ImageChunk  positions of an image: how many, then their embeddings
+    EmbeddingBatch  a run of those embeddings into a sequence's KV cells (llama_decode of an
                 embedding batch), so an image is read in pieces like a long prompt
 
 Images come in as RGB bytes that core/images.py decoded with its limits; libmtmd's own decoder
-(stb_image, mtmd_helper_bitmap_init_from_buf) never sees a file. Only projectors whose image
-positions are plain and causal are taken (LLaVA-style); M-RoPE (Qwen-VL) and non-causal ones
-(Gemma 3) are refused with the reason until the batch loop places them.
+(stb_image, mtmd_helper_bitmap_init_from_buf) never sees a file. An image may come as several
+chunks: text the projector puts around it (Gemma 3's <start_of_image>, Pixtral's [IMG_END]) and
+one or more image chunks (slices). Image chunks read with non-causal attention (Gemma 3) are
+marked so; projectors whose positions are not plain (M-RoPE: Qwen-VL) are refused with the
+reason, since a sequence's positions here are its token count.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from llama_cpp import mtmd_cpp as mtmd
 
 from inglenook.engine.host.llama import Context, Model
 
-CHUNK_IMAGE = 1  # mtmd_input_chunk_type: TEXT=0, IMAGE=1, AUDIO=2
+CHUNK_TEXT, CHUNK_IMAGE = 0, 1  # mtmd_input_chunk_type (AUDIO=2)
 _STOP_EVERY = 16  # graph nodes between two checks for a stop while an image is encoded
 
 
@@ -66,7 +69,7 @@ class Projector:
             return self._nodes % _STOP_EVERY == 0
         return not self._should_stop()
 
-    def image(self, rgb: bytes, width: int, height: int, image_id: str) -> ImageChunk:
+    def image(self, rgb: bytes, width: int, height: int, image_id: str) -> ImageRun:
         """One image as libmtmd will encode it (resized, tiled): not encoded yet."""
         if len(rgb) != width * height * 3:
             raise ValueError(f"{len(rgb)} bytes are not a {width}×{height} RGB image.")
@@ -75,26 +78,39 @@ class Projector:
         if not bitmap:
             raise ValueError("libmtmd refused the image.")
         chunks = mtmd.mtmd_input_chunks_init()
+        parts: list[list[int] | ImageChunk] = []
         try:
             mtmd.mtmd_bitmap_set_id(bitmap, image_id.encode("ascii"))
             part = mtmd.mtmd_input_part()
             part.bitmap = bitmap
-            parts = (ctypes.POINTER(mtmd.mtmd_input_part) * 1)(ctypes.pointer(part))
+            ptrs = (ctypes.POINTER(mtmd.mtmd_input_part) * 1)(ctypes.pointer(part))
             # From parts, not from text with a marker: a message cannot spell an image.
-            status = mtmd.mtmd_tokenize_from_parts(self.ptr, chunks, parts, 1, False)
-            if status != 0 or mtmd.mtmd_input_chunks_size(chunks) != 1:
+            status = mtmd.mtmd_tokenize_from_parts(self.ptr, chunks, ptrs, 1, False)
+            if status != 0:
                 raise ValueError(f"libmtmd could not preprocess the image (status {status}).")
-            chunk = mtmd.mtmd_input_chunk_copy(mtmd.mtmd_input_chunks_get(chunks, 0))
+            for i in range(mtmd.mtmd_input_chunks_size(chunks)):
+                parts.append(self._part(mtmd.mtmd_input_chunks_get(chunks, i)))
+        except BaseException:
+            ImageRun(parts).close()
+            raise
         finally:
             mtmd.mtmd_input_chunks_free(chunks)
             mtmd.mtmd_bitmap_free(bitmap)
-        if not chunk or mtmd.mtmd_input_chunk_get_type(chunk) != CHUNK_IMAGE:
+        run = ImageRun(parts)
+        if not run.chunks:
             raise ValueError("libmtmd did not make an image chunk of the image.")
-        if mtmd.mtmd_decode_use_non_causal(self.ptr, chunk):
-            mtmd.mtmd_input_chunk_free(chunk)
-            raise ProjectorError("This projector reads images with non-causal attention "
-                                 "(Gemma 3), which Inglenook does not support yet.")
-        return ImageChunk(self, chunk)
+        return run
+
+    def _part(self, chunk: int) -> list[int] | ImageChunk:
+        kind = mtmd.mtmd_input_chunk_get_type(chunk)
+        if kind == CHUNK_TEXT:
+            n = ctypes.c_size_t(0)
+            tokens = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
+            return [int(tokens[i]) for i in range(n.value)]
+        if kind != CHUNK_IMAGE:
+            raise ValueError("libmtmd made a chunk that is not an image of the image.")
+        copy = mtmd.mtmd_input_chunk_copy(chunk)
+        return ImageChunk(self, copy, bool(mtmd.mtmd_decode_use_non_causal(self.ptr, copy)))
 
     def close(self) -> None:
         if self.ptr:
@@ -102,9 +118,25 @@ class Projector:
             self.ptr = None
 
 
+class ImageRun:
+    """What one image becomes in a prompt, in order: runs of text tokens and image chunks."""
+
+    def __init__(self, parts: list[list[int] | ImageChunk]) -> None:
+        self.parts = parts
+        self.chunks = [p for p in parts if isinstance(p, ImageChunk)]
+        self.n_tokens = sum(p.n_tokens if isinstance(p, ImageChunk) else len(p) for p in parts)
+
+    def close(self) -> None:
+        for chunk in self.chunks:
+            chunk.close()
+
+
 class ImageChunk:
-    def __init__(self, projector: Projector, ptr: int) -> None:
-        self.projector, self.ptr = projector, ptr
+    """Positions of an image read as embeddings. `non_causal`: its positions see each other
+    both ways (the context's attention is switched for their decode)."""
+
+    def __init__(self, projector: Projector, ptr: int, non_causal: bool = False) -> None:
+        self.projector, self.ptr, self.non_causal = projector, ptr, non_causal
         self.n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(ptr))
         self.n_pos = int(mtmd.mtmd_input_chunk_get_n_pos(ptr))
 

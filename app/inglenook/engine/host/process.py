@@ -41,7 +41,7 @@ from inglenook.engine.host.loading import LoadedModel, LoadFailure, load
 from inglenook.engine.host.machine import physical_cores
 from inglenook.engine.host.sequences import Sequence
 from inglenook.engine.host.tool_grammar import reply_grammar
-from inglenook.engine.host.vision import ImageError, spans_of
+from inglenook.engine.host.vision import ImageError
 from inglenook.engine.kv_reuse import principal_of, scoped
 from inglenook.engine.kv_states import common_prefix, pack
 from inglenook.engine.speculative import DraftLength, Guesser, Tally
@@ -295,9 +295,7 @@ class EngineHost:
                        reuse, keep_at, sampler, seed, loaded.tokenizer,
                        loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
         if waiting.images and loaded.vision is not None:
-            vision = loaded.vision
-            seq.images = spans_of(tokens, waiting.images,
-                                  [vision.positions(ref) for ref in waiting.images])
+            seq.images = loaded.vision.spans(tokens, waiting.images)
         return seq
 
     def inspect(self, request: GenerationRequest) -> None:

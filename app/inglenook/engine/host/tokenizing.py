@@ -32,7 +32,7 @@ from inglenook.engine.host.llama import (
     ATTR_USER_DEFINED,
     Model,
 )
-from inglenook.engine.host.vision import ImageError, Vision, is_placeholder, placeholders
+from inglenook.engine.host.vision import ImageError, Vision, is_placeholder
 from inglenook.engine.kv_states import common_prefix, pack
 from inglenook.engine.template_process import TemplateRenderer
 
@@ -191,7 +191,7 @@ class Tokenizer:
                 assert self.vision is not None
                 tokens += self._plain(run, before, 0)
                 run, before = [], 0
-                tokens += placeholders(segment.sha256, self.vision.positions(segment))
+                tokens += self.vision.tokens(segment)
                 continue
             data = segment.text.encode("utf-8", errors="replace")
             if segment.from_message:
@@ -257,7 +257,8 @@ class Tokenizer:
         the text. Each image is one mark where it starts (found by its first placeholder, so
         that two images side by side are two)."""
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        marks = _image_marks(tokens, {placeholders(ref.sha256, 1)[0] for ref in prompt.images})
+        labels = self.vision.labels(prompt.images) if self.vision is not None else {}
+        marks = _image_marks(tokens, labels)
         shown = tuple(p.PromptToken(t, marks.get(i, "") if is_placeholder(t) else
                                     utf8.decode(self.model.piece(t, special=True)),
                                     t in self._markup or t < 0)
@@ -269,15 +270,16 @@ class Tokenizer:
                             image_positions=sum(map(is_placeholder, tokens)))
 
 
-def _image_marks(tokens: Sequence[int], starts: Collection[int]) -> dict[int, str]:
-    """Where each image's placeholder positions start, and what the inspector shows there:
-    "[image 1: 576 tokens]" (the image's other positions show nothing)."""
+def _image_marks(tokens: Sequence[int], labels: dict[int, str]) -> dict[int, str]:
+    """Where each image chunk's placeholder positions start, and what the inspector shows there:
+    "[image 1: 576 tokens]" (the chunk's other positions show nothing). `labels`: by a chunk's
+    first id (Vision.labels)."""
     marks: dict[int, str] = {}
-    start = -1
+    start, label = -1, ""
     for i, t in enumerate([*tokens, 0]):
-        if start >= 0 and (not is_placeholder(t) or t in starts):
-            marks[start] = f"[image {len(marks) + 1}: {i - start} tokens]"
+        if start >= 0 and (not is_placeholder(t) or t in labels):
+            marks[start] = f"[{label}: {i - start} tokens]"
             start = -1
         if is_placeholder(t) and start < 0:
-            start = i
+            start, label = i, labels.get(t, f"image {len(marks) + 1}")
     return marks

@@ -6,6 +6,9 @@ prompts (the KV states of conversations, prefix reuse, a copy from a slot readin
 prompt) compares token lists, so with these ids in the lists a state holding one image can
 never be taken for a state holding another: the ids are the image's hash.
 
+An image may become text tokens the projector sets around it and several image chunks (slices):
+each chunk has its own ids, from the image's hash and the chunk's number (`chunk_key`).
+
 The image's file is read and preprocessed when the prompt is tokenized (its number of positions
 depends on it); it is encoded only when the batch loop reaches it, and only if its positions are
 not restored from a state already.
@@ -16,14 +19,14 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from inglenook.core.images import ImageRefused, read_image
 from inglenook.core.messages import ImageRef
-from inglenook.engine.host.mtmd import ImageChunk, Projector
+from inglenook.engine.host.mtmd import ImageRun, Projector
 
 _KEPT_IMAGES = 8  # preprocessed images kept (a conversation's recent ones)
 _KEPT_EMBEDDINGS = 4  # encoded images kept: a regenerate does not encode again
@@ -46,25 +49,31 @@ def is_placeholder(token: int) -> bool:
     return token < 0
 
 
+def chunk_key(sha256: str, k: int) -> str:
+    """What the ids of an image's k-th chunk come from (the first: the image's hash alone, as
+    states saved before images had several chunks hold)."""
+    return sha256 if k == 0 else f"{sha256}#{k}"
+
+
 @dataclass(frozen=True)
 class ImageSpan:
-    """Where an image sits in a prompt: positions start..start+n."""
+    """Where an image chunk sits in a prompt: positions start..start+n."""
 
     start: int
     n: int
-    sha256: str
+    key: str  # chunk_key
+    non_causal: bool = False
 
 
-def spans_of(tokens: Sequence[int], images: Sequence[ImageRef], sizes: Sequence[int]
-             ) -> tuple[ImageSpan, ...]:
-    """The spans of `images` (with `sizes` positions each) in `tokens`, in order."""
+def spans_of(tokens: Sequence[int], chunks: Sequence[ImageSpan]) -> tuple[ImageSpan, ...]:
+    """`chunks` (their start not known yet) where they sit in `tokens`, in order."""
     out, pos = [], 0
-    for ref, n in zip(images, sizes, strict=True):
-        first = placeholders(ref.sha256, 1)[0]
+    for chunk in chunks:
+        first = placeholders(chunk.key, 1)[0]
         while tokens[pos] != first:
             pos += 1
-        out.append(ImageSpan(pos, n, ref.sha256))
-        pos += n
+        out.append(replace(chunk, start=pos))
+        pos += chunk.n
     return tuple(out)
 
 
@@ -73,7 +82,7 @@ class Vision:
 
     def __init__(self, projector: Projector) -> None:
         self.projector = projector
-        self._chunks: OrderedDict[str, ImageChunk] = OrderedDict()
+        self._runs: OrderedDict[str, ImageRun] = OrderedDict()
         self._embeddings: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
@@ -84,22 +93,52 @@ class Vision:
         """Positions a grey side × side image takes: preprocessed only, never encoded (a few
         milliseconds), so the window can show an image's cost before it is sent."""
         try:
-            chunk = self.projector.image(bytes(side * side * 3), side, side, "probe")
-        except ValueError:  # ProjectorError too (Gemma 3's non-causal images)
+            run = self.projector.image(bytes(side * side * 3), side, side, "probe")
+        except ValueError:
             return 0
         try:
-            return int(chunk.n_tokens)
+            return run.n_tokens
         finally:
-            chunk.close()
+            run.close()
 
     def positions(self, ref: ImageRef) -> int:
-        return self._chunk(ref).n_tokens
+        return self._run(ref).n_tokens
 
-    def _chunk(self, ref: ImageRef) -> ImageChunk:
-        chunk = self._chunks.get(ref.sha256)
-        if chunk is not None:
-            self._chunks.move_to_end(ref.sha256)
-            return chunk
+    def tokens(self, ref: ImageRef) -> list[int]:
+        """The image in a prompt: the projector's text tokens and each chunk's ids."""
+        out: list[int] = []
+        k = 0
+        for part in self._run(ref).parts:
+            if isinstance(part, list):
+                out += part
+            else:
+                out += placeholders(chunk_key(ref.sha256, k), part.n_tokens)
+                k += 1
+        return out
+
+    def spans(self, tokens: Sequence[int], images: Sequence[ImageRef]) -> tuple[ImageSpan, ...]:
+        """Where the chunks of `images` (tokenized in this prompt) sit in `tokens`, in order."""
+        return spans_of(tokens, [ImageSpan(0, chunk.n_tokens, chunk_key(ref.sha256, k),
+                                           chunk.non_causal)
+                                 for ref in images
+                                 for k, chunk in enumerate(self._run(ref).chunks)])
+
+    def labels(self, images: Sequence[ImageRef]) -> dict[int, str]:
+        """Each chunk's first id: what the prompt inspector calls it ("image 2", or "image 2,
+        part 3" when an image has several)."""
+        out = {}
+        for i, ref in enumerate(images, 1):
+            chunks = self._run(ref).chunks
+            for k in range(len(chunks)):
+                first = placeholders(chunk_key(ref.sha256, k), 1)[0]
+                out[first] = f"image {i}" if len(chunks) == 1 else f"image {i}, part {k + 1}"
+        return out
+
+    def _run(self, ref: ImageRef) -> ImageRun:
+        run = self._runs.get(ref.sha256)
+        if run is not None:
+            self._runs.move_to_end(ref.sha256)
+            return run
         try:
             image = read_image(Path(ref.path))
         except ImageRefused as exc:
@@ -107,38 +146,39 @@ class Vision:
         if image.sha256 != ref.sha256:
             raise ImageError(f"{Path(ref.path).name} is not the image the message holds "
                              "(its contents changed).")
-        chunk = self.projector.image(image.rgb, image.width, image.height, ref.sha256)
-        if chunk.n_pos != chunk.n_tokens:
-            chunk.close()
+        run = self.projector.image(image.rgb, image.width, image.height, ref.sha256)
+        if any(chunk.n_pos != chunk.n_tokens for chunk in run.chunks):
+            run.close()
             raise ImageError("This projector's images take positions other than their "
                              "tokens, which Inglenook does not support yet.")
-        self._chunks[ref.sha256] = chunk
-        while len(self._chunks) > _KEPT_IMAGES:
-            _, old = self._chunks.popitem(last=False)
+        self._runs[ref.sha256] = run
+        while len(self._runs) > _KEPT_IMAGES:
+            _, old = self._runs.popitem(last=False)
             old.close()
-        return chunk
+        return run
 
-    def embeddings(self, sha256: str, should_stop: Callable[[], bool]) -> np.ndarray | None:
-        """The image's embeddings, (n, n_embd); None when stopped while encoding. The image
-        must have been tokenized (positions) in this prompt."""
-        rows = self._embeddings.get(sha256)
+    def embeddings(self, key: str, should_stop: Callable[[], bool]) -> np.ndarray | None:
+        """A chunk's embeddings, (n, n_embd); None when stopped while encoding. Its image must
+        have been tokenized (positions) in this prompt."""
+        rows = self._embeddings.get(key)
         if rows is not None:
-            self._embeddings.move_to_end(sha256)
+            self._embeddings.move_to_end(key)
             return rows
-        chunk = self._chunks.get(sha256)
-        if chunk is None:
+        sha256, _, k = key.partition("#")
+        run = self._runs.get(sha256)
+        if run is None:
             raise ImageError("An image of this prompt is no longer at hand.")
-        rows = chunk.encode(should_stop)
+        rows = run.chunks[int(k or 0)].encode(should_stop)
         if rows is None:
             return None
-        self._embeddings[sha256] = rows
+        self._embeddings[key] = rows
         while len(self._embeddings) > _KEPT_EMBEDDINGS:
             self._embeddings.popitem(last=False)
         return rows
 
     def close(self) -> None:
-        for chunk in self._chunks.values():
-            chunk.close()
-        self._chunks.clear()
+        for run in self._runs.values():
+            run.close()
+        self._runs.clear()
         self._embeddings.clear()
         self.projector.close()

@@ -57,6 +57,10 @@ class Context:
     def set_threads(self, n_threads: int, n_threads_batch: int) -> None:
         llama_cpp.llama_set_n_threads(self.ptr, n_threads, n_threads_batch)
 
+    def set_causal(self, causal: bool) -> None:
+        """Attention that looks back only (text), or both ways within a batch (some images)."""
+        llama_cpp.llama_set_causal_attn(self.ptr, causal)
+
     def set_abort(self, callback: Any) -> None:
         """A ggml_abort_callback (see abort_callback), or None. ggml calls it for every graph
         node, which costs decoding speed: install it only around long prompt batches."""
