@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -92,19 +93,6 @@ def test_prompt_longer_than_the_context_gets_a_message(engine: EngineClient) -> 
     finish = finish_of(events).finish
     assert finish.reason == "error"
     assert "context" in finish.message and "tokens" in finish.message
-
-
-def test_old_messages_are_left_out_when_the_conversation_outgrows_the_context(
-        engine: EngineClient) -> None:
-    filler = "This is an earlier message about nothing much. " * 60
-    turns: list[Message] = []
-    for _ in range(12):
-        turns += [Message("user", filler), Message("assistant", filler)]
-    turns.append(Message("user", "Say hello."))
-    _, events = ask(engine, tuple(turns), 41, GREEDY.replace(max_tokens=8))
-    stats = stats_of(events).stats
-    assert finish_of(events).finish.reason in ("stop", "length")
-    assert stats.dropped_messages > 0 and stats.prompt_tokens < stats.n_ctx
 
 
 def test_malformed_gguf_is_refused_and_the_engine_stays_up(
@@ -315,18 +303,28 @@ def test_inspect_shows_the_prompt_and_leaves_the_cache_alone(engine: EngineClien
     assert len(view.tokens) == stats_of(events).stats.prompt_tokens
 
 
+@pytest.fixture(scope="module")
+def small_engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[EngineClient]:
+    """A context of 1,024: a conversation outgrows it in a few seconds of prompt reading."""
+    client = EngineClient(log_path=tmp_path_factory.mktemp("logs") / "engine.log")
+    client.load(LoadParams(str(bundled_model), n_ctx=1024))
+    yield client
+    client.close()
+
+
 @pytest.mark.parametrize(("overflow", "first_kept"), [("middle", 2), ("rolling", 0)])
 def test_inspect_leaves_out_what_the_context_would_leave_out(
-        engine: EngineClient, overflow: str, first_kept: int) -> None:
+        small_engine: EngineClient, overflow: str, first_kept: int) -> None:
     turns: list[Message] = []
     for i in range(12):
-        filler = f"Earlier message number {i} about nothing much. " * 60
+        filler = f"Earlier message number {i} about nothing much. " * 15
         turns += [Message("user", filler), Message("assistant", filler)]
     turns.append(Message("user", "Say hello."))
     request = GenerationRequest(94, tuple(turns), GREEDY.replace(max_tokens=8),
                                 overflow=overflow)  # type: ignore[arg-type]
-    view = engine.inspect(request)
-    assert view.dropped_messages > 0 and view.n_ctx == 4096
+    view = small_engine.inspect(request)
+    assert view.dropped_messages > 0 and view.n_ctx == 1024
     # "middle" keeps the first exchange (messages 0 and 1), "rolling" does not.
     assert view.dropped_start == first_kept
     assert ("Earlier message number 0 " in view.prompt) == (overflow == "middle")
@@ -336,11 +334,12 @@ def test_inspect_leaves_out_what_the_context_would_leave_out(
     assert all(m.content in view.prompt for m in turns[after:]) and "Say hello." in view.prompt
     assert len(view.tokens) <= view.n_ctx
     if overflow == "middle":  # the default: the reply leaves out what the view did
-        _, events = ask(engine, tuple(turns), 95, GREEDY.replace(max_tokens=8))
+        _, events = ask(small_engine, tuple(turns), 95, GREEDY.replace(max_tokens=8))
+        assert finish_of(events).finish.reason in ("stop", "length")
         stats = stats_of(events).stats
         assert stats.dropped_messages == view.dropped_messages
         assert stats.dropped_start == view.dropped_start
-        assert stats.prompt_tokens == len(view.tokens)
+        assert stats.prompt_tokens == len(view.tokens) < stats.n_ctx
 
 
 def test_inspect_reports_why_there_is_no_prompt(engine: EngineClient, tmp_path: Path) -> None:

@@ -77,14 +77,13 @@ def test_a_conversation_continues_after_another_exactly_as_without_switching(
     assert kept == 2 and (len(spilled()) == 2) == (source == "disk")
 
 
-@pytest.mark.parametrize("damage", ["truncate", "corrupt"])
 def test_a_damaged_spilled_state_is_ignored_and_the_prompt_evaluated(
-        client: EngineClient, bundled_model: Path, damage: str) -> None:
-    def scenario(conversation: str, hurt: bool) -> tuple[str, Stats]:
+        client: EngineClient, bundled_model: Path) -> None:
+    def scenario(conversation: str, damage: str) -> tuple[str, Stats]:
         load(client, bundled_model, ram_mb=0)
         reply, _ = say(client, conversation, A1)
         say(client, "chat:9", B1)
-        if hurt:
+        if damage:
             (path,) = spilled()
             data = path.read_bytes()
             middle = len(data) // 2
@@ -94,12 +93,13 @@ def test_a_damaged_spilled_state_is_ignored_and_the_prompt_evaluated(
             client.drop_state(conversation)  # the reference: no state to restore at all
         return say(client, conversation, follow_up(A1, reply, "And river 7?"))
 
-    reference, cold = scenario("chat:1", hurt=False)
-    after_damage, stats = scenario("chat:2", hurt=True)
-    assert stats.cache_source in ("", "live") and stats.cached_tokens == cold.cached_tokens
-    assert stats.cached_tokens < 50  # evaluated again, not restored
-    assert after_damage == reference
-    assert client.state_report().on_disk == 1 and len(spilled()) == 1  # the bad one is gone
+    reference, cold = scenario("chat:1", "")
+    for n, damage in enumerate(["truncate", "corrupt"], 2):
+        after_damage, stats = scenario(f"chat:{n}", damage)
+        assert stats.cache_source in ("", "live"), damage
+        assert stats.cached_tokens == cold.cached_tokens < 50, damage  # evaluated again
+        assert after_damage == reference, damage
+        assert client.state_report().on_disk == 1 and len(spilled()) == 1, damage  # bad: gone
 
 
 def test_states_are_dropped_when_the_model_is_loaded_again(
