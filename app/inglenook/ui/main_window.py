@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         settings = self.app_settings.value
         theme.manager().set_mode(settings.theme)  # before anything is drawn
         self.store, store_problem = (store, None) if store else open_store()
+        self._owns_store = store is None
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False
         self._build()
@@ -331,6 +332,8 @@ class MainWindow(QMainWindow):
         self.server.stop()  # its replies first, then the engine they share
         self.worker.close()
         tasks.join_writers()  # imports and quantizing, with a bounded wait (ui/tasks.py)
+        if self._owns_store:
+            self.store.close()  # checkpoints the WAL; a caller's store is the caller's to close
 
 
 def _column(name: str, *widgets: QWidget) -> QWidget:
