@@ -38,6 +38,9 @@ class CollectionSummary:
     vectors: int = 0  # passages with a vector
     embed_error: str = ""  # why the last run made no vectors ("" it did, or none wanted)
     watch: bool = True  # indexed again when its files change (knowledge/watch.py)
+    backend: str = ""  # where its vectors live: "" the knowledge database, "qdrant"
+    qdrant_url: str = ""  # "" Qdrant's local mode, else its server
+    qdrant_name: str = ""  # its collection in Qdrant
 
 
 def absolute_paths(given: Iterable[str]) -> list[str]:
@@ -85,8 +88,27 @@ def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
                                        stats.documents, stats.chunks,
                                        tuple(index.problems(c.name)), c.embed_model,
                                        index.vector_count(c.name) if c.embed_model else 0,
-                                       c.embed_error, c.watch))
+                                       c.embed_error, c.watch, c.backend, c.qdrant_url,
+                                       c.qdrant_name))
     return found
+
+
+def backend_text(backend: str, qdrant_url: str, qdrant_name: str) -> str:
+    """Where a collection's vectors live, as the dialog and `knowledge list` say it."""
+    if backend != "qdrant":
+        return "sqlite (this database)"
+    return f"Qdrant {qdrant_url or '(local mode)'}, collection {qdrant_name}"
+
+
+def move_vectors(index: SqliteFtsIndex, name: str, backend: str,
+                 qdrant_url: str = "") -> Collection:
+    """Keep the collection's vectors in `backend` from now on, once it is known to answer:
+    KnowledgeError says why not, and nothing changed. The vectors it had are dropped and the
+    next indexing run embeds its passages again (set_backend). May wait on a server
+    (index.check_backend): off the GUI thread."""
+    index.check_backend(backend, qdrant_url)
+    index.set_backend(name, backend, qdrant_url)
+    return index.collection(name)
 
 
 def collection_names(path: Path | None = None) -> list[str]:

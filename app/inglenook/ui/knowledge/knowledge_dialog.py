@@ -31,9 +31,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.knowledge.collections import CollectionSummary, EmbeddingChoice, describe_report
+from inglenook.knowledge.collections import (
+    CollectionSummary,
+    EmbeddingChoice,
+    backend_text,
+    describe_report,
+)
 from inglenook.knowledge.fts import KnowledgeError
 from inglenook.knowledge.indexer import IndexReport, Progress
+from inglenook.ui.knowledge.backend_row import BackendRow
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.controls import helper_label
@@ -135,6 +141,7 @@ class KnowledgeDialog(QDialog):
         self.embed_error = helper_label("", self, name="knowledgeEmbedError")
         self.embed_error.setProperty("kind", "error")
         self.embed_error.setWordWrap(True)
+        self.backend = BackendRow(knowledge, self)
         self.watch_box = QCheckBox("Watch for changes", self)
         self.watch_box.setObjectName("knowledgeWatch")
         self.watch_box.setToolTip("Index the collection again by itself when its files are "
@@ -152,6 +159,7 @@ class KnowledgeDialog(QDialog):
         knowledge.progress.connect(self._show_progress)
         knowledge.indexed.connect(self._indexed)
         knowledge.failed.connect(lambda _name, why: self._say(why))
+        knowledge.moved.connect(self._moved)
         self._wanted = ""  # a collection to select once it is listed (just made)
         self._fill(knowledge.summaries or [])  # as last read, until it is read again
         knowledge.read_summaries()
@@ -185,11 +193,15 @@ class KnowledgeDialog(QDialog):
         right = QVBoxLayout()
         right.addWidget(self.title)
         right.addWidget(self.figures)
-        embed_row = QHBoxLayout()
-        embed_row.addWidget(self.embed_label)
-        embed_row.addWidget(self.embed_model, 1)
-        right.addLayout(embed_row)
-        right.addWidget(self.embed_error)
+        vectors = QGridLayout()  # the two rows' labels in one column
+        vectors.addWidget(self.embed_label, 0, 0)
+        vectors.addWidget(self.embed_model, 0, 1)
+        vectors.addWidget(self.embed_error, 1, 1)
+        vectors.addWidget(self.backend.label, 2, 0)
+        vectors.addWidget(self.backend, 2, 1)
+        vectors.addWidget(self.backend.note, 3, 1)
+        vectors.setColumnStretch(1, 1)
+        right.addLayout(vectors)
         right.addWidget(self.roots, 1)
         buttons = QHBoxLayout()
         for button in (self.add_folder_button, self.add_files_button, self.remove_button):
@@ -267,6 +279,7 @@ class KnowledgeDialog(QDialog):
             self.problems_label.hide()
             self.embed_error.hide()
             self.watch_note.hide()
+            self.backend.show_collection(None)
             self._update_buttons()
             return
         self.title.setText(summary.name)
@@ -278,6 +291,7 @@ class KnowledgeDialog(QDialog):
             item.setToolTip(plain_tip(root))
             self.roots.addItem(item)
         self._show_embed_model(summary)
+        self.backend.show_collection(summary)
         self.watch_box.setChecked(summary.watch)
         note = self.knowledge.watch_status(summary.name) if summary.roots else ""
         self.watch_note.setText(note)
@@ -374,6 +388,14 @@ class KnowledgeDialog(QDialog):
     def _indexed(self, name: str, report: IndexReport) -> None:
         self._say(f"{name}: {describe_report(report)}", error=False)
         self._show_run()
+
+    def _moved(self, name: str, why: str) -> None:
+        """Said under the row when refused; here when done."""
+        if not why:
+            found = [s for s in self.summaries if s.name == name]
+            where = backend_text(found[0].backend, found[0].qdrant_url,
+                                 found[0].qdrant_name) if found else "its new place"
+            self._say(f"{name}: vectors are kept in {where} from now on.", error=False)
 
     def _say(self, text: str, error: bool = True) -> None:
         self.message.setText(text)
