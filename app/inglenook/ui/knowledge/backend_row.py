@@ -40,7 +40,8 @@ def where(backend: str, url: str) -> str:
 
 
 class BackendRow(QWidget):
-    """The choice, its URL and Apply; `label` and `note` are laid out by the dialog."""
+    """The choice and Apply; `label`, `url_label`, `url` and `note` (under it, in the
+    dialog's column of fields) are laid out by the dialog."""
 
     def __init__(self, knowledge: KnowledgeController, parent: QWidget) -> None:
         super().__init__(parent)
@@ -55,7 +56,7 @@ class BackendRow(QWidget):
         self.choice.addItem(QDRANT_LABEL, "qdrant")
         self.choice.activated.connect(lambda _i: self._edited())
         folder = paths.knowledge_qdrant_dir()
-        self.url = QLineEdit(self)
+        self.url = QLineEdit(parent)
         self.url.setObjectName("knowledgeQdrantUrl")
         self.url.setAccessibleName("Qdrant server URL")
         self.url.setPlaceholderText("Empty: local mode, in the data folder")
@@ -63,7 +64,6 @@ class BackendRow(QWidget):
             f"A Qdrant server, http://host:6333 (an API key is read from ${API_KEY_VARIABLE}). "
             f"Left empty, Qdrant runs in local mode in {folder}, for one program at a time."))
         self.url.setClearButtonEnabled(True)
-        self.url.setMinimumWidth(self.url.fontMetrics().averageCharWidth() * 16)
         self.url.textEdited.connect(lambda _t: self._edited())
         self.url.returnPressed.connect(self.apply)
         self.apply_button = QPushButton("Apply", self)
@@ -72,12 +72,13 @@ class BackendRow(QWidget):
         self.apply_button.clicked.connect(self.apply)
         self.label = QLabel("Vectors stored in:", parent)
         self.label.setBuddy(self.choice)
+        self.url_label = QLabel("Qdrant server:", parent)
+        self.url_label.setBuddy(self.url)
         self.note = helper_label("", parent, name="knowledgeBackendNote")
         self.note.setWordWrap(True)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.choice)
-        layout.addWidget(self.url, 1)
+        layout.addWidget(self.choice, 1)
         layout.addWidget(self.apply_button)
         knowledge.moved.connect(self._moved)
         self._error = ""  # why the last move was refused, shown until the choice changes
@@ -120,7 +121,8 @@ class BackendRow(QWidget):
         s = self.summary
         moving = s is not None and s.name in self.knowledge.moving
         backend, _url = self.wanted()
-        self.url.setVisible(backend == "qdrant")
+        for widget in (self.url_label, self.url):
+            widget.setVisible(s is not None and backend == "qdrant")
         self.choice.setEnabled(s is not None and not moving)
         self.url.setEnabled(s is not None and not moving)
         self.apply_button.setEnabled(s is not None and not moving
@@ -128,6 +130,8 @@ class BackendRow(QWidget):
         self.apply_button.setVisible(s is not None and (moving or self.wanted() != self.stored()
                                                         or bool(self._error)))
         self.note.setProperty("kind", "error" if self._error else "info")
+        self.note.style().unpolish(self.note)  # its colour follows the property
+        self.note.style().polish(self.note)
         if s is None:
             self.note.setText("")
         elif moving:
@@ -161,7 +165,7 @@ class BackendRow(QWidget):
         box = plain_box(QMessageBox(
             QMessageBox.Icon.Question, "Move vectors",
             f"Keep the vectors of {s.name} in {where(*self.wanted())}?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self))
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self.window()))
         box.setInformativeText(
             f"Its {s.vectors:,} vectors in {where(*self.stored())} are dropped, and an indexing "
             f"run that starts now embeds its passages again with {model}. Until then, it is "
