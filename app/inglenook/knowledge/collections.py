@@ -8,6 +8,7 @@ thread, and the window indexes on a worker thread while its GUI thread reads its
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -174,3 +175,28 @@ def describe_report(report: IndexReport) -> str:
     vectors = f"; {report.embedded:,} passages given vectors" if report.embedded else ""
     failed = f" {report.embed_error}" if report.embed_error else ""
     return f"{done}{problems}{vectors}.{failed}"
+
+
+def when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "not indexed yet"
+    t = datetime.datetime.fromtimestamp(timestamp)
+    return f"indexed {t.day} {t:%b %Y, %H:%M}"
+
+
+def describe_summary(summary: CollectionSummary) -> str:
+    """The Knowledge dialog's line of figures under a collection's name."""
+    text = (f"{summary.documents:,} files · {summary.chunks:,} passages · "
+            f"{when(summary.indexed_at)}")
+    if summary.embed_model:
+        text += f" · {summary.vectors:,} with vectors"
+    return text
+
+
+def describe_progress(p: Progress) -> str:
+    """Where an indexing run is, in words."""
+    if p.phase == "embedding":
+        return f"Making vectors: {p.done:,} of {p.total or 0:,} passages…"
+    if p.total is None:
+        return f"Looking for files: {p.done:,} found so far…"
+    return f"Reading {p.done:,} of {p.total:,} files…"
