@@ -106,7 +106,7 @@ def test_a_new_collection_in_qdrant_is_indexed_and_searched_there(
     name = indexed(qtbot, d, None)
     row = d.backend
     assert row.choice.currentText() == "This computer (SQLite)" and row.url.isHidden()
-    assert row.note.text() == "Vectors: sqlite (this database)" and row.apply_button.isHidden()
+    assert row.note.text() == "Vectors: SQLite (this database)" and row.apply_button.isHidden()
     row.choice.setCurrentIndex(row.choice.findData("qdrant"))
     row.choice.activated.emit(row.choice.currentIndex())
     assert row.url.isVisible() and row.url.placeholderText() == \
@@ -166,7 +166,7 @@ def test_an_indexed_collection_moves_back_and_forth_once_confirmed(
     assert index.collection(name).backend == "" and in_sqlite(index) == 3
     client = qdrant_store._client("", index.qdrant_dir).client
     assert not client.collection_exists(qdrant_name)  # what it had in Qdrant went
-    assert row.note.text() == "Vectors: sqlite (this database)"
+    assert row.note.text() == "Vectors: SQLite (this database)"
     index.close()
 
 

@@ -97,7 +97,7 @@ def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
 def backend_text(backend: str, qdrant_url: str, qdrant_name: str) -> str:
     """Where a collection's vectors live, as the dialog and `knowledge list` say it."""
     if backend != "qdrant":
-        return "sqlite (this database)"
+        return "SQLite (this database)"
     return f"Qdrant {qdrant_url or '(local mode)'}, collection {qdrant_name}"
 
 
