@@ -148,8 +148,8 @@ def test_a_collections_model_shown_before_the_library_is_read_is_then_found(
     qtbot.waitUntil(lambda: dialog.title.text() == "Notes", timeout=10_000)
     # The collection shown before the library's models are listed (they are read off the
     # GUI thread): its model stands in as "not found" until they arrive.
-    dialog._show_embed_model(summary)
-    dialog._fill_embed_models(kc.embedding_choices())
+    dialog.embed_model.show_collection(summary)
+    dialog.embed_model.fill(kc.embedding_choices())
     combo = dialog.embed_model
     assert combo.currentText() == "bge-small-en-v1.5-q8_0"
     assert [combo.itemData(i) for i in range(combo.count())].count(str(embedder)) == 1

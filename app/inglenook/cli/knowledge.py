@@ -218,7 +218,7 @@ def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None
 
 
 def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
-    from inglenook.knowledge.collections import summaries
+    from inglenook.knowledge.collections import backend_text, summaries
 
     found = summaries(index)
     if not found:
@@ -230,11 +230,7 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         if collection.embed_model:
             print(f"  vectors: {index.vector_count(c.name):,} from "
                   f"{plain(collection.embed_model)}")
-        if collection.backend == "qdrant":
-            print(f"  backend: Qdrant {plain(collection.qdrant_url) or '(local mode)'}, "
-                  f"collection {collection.qdrant_name}")
-        else:
-            print("  backend: sqlite (this database)")
+        print(f"  backend: {plain(backend_text(c.backend, c.qdrant_url, c.qdrant_name))}")
         if collection.embed_error:
             print(f"  vectors failed: {plain(collection.embed_error)}")
         for root in c.roots:

@@ -8,6 +8,7 @@ thread, and the window indexes on a worker thread while its GUI thread reads its
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ class CollectionSummary:
     vectors: int = 0  # passages with a vector
     embed_error: str = ""  # why the last run made no vectors ("" it did, or none wanted)
     watch: bool = True  # indexed again when its files change (knowledge/watch.py)
+    backend: str = ""  # where its vectors live: "" the knowledge database, "qdrant"
+    qdrant_url: str = ""  # "" Qdrant's local mode, else its server
+    qdrant_name: str = ""  # its collection in Qdrant
 
 
 def absolute_paths(given: Iterable[str]) -> list[str]:
@@ -85,8 +89,27 @@ def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
                                        stats.documents, stats.chunks,
                                        tuple(index.problems(c.name)), c.embed_model,
                                        index.vector_count(c.name) if c.embed_model else 0,
-                                       c.embed_error, c.watch))
+                                       c.embed_error, c.watch, c.backend, c.qdrant_url,
+                                       c.qdrant_name))
     return found
+
+
+def backend_text(backend: str, qdrant_url: str, qdrant_name: str) -> str:
+    """Where a collection's vectors live, as the dialog and `knowledge list` say it."""
+    if backend != "qdrant":
+        return "SQLite (this database)"
+    return f"Qdrant {qdrant_url or '(local mode)'}, collection {qdrant_name}"
+
+
+def move_vectors(index: SqliteFtsIndex, name: str, backend: str,
+                 qdrant_url: str = "") -> Collection:
+    """Keep the collection's vectors in `backend` from now on, once it is known to answer:
+    KnowledgeError says why not, and nothing changed. The vectors it had are dropped and the
+    next indexing run embeds its passages again (set_backend). May wait on a server
+    (index.check_backend): off the GUI thread."""
+    index.check_backend(backend, qdrant_url)
+    index.set_backend(name, backend, qdrant_url)
+    return index.collection(name)
 
 
 def collection_names(path: Path | None = None) -> list[str]:
@@ -152,3 +175,28 @@ def describe_report(report: IndexReport) -> str:
     vectors = f"; {report.embedded:,} passages given vectors" if report.embedded else ""
     failed = f" {report.embed_error}" if report.embed_error else ""
     return f"{done}{problems}{vectors}.{failed}"
+
+
+def when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "not indexed yet"
+    t = datetime.datetime.fromtimestamp(timestamp)
+    return f"indexed {t.day} {t:%b %Y, %H:%M}"
+
+
+def describe_summary(summary: CollectionSummary) -> str:
+    """The Knowledge dialog's line of figures under a collection's name."""
+    text = (f"{summary.documents:,} files · {summary.chunks:,} passages · "
+            f"{when(summary.indexed_at)}")
+    if summary.embed_model:
+        text += f" · {summary.vectors:,} with vectors"
+    return text
+
+
+def describe_progress(p: Progress) -> str:
+    """Where an indexing run is, in words."""
+    if p.phase == "embedding":
+        return f"Making vectors: {p.done:,} of {p.total or 0:,} passages…"
+    if p.total is None:
+        return f"Looking for files: {p.done:,} found so far…"
+    return f"Reading {p.done:,} of {p.total:,} files…"

@@ -168,6 +168,17 @@ class SqliteFtsIndex:
         except ValueError as exc:
             raise KnowledgeError(str(exc)) from None
 
+    def check_backend(self, backend: str, qdrant_url: str = "") -> None:
+        """That vectors can live there: a well-formed URL, the qdrant extra, and Qdrant
+        answering (a server lists its collections, local mode's folder is free); KnowledgeError
+        says why not. May wait on a server (qdrant_store.TIMEOUT_S): off the GUI thread."""
+        self._checked_backend(backend, qdrant_url)
+        if backend == "qdrant":
+            try:
+                self._qdrant.check(qdrant_url.strip())
+            except vectors.VectorStoreError as exc:
+                raise KnowledgeError(str(exc)) from None
+
     def set_backend(self, name: str, backend: str, qdrant_url: str = "") -> None:
         """Move a collection's vectors to another backend (or server): those it had are
         forgotten, and the next indexing run embeds its passages again."""
@@ -250,12 +261,18 @@ class SqliteFtsIndex:
                 return found
         raise KnowledgeError(f"There is no collection named {name!r}.")
 
-    def remove_collection(self, name: str) -> str:
-        """Forget a collection; "" done, else why its vectors in Qdrant stayed there."""
+    def remove_collection(self, name: str, drop: bool = True) -> str:
+        """Forget a collection; "" done, else why its vectors in Qdrant stayed there. With
+        drop False, its Qdrant collection is left for `drop_vectors` (which may wait on a
+        server: the window calls it off the GUI thread)."""
         collection, cid = self.collection(name), self._id(name)
         with transaction(self._conn):
             self._conn.execute("DELETE FROM collections WHERE id = ?", (cid,))
             self._conn.execute("DELETE FROM qdrant_gone WHERE collection_id = ?", (cid,))
+        return self.drop_vectors(collection) if drop else ""
+
+    def drop_vectors(self, collection: Collection) -> str:
+        """Delete a removed collection's Qdrant collection: "" done (or none), else why not."""
         if collection.backend != "qdrant":
             return ""
         return self._qdrant.drop(collection.qdrant_url, collection.qdrant_name)

@@ -239,6 +239,10 @@ class QdrantVectorStore:
             [cid for cid, _ in found])}
         return sorted((p for p in found if p[0] in kept), key=lambda p: p[1])[:limit]
 
+    def check(self, url: str) -> None:
+        """Raise VectorStoreError unless Qdrant answers at `url` ("" local mode)."""
+        self._call(url, lambda client: client.get_collections())
+
     def drop(self, url: str, name: str) -> str:
         """Delete a removed collection's Qdrant collection; "" done, else why not (its name
         is said, to delete it by hand)."""

@@ -209,9 +209,25 @@ def test_the_cli_makes_and_lists_a_qdrant_collection(
     assert main(["knowledge", "list"]) == 0
     out = capsys.readouterr().out
     assert "  backend: Qdrant (local mode), collection inglenook-" in out
-    assert "  backend: sqlite (this database)" in out
+    assert "  backend: SQLite (this database)" in out
     assert main(["knowledge", "add", "Docs", str(docs), "--backend", "qdrant",
                  "--qdrant-url", DOWN]) == 0
     capsys.readouterr()
     assert main(["knowledge", "list"]) == 0
     assert f"  backend: Qdrant {DOWN}, collection inglenook-" in capsys.readouterr().out
+
+
+def test_vectors_move_only_to_a_place_that_answers(tmp_path: Path) -> None:
+    from inglenook.knowledge.collections import move_vectors
+
+    embedder = WordEmbedder()
+    index = SqliteFtsIndex(embedder=embedder)
+    index.create_collection("Docs", [str(folder(tmp_path))], embed_model="/models/words.gguf")
+    Indexer(index, "Docs", embedder=embedder).run()
+    with pytest.raises(KnowledgeError, match=f"Qdrant at {DOWN} could not be used"):
+        move_vectors(index, "Docs", "qdrant", DOWN)
+    assert index.collection("Docs").backend == "" and index.vector_count("Docs") == 3
+    moved = move_vectors(index, "Docs", "qdrant")
+    assert (moved.backend, moved.qdrant_url) == ("qdrant", "") and index.vector_count("Docs") == 0
+    Indexer(index, "Docs", embedder=embedder).run()
+    assert point_ids(index) == chunk_ids(index)

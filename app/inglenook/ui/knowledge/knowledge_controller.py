@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.knowledge import collections as kc
-from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
+from inglenook.knowledge.fts import Collection, KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.indexer import IndexReport, Progress
 from inglenook.knowledge.vectors import Embedder
 from inglenook.knowledge.watch import Watcher
@@ -41,6 +41,8 @@ class KnowledgeController(QObject):
         progress(str, object): the collection being indexed, and its Progress.
         indexed(str, object): a run ended: the collection and its IndexReport.
         failed(str, str): a run or a change failed: the collection, one sentence.
+        moved(str, str): a change of where a collection's vectors live ended: the
+            collection, and "" done or why not (one sentence; nothing was changed).
     """
 
     changed = Signal()
@@ -48,6 +50,7 @@ class KnowledgeController(QObject):
     progress = Signal(str, object)
     indexed = Signal(str, object)
     failed = Signal(str, str)
+    moved = Signal(str, str)
     _files_changed = Signal(str)  # from the watcher's thread
 
     def __init__(self, parent: QObject | None = None,
@@ -69,6 +72,7 @@ class KnowledgeController(QObject):
         self.summaries: list[kc.CollectionSummary] | None = None  # as last read
         self._reading: tasks.Task | None = None
         self._forgotten: set[str] = set()  # deleted while being indexed
+        self.moving: dict[str, tuple[str, str]] = {}  # collection → (backend, URL) being tried
         self.changed.connect(self.read_summaries)
         self.watcher: Watcher | None = None  # made by start_watching
         self._watching: dict[str, tuple[str, ...]] = {}  # what the watcher was given
@@ -170,8 +174,50 @@ class KnowledgeController(QObject):
         if self.running == name:
             self._stop.set()
             self._forgotten.add(name)  # its run ends in "no such collection": not news
-        self._with_index(lambda index: index.remove_collection(name))
+        def remove(index: SqliteFtsIndex) -> Collection:
+            gone = index.collection(name)
+            index.remove_collection(name, drop=False)
+            return gone
+
+        gone = self._with_index(remove)
         self.changed.emit()
+        if gone.backend == "qdrant":  # its Qdrant collection goes off the GUI thread
+            def dropped(note: str) -> None:
+                if note:  # its vectors stay on the server: said, with their collection
+                    self.failed.emit(name, note)
+
+            tasks.run(lambda: self._with_index(lambda index: index.drop_vectors(gone)),
+                      owner=self, writer=True, name="knowledge-drop", on_done=dropped,
+                      on_failed=lambda exc: self.failed.emit(name, str(exc)))
+
+    def set_backend(self, name: str, backend: str, qdrant_url: str = "") -> None:
+        """Keep the collection's vectors in `backend` ("" this database, "qdrant" at
+        `qdrant_url`, "" local mode), off the GUI thread: the place is tried first (a server
+        may take TIMEOUT_S to answer) and a refusal changes nothing; `moved` follows. The
+        vectors it had are dropped, and a run embeds its passages again there."""
+        self.moving[name] = (backend, qdrant_url.strip())
+
+        def work(index: SqliteFtsIndex) -> tuple[Collection, list[kc.CollectionSummary]]:
+            # Read again with it: the dialog shows the new place as the move is reported.
+            return kc.move_vectors(index, name, backend, qdrant_url), kc.summaries(index)
+
+        tasks.run(lambda: self._with_index(work), owner=self, writer=True,
+                  name="knowledge-backend", on_done=lambda done: self._moved(name, done),
+                  on_failed=lambda exc: self._moved(name, exc))
+
+    def _moved(self, name: str, outcome: object) -> None:
+        self.moving.pop(name, None)
+        if isinstance(outcome, tuple):
+            moved, found = outcome
+            self._read(found)
+            self.moved.emit(name, "")
+            self.changed.emit()
+            if moved.embed_model and moved.roots:
+                self.index(moved.name)  # its passages embedded again, there
+        elif isinstance(outcome, KnowledgeError):
+            self.moved.emit(name, str(outcome))
+        else:
+            self.moved.emit(name, f"The vectors of {name} could not be moved: {outcome!r}")
 
     def set_embed_model(self, name: str, model: str) -> None:
         """Give the collection's passages vectors of this model ("" full text only): its

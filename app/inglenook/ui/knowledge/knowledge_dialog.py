@@ -3,18 +3,18 @@ files that could not be read and why, and the indexing run with its progress and
 
 The dialog only shows and asks: KnowledgeController makes the changes and runs the indexing, so
 closing the dialog mid-run leaves the run going (it shows again when the dialog is opened).
+A collection's vectors have two rows of their own: the model (embed_row.py) and where they are
+kept (backend_row.py).
 """
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
@@ -31,9 +31,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.knowledge.collections import CollectionSummary, EmbeddingChoice, describe_report
+from inglenook.knowledge.collections import (
+    CollectionSummary,
+    backend_text,
+    describe_progress,
+    describe_report,
+    describe_summary,
+)
 from inglenook.knowledge.fts import KnowledgeError
 from inglenook.knowledge.indexer import IndexReport, Progress
+from inglenook.ui.knowledge.backend_row import BackendRow
+from inglenook.ui.knowledge.embed_row import EmbedRow
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.controls import helper_label
@@ -41,29 +49,6 @@ from inglenook.ui.widgets.elided_label import ElidedLabel
 
 NAME = Qt.ItemDataRole.UserRole
 SHOWN_PROBLEMS = 1000  # a list of 50,000 unread files would stall the dialog; the CLI has all
-
-
-def when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "not indexed yet"
-    t = datetime.datetime.fromtimestamp(timestamp)
-    return f"indexed {t.day} {t:%b %Y, %H:%M}"
-
-
-def describe(summary: CollectionSummary) -> str:
-    text = (f"{summary.documents:,} files · {summary.chunks:,} passages · "
-            f"{when(summary.indexed_at)}")
-    if summary.embed_model:
-        text += f" · {summary.vectors:,} with vectors"
-    return text
-
-
-def describe_progress(p: Progress) -> str:
-    if p.phase == "embedding":
-        return f"Making vectors: {p.done:,} of {p.total or 0:,} passages…"
-    if p.total is None:
-        return f"Looking for files: {p.done:,} found so far…"
-    return f"Reading {p.done:,} of {p.total:,} files…"
 
 
 class KnowledgeDialog(QDialog):
@@ -121,20 +106,8 @@ class KnowledgeDialog(QDialog):
         self.cancel_button = self._button("Cancel", "knowledgeCancelButton",
                                           "Stop indexing; what was read so far is kept",
                                           knowledge.cancel)
-        self.embed_model = QComboBox(self)
-        self.embed_model.setObjectName("knowledgeEmbedModel")
-        self.embed_model.setAccessibleName("Search by meaning with")
-        self.embed_model.setToolTip(
-            "Full-text search always works. An embedding model from your library also finds "
-            "passages that say the same thing in other words; it is loaded beside the chat "
-            "model while it is used.")
-        self.embed_model.addItem("Full text only", "")
-        self.embed_model.activated.connect(lambda _i: self._choose_embed_model())
-        self.embed_label = QLabel("Search by meaning with:", self)
-        self.embed_label.setBuddy(self.embed_model)
-        self.embed_error = helper_label("", self, name="knowledgeEmbedError")
-        self.embed_error.setProperty("kind", "error")
-        self.embed_error.setWordWrap(True)
+        self.embed_model = EmbedRow(knowledge, self._say, self)
+        self.backend = BackendRow(knowledge, self)
         self.watch_box = QCheckBox("Watch for changes", self)
         self.watch_box.setObjectName("knowledgeWatch")
         self.watch_box.setToolTip("Index the collection again by itself when its files are "
@@ -152,10 +125,10 @@ class KnowledgeDialog(QDialog):
         knowledge.progress.connect(self._show_progress)
         knowledge.indexed.connect(self._indexed)
         knowledge.failed.connect(lambda _name, why: self._say(why))
+        knowledge.moved.connect(self._moved)
         self._wanted = ""  # a collection to select once it is listed (just made)
         self._fill(knowledge.summaries or [])  # as last read, until it is read again
         knowledge.read_summaries()
-        knowledge.embedding_choices(self._fill_embed_models)
         self._show_run()
 
     def _list(self, name: str, accessible: str, tip: str) -> QListWidget:
@@ -185,11 +158,17 @@ class KnowledgeDialog(QDialog):
         right = QVBoxLayout()
         right.addWidget(self.title)
         right.addWidget(self.figures)
-        embed_row = QHBoxLayout()
-        embed_row.addWidget(self.embed_label)
-        embed_row.addWidget(self.embed_model, 1)
-        right.addLayout(embed_row)
-        right.addWidget(self.embed_error)
+        vectors = QGridLayout()  # the two rows' labels in one column
+        vectors.addWidget(self.embed_model.label, 0, 0)
+        vectors.addWidget(self.embed_model, 0, 1)
+        vectors.addWidget(self.embed_model.error, 1, 1)
+        vectors.addWidget(self.backend.label, 2, 0)
+        vectors.addWidget(self.backend, 2, 1)
+        vectors.addWidget(self.backend.url_label, 3, 0)
+        vectors.addWidget(self.backend.url, 3, 1)
+        vectors.addWidget(self.backend.note, 4, 1)
+        vectors.setColumnStretch(1, 1)
+        right.addLayout(vectors)
         right.addWidget(self.roots, 1)
         buttons = QHBoxLayout()
         for button in (self.add_folder_button, self.add_files_button, self.remove_button):
@@ -265,19 +244,21 @@ class KnowledgeDialog(QDialog):
                                  "holds. Chats choose the collections they use in the side "
                                  "panel.")
             self.problems_label.hide()
-            self.embed_error.hide()
             self.watch_note.hide()
+            self.embed_model.show_collection(None)
+            self.backend.show_collection(None)
             self._update_buttons()
             return
         self.title.setText(summary.name)
-        self.figures.setText(describe(summary) if summary.roots else
+        self.figures.setText(describe_summary(summary) if summary.roots else
                              "No folders or files yet: add some below.")
         for root in summary.roots:
             item = QListWidgetItem(root)
             item.setData(NAME, root)
             item.setToolTip(plain_tip(root))
             self.roots.addItem(item)
-        self._show_embed_model(summary)
+        self.embed_model.show_collection(summary)
+        self.backend.show_collection(summary)
         self.watch_box.setChecked(summary.watch)
         note = self.knowledge.watch_status(summary.name) if summary.roots else ""
         self.watch_note.setText(note)
@@ -296,36 +277,6 @@ class KnowledgeDialog(QDialog):
         self.problem_list.setVisible(bool(problems))
         self._update_buttons()
 
-    def _fill_embed_models(self, choices: list[EmbeddingChoice]) -> None:
-        while self.embed_model.count() > 1:  # "(not found)" stand-ins shown until now
-            self.embed_model.removeItem(1)
-        for choice in choices:
-            label = choice.name if choice.made_for_it else f"{choice.name} (a chat model)"
-            self.embed_model.addItem(label, choice.path)
-            self.embed_model.setItemData(self.embed_model.count() - 1, plain_tip(
-                choice.path if choice.made_for_it else
-                f"{choice.path}\nNot an embedding model: its vectors are poor for search."),
-                Qt.ItemDataRole.ToolTipRole)
-        summary = self.selected()
-        if summary is not None:
-            self._show_embed_model(summary)
-
-    def _show_embed_model(self, summary: CollectionSummary) -> None:
-        at = self.embed_model.findData(summary.embed_model)
-        if at < 0 and summary.embed_model:  # not in the library (moved, or not listed yet)
-            self.embed_model.addItem(f"{os.path.basename(summary.embed_model)} (not found)",
-                                     summary.embed_model)
-            at = self.embed_model.count() - 1
-        self.embed_model.setCurrentIndex(max(at, 0))
-        self.embed_error.setText(summary.embed_error)
-        self.embed_error.setVisible(bool(summary.embed_error))
-
-    def _choose_embed_model(self) -> None:
-        summary = self.selected()
-        model = str(self.embed_model.currentData() or "")
-        if summary is not None and model != summary.embed_model:
-            self._change(lambda: self.knowledge.set_embed_model(summary.name, model))
-
     def _choose_watch(self, checked: bool) -> None:
         summary = self.selected()
         if summary is not None and checked != summary.watch:
@@ -341,7 +292,6 @@ class KnowledgeDialog(QDialog):
     def _update_buttons(self) -> None:
         summary = self.selected()
         has = summary is not None
-        self.embed_model.setEnabled(has)
         self.watch_box.setEnabled(has)
         for button in (self.add_folder_button, self.add_files_button, self.delete_button):
             button.setEnabled(has)
@@ -374,6 +324,14 @@ class KnowledgeDialog(QDialog):
     def _indexed(self, name: str, report: IndexReport) -> None:
         self._say(f"{name}: {describe_report(report)}", error=False)
         self._show_run()
+
+    def _moved(self, name: str, why: str) -> None:
+        """Said under the row when refused; here when done."""
+        if not why:
+            found = [s for s in self.summaries if s.name == name]
+            where = backend_text(found[0].backend, found[0].qdrant_url,
+                                 found[0].qdrant_name) if found else "its new place"
+            self._say(f"{name}: vectors are kept in {where} from now on.", error=False)
 
     def _say(self, text: str, error: bool = True) -> None:
         self.message.setText(text)
