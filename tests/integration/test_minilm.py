@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import openai
+import pytest
 from llama_cpp import Llama
 
 from inglenook import paths
@@ -68,3 +69,26 @@ def test_the_library_lists_minilm_as_an_embedding_model(minilm_model: Path) -> N
     (paths.models_dir() / minilm_model.name).symlink_to(minilm_model)
     (entry,) = [e for e in installed_models() if e.source == "local"]
     assert (entry.name, entry.embedding) == ("all-MiniLM-L6-v2-f16", True)
+
+
+def test_a_collection_embedded_by_minilm_finds_by_meaning(
+        minilm_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line's embedder loads it at its own 512-token context (it was refused at
+    2,048, beyond what it was trained on), and the search finds what shares no word with the
+    question."""
+    from inglenook.cli import main
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    notes = {"owls": "The barn owl nests in the old mill.", "tides": "The harbour floods at dusk.",
+             "bread": "Sourdough needs a starter and a hot oven.",
+             "trains": "The night train to Vienna leaves at ten."}
+    for name, text in notes.items():
+        (folder / f"{name}.md").write_text(f"# {name.title()}\n\n{text}\n")
+    assert main(["knowledge", "add", "Notes", str(folder), "--no-watch", "--embed-model",
+                 str(minilm_model)]) == 0
+    captured = capsys.readouterr()
+    assert "4 passages embedded" in captured.out and not captured.err
+    assert main(["knowledge", "search", "Notes", "-n", "1", "where", "do", "birds", "live"]) == 0
+    found = capsys.readouterr().out
+    assert found.startswith(f"[1] {folder / 'owls.md'}"), found
