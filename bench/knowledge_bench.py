@@ -28,7 +28,9 @@ ask about (default 200), `--bundled-documents N` how many of them the bundled mo
 The speed figures' files are random syllables; the recall documents are English sentences
 (PROSE), the fact among them: an embedding model reads language, and syllables drawn afresh for
 every passage make each passage's vector mostly noise of its own (tried: MiniLM's vectors alone
-found 54% of 80 documents in their top 5 among syllables, 96% among sentences).
+found 54% of 80 documents in their top 5 among syllables, 96% among sentences). Fused with BM25
+(index.fuse, relative scores) both kinds give 1.0 on 200 documents; reciprocal rank fusion gave
+0.575 (syllables) and 0.81 (sentences).
 """
 
 from __future__ import annotations
