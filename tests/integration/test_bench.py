@@ -34,7 +34,8 @@ README_KEYS = (
     "template_isolated_400_turns_ms",
     "knowledge_index_1k_files_s", "knowledge_query_p95_ms", "knowledge_recall_at_5",
     "grammar_over_plain", "vision_encode_512_ms", "vision_ttft_ms", "vision_gui_max_stall_ms",
-    "knowledge_gui_stall_ms", "knowledge_index_1k_files_embedded_s", "knowledge_recall_at_5_bm25",
+    "knowledge_gui_stall_ms", "knowledge_index_1k_files_minilm_s", "knowledge_recall_at_5_bm25",
+    "knowledge_index_1k_files_bundled_model_s", "knowledge_recall_at_5_bundled_model",
 )
 
 

@@ -15,8 +15,19 @@ from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
 from inglenook.engine.interface import Engine
 from inglenook.engine.router import EngineRouter
+from inglenook.models.gguf import GGUFError, read_header
 
 EMBED_CONTEXT = 2048  # tokens a passage may have; a collection's passages are far shorter
+
+
+def embed_context(model: str) -> int:
+    """EMBED_CONTEXT, or the model's trained context when shorter (BERT's 512: the engine
+    refuses a context beyond it, and a position past it has no embedding)."""
+    try:
+        trained = read_header(model).context_length
+    except (OSError, GGUFError):
+        trained = 0  # the load says what is wrong with the file
+    return min(EMBED_CONTEXT, trained) if trained > 0 else EMBED_CONTEXT
 
 
 class EngineEmbedder:
@@ -32,7 +43,7 @@ class EngineEmbedder:
         be); close() ends it."""
         client = EngineClient(log_path=log_path)
         try:
-            client.load(LoadParams(model, n_ctx=EMBED_CONTEXT, n_slots=1))
+            client.load(LoadParams(model, n_ctx=embed_context(model), n_slots=1))
         except BaseException:
             client.close()
             raise

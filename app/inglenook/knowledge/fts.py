@@ -6,7 +6,8 @@ shares few of its words with the answer). Words so common that they match everyw
 out: they add nothing to the ranking and make every query visit every row.
 
 A collection with an embedding model also has a vector per chunk (vectors.py); given an
-embedder of that model, a search ranks by both and fuses the two rankings (index.fuse). A
+embedder of that model, a search ranks by both and fuses the two rankings' scores
+(index.fuse). A
 query that cannot be embedded is searched in full text, and `search_note` says why. Where a
 collection's vectors live is its backend's store: this file (vectors.SqliteVectorStore) or
 Qdrant (qdrant_store.py); the rankings of both are merged by distance.
@@ -347,14 +348,14 @@ class SqliteFtsIndex:
         if dense is None:
             return self._bm25(ids, query, limit)
         bm25 = self._bm25(ids, query, limit * FUSED_DEPTH)
-        fused = fuse([[h.chunk_id for h in bm25], dense], limit)
+        fused = fuse([[(h.chunk_id, h.score) for h in bm25], dense], limit)
         scores = {cid: float(len(fused) - rank) for rank, cid in enumerate(fused)}
         return self._hits(fused, {cid: -score for cid, score in scores.items()}, ids)
 
     def _dense(self, collections: Sequence[str], ids: list[int], query: str,
-               depth: int) -> list[int] | None:
-        """The vectors' ranking, or None when there is none to use (search_note says why
-        when there could have been)."""
+               depth: int) -> list[tuple[int, float]] | None:
+        """The vectors' ranking (chunk id, cosine similarity), or None when there is none to
+        use (search_note says why when there could have been)."""
         embedder = self.embedder
         if embedder is None or not query.strip():
             return None

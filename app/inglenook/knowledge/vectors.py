@@ -173,10 +173,10 @@ class SqliteVectorStore:
 
 
 def merged_ranking(groups: Sequence[tuple[VectorStore, Sequence[int]]], query: np.ndarray,
-                   limit: int) -> tuple[list[int] | None, str]:
-    """The chunk ids nearest to the query over the stores' collections (cosine distances
-    compare across stores), and why a store could not answer ("" all did). None when none
-    did: the search is then full text alone."""
+                   limit: int) -> tuple[list[tuple[int, float]] | None, str]:
+    """The chunks nearest to the query over the stores' collections, (id, cosine similarity)
+    (cosine distances compare across stores), and why a store could not answer ("" all did).
+    None when none did: the search is then full text alone."""
     found: list[tuple[int, float]] = []
     answered, note = False, ""
     for store, collection_ids in groups:
@@ -186,4 +186,5 @@ def merged_ranking(groups: Sequence[tuple[VectorStore, Sequence[int]]], query: n
         except VectorStoreError as exc:  # a server down: its collections in full text
             note = f"{exc} Its collections were searched in full text only."
     found.sort(key=lambda pair: pair[1])
-    return ([cid for cid, _ in found[:limit]] if answered else None), note
+    return ([(cid, 1.0 - distance) for cid, distance in found[:limit]] if answered
+            else None), note

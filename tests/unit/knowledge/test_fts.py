@@ -131,9 +131,15 @@ def test_the_index_reopens_with_what_it_held(index: SqliteFtsIndex) -> None:
     assert hit.chunk.location == "page 3, lines 2–5"
 
 
-def test_reciprocal_rank_fusion_prefers_ids_ranked_well_by_both() -> None:
-    assert fuse([[1, 2, 3], [4, 2, 5]], limit=1) == [2]
-    assert fuse([[5]], limit=3) == [5]
+def test_fusion_prefers_ids_ranked_well_by_both_and_keeps_a_wide_margin() -> None:
+    assert fuse([[(1, 9.0), (2, 8.0), (3, 1.0)], [(4, 0.9), (2, 0.8), (5, 0.1)]], 1) == [2]
+    assert fuse([[(5, 3.0)]], limit=3) == [5]
+    assert fuse([[], [(6, 0.2), (7, 0.1)]], limit=3) == [6, 7]
+    # One far ahead in the first (a rare name matched), third in the second: it stays first,
+    # where reciprocal rank fusion would put 2 (second, then first) ahead of it.
+    bm25 = [(1, 12.0), (2, 3.0), (3, 2.9), (4, 2.8)]
+    vectors = [(2, 0.62), (4, 0.61), (1, 0.60), (3, 0.55)]
+    assert fuse([bm25, vectors], limit=1) == [1]
 
 
 def test_words_found_almost_everywhere_are_left_out_of_a_long_question(
