@@ -6,6 +6,7 @@ import ctypes
 from collections.abc import Callable
 
 import llama_cpp
+import numpy as np
 
 
 # ---- the model --------------------------------------------------------------------------------
@@ -38,6 +39,9 @@ class Model:
         self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)
                               or llama_cpp.llama_model_is_hybrid(self.ptr))
         self._buffer = (llama_cpp.llama_token * 4096)()
+        # Each token's first byte and the one-byte tokens, made for the grammar's first reply
+        # (sampler.first_bytes).
+        self.first_bytes: tuple[np.ndarray, np.ndarray] | None = None
 
     def tokenize(self, text: bytes, special: bool) -> list[int]:
         """Never adds BOS: tokenizing.py decides where it goes."""
