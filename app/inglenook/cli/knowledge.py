@@ -91,7 +91,7 @@ def plain(text: str) -> str:
 
 
 def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
-    from inglenook.knowledge.collections import PathMissing, add_paths
+    from inglenook.knowledge.collections import PathMissing, add_paths, move_vectors
 
     model = args.embed_model
     if model is not None and model != "none":
@@ -106,8 +106,9 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         collection = add_paths(index, args.name, args.paths, args.follow_links, backend, url)
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
-    if args.backend is not None:  # an existing collection moves its vectors
-        index.set_backend(collection.name, backend, url)
+    if args.backend is not None and (collection.backend, collection.qdrant_url) != (
+            backend, url.strip()):  # an existing collection moves, once the place answers
+        collection = move_vectors(index, collection.name, backend, url)
     if model is not None:
         index.set_embed_model(collection.name, "" if model == "none" else model)
     if args.no_watch:

@@ -107,7 +107,10 @@ def move_vectors(index: SqliteFtsIndex, name: str, backend: str,
     KnowledgeError says why not, and nothing changed. The vectors it had are dropped and the
     next indexing run embeds its passages again (set_backend). May wait on a server
     (index.check_backend): off the GUI thread."""
-    index.check_backend(backend, qdrant_url)
+    try:
+        index.check_backend(backend, qdrant_url)
+    except KnowledgeError as exc:
+        raise KnowledgeError(f"{exc} {name} keeps its vectors where they are.") from None
     index.set_backend(name, backend, qdrant_url)
     return index.collection(name)
 

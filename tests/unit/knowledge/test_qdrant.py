@@ -210,11 +210,16 @@ def test_the_cli_makes_and_lists_a_qdrant_collection(
     out = capsys.readouterr().out
     assert "  backend: Qdrant (local mode), collection inglenook-" in out
     assert "  backend: SQLite (this database)" in out
+    # Moving to a server that does not answer is refused, and nothing changes.
     assert main(["knowledge", "add", "Docs", str(docs), "--backend", "qdrant",
-                 "--qdrant-url", DOWN]) == 0
+                 "--qdrant-url", DOWN]) == 1
+    assert f"Qdrant at {DOWN} could not be used" in capsys.readouterr().err
+    assert main(["knowledge", "list"]) == 0
+    assert "  backend: Qdrant (local mode), collection inglenook-" in capsys.readouterr().out
+    assert main(["knowledge", "add", "Docs", str(docs), "--backend", "sqlite"]) == 0
     capsys.readouterr()
     assert main(["knowledge", "list"]) == 0
-    assert f"  backend: Qdrant {DOWN}, collection inglenook-" in capsys.readouterr().out
+    assert capsys.readouterr().out.count("  backend: SQLite (this database)") == 2
 
 
 def test_vectors_move_only_to_a_place_that_answers(tmp_path: Path) -> None:
