@@ -22,7 +22,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
                           bench/vision_stall.py: the GUI thread while a 12 MP photo is sent
   knowledge_*             bench/knowledge_bench.py: indexing 1,000 files, search at 100,000
                           chunks, recall@5 of generated facts (BM25, BM25 fused with
-                          all-MiniLM-L6-v2's vectors, and with the bundled model's)
+                          all-MiniLM-L6-v2's vectors, and with the bundled model's), and of
+                          hand-written facts asked in other words (by_meaning)
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails

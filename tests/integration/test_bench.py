@@ -36,6 +36,8 @@ README_KEYS = (
     "grammar_over_plain", "vision_encode_512_ms", "vision_ttft_ms", "vision_gui_max_stall_ms",
     "knowledge_gui_stall_ms", "knowledge_index_1k_files_minilm_s", "knowledge_recall_at_5_bm25",
     "knowledge_index_1k_files_bundled_model_s", "knowledge_recall_at_5_bundled_model",
+    "knowledge_recall_at_5_by_meaning", "knowledge_recall_at_5_by_meaning_bm25",
+    "knowledge_recall_at_5_by_meaning_vectors",
 )
 
 
