@@ -409,9 +409,11 @@ class SqliteFtsIndex:
             return []
         marks = ", ".join("?" * len(rowids))
         kept = ", ".join("?" * len(ids))
+        # CROSS JOIN: chunks by id first. Left to choose, SQLite walked every chunk of the
+        # collections by document and kept those in the list (100,000 chunks: 11 ms, not 1).
         rows = self._conn.execute(
             f"SELECT c.id, k.name, d.path, c.text, c.heading, c.line_start, c.line_end, c.page "
-            f"FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"FROM chunks c CROSS JOIN documents d ON d.id = c.document_id "
             f"JOIN collections k ON k.id = d.collection_id "
             f"WHERE c.id IN ({marks}) AND d.collection_id IN ({kept})",
             (*rowids, *ids)).fetchall()
