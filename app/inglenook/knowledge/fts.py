@@ -32,11 +32,17 @@ from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats, fuse
 from inglenook.knowledge.vectors import Embedder, VectorStore
 from inglenook.store.db import backup, connect, transaction
 
+# English function words: they match everywhere and say nothing of what is asked (a passage
+# that shares only "they" with a question is not an answer to it).
 STOPWORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
-    "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the",
-    "their", "there", "these", "this", "to", "was", "were", "what", "when", "where", "which",
-    "who", "whom", "why", "will", "with", "you", "your"))
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "because", "been", "being", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "for", "from", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here",
+    "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just",
+    "me", "my", "myself", "of", "on", "or", "our", "ours", "she", "should", "so", "some",
+    "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they",
+    "this", "those", "to", "too", "us", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours"))
 MAX_QUERY_TERMS = 32
 # Words in more than this share of the chunks are dropped from a query that has rarer ones
 # (at least KEPT_TERMS are kept, the rarest): their weight in BM25 is small, and each one makes
