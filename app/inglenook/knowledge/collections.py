@@ -101,6 +101,13 @@ def backend_text(backend: str, qdrant_url: str, qdrant_name: str) -> str:
     return f"Qdrant {qdrant_url or '(local mode)'}, collection {qdrant_name}"
 
 
+def where(backend: str, url: str) -> str:
+    """Where vectors would live, in words for a sentence ("Keep its vectors in …")."""
+    if backend != "qdrant":
+        return "this computer's knowledge database (SQLite)"
+    return f"Qdrant at {url}" if url else "Qdrant's local mode (in the data folder)"
+
+
 def move_vectors(index: SqliteFtsIndex, name: str, backend: str,
                  qdrant_url: str = "") -> Collection:
     """Keep the collection's vectors in `backend` from now on, once it is known to answer:

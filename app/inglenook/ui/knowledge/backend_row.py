@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
-from inglenook.knowledge.collections import CollectionSummary, backend_text
+from inglenook.knowledge.collections import CollectionSummary, backend_text, where
 from inglenook.knowledge.qdrant_store import API_KEY_VARIABLE, checked_backend
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.plain import plain_box, plain_tip
@@ -30,13 +30,6 @@ from inglenook.ui.widgets.controls import helper_label
 
 SQLITE_LABEL = "This computer (SQLite)"
 QDRANT_LABEL = "Qdrant"
-
-
-def where(backend: str, url: str) -> str:
-    """Where vectors would live, in words for a sentence."""
-    if backend != "qdrant":
-        return "this computer's knowledge database (SQLite)"
-    return f"Qdrant at {url}" if url else "Qdrant's local mode (in the data folder)"
 
 
 class BackendRow(QWidget):

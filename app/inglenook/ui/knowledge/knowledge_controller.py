@@ -202,22 +202,21 @@ class KnowledgeController(QObject):
             return kc.move_vectors(index, name, backend, qdrant_url), kc.summaries(index)
 
         tasks.run(lambda: self._with_index(work), owner=self, writer=True,
-                  name="knowledge-backend", on_done=lambda done: self._moved(name, done),
-                  on_failed=lambda exc: self._moved(name, exc))
+                  name="knowledge-backend", on_done=lambda done: self._moved(name, *done),
+                  on_failed=lambda exc: self._not_moved(name, exc))
 
-    def _moved(self, name: str, outcome: object) -> None:
+    def _moved(self, name: str, moved: Collection, found: list[kc.CollectionSummary]) -> None:
         self.moving.pop(name, None)
-        if isinstance(outcome, tuple):
-            moved, found = outcome
-            self._read(found)
-            self.moved.emit(name, "")
-            self.changed.emit()
-            if moved.embed_model and moved.roots:
-                self.index(moved.name)  # its passages embedded again, there
-        elif isinstance(outcome, KnowledgeError):
-            self.moved.emit(name, str(outcome))
-        else:
-            self.moved.emit(name, f"The vectors of {name} could not be moved: {outcome!r}")
+        self._read(found)
+        self.moved.emit(name, "")
+        self.changed.emit()
+        if moved.embed_model and moved.roots:
+            self.index(moved.name)  # its passages embedded again, there
+
+    def _not_moved(self, name: str, exc: BaseException) -> None:
+        self.moving.pop(name, None)
+        self.moved.emit(name, str(exc) if isinstance(exc, KnowledgeError)
+                        else f"The vectors of {name} could not be moved: {exc!r}")
 
     def set_embed_model(self, name: str, model: str) -> None:
         """Give the collection's passages vectors of this model ("" full text only): its
