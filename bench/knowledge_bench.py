@@ -57,7 +57,7 @@ from inglenook.knowledge.convert import Page
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
 from inglenook.knowledge.indexer import Indexer
-from inglenook.knowledge.vectors import Embedder
+from inglenook.knowledge.vectors import Embedder, embed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.embedding_gguf import minilm_gguf
@@ -170,8 +170,7 @@ def recall_at_5(documents: int, embedder: Embedder | None = None, words: int = 1
             facts.append((path, f"Where does {name} keep the {thing}?"))
         if embedder is not None:
             while batch := index.missing_vectors("Facts", 32):
-                index.add_vectors("Facts", [cid for cid, _ in batch],
-                                  embedder([t for _, t in batch]))
+                index.add_vectors("Facts", [cid for cid, _ in batch], embed(embedder, batch))
         found = sum(1 for path, question in facts
                     if path in {hit.path for hit in index.search(["Facts"], question, 5)})
         index.close()
@@ -196,8 +195,7 @@ def recall_by_meaning(embedder: Embedder, facts: int = len(FACTS), words: int = 
             index.add_document("Meaning", Document(f"/meaning/{d}.md", 1, 1, str(d), "markdown"),
                                chunk_pages([Page(text)]))
         while batch := index.missing_vectors("Meaning", 32):
-            index.add_vectors("Meaning", [cid for cid, _ in batch],
-                              embedder([t for _, t in batch]))
+            index.add_vectors("Meaning", [cid for cid, _ in batch], embed(embedder, batch))
         ids = [index._id("Meaning")]
         for d, (_, question) in enumerate(FACTS[:facts]):
             path = f"/meaning/{d}.md"

@@ -93,7 +93,7 @@ def qdrant_points(index: SqliteFtsIndex) -> set[int]:
     if not client.collection_exists(name):
         return set()
     found, _ = client.scroll(name, limit=1000)
-    return {int(p.id) for p in found}
+    return {int(p.payload["chunk_id"]) for p in found}
 
 
 def chunk_ids(index: SqliteFtsIndex) -> set[int]:

@@ -72,3 +72,35 @@ def _chunk_text(text: str, page: int | None, markdown: bool) -> list[Chunk]:
         size += len(line) + 1
     flush(len(lines))
     return chunks
+
+
+WINDOW_CHARS = 250  # a sentence or two: what one vector of a passage stands for
+MAX_WINDOWS = 1024  # a passage's windows at most (Qdrant's point ids leave room for this)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def windows(text: str, size: int = WINDOW_CHARS) -> list[str]:
+    """A passage cut into windows of about `size` characters, at sentence ends and line breaks
+    where it can, at spaces where a sentence is longer: each gets its own vector. One vector
+    for a whole passage of ~300 tokens averages a fact of one sentence away (measured with
+    all-MiniLM-L6-v2 and bench/knowledge_bench.py --meaning: recall@5 of the vectors 0.567 for
+    whole passages, 0.95 for windows of 250 characters; 0.88 at 350, 0.97 at 150)."""
+    pieces: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        piece = piece.strip()
+        while len(piece) > size:  # a long sentence, or a line of code without full stops
+            cut = piece.rfind(" ", size // 2, size)
+            cut = cut if cut > 0 else size
+            pieces.append(piece[:cut])
+            piece = piece[cut:].strip()
+        if piece:
+            pieces.append(piece)
+    out: list[str] = []
+    for piece in pieces:
+        if out and len(out[-1]) + 1 + len(piece) <= size:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    if len(out) > MAX_WINDOWS:
+        out[MAX_WINDOWS - 1:] = [" ".join(out[MAX_WINDOWS - 1:])]
+    return out or [text[:size]]

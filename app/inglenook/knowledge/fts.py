@@ -5,12 +5,12 @@ terms are OR-ed, so BM25 ranks passages holding more of the rarer words first (a
 shares few of its words with the answer). Words so common that they match everywhere are left
 out: they add nothing to the ranking and make every query visit every row.
 
-A collection with an embedding model also has a vector per chunk (vectors.py); given an
-embedder of that model, a search ranks by both and fuses the two rankings' scores
-(index.fuse). A
-query that cannot be embedded is searched in full text, and `search_note` says why. Where a
-collection's vectors live is its backend's store: this file (vectors.SqliteVectorStore) or
-Qdrant (qdrant_store.py); the rankings of both are merged by distance.
+A collection with an embedding model also has vectors for each chunk, one per window of it
+(vectors.py), a chunk as near as its nearest window; given an embedder of that model, a search
+ranks by both and fuses the two rankings' scores (index.fuse). A query that cannot be embedded
+is searched in full text, and `search_note` says why. Where a collection's vectors live is its
+backend's store: this file (vectors.SqliteVectorStore) or Qdrant (qdrant_store.py); the rankings
+of both are merged by distance.
 """
 
 from __future__ import annotations
@@ -244,12 +244,14 @@ class SqliteFtsIndex:
             self._conn.execute("UPDATE collections SET embed_error = ? WHERE id = ?",
                                (error, self._id(name)))
 
-    def missing_vectors(self, name: str, limit: int) -> list[tuple[int, str]]:
-        """Chunks still without a vector: (id, the text to embed)."""
+    def missing_vectors(self, name: str, limit: int) -> list[tuple[int, list[str]]]:
+        """Chunks still without vectors: (id, its windows' texts to embed)."""
         return self._store(self.collection(name)).missing(self._id(name), limit)
 
-    def add_vectors(self, name: str, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
-        """Raises VectorStoreError where the store cannot take them (Qdrant down)."""
+    def add_vectors(self, name: str, chunk_ids: Sequence[int],
+                    rows: Sequence[np.ndarray]) -> None:
+        """rows[i]: the vectors of chunk_ids[i]'s windows. Raises VectorStoreError where the
+        store cannot take them (Qdrant down)."""
         with transaction(self._conn):
             self._store(self.collection(name)).add(self._id(name), chunk_ids, rows)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inglenook.core.units import describe_size
+from inglenook.knowledge import vectors
 from inglenook.knowledge.chunking import chunk_pages
 from inglenook.knowledge.convert import ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
@@ -33,7 +34,7 @@ from inglenook.knowledge.vectors import Embedder, VectorStoreError
 
 MAX_FILE_BYTES = 64_000_000  # a bigger "document" is a data dump or a disk image, not notes
 READ_ATTEMPTS = 3
-EMBED_BATCH = 32  # chunks embedded at a time (progress and cancel between batches)
+EMBED_BATCH = 16  # chunks embedded at a time, ~6 windows each (progress and cancel between)
 _READ_BLOCK = 1 << 20
 
 
@@ -173,9 +174,7 @@ class Indexer:
             if not batch:
                 break
             try:
-                rows = embedder([text for _, text in batch])
-                if len(rows) != len(batch):
-                    raise ValueError(f"{len(rows)} vectors came back for {len(batch)} texts")
+                rows = vectors.embed(embedder, batch)
             except Exception as exc:  # the engine's error, in words; full text stays
                 report.embed_error = f"Embedding failed after {report.embedded:,} of " \
                                      f"{total:,} passages: {exc}"

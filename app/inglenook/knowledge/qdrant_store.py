@@ -3,11 +3,13 @@
 Only the vectors move: documents, chunks and the full-text index stay in knowledge.db, and so
 does the record of which chunks have a point (qdrant_points, schema v4), so that `missing` and
 `count` are queries here and never wait on a server. Each collection gets a Qdrant collection of
-its own (qdrant_name, unique per collection: several knowledge files may share a server),
-points keyed by chunk id, payload {collection_id, path}, cosine distance, sized by the first
-batch. SQLite's cascades do not reach Qdrant: a trigger records each chunk that goes in
-qdrant_gone, and `tidy` (before each batch is added) deletes those points; a search keeps only
-points still recorded, so a deletion that has not reached the server yet never shows.
+its own (qdrant_name, unique per collection: several knowledge files may share a server), a
+point per window of a chunk (vectors.py), its id the chunk id × MAX_WINDOWS + the window's
+number, payload {collection_id, chunk_id, path}, cosine distance, sized by the first batch; a
+search groups points by chunk_id, a chunk ranked by its nearest window. SQLite's cascades do
+not reach Qdrant: a trigger records each chunk that goes in qdrant_gone, and `tidy` (before
+each batch is added) deletes those chunks' points; a search keeps only chunks still recorded,
+so a deletion that has not reached the server yet never shows.
 
 qdrant_url '' is Qdrant's local mode in a folder beside the database (paths.py); it locks that
 folder, so there is one client per folder and process, shared by every thread's index (local
@@ -33,6 +35,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from inglenook.knowledge import vectors
+from inglenook.knowledge.chunking import MAX_WINDOWS
 from inglenook.knowledge.vectors import VectorStoreError
 
 API_KEY_VARIABLE = "INGLENOOK_QDRANT_API_KEY"
@@ -161,7 +164,8 @@ class QdrantVectorStore:
             raise VectorStoreError(f"Qdrant {where} could not be used ({_detail(exc)}).") \
                 from exc
 
-    def add(self, collection_id: int, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+    def add(self, collection_id: int, chunk_ids: Sequence[int],
+            rows: Sequence[np.ndarray]) -> None:
         from qdrant_client import models
 
         self.tidy(collection_id)  # first: a chunk id SQLite reused may be among these
@@ -171,25 +175,29 @@ class QdrantVectorStore:
         paths = dict(self._conn.execute(
             f"SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id "
             f"WHERE c.id IN ({marks})", list(chunk_ids)))
+        ids: list[Any] = []
+        payloads = []
+        for cid, parts in zip(chunk_ids, rows, strict=True):
+            ids += [int(cid) * MAX_WINDOWS + part for part in range(len(parts))]
+            payloads += [{"collection_id": collection_id, "chunk_id": int(cid),
+                          "path": paths.get(cid, "")}] * len(parts)
+        flat = np.concatenate([np.asarray(parts, dtype=np.float32) for parts in rows])
 
         def upsert(client: Any) -> None:
             if fresh and client.collection_exists(name):
                 client.delete_collection(name)
             if fresh or not client.collection_exists(name):
                 client.create_collection(name, vectors_config=models.VectorParams(
-                    size=int(rows.shape[1]), distance=models.Distance.COSINE))
+                    size=int(flat.shape[1]), distance=models.Distance.COSINE))
             client.upsert(name, wait=True, points=models.Batch(
-                ids=[int(cid) for cid in chunk_ids],
-                vectors=np.asarray(rows, dtype=np.float32).tolist(),
-                payloads=[{"collection_id": collection_id, "path": paths.get(cid, "")}
-                          for cid in chunk_ids]))
+                ids=ids, vectors=flat.tolist(), payloads=payloads))
 
         self._call(url, upsert)
         self._conn.executemany(
             "INSERT OR IGNORE INTO qdrant_points (chunk_id, collection_id) VALUES (?, ?)",
             [(int(cid), collection_id) for cid in chunk_ids])
 
-    def missing(self, collection_id: int, limit: int) -> list[tuple[int, str]]:
+    def missing(self, collection_id: int, limit: int) -> list[tuple[int, list[str]]]:
         return vectors.missing(self._conn, collection_id, limit, "qdrant_points")
 
     def count(self, collection_id: int) -> int:
@@ -211,7 +219,9 @@ class QdrantVectorStore:
 
         def delete(client: Any) -> None:
             if client.collection_exists(name):
-                client.delete(name, points_selector=models.PointIdsList(points=gone), wait=True)
+                client.delete(name, wait=True, points_selector=models.FilterSelector(
+                    filter=models.Filter(must=[models.FieldCondition(
+                        key="chunk_id", match=models.MatchAny(any=gone))])))
 
         self._call(url, delete)
         self._conn.executemany("DELETE FROM qdrant_gone WHERE collection_id = ? "
@@ -227,10 +237,12 @@ class QdrantVectorStore:
             url, name = self._where(cid)
 
             def nearest(client: Any, name: str = name) -> list[Any]:
-                return list(client.query_points(name, query=vector, limit=limit,
-                                                with_payload=False).points)
+                return list(client.query_points_groups(name, query=vector, limit=limit,
+                                                       group_by="chunk_id", group_size=1,
+                                                       with_payload=False).groups)
 
-            found += [(int(p.id), 1.0 - float(p.score)) for p in self._call(url, nearest)]
+            found += [(int(g.id), 1.0 - float(g.hits[0].score))
+                      for g in self._call(url, nearest)]
         if not found:
             return []
         marks = ", ".join("?" * len(found))

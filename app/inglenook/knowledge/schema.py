@@ -30,6 +30,13 @@ v4:
   missing stays a query here and a search never returns a point whose chunk is gone.
 - qdrant_gone: points to delete from Qdrant (their chunk went; a trigger records each), kept
   until the server has deleted them, so a server that was down loses nothing but time.
+
+v5:
+- A chunk has a vector per window (a sentence or two, chunking.windows) instead of one for the
+  whole chunk: chunk_vectors is keyed by (chunk_id, part). The vectors of v4 stand for whole
+  chunks and are dropped, in SQLite and (by forgetting which chunks have points, so the next
+  batch starts the Qdrant collection afresh) in Qdrant; the next indexing run embeds them
+  again. Documents, chunks and the full-text index are kept as they are.
 """
 
 from __future__ import annotations
@@ -150,5 +157,23 @@ def _v4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
+V5_SQL = """
+DROP TABLE chunk_vectors;
+CREATE TABLE chunk_vectors (
+    chunk_id   INTEGER NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+    part       INTEGER NOT NULL,
+    embedding  BLOB NOT NULL,
+    PRIMARY KEY (chunk_id, part)
+);
+DELETE FROM qdrant_points;
+DELETE FROM qdrant_gone;
+"""
+
+
+def _v5(conn: sqlite3.Connection) -> None:
+    for statement in statements(V5_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 LATEST_VERSION = len(MIGRATIONS)

@@ -1,11 +1,14 @@
 """Dense vectors beside the full-text index, in the same knowledge.db, ranked by sqlite-vec.
 
-Each chunk of a collection that has an embedding model gets one unit vector (float32, the
-format sqlite-vec reads) in `chunk_vectors`, a plain table whose rows go with their chunk (ON
-DELETE CASCADE): the file stays whole and searchable in full text even where the extension
-cannot be loaded. A search ranks the collection's vectors by cosine distance with sqlite-vec's
+Each chunk of a collection that has an embedding model gets a unit vector (float32, the format
+sqlite-vec reads) for each of its windows (chunking.windows: a sentence or two, under the
+chunk's heading) in `chunk_vectors`, a plain table whose rows go with their chunk (ON DELETE
+CASCADE): the file stays whole and searchable in full text even where the extension cannot be
+loaded. A search ranks the collection's windows by cosine distance with sqlite-vec's
 `vec_distance_cosine` (an exact scan: sqlite-vec 0.1's vec0 tables scan too, and would need the
-extension for every delete), and fts.py fuses that ranking with BM25's.
+extension for every delete), a chunk by its nearest window, and fts.py fuses that ranking with
+BM25's; the whole chunk is what the model is given (small-to-big retrieval). A chunk's windows
+are stored together (`part` is the window's number), so a chunk with part 0 has them all.
 
 sqlite-vec is a loadable extension. Python's sqlite3 can load it unless it was built without
 that (pyenv and some Linux distributions build it so): then pysqlite3 (a build of SQLite that
@@ -23,6 +26,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
+
+from inglenook.knowledge.chunking import windows
 
 NOT_LOADABLE = ("This Python's sqlite3 cannot load extensions, so sqlite-vec cannot be used: "
                 "search is full-text only.")
@@ -45,13 +50,15 @@ class VectorStoreError(Exception):
 
 
 class VectorStore(Protocol):
-    """Where the vectors of some collections live, keyed by chunk id. Calls that change the
-    database run inside the caller's transaction."""
+    """Where the vectors of some collections live, keyed by chunk id and window. Calls that
+    change the database run inside the caller's transaction."""
 
-    def add(self, collection_id: int, chunk_ids: Sequence[int], rows: np.ndarray) -> None: ...
+    def add(self, collection_id: int, chunk_ids: Sequence[int],
+            rows: Sequence[np.ndarray]) -> None:
+        """Each chunk's windows' vectors: rows[i] is (windows of chunk_ids[i], dimensions)."""
 
-    def missing(self, collection_id: int, limit: int) -> list[tuple[int, str]]:
-        """Chunks without a vector yet: (id, text to embed), at most `limit`."""
+    def missing(self, collection_id: int, limit: int) -> list[tuple[int, list[str]]]:
+        """Chunks without vectors yet: (id, its windows' texts to embed), at most `limit`."""
 
     def count(self, collection_id: int) -> int: ...
 
@@ -63,7 +70,23 @@ class VectorStore(Protocol):
 
     def ranking(self, collection_ids: Sequence[int], query: np.ndarray,
                 limit: int) -> list[tuple[int, float]]:
-        """(chunk id, cosine distance) of these collections, nearest first."""
+        """(chunk id, cosine distance of its nearest window) of these collections, nearest
+        first."""
+
+
+def window_texts(heading: str, text: str) -> list[str]:
+    """What is embedded for a chunk: each window under the chunk's heading."""
+    return [f"{heading}\n{window}" if heading else window for window in windows(text)]
+
+
+def embed(embedder: Embedder, batch: Sequence[tuple[int, list[str]]]) -> list[np.ndarray]:
+    """The vectors of `missing`'s chunks, one array per chunk, in one call of the embedder."""
+    texts = [text for _, window in batch for text in window]
+    rows = embedder(texts)
+    if len(rows) != len(texts):
+        raise ValueError(f"{len(rows)} vectors came back for {len(texts)} texts")
+    bounds = np.cumsum([len(window) for _, window in batch])[:-1]
+    return list(np.split(np.asarray(rows), bounds))
 
 
 def driver() -> tuple[Any, str]:
@@ -100,26 +123,34 @@ def blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def store(conn: Any, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
-    conn.executemany("INSERT OR REPLACE INTO chunk_vectors (chunk_id, embedding) VALUES (?, ?)",
-                     [(cid, blob(row)) for cid, row in zip(chunk_ids, rows, strict=True)])
+def store(conn: Any, chunk_ids: Sequence[int], rows: Sequence[np.ndarray]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO chunk_vectors (chunk_id, part, embedding) VALUES (?, ?, ?)",
+        [(cid, part, blob(row)) for cid, parts in zip(chunk_ids, rows, strict=True)
+         for part, row in enumerate(parts)])
+
+
+# A chunk has vectors when it has part 0 (qdrant_points: a row): all are added at once.
+_HAS_VECTORS = {"chunk_vectors": "v.chunk_id = c.id AND v.part = 0",
+                "qdrant_points": "v.chunk_id = c.id"}
 
 
 def missing(conn: Any, collection_id: int, limit: int,
-            table: str = "chunk_vectors") -> list[tuple[int, str]]:
-    """Chunks of a collection without a row in `table` (by chunk_id) yet: (id, text to
+            table: str = "chunk_vectors") -> list[tuple[int, list[str]]]:
+    """Chunks of a collection without vectors in `table` yet: (id, its windows' texts to
     embed), at most `limit`."""
-    return [(cid, f"{heading}\n{text}" if heading else text) for cid, heading, text in
+    return [(cid, window_texts(heading, text)) for cid, heading, text in
             conn.execute("SELECT c.id, c.heading, c.text FROM chunks c "
                          "JOIN documents d ON d.id = c.document_id "
-                         f"LEFT JOIN {table} v ON v.chunk_id = c.id "
+                         f"LEFT JOIN {table} v ON {_HAS_VECTORS[table]} "
                          "WHERE d.collection_id = ? AND v.chunk_id IS NULL "
                          "ORDER BY c.id LIMIT ?", (collection_id, limit))]
 
 
 def count(conn: Any, collection_id: int, table: str = "chunk_vectors") -> int:
+    """The chunks with vectors."""
     return int(conn.execute(f"SELECT count(*) FROM {table} v JOIN chunks c ON "
-                            "c.id = v.chunk_id JOIN documents d ON d.id = c.document_id "
+                            f"{_HAS_VECTORS[table]} JOIN documents d ON d.id = c.document_id "
                             "WHERE d.collection_id = ?", (collection_id,)).fetchone()[0])
 
 
@@ -132,15 +163,16 @@ def forget(conn: Any, collection_id: int) -> None:
 
 def ranking(conn: Any, collection_ids: Sequence[int], query: np.ndarray,
             limit: int) -> list[tuple[int, float]]:
-    """(chunk id, cosine distance) of these collections, nearest to the query vector first."""
+    """(chunk id, cosine distance of its nearest window) of these collections, nearest to the
+    query vector first."""
     if not collection_ids:
         return []
     marks = ", ".join("?" * len(collection_ids))
     rows = conn.execute(
-        f"SELECT v.chunk_id, vec_distance_cosine(v.embedding, ?) AS distance "
+        f"SELECT v.chunk_id, min(vec_distance_cosine(v.embedding, ?)) AS distance "
         f"FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
         f"JOIN documents d ON d.id = c.document_id WHERE d.collection_id IN ({marks}) "
-        f"AND length(v.embedding) = ? ORDER BY distance LIMIT ?",
+        f"AND length(v.embedding) = ? GROUP BY v.chunk_id ORDER BY distance LIMIT ?",
         (blob(query), *collection_ids, 4 * len(query), limit)).fetchall()
     return [(int(cid), float(distance)) for cid, distance in rows]
 
@@ -151,10 +183,11 @@ class SqliteVectorStore:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    def add(self, collection_id: int, chunk_ids: Sequence[int], rows: np.ndarray) -> None:
+    def add(self, collection_id: int, chunk_ids: Sequence[int],
+            rows: Sequence[np.ndarray]) -> None:
         store(self._conn, chunk_ids, rows)
 
-    def missing(self, collection_id: int, limit: int) -> list[tuple[int, str]]:
+    def missing(self, collection_id: int, limit: int) -> list[tuple[int, list[str]]]:
         return missing(self._conn, collection_id, limit)
 
     def count(self, collection_id: int) -> int:

@@ -15,11 +15,12 @@ import pytest
 from inglenook import paths
 from inglenook.cli import main
 from inglenook.knowledge import indexer, qdrant_store, schema
+from inglenook.knowledge.chunking import MAX_WINDOWS
 from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.index import Chunk
 from inglenook.knowledge.indexer import Indexer
 from inglenook.store.schema import statements
-from tests.unit.knowledge.test_vectors import WordEmbedder, folder
+from tests.unit.knowledge.test_vectors import WordEmbedder, folder, long_passage
 
 DOWN = "http://127.0.0.1:1"  # nothing listens on port 1: refused at once
 
@@ -45,8 +46,11 @@ def client(index: SqliteFtsIndex) -> Any:
 
 
 def point_ids(index: SqliteFtsIndex, name: str = "Docs") -> set[int]:
+    """The chunks that have points (a point per window: these notes have one each)."""
     found, _ = client(index).scroll(index.collection(name).qdrant_name, limit=1000)
-    return {int(p.id) for p in found}
+    chunks = [int(p.payload["chunk_id"]) for p in found]
+    assert [int(p.id) for p in found] == [c * MAX_WINDOWS for c in chunks]
+    return set(chunks)
 
 
 def chunk_ids(index: SqliteFtsIndex) -> set[int]:
@@ -236,3 +240,22 @@ def test_vectors_move_only_to_a_place_that_answers(tmp_path: Path) -> None:
     assert (moved.backend, moved.qdrant_url) == ("qdrant", "") and index.vector_count("Docs") == 0
     Indexer(index, "Docs", embedder=embedder).run()
     assert point_ids(index) == chunk_ids(index)
+
+
+def test_qdrant_ranks_a_passage_by_its_nearest_window_as_sqlite_does(tmp_path: Path) -> None:
+    embedder = WordEmbedder()
+    here = long_passage(tmp_path / "sqlite", embedder)
+    there = long_passage(tmp_path / "qdrant", embedder, backend="qdrant")
+    found, _ = client(there).scroll(there.collection("Docs").qdrant_name, limit=1000)
+    assert len(found) == 8 + 1  # a point per window
+    for question in ("kitten naps", "harbour floods", "kettle"):
+        ours = here._dense(["Docs"], [here._id("Docs")], question, 5)
+        theirs = there._dense(["Docs"], [there._id("Docs")], question, 5)
+        assert ours is not None and theirs is not None
+        assert [c for c, _ in theirs] == [c for c, _ in ours]
+        assert [s for _, s in theirs] == pytest.approx([s for _, s in ours], abs=1e-5)
+    # A passage that goes takes all its windows' points with it.
+    (Path(tmp_path / "qdrant" / "long" / "log.md")).unlink()
+    Indexer(there, "Docs", embedder=embedder).run()
+    found, _ = client(there).scroll(there.collection("Docs").qdrant_name, limit=1000)
+    assert len(found) == 1

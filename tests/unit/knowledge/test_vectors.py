@@ -133,3 +133,87 @@ def test_a_v1_index_is_migrated_with_a_backup(tmp_path: Path) -> None:
     assert old.watch and old.backend == "" and old.qdrant_url == ""  # v3's defaults
     assert (tmp_path / "k.db.bak-v1").exists()
     index.close()
+
+
+TIDES = " ".join(f"The harbour wall number {n} floods at dusk when the tide runs high."
+                 for n in range(12))
+LONG = f"# Log\n\n{TIDES} The feline naps by the stove. {TIDES}\n"
+
+
+def long_passage(tmp_path: Path, embedder: WordEmbedder, backend: str = "") -> SqliteFtsIndex:
+    """One passage of ~1,600 characters with one sentence about a cat, and a short one."""
+    docs = tmp_path / "long"
+    docs.mkdir(parents=True)
+    (docs / "log.md").write_text(LONG)
+    (docs / "short.md").write_text("# Kitchen\n\nThe stove is lit in the morning, and the kettle "
+                                   "is put on before anyone is awake.\n")
+    index = SqliteFtsIndex(tmp_path / "k.db", embedder)
+    index.create_collection("Docs", [str(docs)], embed_model="/models/words.gguf",
+                            backend=backend)
+    Indexer(index, "Docs", embedder=embedder).run()
+    return index
+
+
+def nearest_window(embedder: WordEmbedder, heading: str, text: str, question: str) -> float:
+    rows = embedder(vectors.window_texts(heading, text))
+    return float((rows @ embedder([question])[0]).max())
+
+
+def test_a_passage_is_ranked_by_its_nearest_window(tmp_path: Path) -> None:
+    embedder = WordEmbedder()
+    index = long_passage(tmp_path, embedder)
+    (cid, heading, text), = index._conn.execute(
+        "SELECT id, heading, text FROM chunks WHERE text LIKE '%feline%'")
+    windows = vectors.window_texts(heading, text)
+    assert len(windows) == 8 and all(len(w) <= len(heading) + 1 + 250 for w in windows)
+    assert sum("feline" in w for w in windows) == 1 and all(w.startswith("Log\n") for w in windows)
+    assert index._conn.execute("SELECT count(*) FROM chunk_vectors WHERE chunk_id = ?",
+                               (cid,)).fetchone()[0] == 8
+    assert index.vector_count("Docs") == index.stats("Docs").chunks == 2
+    # The one sentence about a cat decides: the whole passage's vector is mostly tides.
+    question = "kitten naps"
+    dense = index._dense(["Docs"], [index._id("Docs")], question, 5)
+    assert dense is not None and dense[0][0] == cid
+    assert dense[0][1] == pytest.approx(nearest_window(embedder, heading, text, question),
+                                        abs=1e-5)
+    whole = float(embedder([f"{heading}\n{text}"])[0] @ embedder([question])[0])
+    assert whole < dense[1][1] < dense[0][1]  # whole, it would come after the short one
+    (hit, *_) = index.search(["Docs"], question, 5)
+    assert hit.chunk_id == cid and hit.chunk.text == text  # the whole passage is given
+
+
+def test_windows_keep_every_word_in_order_and_cut_long_sentences_at_spaces() -> None:
+    from inglenook.knowledge.chunking import windows
+
+    text = LONG + "word " * 200 + "\n" + "x" * 600
+    cut = windows(text)
+    assert all(0 < len(w) <= 250 for w in cut)
+    assert "".join(cut).replace(" ", "") == "".join(text.split())  # all of it, in order
+    assert windows("A short note.") == ["A short note."]
+
+
+def test_a_v4_index_keeps_its_passages_and_embeds_them_again_by_window(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    conn = sqlite3.connect(path)
+    for step in (schema.V1_SQL, schema.V2_SQL, schema.V3_SQL, schema.V4_SQL):
+        for statement in statements(step):
+            conn.execute(statement)
+    conn.execute("INSERT INTO collections (id, name, roots, created_at, embed_model) "
+                 "VALUES (1, 'Old', '[]', 0, '/models/words.gguf')")
+    conn.execute("INSERT INTO documents VALUES (1, 1, '/old/log.md', 1, 1, 'x', 'markdown')")
+    conn.execute("INSERT INTO chunks (id, document_id, position, text, heading, line_start, "
+                 "line_end) VALUES (1, 1, 0, ?, 'Log', 3, 3)", (LONG[7:],))
+    conn.execute("INSERT INTO chunk_vectors VALUES (1, ?)", (vectors.blob(np.ones(64)),))
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    embedder = WordEmbedder()
+    index = SqliteFtsIndex(path, embedder)
+    assert (tmp_path / "k.db.bak-v4").exists()
+    assert index.stats("Old").chunks == 1 and index.vector_count("Old") == 0  # whole: dropped
+    assert index.search(["Old"], "feline", 1)[0].chunk_id == 1  # full text kept
+    (cid, parts), = index.missing_vectors("Old", 10)
+    assert cid == 1 and len(parts) == 8
+    index.add_vectors("Old", [cid], vectors.embed(embedder, [(cid, parts)]))
+    assert index.vector_count("Old") == 1 and index.missing_vectors("Old", 10) == []
+    index.close()
