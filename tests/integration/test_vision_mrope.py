@@ -124,14 +124,15 @@ def test_a_conversation_with_an_m_rope_image_reuses_its_cells(
     assert second == reference_reply(*qwen, [t.id for t in view.tokens], Path(blue.path))
 
 
-def test_a_cut_inside_an_m_rope_image_is_refused(qwen: tuple[Path, Path]) -> None:
+def test_a_cut_inside_an_m_rope_image_is_refused_and_a_copy_keeps_its_positions(
+        qwen: tuple[Path, Path]) -> None:
     model = Model(str(qwen[0]), 0, True, False)
-    ctx = Context(model, 256, 1, 64, 2, 2, True, "f16")
+    ctx = Context(model, 256, 2, 64, 2, 2, True, "f16")
     projector = Projector(str(qwen[1]), model, n_threads=2, use_gpu=False)
     rgb = np.random.default_rng(4).integers(0, 256, (30, 40, 3), np.uint8).tobytes()
     run = projector.image(rgb, 40, 30, "d" * 64)
     batch, embd = Batch(64), EmbeddingBatch(64, projector.n_embd)
-    memory = ctx.sequence(0)
+    memory, other = ctx.sequence(0), ctx.sequence(1)
     try:
         assert projector.mrope
         (chunk,) = run.chunks
@@ -157,9 +158,15 @@ def test_a_cut_inside_an_m_rope_image_is_refused(qwen: tuple[Path, Path]) -> Non
         assert not memory.keep(len(text) + 3)  # llama.cpp would drop the whole image
         assert memory.keep(memory.n - 1) and memory.next_pos == len(text) + max(ROWS, COLS)
         assert memory.restore(state, tokens) and memory.next_pos == len(text) + 6
+        other.copy_from(memory, memory.n - 1)  # another slot starts from the image's cells
+        assert other.next_pos == len(text) + max(ROWS, COLS)
+        batch.clear()
+        batch.add(text[1], other.next_pos, 1, True)
+        assert ctx.decode(batch) == 0  # llama.cpp takes it: after the image's positions
         assert memory.keep(len(text)) and memory.next_pos == len(text) and memory.n == len(text)
     finally:
         memory.clear()
+        other.clear()
         batch.close()
         embd.close()
         run.close()

@@ -151,10 +151,14 @@ class BatchLoop:
     def _read_image(self, seq: Sequence, span: ImageSpan) -> None:
         """Encode the image (unless it is at hand) and read up to n_batch of its positions."""
         assert self.vision is not None and self.embd_batch is not None
+        offset = seq.read - span.start
+        start = seq.memory.position(span.start)  # a piece after the first: held already
         self.abortable = seq  # the host's callback asks whether this one was stopped
         try:
             rows = self.vision.embeddings(
                 span.key, lambda: seq.cancelled or bool(self.abort_cb(None)))
+            # M-RoPE: 4 sections a row, and the text after goes on n_pos from the start.
+            sections = self.vision.positions_at(span.key, start) if span.n_pos else None
         except (ImageError, ValueError) as exc:
             seq.fail("error", str(exc))
             return
@@ -163,15 +167,10 @@ class BatchLoop:
         if rows is None:
             seq.fail("cancelled")
             return
-        offset = seq.read - span.start
         piece = rows[offset:offset + self.ctx.n_batch]
         done = seq.read + len(piece) == len(seq.prompt)
-        start = seq.memory.position(span.start)  # a piece after the first: held already
-        if span.n_pos:  # M-RoPE: 4 sections a row; the text after goes n_pos on
-            at: int | np.ndarray = self.vision.positions_at(
-                span.key, start)[:, offset:offset + len(piece)]
-        else:
-            at = seq.memory.next_pos
+        at: int | np.ndarray = (seq.memory.next_pos if sections is None
+                                else sections[:, offset:offset + len(piece)])
         self.abortable = seq
         self.ctx.set_abort(self.abort_cb)
         # Non-causal chunks (Gemma 3) see each other both ways: a step of their own, as
