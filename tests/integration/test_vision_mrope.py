@@ -173,3 +173,21 @@ def test_a_cut_inside_an_m_rope_image_is_refused_and_a_copy_keeps_its_positions(
         projector.close()
         ctx.close()
         model.close()
+
+
+def test_an_m_rope_image_read_in_pieces_reads_as_in_one(qwen: tuple[Path, Path]) -> None:
+    model, mmproj = qwen
+    client = EngineClient(log_path=model.parent / "engine-pieces.log")
+    try:
+        # 8 a batch: the image's 20 embeddings are read in three steps, all at its start.
+        client.load(LoadParams(str(model), n_ctx=512, n_slots=1, n_batch=8,
+                               mmproj_path=str(mmproj)))
+        green = image_file(model.parent, "green.png", (0, 255, 0))
+        turn = (Message("user", "What is in this picture?", images=(green,)),)
+        seen = client.inspect(GenerationRequest(1, turn, SHORT))
+        reply, events = chat(client, turn, 2, "chat:pieces")
+        assert finish_of(events).finish.reason in ("stop", "length")
+        assert reply == reference_reply(model, mmproj, [t.id for t in seen.tokens],
+                                        Path(green.path))
+    finally:
+        client.close()
