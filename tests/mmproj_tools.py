@@ -123,3 +123,60 @@ def write_gemma3_mmproj(path: Path, n_embd: int, *, hidden: int = 32, ffn: int =
     p.tensor("mm.input_projection.weight", hidden, n_embd)  # ggml: ne = (n_embd, hidden)
     p.close()
     return path
+
+
+QWEN2VL_PATCH, QWEN2VL_MERGE = 4, 2  # a token is 2 × 2 patches of 4 × 4 pixels
+QWEN2VL_SECTIONS = [8, 12, 12, 0]  # time, rows, columns: halves of the bundled model's 64
+
+
+def write_qwen2vl_mmproj(path: Path, n_embd: int, *, hidden: int = 32, ffn: int = 64,
+                         heads: int = 2, seed: int = 0) -> Path:
+    """Qwen2-VL's projector ("qwen2vl_merger"): two patch convolutions summed, a ViT block
+    placed with 2-D RoPE (no position embeddings), 2 × 2 patches merged into one token by
+    an MLP to `n_embd`. libmtmd sizes the image itself (multiples of 8 pixels), so an image
+    takes rows × cols tokens but only max(rows, cols) positions of an M-RoPE text model."""
+    p = _Writer(path, "clip", "qwen2vl_merger", name="tiny test projector (qwen2vl)",
+                patch=QWEN2VL_PATCH, hidden=hidden, ffn=ffn, heads=heads, n_embd=n_embd,
+                layers=1, eps=1e-6, seed=seed)
+    p.w.add_uint32("clip.vision.spatial_merge_size", QWEN2VL_MERGE)
+    p.tensor("v.patch_embd.weight", hidden, 3, QWEN2VL_PATCH, QWEN2VL_PATCH)
+    p.tensor("v.patch_embd.weight.1", hidden, 3, QWEN2VL_PATCH, QWEN2VL_PATCH)
+    p.blocks()
+    merged = hidden * QWEN2VL_MERGE ** 2
+    p.tensor("mm.0.weight", merged, merged)
+    p.tensor("mm.0.bias", merged)
+    p.tensor("mm.2.weight", n_embd, merged)
+    p.tensor("mm.2.bias", n_embd)
+    p.close()
+    return path
+
+
+def qwen2vl_copy(model: Path, path: Path) -> Path:
+    """The bundled model (llama) as a qwen2vl model, so llama.cpp reads it with M-RoPE and
+    libmtmd places images with it: its hyperparameters under qwen2vl's keys with M-RoPE
+    sections, the same tensors under the same names (qwen2's q/k/v biases are optional).
+    llama's converter interleaves each head's q/k rows for llama's rotary pairs; M-RoPE pairs
+    a head's halves (NeoX's order), so those rows are put back in the original model's order
+    (whole rows: a quantized row is its own blocks) and the copy writes the same text."""
+    from tests.gguf_tools import metadata_types, rewrite_metadata
+
+    changes: dict[str, object | None] = {"general.architecture": "qwen2vl",
+                                         "qwen2vl.rope.dimension_sections": QWEN2VL_SECTIONS}
+    values = read_header(model).metadata
+    for key in metadata_types(model):
+        if key.startswith("llama."):
+            changes[key] = None
+            changes["qwen2vl." + key.removeprefix("llama.")] = values[key]
+    rewrite_metadata(model, path, changes)
+    heads = {"attn_q": values["llama.attention.head_count"],
+             "attn_k": values["llama.attention.head_count_kv"]}
+    reader = gguf.GGUFReader(str(path), "r+")
+    for tensor in reader.tensors:
+        n_head = heads.get(tensor.name.split(".")[-2])
+        if isinstance(n_head, int):
+            rows = tensor.data  # (rows, bytes a row), a view of the file
+            rows[:] = rows.reshape(n_head, -1, 2, rows.shape[1]).swapaxes(1, 2).reshape(
+                rows.shape)
+    reader.data.flush()
+    del reader
+    return path

@@ -82,7 +82,8 @@ class KvMemory(Protocol):
         ...
 
     def keep(self, n: int) -> bool:
-        """Forget every token from position n on; False when it cannot (recurrent memory)."""
+        """Forget every token from the n-th on; False when it cannot (recurrent memory, or
+        n inside an image placed with M-RoPE, whose embeddings share one position)."""
         ...
 
     def cut(self, start: int, end: int) -> bool:

@@ -83,11 +83,6 @@ def mismatch(projector: ProjectorInfo, model: GGUFHeader) -> str | None:
     if projector.n_embd and n_embd and projector.n_embd != n_embd:
         return (f"{name} makes embeddings of {projector.n_embd:,} values, but "
                 f"{Path(model.path).name} reads {n_embd:,}: it belongs to another model.")
-    if f"{model.architecture}.rope.dimension_sections" in model.metadata:
-        # M-RoPE: an image takes fewer positions than embeddings, which the engine's
-        # sequences (a position per token) cannot hold yet.
-        return (f"{Path(model.path).name} places images with M-RoPE (as Qwen-VL does), which "
-                "Inglenook cannot read images with yet; it works as a text model.")
     return None
 
 

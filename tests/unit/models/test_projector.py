@@ -49,13 +49,16 @@ def test_a_projector_for_another_embedding_size_is_refused_with_the_reason(
     assert check_pair(str(model(tmp_path / "big.gguf", 4096)), str(wrong)) is None
 
 
-def test_a_model_placing_images_with_m_rope_is_refused_before_loading(tmp_path: Path) -> None:
-    qwen = write_gguf(tmp_path / "Qwen2.5-VL-3B-Q4_K_M.gguf", {
-        "general.architecture": "qwen2vl", "qwen2vl.embedding_length": 576,
-        "qwen2vl.block_count": 2, "qwen2vl.rope.dimension_sections": [16, 24, 24, 0]})
-    reason = check_pair(str(qwen), str(write_mmproj(tmp_path / "mmproj-f16.gguf", 576)))
-    assert reason == ("Qwen2.5-VL-3B-Q4_K_M.gguf places images with M-RoPE (as Qwen-VL does), "
-                      "which Inglenook cannot read images with yet; it works as a text model.")
+def test_a_model_placing_images_with_m_rope_is_paired_and_checked_as_any(
+        tmp_path: Path) -> None:
+    def qwen(n_embd: int) -> Path:
+        return write_gguf(tmp_path / f"Qwen2.5-VL-{n_embd}-Q4_K_M.gguf", {
+            "general.architecture": "qwen2vl", "qwen2vl.embedding_length": n_embd,
+            "qwen2vl.block_count": 2, "qwen2vl.rope.dimension_sections": [16, 24, 24, 0]})
+
+    mmproj = str(write_mmproj(tmp_path / "mmproj-f16.gguf", 576))
+    assert check_pair(str(qwen(576)), mmproj) is None  # read with M-RoPE positions now
+    assert "it belongs to another model" in (check_pair(str(qwen(2048)), mmproj) or "")
 
 
 def test_a_model_given_as_the_projector_is_refused(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from inglenook.engine import protocol as p
 from inglenook.engine.host.drafting import DraftModel
 from inglenook.engine.host.llama import DECODE_ABORTED, Batch, Context
@@ -140,7 +142,7 @@ class BatchLoop:
                 outputs = [False] * len(tokens)
                 outputs[-1] = end == len(seq.prompt)
             at = batch.n
-            pos = seq.memory.n
+            pos = seq.memory.next_pos
             for i, token in enumerate(tokens):
                 batch.add(token, pos + i, seq.slot, outputs[i])
             plan.append((seq, tokens, at, draft))
@@ -149,10 +151,14 @@ class BatchLoop:
     def _read_image(self, seq: Sequence, span: ImageSpan) -> None:
         """Encode the image (unless it is at hand) and read up to n_batch of its positions."""
         assert self.vision is not None and self.embd_batch is not None
+        offset = seq.read - span.start
+        start = seq.memory.position(span.start)  # a piece after the first: held already
         self.abortable = seq  # the host's callback asks whether this one was stopped
         try:
             rows = self.vision.embeddings(
                 span.key, lambda: seq.cancelled or bool(self.abort_cb(None)))
+            # M-RoPE: 4 sections a row, and the text after goes on n_pos from the start.
+            sections = self.vision.positions_at(span.key, start) if span.n_pos else None
         except (ImageError, ValueError) as exc:
             seq.fail("error", str(exc))
             return
@@ -161,16 +167,17 @@ class BatchLoop:
         if rows is None:
             seq.fail("cancelled")
             return
-        offset = seq.read - span.start
         piece = rows[offset:offset + self.ctx.n_batch]
         done = seq.read + len(piece) == len(seq.prompt)
+        at: int | np.ndarray = (seq.memory.next_pos if sections is None
+                                else sections[:, offset:offset + len(piece)])
         self.abortable = seq
         self.ctx.set_abort(self.abort_cb)
         # Non-causal chunks (Gemma 3) see each other both ways: a step of their own, as
         # llama.cpp's mtmd helper reads them (a chunk longer than n_batch is read in pieces).
         self.ctx.set_causal(not span.non_causal)
         try:
-            status = self.embd_batch.decode(self.ctx, piece, seq.memory.n, seq.slot, done)
+            status = self.embd_batch.decode(self.ctx, piece, at, seq.slot, done)
         finally:
             self.ctx.set_causal(True)
             self.ctx.set_abort(None)
@@ -182,7 +189,11 @@ class BatchLoop:
             else:
                 seq.fail("error", f"The engine failed: llama_decode returned {status}.")
             return
-        seq.memory.appended(seq.prompt[seq.read:seq.read + len(piece)])
+        tokens = seq.prompt[seq.read:seq.read + len(piece)]
+        if isinstance(at, np.ndarray):
+            seq.memory.appended(tokens, at[0].tolist(), start + span.n_pos)
+        else:
+            seq.memory.appended(tokens)
         self._read(seq, len(piece), len(piece) - 1, time.perf_counter())
 
     def _read(self, seq: Sequence, n: int, last: int, now: float) -> None:

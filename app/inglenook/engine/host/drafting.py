@@ -51,7 +51,7 @@ class DraftModel:
         batch, memory = self._batch, self.memory
         batch.clear()
         for i, token in enumerate(tokens):
-            batch.add(token, memory.n + i, 0, i == len(tokens) - 1)
+            batch.add(token, memory.next_pos + i, 0, i == len(tokens) - 1)
         status = self.ctx.decode(batch)
         if status == DECODE_ABORTED:
             memory.keep(memory.n)  # llama.cpp dropped the unfinished batch

@@ -74,7 +74,7 @@ class TuneBench:
         batch, memory = self.batch, self.memory
         batch.clear()
         for i, token in enumerate(tokens):
-            batch.add(token, memory.n + i, 0, i == len(tokens) - 1)
+            batch.add(token, memory.next_pos + i, 0, i == len(tokens) - 1)
         status = self.ctx.decode(batch)
         if status != 0:
             memory.keep(memory.n)

@@ -11,8 +11,10 @@ Images come in as RGB bytes that core/images.py decoded with its limits; libmtmd
 (stb_image, mtmd_helper_bitmap_init_from_buf) never sees a file. An image may come as several
 chunks: text the projector puts around it (Gemma 3's <start_of_image>, Pixtral's [IMG_END]) and
 one or more image chunks (slices). Image chunks read with non-causal attention (Gemma 3) are
-marked so; projectors whose positions are not plain (M-RoPE: Qwen-VL) are refused with the
-reason, since a sequence's positions here are its token count.
+marked so. With a model that places images with M-RoPE (Qwen-VL: `Projector.mrope`), an
+image chunk's embeddings are decoded at positions of four sections (`ImageChunk.positions`:
+time, row, column, unused) and take `n_pos` positions, max(rows, cols), not one each: the text
+after it continues there (llama/context.py SeqMemory holds the positions).
 """
 
 from __future__ import annotations
@@ -57,11 +59,9 @@ class Projector:
         if not mtmd.mtmd_support_vision(self.ptr):
             self.close()
             raise ProjectorError("This projector reads no images (an audio projector?).")
-        if mtmd.mtmd_decode_use_mrope(self.ptr):
-            self.close()
-            raise ProjectorError("This projector places images with M-RoPE (Qwen-VL), which "
-                                 "Inglenook does not support yet.")
-        self.n_embd = int(llama_cpp.llama_model_n_embd(model.ptr))
+        self.mrope = bool(mtmd.mtmd_decode_use_mrope(self.ptr))
+        # What the model reads per embedding: n_embd, more with Qwen3-VL's deepstack.
+        self.n_embd = int(llama_cpp.llama_model_n_embd_inp(model.ptr))
 
     def _on_node(self, _tensor: object, ask: bool, _data: object) -> bool:
         if ask:
@@ -140,6 +140,17 @@ class ImageChunk:
         self.n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(ptr))
         self.n_pos = int(mtmd.mtmd_input_chunk_get_n_pos(ptr))
 
+    def positions(self, pos_0: int) -> np.ndarray:
+        """Its embeddings' M-RoPE positions when the image starts at `pos_0`: (4, n_tokens)
+        int32, section by section (time, row, column, unused), as llama.cpp's mtmd helper
+        lays them out for an embedding batch."""
+        image = mtmd.mtmd_input_chunk_get_tokens_image(self.ptr)
+        out = np.empty((4, self.n_tokens), dtype=np.int32)
+        for i in range(self.n_tokens):
+            at = mtmd.mtmd_image_tokens_get_decoder_pos(image, pos_0, i)
+            out[:, i] = (at.t, at.y, at.x, at.z)
+        return out
+
     def encode(self, should_stop: Callable[[], bool]) -> np.ndarray | None:
         """The image's embeddings, (n_tokens, n_embd) float32 (a copy: libmtmd reuses its
         buffer); None when `should_stop` said stop while it ran."""
@@ -169,25 +180,44 @@ class EmbeddingBatch:
     def __init__(self, capacity: int, n_embd: int) -> None:
         self.ptr = llama_cpp.llama_batch_init(capacity, n_embd, 1)
         self.capacity, self.n_embd = capacity, n_embd
+        # llama_batch_free frees this one (a copy of the pointer: the field's own object
+        # would follow the field when it is set).
+        self._pos = ctypes.cast(self.ptr.pos, ctypes.POINTER(llama_cpp.llama_pos))
+        self._sections = (llama_cpp.llama_pos * (4 * capacity))()  # M-RoPE's, section-major
 
-    def decode(self, ctx: Context, rows: np.ndarray, pos: int, seq: int, logits_last: bool
-               ) -> int:
-        """Decode `rows` (n, n_embd) at positions pos.. of `seq`: llama_decode's status."""
+    def decode(self, ctx: Context, rows: np.ndarray, pos: int | np.ndarray, seq: int,
+               logits_last: bool) -> int:
+        """Decode `rows` (n, n_embd) of `seq` at positions pos.., or at M-RoPE positions
+        (4, n) (ImageChunk.positions): llama_decode's status."""
         n = len(rows)
         if n > self.capacity or rows.shape[1] != self.n_embd:
             raise ValueError(f"{rows.shape} rows do not fit a batch of {self.capacity}.")
         b = self.ptr
         ctypes.memmove(b.embd, np.ascontiguousarray(rows, dtype=np.float32).ctypes.data,
                        rows.size * 4)
+        if isinstance(pos, np.ndarray):
+            if pos.shape != (4, n):
+                raise ValueError(f"{pos.shape} positions are not 4 sections of {n}.")
+            # llama.cpp reads an embedding batch's positions as pos[section * n + i].
+            flat = np.ascontiguousarray(pos, dtype=np.int32)
+            ctypes.memmove(self._sections, flat.ctypes.data, flat.nbytes)
+            b.pos = self._sections
+        else:
+            b.pos = self._pos
+            for i in range(n):
+                b.pos[i] = pos + i
         for i in range(n):
-            b.pos[i] = pos + i
             b.n_seq_id[i] = 1
             b.seq_id[i][0] = seq
             b.logits[i] = logits_last and i == n - 1
         b.n_tokens = n
-        return int(llama_cpp.llama_decode(ctx.ptr, b))
+        try:
+            return int(llama_cpp.llama_decode(ctx.ptr, b))
+        finally:
+            b.pos = self._pos
 
     def close(self) -> None:
         if self.ptr is not None:
+            self.ptr.pos = self._pos
             llama_cpp.llama_batch_free(self.ptr)
             self.ptr = None

@@ -12,6 +12,10 @@ each chunk has its own ids, from the image's hash and the chunk's number (`chunk
 The image's file is read and preprocessed when the prompt is tokenized (its number of positions
 depends on it); it is encoded only when the batch loop reaches it, and only if its positions are
 not restored from a state already.
+
+With a model placing images with M-RoPE (Qwen-VL), a chunk's n placeholders still stand for its
+n embeddings (KV cells), but the chunk takes `n_pos` positions: a token's index in the prompt is
+its cell, not its position (llama/context.py SeqMemory keeps both).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 
 from inglenook.core.images import ImageRefused, read_image
 from inglenook.core.messages import ImageRef
-from inglenook.engine.host.mtmd import ImageRun, Projector
+from inglenook.engine.host.mtmd import ImageChunk, ImageRun, Projector
 
 _KEPT_IMAGES = 8  # preprocessed images kept (a conversation's recent ones)
 _KEPT_EMBEDDINGS = 4  # encoded images kept: a regenerate does not encode again
@@ -63,6 +67,7 @@ class ImageSpan:
     n: int
     key: str  # chunk_key
     non_causal: bool = False
+    n_pos: int = 0  # positions it takes with M-RoPE (0: none, one per embedding)
 
 
 def spans_of(tokens: Sequence[int], chunks: Sequence[ImageSpan]) -> tuple[ImageSpan, ...]:
@@ -118,8 +123,9 @@ class Vision:
 
     def spans(self, tokens: Sequence[int], images: Sequence[ImageRef]) -> tuple[ImageSpan, ...]:
         """Where the chunks of `images` (tokenized in this prompt) sit in `tokens`, in order."""
+        mrope = self.projector.mrope
         return spans_of(tokens, [ImageSpan(0, chunk.n_tokens, chunk_key(ref.sha256, k),
-                                           chunk.non_causal)
+                                           chunk.non_causal, chunk.n_pos if mrope else 0)
                                  for ref in images
                                  for k, chunk in enumerate(self._run(ref).chunks)])
 
@@ -147,7 +153,7 @@ class Vision:
             raise ImageError(f"{Path(ref.path).name} is not the image the message holds "
                              "(its contents changed).")
         run = self.projector.image(image.rgb, image.width, image.height, ref.sha256)
-        if any(chunk.n_pos != chunk.n_tokens for chunk in run.chunks):
+        if not self.projector.mrope and any(c.n_pos != c.n_tokens for c in run.chunks):
             run.close()
             raise ImageError("This projector's images take positions other than their "
                              "tokens, which Inglenook does not support yet.")
@@ -157,6 +163,18 @@ class Vision:
             old.close()
         return run
 
+    def positions_at(self, key: str, pos_0: int) -> np.ndarray:
+        """A chunk's M-RoPE positions (4, n) when it starts at position `pos_0`; its image
+        must have been tokenized in this prompt."""
+        return self._chunk(key).positions(pos_0)
+
+    def _chunk(self, key: str) -> ImageChunk:
+        sha256, _, k = key.partition("#")
+        run = self._runs.get(sha256)
+        if run is None:
+            raise ImageError("An image of this prompt is no longer at hand.")
+        return run.chunks[int(k or 0)]
+
     def embeddings(self, key: str, should_stop: Callable[[], bool]) -> np.ndarray | None:
         """A chunk's embeddings, (n, n_embd); None when stopped while encoding. Its image must
         have been tokenized (positions) in this prompt."""
@@ -164,11 +182,7 @@ class Vision:
         if rows is not None:
             self._embeddings.move_to_end(key)
             return rows
-        sha256, _, k = key.partition("#")
-        run = self._runs.get(sha256)
-        if run is None:
-            raise ImageError("An image of this prompt is no longer at hand.")
-        rows = run.chunks[int(k or 0)].encode(should_stop)
+        rows = self._chunk(key).encode(should_stop)
         if rows is None:
             return None
         self._embeddings[key] = rows

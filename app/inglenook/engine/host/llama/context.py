@@ -86,11 +86,20 @@ _NO_ABORT = llama_cpp.ggml_abort_callback()  # a NULL callback
 
 class SeqMemory:
     """One sequence's KV cells and the tokens they hold (kv_reuse.KvMemory). States are the
-    sequence's cells only (llama_state_seq_*): no logits, ~6x faster than a whole state."""
+    sequence's cells only (llama_state_seq_*): no logits, ~6x faster than a whole state.
+
+    Cells are counted in tokens, one per token or image embedding; `pos` is each one's KV
+    position, what llama.cpp's seq_rm and seq_pos_max go by. They are the same numbers
+    except after an image placed with M-RoPE (Qwen-VL): its embeddings all share the image's
+    first position (section 0; rows and columns are the other sections), and the text after
+    it continues max(rows, cols) positions on (`next_pos`). A cut inside such an image is
+    refused: llama.cpp would remove all of it."""
 
     def __init__(self, ctx: Context, seq: int) -> None:
         self.ctx, self.seq = ctx, seq
-        self.held = array("i")  # the tokens in the cells, position by position
+        self.held = array("i")  # the tokens in the cells, in order
+        self.pos = array("i")  # their positions
+        self.next_pos = 0  # where the next token goes
 
     @property
     def n(self) -> int:
@@ -99,22 +108,43 @@ class SeqMemory:
     def tokens(self) -> bytes:
         return self.held.tobytes()
 
-    def appended(self, tokens: Sequence[int]) -> None:
-        """Tokens just decoded into this sequence after the ones held."""
+    def position(self, n: int) -> int:
+        """The KV position of the n-th token held (of the next one when n is the count)."""
+        return self.pos[n] if n < len(self.pos) else self.next_pos
+
+    def appended(self, tokens: Sequence[int], positions: Sequence[int] | None = None,
+                 next_pos: int | None = None) -> None:
+        """Tokens just decoded into this sequence after the ones held: text at the next
+        positions, or an image's embeddings at `positions`, the text after it at `next_pos`."""
         self.held.extend(tokens)
+        if positions is None:
+            self.pos.extend(range(self.next_pos, self.next_pos + len(tokens)))
+            self.next_pos += len(tokens)
+        else:
+            self.pos.extend(positions)
+            self.next_pos = next_pos if next_pos is not None else self.pos[-1] + 1
 
     def keep(self, n: int) -> bool:
-        ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, n, -1))
+        if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
+            return False  # inside an M-RoPE image
+        at = self.position(n)
+        ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
             del self.held[n:]
+            del self.pos[n:]
+            self.next_pos = at
         return ok
 
     def cut(self, start: int, end: int) -> bool:
         mem = self.ctx.mem
-        if not self.ctx.can_shift or not llama_cpp.llama_memory_seq_rm(mem, self.seq, start, end):
+        # A shift moves positions by one section: llama.cpp shifts no M-RoPE memory.
+        if (not self.ctx.can_shift or self.next_pos != self.n
+                or not llama_cpp.llama_memory_seq_rm(mem, self.seq, start, end)):
             return False
         llama_cpp.llama_memory_seq_add(mem, self.seq, end, -1, start - end)
         del self.held[start:end]
+        self.pos = array("i", range(self.n))
+        self.next_pos = self.n
         return True
 
     def copy_from(self, other: KvMemory, n: int) -> None:
@@ -124,34 +154,46 @@ class SeqMemory:
         assert isinstance(other, SeqMemory) and other.ctx is self.ctx
         llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
         llama_cpp.llama_memory_seq_cp(self.ctx.mem, other.seq, self.seq, -1, -1)
-        self.held = array("i", other.held[:other.n])
-        self.keep(n)
+        self.held, self.pos = array("i", other.held), array("i", other.pos)
+        self.next_pos = other.next_pos
+        if not self.keep(n):
+            self.clear()
 
     def save(self) -> bytearray:
+        """llama.cpp's state of the sequence, then the positions of its tokens and the next
+        one (the state is opaque to kv_states; only this class reads it back)."""
         ctx = self.ctx.ptr
         size = llama_cpp.llama_state_seq_get_size(ctx, self.seq)
         data = bytearray(size)
         written = llama_cpp.llama_state_seq_get_data(
             ctx, (ctypes.c_uint8 * size).from_buffer(data), size, self.seq)
         del data[written:]
+        data += self.pos.tobytes() + array("i", [self.next_pos]).tobytes()
         return data
 
     def restore(self, data: bytearray, tokens: bytes) -> bool:
         self.clear()
-        read = llama_cpp.llama_state_seq_set_data(
-            self.ctx.ptr, (ctypes.c_uint8 * len(data)).from_buffer(data), len(data), self.seq)
         n = count(tokens)
-        if read != len(data) or llama_cpp.llama_memory_seq_pos_max(
-                self.ctx.mem, self.seq) != n - 1:
+        size = len(data) - (n + 1) * self.pos.itemsize
+        if size <= 0:
+            return False
+        pos = array("i")
+        pos.frombytes(bytes(data[size:]))
+        next_pos = pos.pop()
+        read = llama_cpp.llama_state_seq_set_data(
+            self.ctx.ptr, (ctypes.c_uint8 * size).from_buffer(data), size, self.seq)
+        if read != size or llama_cpp.llama_memory_seq_pos_max(
+                self.ctx.mem, self.seq) != (pos[-1] if n else -1):
             self.clear()
             return False
         self.held = array("i")
         self.held.frombytes(tokens)
+        self.pos, self.next_pos = pos, next_pos
         return True
 
     def clear(self) -> None:
         llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
-        self.held = array("i")
+        self.held, self.pos, self.next_pos = array("i"), array("i"), 0
 
 
 POOLING = {"mean": llama_cpp.LLAMA_POOLING_TYPE_MEAN, "cls": llama_cpp.LLAMA_POOLING_TYPE_CLS,
