@@ -62,21 +62,22 @@ GREEDY = SamplingParams(temperature=0.0, seed=1, repeat_penalty=1.0, top_k=40, t
                         min_p=0.05, max_tokens=DECODE_TOKENS)
 
 
-def raw_decode_run(llm: object) -> tuple[float, int]:
+def raw_decode_run(llm: object, tokens: int) -> tuple[float, int]:
     llm.reset()  # type: ignore[attr-defined]
     stamps = []
     for chunk in llm.create_chat_completion(  # type: ignore[attr-defined]
             [{"role": "user", "content": STORY}], stream=True, temperature=0.0, seed=1,
-            repeat_penalty=1.0, top_k=40, top_p=0.95, min_p=0.05, max_tokens=DECODE_TOKENS):
+            repeat_penalty=1.0, top_k=40, top_p=0.95, min_p=0.05, max_tokens=tokens):
         if chunk["choices"][0]["delta"].get("content"):
             stamps.append(time.perf_counter())
     return (len(stamps) - 1) / (stamps[-1] - stamps[0]), len(stamps)
 
 
-def engine_decode_run(client: EngineClient, rid: int) -> tuple[float, int]:
+def engine_decode_run(client: EngineClient, rid: int, tokens: int) -> tuple[float, int]:
     """Timed where the window would see the text: at the client, after the pipe."""
     first, last, generated = 0.0, 0.0, 0
-    for event in client.generate(GenerationRequest(rid, (Message("user", STORY),), GREEDY)):
+    for event in client.generate(GenerationRequest(rid, (Message("user", STORY),),
+                                                       GREEDY.replace(max_tokens=tokens))):
         if isinstance(event, p.Delta):
             last = time.perf_counter()
             first = first or last
@@ -85,15 +86,16 @@ def engine_decode_run(client: EngineClient, rid: int) -> tuple[float, int]:
     return (generated - 1) / (last - first), generated
 
 
-def decode_rates(model: str, threads: int, client: EngineClient, runs: int) -> dict[str, float]:
+def decode_rates(model: str, threads: int, client: EngineClient, runs: int,
+                 tokens: int = DECODE_TOKENS) -> dict[str, float]:
     import llama_cpp  # the raw baseline; the app itself imports llama_cpp only in engine/host.py
 
     llm = llama_cpp.Llama(model, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=threads,
                           n_threads_batch=threads, verbose=False)
     raw, engine = [], []
     for i in range(runs):  # interleaved, so drift in machine speed hits both alike
-        raw_rate, raw_tokens = raw_decode_run(llm)
-        engine_rate, engine_tokens = engine_decode_run(client, 1000 + i)
+        raw_rate, raw_tokens = raw_decode_run(llm, tokens)
+        engine_rate, engine_tokens = engine_decode_run(client, 1000 + i, tokens)
         raw.append(raw_rate)
         engine.append(engine_rate)
     llm.close()
@@ -107,7 +109,7 @@ def client_params(model: str, threads: int = 0) -> LoadParams:
     return LoadParams(model, n_ctx=N_CTX, n_threads=threads or physical_cores(), n_batch=512)
 
 
-def ttft_turns(client: EngineClient, turns: int = 12) -> list[float]:
+def ttft_turns(client: EngineClient, turns: int = 12, reply_tokens: int = 64) -> list[float]:
     topics = ["rivers", "mountains", "bread", "clocks", "owls", "glass", "maps", "bees",
               "tides", "lanterns", "violins", "comets"]
     messages: list[Message] = [Message("system", "You are a helpful assistant.")]
@@ -116,7 +118,7 @@ def ttft_turns(client: EngineClient, turns: int = 12) -> list[float]:
         messages.append(Message("user", f"Tell me one interesting fact about {topics[turn]}, "
                                         "in two sentences, and why it matters to people."))
         request = GenerationRequest(2000 + turn, tuple(messages),
-                                    GREEDY.replace(max_tokens=64))
+                                    GREEDY.replace(max_tokens=reply_tokens))
         sent, first, reply = time.perf_counter(), 0.0, ""
         for event in client.generate(request):
             if isinstance(event, p.Delta):
@@ -249,10 +251,10 @@ def main() -> int:
         client = EngineClient(log_path=home / "engine.log")
         try:
             client.load(client_params(str(model), threads))
-            results.update(decode_rates(str(model), threads, client, runs=1 if quick else 5))
+            results.update(decode_rates(str(model), threads, client, *((1, 32) if quick else (5,))))
 
             log("TTFT over a 12-turn conversation…")
-            ttfts = ttft_turns(client, 3 if quick else 12)
+            ttfts = ttft_turns(client, *((3, 16) if quick else (12,)))
             results.update(ttft_turn1_ms=round(ttfts[0] * 1000, 1),
                            ttft_turn12_ms=round(ttfts[-1] * 1000, 1),
                            ttft_turn12_over_turn1=round(ttfts[-1] / ttfts[0], 3))
