@@ -37,7 +37,8 @@ README_KEYS = (
     "knowledge_gui_stall_ms", "knowledge_index_1k_files_minilm_s", "knowledge_recall_at_5_bm25",
     "knowledge_index_1k_files_bundled_model_s", "knowledge_recall_at_5_bundled_model",
     "knowledge_recall_at_5_by_meaning", "knowledge_recall_at_5_by_meaning_bm25",
-    "knowledge_recall_at_5_by_meaning_vectors",
+    "knowledge_recall_at_5_by_meaning_vectors", "knowledge_query_fused_p95_ms",
+    "knowledge_query_fused_10k_p95_ms",
 )
 
 
