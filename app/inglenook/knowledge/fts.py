@@ -20,7 +20,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +107,10 @@ class SqliteFtsIndex:
         self.path = path or paths.knowledge_database_file()
         self.qdrant_dir = qdrant_dir or paths.knowledge_qdrant_dir()
         self.embedder = embedder
+        # An embedder for each other model the searched collections use (the chat's: the
+        # router loads each beside the chat model), None: only `embedder`'s collections have
+        # their vectors searched.
+        self.embedder_for: Callable[[str], Embedder] | None = None
         self.search_note = ""  # why the last search used no vectors, when it could have
         module, self.vectors_off = vectors.driver()
         self._errors = DATABASE_ERRORS
@@ -122,11 +126,16 @@ class SqliteFtsIndex:
         except self._errors as exc:
             raise KnowledgeError(f"The knowledge index {self.path} cannot be opened ({exc}). "
                                  "It can be deleted and rebuilt from the folders.") from exc
-        self._sqlite_vectors = vectors.SqliteVectorStore(self._conn)
+        self._sqlite_vectors = vectors.SqliteVectorStore(self._conn, self.path, module)
         self._qdrant = qdrant_store.QdrantVectorStore(self._conn, self.qdrant_dir)
 
     def close(self) -> None:
-        self._conn.close()
+        try:
+            self._sqlite_vectors.close()  # an indexing run's approximate indexes are saved
+        except self._errors:
+            pass  # saved at the next run; the log keeps what they lack
+        finally:
+            self._conn.close()
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -252,8 +261,10 @@ class SqliteFtsIndex:
                     rows: Sequence[np.ndarray]) -> None:
         """rows[i]: the vectors of chunk_ids[i]'s windows. Raises VectorStoreError where the
         store cannot take them (Qdrant down)."""
+        store = self._store(self.collection(name))
         with transaction(self._conn):
-            self._store(self.collection(name)).add(self._id(name), chunk_ids, rows)
+            store.add(self._id(name), chunk_ids, rows)
+        store.after_add(self._id(name))
 
     def tidy_vectors(self, name: str) -> None:
         """Delete the vectors of passages that went, where their store does not do it itself
@@ -278,6 +289,7 @@ class SqliteFtsIndex:
         with transaction(self._conn):
             self._conn.execute("DELETE FROM collections WHERE id = ?", (cid,))
             self._conn.execute("DELETE FROM qdrant_gone WHERE collection_id = ?", (cid,))
+        self._sqlite_vectors.drop(cid)
         return self.drop_vectors(collection) if drop else ""
 
     def drop_vectors(self, collection: Collection) -> str:
@@ -348,45 +360,66 @@ class SqliteFtsIndex:
         return {row[0]: Document(*row) for row in rows}
 
     def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]:
-        """BM25, fused with the vectors' ranking where the collections have vectors of the
-        embedder's model."""
+        """BM25, fused with the vectors' ranking of each embedding model the collections use
+        (where there is an embedder of it)."""
         self.search_note = ""
         ids = [self._id(name) for name in collections]
         dense = self._dense(collections, ids, query, limit * FUSED_DEPTH)
-        if dense is None:
+        if not dense:
             return self._bm25(ids, query, limit)
         bm25 = self._bm25(ids, query, limit * FUSED_DEPTH)
-        fused = fuse([[(h.chunk_id, h.score) for h in bm25], dense], limit)
+        fused = fuse([[(h.chunk_id, h.score) for h in bm25], *dense], limit)
         scores = {cid: float(len(fused) - rank) for rank, cid in enumerate(fused)}
         return self._hits(fused, {cid: -score for cid, score in scores.items()}, ids)
 
+    def _embedder(self, model: str) -> Embedder | None:
+        """An embedder of `model`: `embedder` when it is that model's, else `embedder_for`'s."""
+        if self.embedder is not None and self.embedder.model == model:
+            return self.embedder
+        return self.embedder_for(model) if self.embedder_for is not None else None
+
     def _dense(self, collections: Sequence[str], ids: list[int], query: str,
-               depth: int) -> list[tuple[int, float]] | None:
-        """The vectors' ranking (chunk id, cosine similarity), or None when there is none to
-        use (search_note says why when there could have been)."""
-        embedder = self.embedder
-        if embedder is None or not query.strip():
-            return None
-        by_store: dict[int, tuple[VectorStore, list[int]]] = {}
+               depth: int) -> list[list[tuple[int, float]]]:
+        """The vectors' rankings (chunk id, cosine similarity), one per embedding model of
+        the collections: the question is embedded by each (the distances of two models do
+        not compare, so each is fused as a ranking of its own). [] when there is none to use;
+        search_note says why where there could have been (no embedder of a collection's
+        model, a store or an embedder that failed)."""
+        if (self.embedder is None and self.embedder_for is None) or not query.strip():
+            return []
+        by_model: dict[str, dict[int, tuple[VectorStore, list[int]]]] = {}
+        names: dict[str, list[str]] = {}
         for cid, name in zip(ids, collections, strict=True):
             collection = self.collection(name)
-            if collection.embed_model != embedder.model:
+            if not collection.embed_model:
                 continue
             if why := self.vectors_unavailable(name):
                 self.search_note = why
                 continue
             store = self._store(collection)
-            by_store.setdefault(id(store), (store, []))[1].append(cid)
-        if not by_store:
-            return None
-        try:
-            (vector,) = embedder([query])
-        except Exception as exc:  # the engine's error: full text still answers
-            self.search_note = f"The question could not be embedded ({exc}): full-text only."
-            return None
-        ranking, note = vectors.merged_ranking(list(by_store.values()), vector, depth)
-        self.search_note = note or self.search_note
-        return ranking
+            groups = by_model.setdefault(collection.embed_model, {})
+            groups.setdefault(id(store), (store, []))[1].append(cid)
+            names.setdefault(collection.embed_model, []).append(collection.name)
+        rankings, notes = [], []
+        for model, groups in by_model.items():
+            embedder = self._embedder(model)
+            if embedder is None:
+                notes.append(f"{', '.join(names[model])} searched in full text only: no "
+                              f"embedder of its model ({Path(model).name}) for this search.")
+                continue
+            try:
+                (vector,) = embedder([query])
+            except Exception as exc:  # the engine's error: full text still answers
+                notes.append(f"The question could not be embedded ({exc}): "
+                              f"{', '.join(names[model])} searched in full text only.")
+                continue
+            ranking, note = vectors.merged_ranking(list(groups.values()), vector, depth)
+            if note:
+                notes.append(note)
+            if ranking is not None:
+                rankings.append(ranking)
+        self.search_note = " ".join(notes) or self.search_note
+        return rankings
 
     def _bm25(self, ids: list[int], query: str, limit: int) -> list[Hit]:
         match = fts_query(self._without_common(query_words(query)))
