@@ -18,9 +18,11 @@ and rebuilt from it when it cannot be shown to agree:
   harm, so reading vectors newer than the seq is safe).
 - Saved beside the database (ann_files.py), read under a file lock only when its manifest
   matches the collection, and used only once its count, with the log applied, equals the
-  database's (once per process). Whoever indexes saves (every SAVE_EVERY vectors and at the
-  end); the log is then trimmed to what every saved file has applied, and a process whose
-  index is older than the trimmed log reads the file again.
+  database's (once per process). Whoever indexes saves: every SAVE_EVERY vectors changed, and
+  at the end of a run that changed SAVE_AT_CLOSE or more (a file edited in a watched folder
+  does not rewrite a 270 MB index: its few vectors wait in the log, which whoever reads the
+  file applies). The log is then trimmed to what every saved file has applied, and a process
+  whose index is older than the trimmed log reads the file again.
 - One set in memory per process and database, shared by every thread's SqliteFtsIndex (the
   window searches on one thread while it indexes on another), used under one lock.
 - A collection without a usable index (a database from before v6, a file deleted or damaged)
@@ -52,6 +54,7 @@ EXPANSION_SEARCH = 64  # usearch's default; a search asking more windows looks t
 FANOUT = 4  # nearest windows asked per candidate chunk at first (a chunk has ~5)
 SYNC_BUILD = 5_000  # vectors a collection may have for its index to be built inline
 SAVE_EVERY = 20_000  # vectors changed in an index before an indexing run saves it again
+SAVE_AT_CLOSE = 1_000  # vectors changed for the end of a run to save it
 _IDS = 900  # chunk ids per IN (…) list: under SQLite's 999 host parameters
 _ROWS = 4096  # vectors read and added at a time while building
 

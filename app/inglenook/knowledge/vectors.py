@@ -262,9 +262,10 @@ class SqliteVectorStore:
             self._added = True
 
     def close(self) -> None:
-        """Save the indexes this one added to (the end of an indexing run)."""
+        """Save the indexes this one added to (the end of an indexing run), if it changed
+        enough of them (ann.SAVE_AT_CLOSE: else the log keeps the rest)."""
         if (indexes := self._indexes) is not None and self._added:
-            indexes.save(self._conn)
+            indexes.save(self._conn, at_least=ann.SAVE_AT_CLOSE)
 
     def drop(self, collection_id: int) -> None:
         """A collection was deleted: its approximate index goes too."""

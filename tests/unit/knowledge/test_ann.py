@@ -126,20 +126,31 @@ def test_the_index_follows_documents_added_replaced_and_removed(tmp_path: Path) 
     index.close()
 
 
-def test_what_every_saved_index_holds_leaves_the_log(tmp_path: Path) -> None:
+def test_a_small_run_leaves_its_changes_in_the_log_and_a_large_one_saves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index, docs = collection(tmp_path)
+    folder = paths.knowledge_vector_index_dir(tmp_path / "k.db")
+    saved = (folder / "c1.json").read_text()
     logged = "SELECT count(*) FROM vector_log"
-    assert index._conn.execute(logged).fetchone()[0] == 0  # saved by the run, log trimmed
+    assert index._conn.execute(logged).fetchone()[0] == 0  # built, saved, the log trimmed
     (docs / "n2.md").unlink()
-    Indexer(index, "Docs", embedder=index.embedder).run()  # removed only: nothing to save
-    assert index._conn.execute(logged).fetchone()[0] > 0
     write(docs, "n9.md", seed=9)
     Indexer(index, "Docs", embedder=index.embedder).run()
-    index.close()  # the run's index saves at its end
+    index.close()  # a few vectors: the file stays as it was, the log keeps them
+    assert (folder / "c1.json").read_text() == saved
+    ann.close_all()  # a new start: the old file and the log
     reopened = SqliteFtsIndex(tmp_path / "k.db", WordEmbedder())
-    assert reopened._conn.execute(logged).fetchone()[0] == 0
+    assert reopened._conn.execute(logged).fetchone()[0] > 0
     assert_in_step(reopened, "Docs")
+    monkeypatch.setattr(ann, "SAVE_AT_CLOSE", 1)  # as many as a large run changes
+    write(docs, "n10.md", seed=10)
+    Indexer(reopened, "Docs", embedder=reopened.embedder).run()
     reopened.close()
+    assert (folder / "c1.json").read_text() != saved
+    again = SqliteFtsIndex(tmp_path / "k.db", WordEmbedder())
+    assert again._conn.execute(logged).fetchone()[0] == 0
+    assert_in_step(again, "Docs")
+    again.close()
 
 
 def test_a_new_model_starts_the_index_afresh(tmp_path: Path) -> None:
@@ -177,7 +188,9 @@ def test_a_deleted_collection_takes_its_index_and_its_id_never_gets_it(tmp_path:
 
 
 @pytest.mark.parametrize("damage", ["deleted", "garbage", "cut short", "stale"])
-def test_a_missing_damaged_or_stale_file_is_rebuilt(tmp_path: Path, damage: str) -> None:
+def test_a_missing_damaged_or_stale_file_is_rebuilt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    monkeypatch.setattr(ann, "SAVE_AT_CLOSE", 1)  # every run saves
     index, docs = collection(tmp_path)
     folder = paths.knowledge_vector_index_dir(tmp_path / "k.db")
     data, manifest = folder / "c1.usearch", folder / "c1.json"
