@@ -152,7 +152,7 @@ def against_exact(path: Path, embedder: TextLikeEmbedder, questions: list[str]
         ours = index._sqlite_vectors.ranking(ids, query, depth)
         exact = vectors.ranking(index._conn, ids, query, depth)
         dense += len({c for c, _ in ours} & {c for c, _ in exact}) / len(exact)
-        bm25 = [(h.chunk_id, h.score) for h in index._bm25(ids, question, depth)]
+        bm25 = index._bm25_ranking(ids, question, depth)
         similar = [[(c, 1.0 - d) for c, d in ranking] for ranking in (ours, exact)]
         mine, truth = (fuse([bm25, ranking], CANDIDATES) for ranking in similar)
         fused += len(set(mine) & set(truth)) / len(truth)

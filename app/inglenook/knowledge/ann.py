@@ -38,7 +38,7 @@ import contextlib
 import functools
 import importlib.util
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,18 @@ import numpy as np
 
 from inglenook import paths
 from inglenook.knowledge.ann_files import Files, Owner
+from inglenook.knowledge.ann_log import changed, count, head, oldest, owners, snapshot, vectors_now
 
 DTYPE = "i8"  # a quarter of float32's memory; the candidates are rescored exactly
 CONNECTIVITY = 16  # usearch's default M
+# Half usearch's default (128): half the time to add a vector, and on vectors shaped like
+# MiniLM's the same candidates (bench/knowledge_vector_bench.py: 99.7% of the exact top 80).
+EXPANSION_ADD = 64
 EXPANSION_SEARCH = 64  # usearch's default; a search asking more windows looks that far
 FANOUT = 4  # nearest windows asked per candidate chunk at first (a chunk has ~5)
 SYNC_BUILD = 5_000  # vectors a collection may have for its index to be built inline
 SAVE_EVERY = 20_000  # vectors changed in an index before an indexing run saves it again
 SAVE_AT_CLOSE = 1_000  # vectors changed for the end of a run to save it
-_IDS = 900  # chunk ids per IN (…) list: under SQLite's 999 host parameters
 _ROWS = 4096  # vectors read and added at a time while building
 
 
@@ -63,74 +66,6 @@ _ROWS = 4096  # vectors read and added at a time while building
 def missing_library() -> str:
     """Why the approximate index cannot be used here ("" it can)."""
     return "" if importlib.util.find_spec("usearch") else "usearch is not installed"
-
-
-# ---- the database's side --------------------------------------------------------------------
-
-def owners(conn: Any) -> dict[int, Owner]:
-    """The collections whose vectors live in chunk_vectors (backend ''), with a model."""
-    return {cid: Owner(cid, float(created), model) for cid, created, model in conn.execute(
-        "SELECT id, created_at, embed_model FROM collections "
-        "WHERE backend = '' AND embed_model != ''")}
-
-
-def head(conn: Any) -> int:
-    """The seq of the last change logged (0: none yet); AUTOINCREMENT keeps it when the log
-    is trimmed."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def oldest(conn: Any) -> int:
-    """The first seq still in the log (head + 1 when it is empty)."""
-    row = conn.execute("SELECT min(seq) FROM vector_log").fetchone()
-    return int(row[0]) if row and row[0] is not None else head(conn) + 1
-
-
-def changed(conn: Any, after: int, upto: int) -> dict[int, int]:
-    """{chunk id: the last seq that changed its vectors} for after < seq <= upto."""
-    return {int(cid): int(seq) for cid, seq in conn.execute(
-        "SELECT chunk_id, max(seq) FROM vector_log WHERE seq > ? AND seq <= ? "
-        "GROUP BY chunk_id", (after, upto))}
-
-
-def vectors_now(conn: Any, chunk_ids: Sequence[int], collection_ids: Sequence[int]
-                ) -> Iterator[tuple[int, int, bytes]]:
-    """(collection id, chunk id, float32 blob) of these chunks' windows as they are now, for
-    the chunks in these collections."""
-    kept = ", ".join("?" * len(collection_ids))
-    for start in range(0, len(chunk_ids), _IDS):
-        part = list(chunk_ids[start:start + _IDS])
-        marks = ", ".join("?" * len(part))
-        yield from conn.execute(
-            f"SELECT d.collection_id, v.chunk_id, v.embedding FROM chunk_vectors v "
-            f"JOIN chunks c ON c.id = v.chunk_id JOIN documents d ON d.id = c.document_id "
-            f"WHERE v.chunk_id IN ({marks}) AND d.collection_id IN ({kept})",
-            (*part, *collection_ids))
-
-
-def count(conn: Any, collection_id: int, dimensions: int | None = None) -> int:
-    """The collection's vectors (of that many dimensions)."""
-    size = "" if dimensions is None else " AND length(v.embedding) = ?"
-    args = (collection_id,) if dimensions is None else (collection_id, 4 * dimensions)
-    return int(conn.execute(
-        "SELECT count(*) FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
-        "JOIN documents d ON d.id = c.document_id WHERE d.collection_id = ?" + size,
-        args).fetchone()[0])
-
-
-@contextlib.contextmanager
-def snapshot(conn: Any) -> Iterator[None]:
-    """One read transaction (WAL: one consistent view while others write), unless the caller
-    is in one already."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
 
 
 # ---- one collection's index -----------------------------------------------------------------
@@ -154,20 +89,22 @@ class Entry:
     def dimensions(self) -> int | None:
         return None if self.index is None else int(self.index.ndim)
 
-    def add(self, chunk_ids: Sequence[int], blobs: Sequence[bytes]) -> None:
+    def add(self, chunk_ids: Sequence[int], blobs: Sequence[bytes], threads: int = 0) -> None:
+        """`threads`: 0 all cores."""
         from usearch.index import Index
 
         if not blobs:
             return
         if self.index is None:
             self.index = Index(ndim=len(blobs[0]) // 4, metric="cos", dtype=DTYPE,
-                               connectivity=CONNECTIVITY, multi=True)
+                               connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD,
+                               multi=True)
         width = 4 * int(self.index.ndim)
         keep = [n for n, blob in enumerate(blobs) if len(blob) == width]  # never another size
         if keep:
             rows = np.frombuffer(b"".join(blobs[n] for n in keep), dtype="<f4")
             self.index.add(np.asarray([chunk_ids[n] for n in keep], dtype=np.uint64),
-                           rows.reshape(len(keep), -1))
+                           rows.reshape(len(keep), -1), threads=threads)
             self.unsaved += len(keep)
 
     def remove(self, chunk_ids: Sequence[int]) -> None:
@@ -199,7 +136,7 @@ class Entry:
             windows = min(4 * windows, len(self.index))  # a few chunks' windows all nearest
 
 
-def build(conn: Any, owner: Owner, stop: threading.Event) -> Entry | None:
+def build(conn: Any, owner: Owner, stop: threading.Event, threads: int = 0) -> Entry | None:
     """The collection's index from chunk_vectors as they are (None: stopped). Its seq is the
     log's head, read in the same snapshot."""
     with snapshot(conn):
@@ -211,7 +148,7 @@ def build(conn: Any, owner: Owner, stop: threading.Event) -> Entry | None:
         while batch := rows.fetchmany(_ROWS):
             if stop.is_set():
                 return None
-            entry.add([int(cid) for cid, _ in batch], [blob for _, blob in batch])
+            entry.add([int(cid) for cid, _ in batch], [blob for _, blob in batch], threads)
     return entry
 
 
@@ -299,6 +236,8 @@ class VectorIndexes:
         except (OSError, TimeoutError):
             saved = None
         if saved is not None:
+            if saved.index is not None:  # not in usearch's file
+                saved.index.expansion_add = EXPANSION_ADD
             self.entries[owner.collection_id] = Entry(owner, saved.seq, saved.index)
 
     @staticmethod
@@ -323,21 +262,22 @@ class VectorIndexes:
         if not mine:
             if not background:
                 done.wait()
-        elif background:
-            threading.Thread(target=self._build_now, args=(collection_id, done), daemon=True,
+        elif background:  # one core: the other stays with the chat model's reply
+            threading.Thread(target=self._build_now, args=(collection_id, done, 1), daemon=True,
                              name=f"knowledge-vector-index-{collection_id}").start()
         else:
-            self._build_now(collection_id, done)
+            self._build_now(collection_id, done, 0)
 
-    def _build_now(self, collection_id: int, done: threading.Event) -> None:
-        """Build it with a connection of its own, then bring it up to date and save it."""
+    def _build_now(self, collection_id: int, done: threading.Event, threads: int) -> None:
+        """Build it with a connection of its own (on `threads` cores, 0 all), then bring it up
+        to date and save it."""
         from inglenook.store.db import connect
 
         try:
             conn = connect(self.database, driver=self.driver)
             try:
                 owner = owners(conn).get(collection_id)
-                entry = build(conn, owner, self._stop) if owner is not None else None
+                entry = build(conn, owner, self._stop, threads) if owner is not None else None
                 if entry is not None:
                     with self.lock:
                         self.entries[collection_id] = entry

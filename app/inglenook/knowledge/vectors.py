@@ -207,7 +207,11 @@ def rescored(conn: Any, chunk_ids: Sequence[int], query: np.ndarray,
     return sorted(found, key=lambda pair: (pair[1], pair[0]))[:limit]
 
 
-RESCORED = 2  # candidates an approximate index gives per chunk wanted, rescored exactly
+# Candidates an approximate index gives per chunk wanted (at least CANDIDATES_MIN), rescored
+# exactly: with all-MiniLM-L6-v2's vectors of 9,464 windows of real text, 99.8% of the exact
+# 80 nearest were among 160 candidates, 99.95% of the 10 nearest among 100 (99.2% among 20).
+RESCORED = 2
+CANDIDATES_MIN = 100
 
 
 class SqliteVectorStore:
@@ -246,7 +250,8 @@ class SqliteVectorStore:
         indexes = self._indexes
         if indexes is None:
             return ranking(self._conn, collection_ids, query, limit)
-        candidates, exact = indexes.nearest(self._conn, collection_ids, query, RESCORED * limit)
+        candidates, exact = indexes.nearest(self._conn, collection_ids, query,
+                                            max(RESCORED * limit, CANDIDATES_MIN))
         found = rescored(self._conn, candidates, query, limit)
         if exact:  # no index yet (being built): these are compared with every window
             found += ranking(self._conn, exact, query, limit)
