@@ -37,6 +37,7 @@ import atexit
 import contextlib
 import functools
 import importlib.util
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ import numpy as np
 from inglenook import paths
 from inglenook.knowledge.ann_files import Files, Owner
 from inglenook.knowledge.ann_log import changed, count, head, oldest, owners, snapshot, vectors_now
+
+log = logging.getLogger(__name__)
 
 DTYPE = "i8"  # a quarter of float32's memory; the candidates are rescored exactly
 CONNECTIVITY = 16  # usearch's default M
@@ -289,8 +292,9 @@ class VectorIndexes:
                     self.save(conn, [collection_id])
             finally:
                 conn.close()
-        except Exception:  # the database went, the disk is full: the search
-            pass  # stays exact, and the next one tries again
+        except Exception:  # the database went, the disk is full: searches stay exact
+            log.warning("The vector index of collection %d was not built", collection_id,
+                        exc_info=True)
         finally:
             with self.lock:
                 self._building.pop(collection_id, None)
@@ -328,11 +332,11 @@ class VectorIndexes:
                 conn.execute("DELETE FROM vector_log WHERE seq <= ?", (min(kept),))
 
     def drop(self, collection_id: int) -> None:
-        """Forget a deleted collection's index, in memory and on disk."""
-        with self.lock:
-            self.entries.pop(collection_id, None)
-            with contextlib.suppress(OSError, TimeoutError), self.files.locked():
-                self.files.delete(collection_id)
+        """Delete a deleted collection's files now (the window does it on its GUI thread:
+        no lock is waited for). Its index in memory goes at the next search: its owner is
+        gone; a file a run in flight saves meanwhile goes at the next save."""
+        with contextlib.suppress(OSError):
+            self.files.delete(collection_id)
 
     def close(self) -> None:
         """Stop the builds under way (their work is lost) and wait for them."""

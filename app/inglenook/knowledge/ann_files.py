@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inglenook.paths import private
+
 LOCK_TIMEOUT_S = 60.0  # a lock held longer than this: the files are not used this time
 FORMAT = 1  # of the manifest; raise when the files change meaning
 
@@ -80,6 +82,7 @@ class Files:
         else:
             partial = data.with_name(data.name + ".partial")
             index.save(str(partial))
+            private(partial, 0o600)  # what the user's documents say, as their database
             size, crc = partial.stat().st_size, crc32(partial)
             os.replace(partial, data)
         info = {"format": FORMAT, "created_at": owner.created_at, "model": owner.model,
@@ -87,6 +90,7 @@ class Files:
                 "crc32": crc}
         partial = manifest.with_name(manifest.name + ".partial")
         partial.write_text(json.dumps(info))
+        private(partial, 0o600)
         os.replace(partial, manifest)
         return True
 

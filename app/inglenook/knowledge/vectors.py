@@ -25,6 +25,7 @@ and fts.py picks one per collection by its backend.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,8 @@ import numpy as np
 
 from inglenook.knowledge import ann
 from inglenook.knowledge.chunking import windows
+
+log = logging.getLogger(__name__)
 
 NOT_LOADABLE = ("This Python's sqlite3 cannot load extensions, so sqlite-vec cannot be used: "
                 "search is full-text only.")
@@ -250,8 +253,12 @@ class SqliteVectorStore:
         indexes = self._indexes
         if indexes is None:
             return ranking(self._conn, collection_ids, query, limit)
-        candidates, exact = indexes.nearest(self._conn, collection_ids, query,
-                                            max(RESCORED * limit, CANDIDATES_MIN))
+        try:
+            candidates, exact = indexes.nearest(self._conn, collection_ids, query,
+                                                max(RESCORED * limit, CANDIDATES_MIN))
+        except (RuntimeError, ValueError, MemoryError):  # usearch's: a cache, never needed
+            log.warning("The vector index failed: every vector is compared", exc_info=True)
+            candidates, exact = [], list(collection_ids)
         found = rescored(self._conn, candidates, query, limit)
         if exact:  # no index yet (being built): these are compared with every window
             found += ranking(self._conn, exact, query, limit)
@@ -262,9 +269,12 @@ class SqliteVectorStore:
         """Add the batch to the collection's approximate index now (an indexing run pays for
         it, not the next search) and save it now and then."""
         if (indexes := self._indexes) is not None:
-            indexes.ready(self._conn, [collection_id], wait=True)
-            indexes.save(self._conn, [collection_id], at_least=ann.SAVE_EVERY)
             self._added = True
+            try:
+                indexes.ready(self._conn, [collection_id], wait=True)
+                indexes.save(self._conn, [collection_id], at_least=ann.SAVE_EVERY)
+            except (RuntimeError, ValueError, MemoryError):  # the vectors are stored: the
+                log.warning("The vector index was not updated", exc_info=True)  # log has them
 
     def close(self) -> None:
         """Save the indexes this one added to (the end of an indexing run), if it changed

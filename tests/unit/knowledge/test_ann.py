@@ -315,3 +315,31 @@ def test_a_search_on_one_thread_while_another_indexes(tmp_path: Path) -> None:
     assert len(vector_rows(index, "Docs")) == 36
     assert_in_step(index, "Docs")
     index.close()
+
+
+def test_vectors_from_before_the_log_are_indexed_from_chunk_vectors(tmp_path: Path) -> None:
+    from inglenook.knowledge import schema
+    from inglenook.store.schema import statements
+
+    path = tmp_path / "k.db"
+    conn = vectors.driver()[0].connect(path)
+    for step in (schema.V1_SQL, schema.V2_SQL, schema.V3_SQL, schema.V4_SQL, schema.V5_SQL):
+        for statement in statements(step):
+            conn.execute(statement)
+    conn.execute("INSERT INTO collections (id, name, roots, created_at, embed_model) "
+                 "VALUES (1, 'Docs', '[]', 0, ?)", (MODEL,))
+    conn.execute("INSERT INTO documents VALUES (1, 1, '/old/a.md', 1, 1, 'x', 'markdown')")
+    embedder = WordEmbedder()
+    for n, text in enumerate(("The kitten naps.", "The harbour floods.", "Quartz and ember.")):
+        conn.execute("INSERT INTO chunks (id, document_id, position, text, line_start, "
+                     "line_end) VALUES (?, 1, ?, ?, 1, 1)", (n + 1, n, text))
+        conn.execute("INSERT INTO chunk_vectors VALUES (?, 0, ?)",
+                     (n + 1, vectors.blob(embedder([text])[0])))
+    conn.execute("PRAGMA user_version = 5")
+    conn.commit()
+    conn.close()
+    index = SqliteFtsIndex(path, embedder)
+    assert index._conn.execute("SELECT count(*) FROM vector_log").fetchone()[0] == 0
+    assert_in_step(index, "Docs")
+    assert index.search(["Docs"], "feline", 1)[0].chunk_id == 1
+    index.close()
