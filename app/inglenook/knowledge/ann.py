@@ -328,7 +328,7 @@ class VectorIndexes:
         if kept:
             from inglenook.store.db import transaction
 
-            with transaction(conn):
+            with contextlib.suppress(self.driver.Error), transaction(conn):  # else next time
                 conn.execute("DELETE FROM vector_log WHERE seq <= ?", (min(kept),))
 
     def drop(self, collection_id: int) -> None:
