@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +94,7 @@ class TextLikeEmbedder:
         return np.stack([self.query() for _ in texts])
 
 
-def fill(path: Path, chunks: int, windows: int, filler: object) -> TextLikeEmbedder:
+def fill(path: Path, chunks: int, windows: int, filler: Callable[[int], str]) -> TextLikeEmbedder:
     """A collection "Big" of `chunks` passages (full text from `filler(words)`) and their
     vectors, written straight to the database (what an indexing run leaves, without its
     approximate index, which `build_s` then makes)."""
@@ -105,7 +106,7 @@ def fill(path: Path, chunks: int, windows: int, filler: object) -> TextLikeEmbed
     store = vectors.SqliteVectorStore(index._conn)  # no approximate index: written below
     for d in range(documents):
         index.add_document("Big", Document(f"/big/{d}.md", 1, 1, str(d), "markdown"),
-                           [Chunk(filler(60), 1, 5) for _ in range(PER_DOC)])  # type: ignore
+                           [Chunk(filler(60), 1, 5) for _ in range(PER_DOC)])
         ids = [cid for cid, _ in index.missing_vectors("Big", PER_DOC)]
         with transaction(index._conn):
             store.add(1, ids, embedder.passages(d, len(ids), windows))
@@ -174,7 +175,8 @@ def probe(path: Path) -> None:
     print(json.dumps({"first_ms": first * 1000, "rss_mb": grown / 2**20}))
 
 
-def figures(quick: bool, filler: object, words: Sequence[str], rng: object) -> dict[str, float]:
+def figures(quick: bool, filler: Callable[[int], str], words: Sequence[str],
+            rng: random.Random) -> dict[str, float]:
     """The figures above; quick: 1,000 passages, every figure, meaning nothing."""
     results: dict[str, float] = {}
     for key, chunks in (("knowledge_query_fused_10k_p95_ms", 1_000 if quick else 10_000),
@@ -182,7 +184,7 @@ def figures(quick: bool, filler: object, words: Sequence[str], rng: object) -> d
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "k.db"
             embedder = fill(path, chunks, 5, filler)
-            questions = [" ".join(rng.choice(words) for _ in range(6))  # type: ignore
+            questions = [" ".join(rng.choice(words) for _ in range(6))
                          for _ in range(3 if quick else 40)]
             built = build_s(path)
             results[key] = round(searches(path, embedder, questions), 2)
