@@ -48,6 +48,11 @@ class DecodedImage:
     source_side: int = 0  # the file's longer side, from its header (width, height: as read)
     turned: bool = False  # its EXIF orientation turned or mirrored it (the file's pixels are not)
 
+    @property
+    def mime(self) -> str:
+        """The file's MIME type, as its bytes say ("image/png"; "" for none read here)."""
+        return Image.MIME.get(self.format, "") if self.format in FORMATS else ""
+
 
 def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """A regular file's bytes, at most `limit`: a FIFO, a device or a folder is refused before
