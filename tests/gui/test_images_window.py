@@ -25,7 +25,7 @@ from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
 from tests.unit.core.test_images import png_header_only
 
 TIMEOUT_MS = 10_000
-SEES = 16  # positions an image takes with the fake engine's "projector"
+SEES = 16  # positions each 512 × 512 tile of an image takes with the fake engine's "projector"
 
 
 def picture(path: Path, size: tuple[int, int], color: tuple[int, int, int],
@@ -71,11 +71,15 @@ def test_images_attached_pasted_and_dropped_reach_the_model_and_the_message(
     assert all(c.thumbnail is not None and not c.thumbnail.pixmap().isNull() for c in chips)
     assert all(max(c.thumbnail.pixmap().width(), c.thumbnail.pixmap().height()) <= 64
                for c in chips if c.thumbnail is not None)
-    assert all(c.label.text().endswith(f"\n{SEES} tokens") for c in chips)  # the model's count
+    # Each image costs what the projector counts at its size: 640 × 480 and 200 × 900 are two
+    # tiles, 300 × 200 one (a 512 × 512 image's cost, the model's fixed figure, would be SEES).
+    assert [c.label.text().split("\n")[-1] for c in chips] == [
+        f"{2 * SEES} tokens", f"{SEES} tokens", f"{2 * SEES} tokens"]
+    assert "reads an image of 640 × 480 pixels" in chips[0].toolTip()
     assert not composer.notice.isVisible()
     # The meter counts each image as the model does.
     composer.edit.setPlainText("What are these?")
-    assert composer.draft_tokens() == 3 * SEES + len("What are these?") // 4 + 1
+    assert composer.draft_tokens() == 5 * SEES + len("What are these?") // 4 + 1
     qtbot.waitUntil(lambda: f"≈{composer.draft_tokens():,} typed" in window.context_label.text(),
                     timeout=TIMEOUT_MS)
     with qtbot.waitSignal(window.reply_started):
@@ -131,3 +135,32 @@ def test_a_model_without_a_projector_says_so_before_sending_and_keeps_the_draft(
     with qtbot.waitSignal(window.reply_started):
         qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
     wait_reply(qtbot, window)
+
+
+def test_a_large_image_costs_what_its_size_takes_and_is_counted_again_by_another_projector(
+        qtbot: QtBot, script: Script, tmp_path: Path, bundled_model: Path) -> None:
+    """A projector that tiles: a 512 × 512 image fits easily, a 2048 × 2048 screenshot is 16
+    tiles and would leave no room for the reply, which is said when it is attached (not after
+    sending it). Another projector loaded counts the draft's images again."""
+    script.write(vision=100, n_ctx=2048)
+    window = open_window(qtbot, fake_worker(script, tmp_path / "engine.log"))
+    composer = window.composer
+    reasons: list[str] = []
+    composer.attach_failed.connect(reasons.append)
+    composer.attach_files([str(picture(tmp_path / "screen.png", (2048, 2048), (9, 9, 9))),
+                           str(picture(tmp_path / "small.png", (600, 400), (90, 9, 9)))])
+    qtbot.waitUntil(lambda: not composer.reading, timeout=TIMEOUT_MS)
+    assert reasons == ["screen.png was not attached: it is about 1,600 tokens, and the model's "
+                       "context holds 2,048 for the message and the reply together. Load the "
+                       "model with a longer context, or attach a part of it."]
+    (small,) = composer.attachments
+    assert small.image_tokens == 200 and small.counted_by == "fake-mmproj-100.gguf"
+    assert composer.draft_tokens() == 200
+    script.write(vision=7, n_ctx=2048)  # another projector: 7 a tile
+    with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
+        window.models.load(str(bundled_model))
+    qtbot.waitUntil(lambda: composer.attachments[0].image_tokens == 14, timeout=TIMEOUT_MS)
+    assert composer.attachments[0].counted_by == "fake-mmproj-7.gguf"
+    assert composer.strip.chips[0].label.text().endswith("\n14 tokens")
+    assert composer.draft_tokens() == 14
+    window.close()

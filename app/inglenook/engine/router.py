@@ -384,6 +384,14 @@ class EngineRouter:
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         return self._active.inspect(request)
 
+    def count_images(self, sizes: Sequence[tuple[int, int]]) -> p.ImagesCounted:
+        """What images of these sizes cost with the window's model (client.count_images); any
+        thread. A remote engine cannot say: EngineError, and the window estimates."""
+        engine = self._active
+        if not isinstance(engine, EngineClient):
+            raise EngineError("A remote engine does not say what an image costs.")
+        return engine.count_images(sizes)
+
     def embed(self, texts: Sequence[str] | Sequence[Sequence[int]], truncate: bool = True,
               group: str = "", keep_alive: float | None = None) -> p.Embedded:
         """Vectors from the window's engine or a model the API named (loaded first, as for a

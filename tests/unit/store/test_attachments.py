@@ -5,6 +5,7 @@ inlines them into what the model reads while the transcript keeps the typed text
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import sqlite3
 from collections.abc import Iterator
@@ -188,3 +189,16 @@ def test_a_chat_started_with_only_a_file_is_named_after_it(store: Store) -> None
     assert session.title == "Q1 report.pdf"
     used, exact = session.context_used()
     assert used >= PDF.tokens and not exact  # the meter counts the file
+
+
+def test_an_images_counted_cost_is_kept_and_estimates_the_history(store: Store) -> None:
+    big = dataclasses.replace(IMAGE, image_tokens=3_000, counted_by="/models/mmproj.gguf")
+    session = ChatSession(store)
+    session.add_user("What is this?", [big, dataclasses.replace(IMAGE, name="other.png")])
+    (stored,) = store.active_path(session.conv_id)  # type: ignore[arg-type]
+    assert [a.image_tokens for a in stored.attachments] == [3_000, 0]  # 0: never counted
+    assert stored.attachments[0].counted_by == ""  # the projector loaded when it was sent
+    outline = session.path.outline
+    assert outline.attached[0] == len("logo.png") + 3_000 * 4 + len("other.png") + 768 * 4
+    used, exact = session.context_used()
+    assert not exact and used >= 3_000 + 768

@@ -32,6 +32,7 @@ from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
+from inglenook.engine.client import EngineError
 from inglenook.engine.embedder import RoutedEmbedder
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
@@ -120,6 +121,7 @@ class ChatController(QObject):
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
         composer.attachments_changed.connect(meter.call)  # and so do files
         composer.set_model_limits(self._n_ctx, self._vision, self._image_tokens)
+        composer.set_image_counter(self._count_images, self._projector)
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
@@ -429,6 +431,20 @@ class ChatController(QObject):
     def _image_tokens(self) -> int:
         model, _ = self.model()
         return model.image_tokens if model is not None and model.vision else 0
+
+    def _projector(self) -> str:
+        model, _ = self.model()
+        return model.projector if model is not None and model.vision else ""
+
+    def _count_images(self, sizes: Sequence[tuple[int, int]]
+                      ) -> tuple[str, tuple[int, ...]] | None:
+        """Off the GUI thread: what images of these sizes cost with the loaded projector (the
+        engine preprocesses a blank image of each size); None when it cannot say."""
+        try:
+            answer = self.worker.client.count_images(sizes)
+        except EngineError:  # no projector, a remote engine, the engine gone: estimated
+            return None
+        return answer.projector, answer.tokens
 
     def show_context(self) -> None:
         model, _ = self.model()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,12 +40,42 @@ CACHE_SIZE = 128
 CANNOT_SEE = "This model cannot see images: load a vision model with its projector."
 
 
+# Positions images of these sizes take with the loaded projector, and its file; None when they
+# cannot be counted (no projector, a remote engine, the engine gone). Blocking: any thread but
+# the GUI's.
+ImageCounter = Callable[[Sequence[tuple[int, int]]], tuple[str, tuple[int, ...]] | None]
+
+
 @dataclass(frozen=True)
 class DraftPart:
     """A file read for the draft; an image with its thumbnail (PNG bytes)."""
 
     attachment: Attachment
     thumbnail: bytes = b""
+
+
+def counted(attachments: Sequence[Attachment], count: ImageCounter) -> list[Attachment]:
+    """Off the GUI thread: the images whose size is known with their cost at that size, as
+    the loaded projector counts it (the engine preprocesses a blank image of each size: a few
+    milliseconds each); all as they were when it cannot count them."""
+    images = [a for a in attachments if a.kind == "image" and a.pixels != (0, 0)]
+    answer = count([a.pixels for a in images]) if images else None
+    if answer is None or len(answer[1]) != len(images):
+        return list(attachments)
+    projector, tokens = answer
+    found = {id(a): n for a, n in zip(images, tokens, strict=True)}
+    return [dataclasses.replace(a, image_tokens=found[id(a)], counted_by=projector)
+            if id(a) in found else a for a in attachments]
+
+
+def read_counted(read: Callable[..., DraftPart], count: ImageCounter | None,
+                 *args: object) -> DraftPart:
+    """Off the GUI thread: `read(*args)`, an image with its cost counted when `count` is
+    given (the loaded model sees images)."""
+    part = read(*args)
+    if count is None or part.attachment.kind != "image":
+        return part
+    return dataclasses.replace(part, attachment=counted([part.attachment], count)[0])
 
 
 def read_part(path: str | Path) -> DraftPart:
@@ -90,6 +120,7 @@ def _drafted(attachment: Attachment) -> DraftPart:
         smaller = as_read(image)
     except ImageRefused as exc:
         raise AttachmentError(f"{exc} It was not attached.") from None
+    attachment = dataclasses.replace(attachment, pixels=(image.width, image.height))
     if smaller is not None:
         data, mime = smaller
         attachment = dataclasses.replace(attachment, data=data, mime=mime)  # size: the file's
