@@ -6,19 +6,23 @@ the draft."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
-from PySide6.QtGui import QColor, QDropEvent, QImage
+from PySide6.QtCore import QByteArray, QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QColor, QDropEvent, QImage, QImageReader
 from pytestqt.qtbot import QtBot
 
+from inglenook.chat import images as chat_images
 from inglenook.core.attachments import IMAGE_TOKENS
 from inglenook.ui.chat.attachment_chips import AttachmentStrip
+from inglenook.ui.app import limit_image_decoding
 from inglenook.ui.chat.image_parts import CANNOT_SEE, ImageDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
@@ -164,3 +168,65 @@ def test_a_large_image_costs_what_its_size_takes_and_is_counted_again_by_another
     assert composer.strip.chips[0].label.text().endswith("\n14 tokens")
     assert composer.draft_tokens() == 14
     window.close()
+
+
+def test_a_pasted_image_is_decoded_off_the_gui_thread_and_a_bomb_is_refused(
+        qtbot: QtBot, seeing: MainWindow, tmp_path: Path) -> None:
+    """A paste hands on the bytes of the clipboard's image file; the GUI thread decodes
+    nothing (the chip says it is being read when the paste returns) and a bomb is refused
+    from its header. Qt itself decodes nothing larger than Inglenook reads."""
+    limit_image_decoding()
+    assert QImageReader.allocationLimit() == 153  # MB: 40,000,000 pixels of four bytes
+    composer = seeing.composer
+    reasons: list[str] = []
+    composer.attach_failed.connect(reasons.append)
+    bomb = QMimeData()
+    bomb.setData("image/png", QByteArray(png_header_only(30_000, 30_000)))
+    assert composer.edit.canInsertFromMimeData(bomb)
+    composer.edit.insertFromMimeData(bomb)
+    assert composer.reading == ["Pasted image.png"]  # in the background: this thread goes on
+    qtbot.waitUntil(lambda: not composer.reading, timeout=TIMEOUT_MS)
+    assert reasons == ["Pasted image.png announces far more pixels than the 40,000,000 images "
+                       "are read up to. It was not attached."]
+    assert composer.notice.isVisible() and reasons[0] in composer.notice.text()
+    assert not composer.attachments
+    copied = QMimeData()  # a screenshot tool's: a JPEG, as a browser's "Copy image" may be
+    jpeg = io.BytesIO()
+    Image.new("RGB", (800, 600), (0, 90, 200)).save(jpeg, "JPEG")
+    copied.setData("image/jpeg", QByteArray(jpeg.getvalue()))
+    composer.edit.insertFromMimeData(copied)
+    qtbot.waitUntil(lambda: len(composer.attachments) == 1, timeout=TIMEOUT_MS)
+    (pasted,) = composer.attachments
+    assert (pasted.name, pasted.mime, pasted.pixels) == ("Pasted image 2.jpg", "image/jpeg",
+                                                        (800, 600))
+    assert pasted.data == jpeg.getvalue() and pasted.image_tokens == 4 * SEES  # 2 × 2 tiles
+
+
+def test_a_reply_in_a_chat_with_images_hashes_them_off_the_gui_thread(
+        qtbot: QtBot, seeing: MainWindow, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a restart, nothing of the history's images is hashed or checked yet: that is done
+    off the GUI thread before the reply is begun (20 photos took ~190 ms of the GUI thread)."""
+    window, composer = seeing, seeing.composer
+    composer.attach_files([str(picture(tmp_path / "red.png", (640, 480), (200, 0, 0)))])
+    qtbot.waitUntil(lambda: len(composer.attachments) == 1, timeout=TIMEOUT_MS)
+    composer.edit.setPlainText("What is this?")
+    with qtbot.waitSignal(window.reply_started):
+        qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
+    wait_reply(qtbot, window)
+    chat_images._hashes.clear()  # as after a restart
+    chat_images._checked.clear()
+    hashed_on: list[str] = []
+    real = hashlib.sha256
+
+    def sha256(*args: bytes) -> object:
+        hashed_on.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(chat_images.hashlib, "sha256", sha256)
+    with qtbot.waitSignal(window.reply_started):
+        window.chats.regenerate()
+    wait_reply(qtbot, window)
+    request = window.chats.last_request
+    assert request is not None and len(request.messages[-1].images) == 1
+    assert hashed_on and threading.main_thread().name not in hashed_on

@@ -19,7 +19,9 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
+from inglenook.chat import images as chat_images
 from inglenook.chat import knowledge_turn
+from inglenook.chat.history import images_sent
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
     ChatSession,
@@ -246,9 +248,19 @@ class ChatController(QObject):
         self.calls.prepare(session, self.model()[0],
                            lambda options: self._search(session, options, continuing))
 
-    def _search(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
-        """Search the chat's collections off the GUI thread (the question's vector may wait
-        for the embedding model to load), then begin the reply with what was found."""
+    def _search(self, session: ChatSession, options: ReplyOptions, continuing: bool,
+                images_ready: bool = False) -> None:
+        """Have the history's images hashed and their files checked, and search the chat's
+        collections, off the GUI thread (the question's vector may wait for the embedding
+        model to load); then begin the reply with what was found."""
+        images = images_sent(session.path) if options.vision and not images_ready else []
+        if images:
+            def then(_: object) -> None:
+                self._search(session, options, continuing, images_ready=True)
+
+            tasks.run(chat_images.ready, images, owner=self, name="image-files", on_done=then,
+                      on_failed=then)
+            return
         collections = tuple(session.settings.knowledge)
         options = dataclasses.replace(options, open_index=self.open_index)
         if not collections:

@@ -46,6 +46,7 @@ from inglenook.ui.chat.image_parts import (
     DraftPart,
     ImageCounter,
     counted,
+    pasted_file,
     pasted_part,
     read_counted,
     read_part,
@@ -59,6 +60,10 @@ FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown
                "*.pdf *.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c "
                "*.h *.cpp *.rs *.go *.java *.log *.png *.jpg *.jpeg *.gif *.webp *.bmp);;"
                "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
+
+
+PASTED_SUFFIXES = {"image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif",
+                   "image/bmp": "bmp"}
 
 
 class Composer(QWidget):
@@ -237,13 +242,18 @@ class Composer(QWidget):
             self._start(Path(path).name, read_part, path)
         self._show_chips()
 
-    def attach_image(self, image: QImage) -> None:
-        """A pasted image: encoded as PNG and checked off the GUI thread, then a chip."""
+    def attach_image(self, image: QImage | tuple[bytes, str]) -> None:
+        """A pasted image, as its file's (bytes, MIME type), or a QImage (encoded as PNG):
+        decoded and checked off the GUI thread, then a chip."""
         if self.pending:
             return
         self._pasted += 1
-        name = "Pasted image.png" if self._pasted == 1 else f"Pasted image {self._pasted}.png"
-        self._start(name, pasted_part, image, name)
+        suffix = "png" if isinstance(image, QImage) else PASTED_SUFFIXES.get(image[1], "png")
+        name = f"Pasted image{'' if self._pasted == 1 else f' {self._pasted}'}.{suffix}"
+        if isinstance(image, QImage):
+            self._start(name, pasted_part, image, name)
+        else:
+            self._start(name, pasted_file, image[0], name)
         self._show_chips()
 
     def _start(self, name: str, read: Callable[..., DraftPart], *args: object) -> None:

@@ -88,6 +88,17 @@ def read_part(path: str | Path) -> DraftPart:
     return _drafted(attachment)
 
 
+def pasted_file(data: bytes, name: str) -> DraftPart:
+    """Off the GUI thread: an image's file from the clipboard (its bytes as the clipboard held
+    them), decoded with the bounds of an attached file: a bomb or a 30,000 × 30,000 image is
+    refused from its header, before a pixel is decoded."""
+    if len(data) > MAX_IMAGE_BYTES:
+        raise AttachmentError(f"The pasted image was not attached: it is "
+                              f"{describe_size(len(data))}, and an image can be at most "
+                              f"{describe_size(MAX_IMAGE_BYTES)}.")
+    return _drafted(Attachment(name, "image", len(data), data=data))
+
+
 def pasted_part(image: QImage, name: str) -> DraftPart:
     """Off the GUI thread: an image from the clipboard, as a PNG file named `name`. Its size is
     checked before a byte is encoded; QImage may be read on any thread."""
@@ -120,7 +131,8 @@ def _drafted(attachment: Attachment) -> DraftPart:
         smaller = as_read(image)
     except ImageRefused as exc:
         raise AttachmentError(f"{exc} It was not attached.") from None
-    attachment = dataclasses.replace(attachment, pixels=(image.width, image.height))
+    attachment = dataclasses.replace(attachment, pixels=(image.width, image.height),
+                                     mime=image.mime or attachment.mime)  # as its bytes say
     if smaller is not None:
         data, mime = smaller
         attachment = dataclasses.replace(attachment, data=data, mime=mime)  # size: the file's
