@@ -16,14 +16,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from PySide6.QtCore import QByteArray, QMimeData, QPointF, Qt, QUrl
-from PySide6.QtGui import QColor, QDropEvent, QImage, QImageReader
+from PySide6.QtGui import QColor, QDropEvent, QGuiApplication, QImage, QImageReader
+from PySide6.QtWidgets import QFileDialog
 from pytestqt.qtbot import QtBot
 
 from inglenook.chat import images as chat_images
-from inglenook.core.attachments import IMAGE_TOKENS
-from inglenook.ui.chat.attachment_chips import AttachmentStrip
+from inglenook.core.attachments import IMAGE_TOKENS, Attachment
 from inglenook.ui.app import limit_image_decoding
-from inglenook.ui.chat.image_parts import CANNOT_SEE, ImageDialog
+from inglenook.ui.chat.attachment_chips import AttachmentStrip
+from inglenook.ui.chat.image_dialog import ImageDialog
+from inglenook.ui.chat.image_parts import CANNOT_SEE
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
 from tests.unit.core.test_images import png_header_only
@@ -230,3 +232,30 @@ def test_a_reply_in_a_chat_with_images_hashes_them_off_the_gui_thread(
     request = window.chats.last_request
     assert request is not None and len(request.messages[-1].images) == 1
     assert hashed_on and threading.main_thread().name not in hashed_on
+
+
+def test_the_large_view_copies_and_saves_the_image(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = picture(tmp_path / "sky.png", (300, 200), (10, 120, 250)).read_bytes()
+    attachment = Attachment("sky.png", "image", len(data), mime="image/png", data=data)
+    dialog = ImageDialog(attachment)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS) as copied:
+        qtbot.mouseClick(dialog.copy_button, Qt.MouseButton.LeftButton)
+    assert copied.args == ["Copied the image."]
+    clip = QGuiApplication.clipboard().mimeData()
+    assert bytes(clip.data("image/png").data()) == data  # the very file
+    image = QGuiApplication.clipboard().image()
+    assert (image.width(), image.height()) == (300, 200)
+    target = tmp_path / "saved" / "my sky.png"
+    target.parent.mkdir()
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a, **_k: (str(target), ""))
+    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS) as saved:
+        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    assert saved.args == ["Saved my sky.png."] and target.read_bytes() == data
+    assert dialog.status.text() == "Saved my sky.png." and dialog.save_button.isEnabled()
+    broken = ImageDialog(Attachment("gone.png", "image", 9, mime="image/png", data=b"\x89PNG\r\n"))
+    qtbot.addWidget(broken)
+    with qtbot.waitSignal(broken.done, timeout=TIMEOUT_MS) as refused:
+        broken.copy()
+    assert refused.args[0].startswith("The image was not copied: The image is not an image")

@@ -56,6 +56,7 @@ class LoadedModel:
     busy: int  # replies running on it now
     idle_s: float  # since its last reply ended (0 while one runs)
     keep_alive_s: float  # unloaded when idle this long (-1: never)
+    vision: bool = False  # loaded with a projector: it sees images
 
 
 class _Hosted:
@@ -324,7 +325,7 @@ class EngineRouter:
             shown.append(LoadedModel("", model.name, model.path, True, model.memory_bytes,
                                      self._active.lanes(), self._window_busy,
                                      0.0 if self._window_busy else now - self._window_used,
-                                     -1.0))
+                                     -1.0, model.vision))
         with self._lock:
             hosted = list(self._hosted.values())
         for h in hosted:
@@ -332,7 +333,8 @@ class EngineRouter:
             if info is not None:
                 shown.append(LoadedModel(h.key, info.name, info.path, False, h.memory_bytes,
                                          info.n_slots, h.busy,
-                                         0.0 if h.busy else now - h.last_used, h.keep_alive))
+                                         0.0 if h.busy else now - h.last_used, h.keep_alive,
+                                         info.vision))
         return shown
 
     def _reap(self) -> None:

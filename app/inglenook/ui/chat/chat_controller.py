@@ -45,7 +45,7 @@ from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, will_not_fit
-from inglenook.ui.chat.image_parts import ImageDialog
+from inglenook.ui.chat.image_dialog import ImageDialog
 from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
 from inglenook.ui.chat.passage_dialog import PassageDialog

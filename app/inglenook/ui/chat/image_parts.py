@@ -1,5 +1,6 @@
 """Images of a message in the window: read, checked and made small off the GUI thread, shown as
-thumbnails (the composer's chips, a sent message's strip) and, on a click, larger.
+thumbnails (the composer's chips, a sent message's strip) and, on a click, larger
+(image_dialog.py).
 
 Every image is decoded with core/images.py's bounds in a worker thread (tasks.run): a hostile
 file (a bomb, 30,000 × 30,000 pixels, truncated, a FIFO named .png) is refused there with its
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from inglenook.chat.images import image_ref
 from inglenook.core.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentError, read_attachment
@@ -32,7 +33,6 @@ from inglenook.core.images import (
 )
 from inglenook.core.units import describe_size
 from inglenook.ui import tasks
-from inglenook.ui.plain import plain_label
 
 THUMB_SIDE = 64  # a chip's and a bubble's thumbnail, in pixels (device-independent)
 VIEW_SIDE = 1024  # the larger view: bounded, whatever the image's size
@@ -199,53 +199,3 @@ def thumbnail_label(parent: QWidget | None = None) -> QLabel:
     label.setAlignment(Qt.AlignmentFlag.AlignCenter)
     label.setTextFormat(Qt.TextFormat.PlainText)
     return label
-
-
-class ImageDialog(QDialog):
-    """A sent image, larger: at most VIEW_SIDE a side, made off the GUI thread."""
-
-    def __init__(self, attachment: Attachment, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("imageDialog")
-        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.setWindowTitle(attachment.name)
-        column = QVBoxLayout(self)
-        self.info = plain_label(attachment.describe(), self, name="imageInfo")
-        column.addWidget(self.info)
-        self.picture = QLabel("Reading the image…", self)
-        self.picture.setObjectName("imageView")
-        self.picture.setTextFormat(Qt.TextFormat.PlainText)
-        self.picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.picture.setMinimumSize(240, 160)
-        column.addWidget(self.picture, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        buttons.rejected.connect(self.reject)
-        column.addWidget(buttons)
-        self.task = tasks.run(thumbnail_of, attachment.data, VIEW_SIDE, owner=self,
-                              on_done=self._made, name="image view")
-
-    def _made(self, png: object) -> None:
-        if not isinstance(png, bytes) or not png:
-            self.picture.setText("This image can no longer be read.")
-            return
-        pixmap = QPixmap()
-        pixmap.loadFromData(png, "PNG")
-        screen = self.screen().availableGeometry()
-        # Room for the dialog's title bar, its line of text and its button.
-        width, height = min(VIEW_SIDE, screen.width() - 120), min(VIEW_SIDE,
-                                                                  screen.height() - 220)
-        if pixmap.width() > width or pixmap.height() > height:
-            pixmap = pixmap.scaled(width, height, Qt.AspectRatioMode.KeepAspectRatio,
-                                   Qt.TransformationMode.SmoothTransformation)
-        self.picture.setPixmap(pixmap)
-        self.resize(self.sizeHint())  # not adjustSize: it caps a window at 2/3 of the screen
-        frame = self.frameGeometry()  # grown: centred on the window, kept on the screen
-        parent = self.parentWidget()
-        frame.moveCenter(parent.frameGeometry().center() if parent else screen.center())
-        frame.moveLeft(max(screen.left(), min(frame.left(), screen.right() - frame.width())))
-        frame.moveTop(max(screen.top(), min(frame.top(), screen.bottom() - frame.height())))
-        self.move(frame.topLeft())
-
-
-def open_image(parent: QWidget) -> Callable[[Attachment], None]:
-    return lambda attachment: ImageDialog(attachment, parent).open()
