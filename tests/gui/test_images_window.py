@@ -26,6 +26,7 @@ from inglenook.ui.app import limit_image_decoding
 from inglenook.ui.chat.attachment_chips import AttachmentStrip
 from inglenook.ui.chat.image_dialog import ImageDialog
 from inglenook.ui.chat.image_parts import CANNOT_SEE
+from inglenook.ui.chat.inline_edit import InlineEdit
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
 from tests.unit.core.test_images import png_header_only
@@ -259,3 +260,37 @@ def test_the_large_view_copies_and_saves_the_image(
     with qtbot.waitSignal(broken.done, timeout=TIMEOUT_MS) as refused:
         broken.copy()
     assert refused.args[0].startswith("The image was not copied: The image is not an image")
+
+
+def test_editing_a_question_can_leave_its_images_out(
+        qtbot: QtBot, seeing: MainWindow, tmp_path: Path) -> None:
+    window, composer = seeing, seeing.composer
+    composer.attach_files([str(picture(tmp_path / "red.png", (64, 64), (200, 0, 0))),
+                           str(picture(tmp_path / "blue.png", (64, 64), (0, 0, 200)))])
+    qtbot.waitUntil(lambda: len(composer.attachments) == 2, timeout=TIMEOUT_MS)
+    composer.edit.setPlainText("What colours?")
+    with qtbot.waitSignal(window.reply_started):
+        qtbot.keyClick(composer.edit, Qt.Key.Key_Return)
+    wait_reply(qtbot, window)
+    question = window.chat.bubbles[0]
+    qtbot.mouseClick(question.edit_button, Qt.MouseButton.LeftButton)
+    editor = question.findChild(InlineEdit)
+    assert editor is not None and [a.name for a in editor.attachments] == ["red.png", "blue.png"]
+    qtbot.waitUntil(editor.isVisible, timeout=TIMEOUT_MS)
+    shown = [s for s in question.findChildren(AttachmentStrip) if s.isVisibleTo(question)]
+    assert shown == [editor.strip]  # the sent strip gives way to the editor's, removable
+    remove = editor.strip.chips[0].remove_button
+    assert remove is not None
+    qtbot.mouseClick(remove, Qt.MouseButton.LeftButton)
+    assert [a.name for a in editor.attachments] == ["blue.png"]
+    with qtbot.waitSignal(window.reply_started):
+        qtbot.keyClick(editor.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    wait_reply(qtbot, window)
+    request = window.chats.last_request
+    assert request is not None and len(request.messages[-1].images) == 1
+    assert window.chat.bubbles[1].text == "Saw 1 images."
+    edited = window.chats.session.path[0]
+    assert [a.name for a in edited.attachments] == ["blue.png"]
+    assert edited.attachments[0].image_tokens == SEES  # its count, kept
+    original = window.chats.store.siblings(edited.id)[0]
+    assert [a.name for a in original.attachments] == ["red.png", "blue.png"]  # unchanged
