@@ -241,7 +241,7 @@ def test_the_large_view_copies_and_saves_the_image(
     attachment = Attachment("sky.png", "image", len(data), mime="image/png", data=data)
     dialog = ImageDialog(attachment)
     qtbot.addWidget(dialog)
-    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS) as copied:
+    with qtbot.waitSignal(dialog.finished_action, timeout=TIMEOUT_MS) as copied:
         qtbot.mouseClick(dialog.copy_button, Qt.MouseButton.LeftButton)
     assert copied.args == ["Copied the image."]
     clip = QGuiApplication.clipboard().mimeData()
@@ -251,13 +251,13 @@ def test_the_large_view_copies_and_saves_the_image(
     target = tmp_path / "saved" / "my sky.png"
     target.parent.mkdir()
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a, **_k: (str(target), ""))
-    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS) as saved:
+    with qtbot.waitSignal(dialog.finished_action, timeout=TIMEOUT_MS) as saved:
         qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
     assert saved.args == ["Saved my sky.png."] and target.read_bytes() == data
     assert dialog.status.text() == "Saved my sky.png." and dialog.save_button.isEnabled()
     broken = ImageDialog(Attachment("gone.png", "image", 9, mime="image/png", data=b"\x89PNG\r\n"))
     qtbot.addWidget(broken)
-    with qtbot.waitSignal(broken.done, timeout=TIMEOUT_MS) as refused:
+    with qtbot.waitSignal(broken.finished_action, timeout=TIMEOUT_MS) as refused:
         broken.copy()
     assert refused.args[0].startswith("The image was not copied: The image is not an image")
 

@@ -5,8 +5,8 @@ be truncated, be another format under a .png name, hold thousands of animation f
 be a file at all (a FIFO that never ends). `read_image` opens only regular files, reads at most
 MAX_FILE_BYTES, checks the announced size before decoding a pixel, decodes the first frame only
 and returns it at most MAX_SIDE pixels a side, turned upright as its EXIF orientation says (a
-phone stores a portrait photo sideways and says so there). Each refusal is an ImageRefused with a sentence
-for the user; nothing is stored here.
+phone stores a portrait photo sideways and says so there). Each refusal is an ImageRefused with
+a sentence for the user; nothing is stored here.
 
 Pillow is the one dependency of core/ outside the standard library: images cannot be decoded
 safely by hand, and it decodes without Qt (the engine host and the API server have no Qt).

@@ -312,9 +312,9 @@ class ImagesCounted:
 _TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
-                Embed, CountImages, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded, Started,
-                PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView, StateReport,
-                TuneResult, QuantizeProgress, Quantized, Embedded, ImagesCounted)
+                Embed, CountImages, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded,
+                Started, PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView,
+                StateReport, TuneResult, QuantizeProgress, Quantized, Embedded, ImagesCounted)
 }
 
 

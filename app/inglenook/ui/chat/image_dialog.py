@@ -57,10 +57,11 @@ class ImageDialog(QDialog):
     message keeps it.
 
     Signals:
-        done(str): a copy or a save ended; what happened, for the user (also shown here).
+        finished_action(str): a copy or a save ended; what happened, for the user (also shown
+            here).
     """
 
-    done = Signal(str)
+    finished_action = Signal(str)
 
     def __init__(self, attachment: Attachment, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -130,7 +131,7 @@ class ImageDialog(QDialog):
         self.save_button.setEnabled(True)
         self.status.setText(text)
         self.status.show()
-        self.done.emit(text)
+        self.finished_action.emit(text)
 
     def _made(self, png: object) -> None:
         if not isinstance(png, bytes) or not png:
