@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from inglenook import paths
-from inglenook.knowledge import qdrant_store, schema, vectors
+from inglenook.knowledge import embed_prompts, qdrant_store, schema, vectors
 from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats, fuse
 from inglenook.knowledge.vectors import Embedder, VectorStore
 from inglenook.store.db import backup, connect, transaction
@@ -78,6 +78,7 @@ class Collection:
     backend: str = ""  # where its vectors live: "" this database, "qdrant"
     qdrant_url: str = ""  # "" Qdrant's local mode under the data dir, else a server
     qdrant_name: str = ""  # its Qdrant collection's name (qdrant_store.py)
+    embed_prompts: str = ""  # the prefix style of its vectors (embed_prompts.py)
 
 
 def query_words(question: str) -> list[str]:
@@ -209,10 +210,11 @@ class SqliteFtsIndex:
 
     def collections(self) -> list[Collection]:
         rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at, embed_model, "
-                                  "embed_error, watch, backend, qdrant_url, qdrant_name "
+                                  "embed_error, watch, backend, qdrant_url, qdrant_name, "
+                                  "embed_prompts "
                                   "FROM collections ORDER BY name").fetchall()
-        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q, qn)
-                for n, r, f, at, m, e, w, b, q, qn in rows]
+        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q, qn, ep)
+                for n, r, f, at, m, e, w, b, q, qn, ep in rows]
 
     def set_watch(self, name: str, watch: bool) -> None:
         with transaction(self._conn):
@@ -238,6 +240,15 @@ class SqliteFtsIndex:
                 self._store(collection).forget(cid)
             self._conn.execute("UPDATE collections SET embed_model = ?, embed_error = '' "
                                "WHERE id = ?", (model, cid))
+
+    def set_embed_prompts(self, name: str, style: str) -> None:
+        """Record the prefix style its vectors are made with; vectors of another style go."""
+        cid = self._id(name)
+        with transaction(self._conn):
+            if (collection := self.collection(name)).embed_prompts != style:
+                self._store(collection).forget(cid)
+            self._conn.execute("UPDATE collections SET embed_prompts = ? WHERE id = ?",
+                               (style, cid))
 
     def set_embed_error(self, name: str, error: str) -> None:
         with transaction(self._conn):
@@ -367,7 +378,9 @@ class SqliteFtsIndex:
         embedder = self.embedder
         if embedder is None or not query.strip():
             return None
-        by_store: dict[int, tuple[VectorStore, list[int]]] = {}
+        # The question is embedded once per prefix style of the vectors it meets (one style
+        # but while a collection is embedded again in its model's new style).
+        by_style: dict[str, dict[int, tuple[VectorStore, list[int]]]] = {}
         for cid, name in zip(ids, collections, strict=True):
             collection = self.collection(name)
             if collection.embed_model != embedder.model:
@@ -376,17 +389,23 @@ class SqliteFtsIndex:
                 self.search_note = why
                 continue
             store = self._store(collection)
+            by_store = by_style.setdefault(collection.embed_prompts, {})
             by_store.setdefault(id(store), (store, []))[1].append(cid)
-        if not by_store:
+        if not by_style:
             return None
+        styles = sorted(by_style)
         try:
-            (vector,) = embedder([query])
+            found = embedder([embed_prompts.query_text(style, query) for style in styles])
         except Exception as exc:  # the engine's error: full text still answers
             self.search_note = f"The question could not be embedded ({exc}): full-text only."
             return None
-        ranking, note = vectors.merged_ranking(list(by_store.values()), vector, depth)
-        self.search_note = note or self.search_note
-        return ranking
+        merged: list[tuple[int, float]] | None = None
+        for style, vector in zip(styles, found, strict=True):
+            ranking, note = vectors.merged_ranking(list(by_style[style].values()), vector, depth)
+            self.search_note = note or self.search_note
+            if ranking is not None:
+                merged = (merged or []) + ranking
+        return None if merged is None else sorted(merged, key=lambda p: -p[1])[:depth]
 
     def _bm25(self, ids: list[int], query: str, limit: int) -> list[Hit]:
         match = fts_query(self._without_common(query_words(query)))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inglenook.core.units import describe_size
-from inglenook.knowledge import vectors
+from inglenook.knowledge import embed_prompts, vectors
 from inglenook.knowledge.chunking import chunk_pages
 from inglenook.knowledge.convert import ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
@@ -163,6 +163,8 @@ class Indexer:
             report.embed_error = error
             self.index.set_embed_error(self.name, error)
             return
+        style = embed_prompts.style_of(model)
+        self.index.set_embed_prompts(self.name, style)  # vectors of another style go
         total = self.index.stats(self.name).chunks - self.index.vector_count(self.name)
         cancelled = False
         try:
@@ -174,7 +176,7 @@ class Indexer:
             if not batch:
                 break
             try:
-                rows = vectors.embed(embedder, batch)
+                rows = vectors.embed(embedder, batch, style)
             except Exception as exc:  # the engine's error, in words; full text stays
                 report.embed_error = f"Embedding failed after {report.embedded:,} of " \
                                      f"{total:,} passages: {exc}"

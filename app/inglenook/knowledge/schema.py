@@ -37,6 +37,11 @@ v5:
   chunks and are dropped, in SQLite and (by forgetting which chunks have points, so the next
   batch starts the Qdrant collection afresh) in Qdrant; the next indexing run embeds them
   again. Documents, chunks and the full-text index are kept as they are.
+
+v6:
+- embed_prompts: the prefix style its vectors were made with (knowledge/embed_prompts.py; ''
+  none, as every vector before v6 was made). A style that differs from its model's now makes
+  the next indexing run embed its passages again.
 """
 
 from __future__ import annotations
@@ -175,5 +180,15 @@ def _v5(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
+V6_SQL = """
+ALTER TABLE collections ADD COLUMN embed_prompts TEXT NOT NULL DEFAULT '';
+"""
+
+
+def _v6(conn: sqlite3.Connection) -> None:
+    for statement in statements(V6_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 LATEST_VERSION = len(MIGRATIONS)
