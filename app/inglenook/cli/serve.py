@@ -9,12 +9,14 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from inglenook.cli.chat import model_path, wont_load
 from inglenook.cli.common import UsageError, engine_session, fail
 from inglenook.cli.options import add_load_arguments, read_load_params
 from inglenook.core.load import LoadParams
+from inglenook.models.projector import with_projector
 from inglenook.server.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -75,11 +77,21 @@ def run(args: argparse.Namespace) -> int:
         return fail(problem)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)
-    # A model a request names loads with the same options.
-    client = EngineRouter(api_params=lambda path: load.replace(model_path=path))
+    client = EngineRouter(api_params=api_params(load))
     with engine_session(client) as end:
         return _serve(client, load, config)
     return end.code
+
+
+def api_params(load: LoadParams) -> Callable[[str], LoadParams]:
+    """How a model a request names is loaded: with the served model's options, but its own
+    vision projector (the one beside it, as `--model` finds one; none for a text model), never
+    the served model's."""
+    def params(path: str) -> LoadParams:
+        if path == load.model_path:
+            return load
+        return with_projector(load.replace(model_path=path, mmproj_path=""))
+    return params
 
 
 def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
