@@ -54,6 +54,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="another name clients reach this machine by (the Host header), "
                        "besides its addresses and localhost (repeat for more)")
+    serve.add_argument("--fetch-images", action="store_true",
+                       help="fetch an image a request names by http(s) URL (public addresses "
+                       "only, up to 32 MiB); without it only data: URLs are read and nothing "
+                       "is fetched")
     add_load_arguments(serve)  # a model a request names loads with the same options
 
 
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     config = ServerConfig(host=args.host, port=port, token=token_from_env(args.token),
                           ollama=args.ollama,
                           cors_origins=tuple(args.cors_origin),
-                          extra_hosts=tuple(args.allow_host))
+                          extra_hosts=tuple(args.allow_host), fetch_images=args.fetch_images)
     try:
         config.check()  # refused before a model is loaded for nothing
         load = read_load_params(args, model_path(args))
@@ -131,6 +135,8 @@ def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
           flush=True)
     if config.token:
         print("Clients must send 'Authorization: Bearer <token>'.", flush=True)
+    if config.fetch_images:
+        print("Images named by URL are fetched (public addresses only).", flush=True)
     try:
         done.wait()
     finally:
