@@ -2,10 +2,12 @@
 fetching on; then fetched under server/image_fetch.py's rules from a real HTTP server on
 127.0.0.1 (the address policy is widened to loopback for it; the app's own refuses loopback):
 too large, redirected to a private address, not an image, or with credentials, refused; the
-connection goes to the address that was checked; the request log names the host."""
+connection goes to the address that was checked; the request log names the host. The Responses
+API's `input_image` parts follow the same rules (data: URLs always)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import ipaddress
@@ -222,6 +224,20 @@ def test_responses_input_image_follows_the_same_rules(served_images: ImageServer
         fetching.reset(token)
     assert call.messages[0].images[0].sha256 == hashlib.sha256(png()).hexdigest()
     with pytest.raises(ApiError, match="nothing is fetched"):
+        parse_responses(body)
+    inline = base64.b64encode(png((9, 9, 9))).decode()
+    body["input"][0]["content"][1]["image_url"] = f"data:image/png;base64,{inline}"
+    (message,) = parse_responses({**body, "instructions": None}).messages
+    assert message.content == "What is this?"
+    assert message.images[0].sha256 == hashlib.sha256(png((9, 9, 9))).hexdigest()
+    for part, words in (({"type": "input_image", "file_id": "file-1"}, "keeps no files"),
+                        ({"type": "input_image", "image_url": "x", "detail": "max"}, "detail")):
+        body["input"][0]["content"][1] = part
+        with pytest.raises(ApiError, match=words):
+            parse_responses(body)
+    body["input"][0]["role"] = "assistant"
+    body["input"][0]["content"][1] = {"type": "input_image", "image_url": "data:,"}
+    with pytest.raises(ApiError, match="must be text"):
         parse_responses(body)
 
 
