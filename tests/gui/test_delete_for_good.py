@@ -1,6 +1,7 @@
 """Deleting a chat in the window deletes it for good once Undo is no longer offered: Undo brings
 it back while it is; closing the window purges it (rows, image bytes, the engine's image file);
-and a chat left deleted by an earlier session (a crash) is purged when the window starts."""
+a second deletion ends the first one's Undo and purges it; and a chat left deleted by an earlier
+session (a crash) is purged when the window starts."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from inglenook import paths
 from inglenook.chat import images
 from inglenook.core.attachments import Attachment
 from inglenook.store import Store
+from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
 
 TIMEOUT_MS = 10_000
@@ -85,3 +87,17 @@ def test_a_chat_left_deleted_by_a_crash_is_purged_at_start(
     qtbot.waitUntil(lambda: not cached.exists(), timeout=TIMEOUT_MS)
     assert (rows("messages"), rows("attachments")) == (0, 0)
     window.close()
+
+
+def test_the_next_deletion_ends_the_first_ones_undo_and_purges_it(
+        qtbot: QtBot, window: MainWindow) -> None:
+    first = window.store.create_conversation("first")
+    window.store.add_message(first, "user", "one", None)
+    second = window.store.create_conversation("second")
+    window.store.add_message(second, "user", "two", None)
+    window.history.refresh()
+    window.sidebar.delete_requested.emit(first)
+    window.sidebar.delete_requested.emit(second)  # Undo now brings back the second only
+    qtbot.waitUntil(lambda: rows("conversations") == 1, timeout=TIMEOUT_MS)
+    window.banner.action_button.click()
+    assert window.sidebar.order() == [second] and rows("messages") == 1
