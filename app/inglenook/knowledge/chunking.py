@@ -11,6 +11,8 @@ above them), and ends before the next. Blocks are packed into passages of about 
 and a block that would take a passage past MAX_CHARS starts a passage of its own: a function that
 fits a passage is never cut in half. Only a block longer than MAX_CHARS is cut inside, at blank
 lines as plain text is.
+
+Changing what this makes of a file? Bump indexer.READER_VERSION (files are read again).
 """
 
 from __future__ import annotations

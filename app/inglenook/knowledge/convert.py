@@ -10,6 +10,8 @@ now); DOCX paragraphs keep their heading levels.
 Two kinds are read only up to a cap, and say so (Converted.cut), so that the file is listed as
 read in part, never passed off as whole: a PDF's text stops after the page that passes
 PDF_MAX_CHARS characters, a CSV after CSV_MAX_ROWS rows.
+
+Changing what this makes of a file? Bump indexer.READER_VERSION (files are read again).
 """
 
 from __future__ import annotations
