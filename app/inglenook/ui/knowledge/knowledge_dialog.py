@@ -44,18 +44,13 @@ from inglenook.knowledge.indexer import IndexReport, Progress
 from inglenook.ui.knowledge.backend_row import BackendRow
 from inglenook.ui.knowledge.embed_row import EmbedRow
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
+from inglenook.ui.knowledge.rebuild_question import ask_rebuild
+from inglenook.ui.knowledge.unread_list import UnreadList
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.controls import helper_label
 from inglenook.ui.widgets.elided_label import ElidedLabel
 
 NAME = Qt.ItemDataRole.UserRole
-SHOWN_PROBLEMS = 1000  # a list of 50,000 unread files would stall the dialog; the CLI has all
-
-
-def files(count: int) -> str:
-    return f"{count:,} {'file' if count == 1 else 'files'}"
-
-
 class KnowledgeDialog(QDialog):
     def __init__(self, knowledge: KnowledgeController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,8 +64,8 @@ class KnowledgeDialog(QDialog):
         self.roots = self._list("knowledgeRoots", "Folders and files of the collection",
                                 "What the selected collection reads: select some to remove")
         self.roots.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
-        self.problem_list = self._list("knowledgeProblems", "Files not indexed, and why",
-                                       "Files of the last run that were not read, and why")
+        self.problem_list = UnreadList(self)
+        self.problems_label = self.problem_list.label
         self.name_edit = QLineEdit(self)
         self.name_edit.setObjectName("knowledgeNameEdit")
         self.name_edit.setPlaceholderText("Name of a new collection")
@@ -128,8 +123,6 @@ class KnowledgeDialog(QDialog):
         self.follow_box.clicked.connect(self._choose_follow)
         self.watch_note = helper_label("", self, name="knowledgeWatchNote")
         self.watch_note.setWordWrap(True)
-        self.problems_label = QLabel(self)
-        self.problems_label.setObjectName("knowledgeProblemsLabel")
         self.message = helper_label("", self, name="knowledgeMessage")
         self._build()
         self.collections.currentRowChanged.connect(lambda _row: self._show_selected())
@@ -253,13 +246,12 @@ class KnowledgeDialog(QDialog):
     def _show_selected(self) -> None:
         summary = self.selected()
         self.roots.clear()
-        self.problem_list.clear()
+        self.problem_list.show_collection(summary)
         if summary is None:
             self.title.setText("No collections yet")
             self.figures.setText("Name one on the left, then add the folders and files it "
                                  "holds. Chats choose the collections they use in the side "
                                  "panel.")
-            self.problems_label.hide()
             self.watch_note.hide()
             self.embed_model.show_collection(None)
             self.backend.show_collection(None)
@@ -280,21 +272,6 @@ class KnowledgeDialog(QDialog):
         note = self.knowledge.watch_status(summary.name) if summary.roots else ""
         self.watch_note.setText(note)
         self.watch_note.setVisible(bool(note))
-        problems, partial = summary.problems, summary.partial
-        self.problems_label.setVisible(bool(problems or partial))
-        self.problems_label.setText(" · ".join(
-            [f"Not indexed: {files(len(problems))}"] * bool(problems)
-            + [f"Read only in part: {files(len(partial))}"] * bool(partial)))
-        # The files read in part first: they are few, and a list of thousands of files not
-        # read would hide them.
-        for path, reason in [*partial, *problems][:SHOWN_PROBLEMS]:
-            item = QListWidgetItem(f"{os.path.basename(path) or path} — {reason}")
-            item.setToolTip(plain_tip(f"{path}\n{reason}"))
-            self.problem_list.addItem(item)
-        if len(problems) + len(partial) > SHOWN_PROBLEMS:
-            self.problem_list.addItem(f"… and {len(problems) + len(partial) - SHOWN_PROBLEMS:,}"
-                                      " more (inglenook knowledge list shows them all)")
-        self.problem_list.setVisible(bool(problems or partial))
         self._update_buttons()
 
     def _choose_follow(self, checked: bool) -> None:
@@ -410,27 +387,8 @@ class KnowledgeDialog(QDialog):
 
     def _confirm_rebuild(self) -> None:
         summary = self.selected()
-        if summary is None:
-            return
-        box = plain_box(QMessageBox(QMessageBox.Icon.Question, "Rebuild collection",
-                                    f"Read every file of {summary.name} again from scratch?",
-                                    QMessageBox.StandardButton.Yes
-                                    | QMessageBox.StandardButton.Cancel, self))
-        vectors = (f", and their vectors made again with "
-                   f"{os.path.basename(summary.embed_model)}" if summary.embed_model else "")
-        box.setInformativeText(
-            f"Its {files(summary.documents)} are read again and their passages replaced"
-            f"{vectors}; a Re-index reads only what changed. Search goes on meanwhile. "
-            "Cancel keeps what was rebuilt, and the next run finishes it.")
-        box.button(QMessageBox.StandardButton.Yes).setText("Rebuild")
-        box.setObjectName("knowledgeRebuildConfirm")
-        box.finished.connect(lambda answer: self._rebuild_answered(box, answer))
-        box.open()
-
-    def _rebuild_answered(self, box: QMessageBox, answer: int) -> None:
-        box.deleteLater()
-        if answer == QMessageBox.StandardButton.Yes:
-            self.rebuild_selected()
+        if summary is not None:
+            ask_rebuild(self, summary, self.rebuild_selected)
 
     def delete_selected(self) -> None:
         summary = self.selected()
