@@ -216,6 +216,11 @@ class SqliteFtsIndex:
         return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q, qn, ep)
                 for n, r, f, at, m, e, w, b, q, qn, ep in rows]
 
+    def set_follow_links(self, name: str, follow: bool) -> None:
+        with transaction(self._conn):
+            self._conn.execute("UPDATE collections SET follow_links = ? WHERE id = ?",
+                               (int(follow), self._id(name)))
+
     def set_watch(self, name: str, watch: bool) -> None:
         with transaction(self._conn):
             self._conn.execute("UPDATE collections SET watch = ? WHERE id = ?",
@@ -329,9 +334,10 @@ class SqliteFtsIndex:
             self._conn.execute("DELETE FROM documents WHERE collection_id = ? AND path = ?",
                                (cid, document.path))
             cur = self._conn.execute(
-                "INSERT INTO documents (collection_id, path, size, mtime_ns, sha256, kind) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (cid, document.path, document.size,
-                                              document.mtime_ns, document.sha256, document.kind))
+                "INSERT INTO documents (collection_id, path, size, mtime_ns, sha256, kind, "
+                "reader, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (cid, document.path, document.size, document.mtime_ns, document.sha256,
+                 document.kind, document.reader, document.note))
             doc_id = cur.lastrowid
             self._conn.executemany(
                 "INSERT INTO chunks (document_id, position, text, heading, line_start, "
@@ -340,12 +346,36 @@ class SqliteFtsIndex:
                  for n, c in enumerate(chunks)])
 
     def touch_document(self, collection: str, document: Document) -> None:
-        """Same content, new size/mtime record (a file saved again unchanged)."""
+        """Same passages, a new record of the file (saved again unchanged, or read again by a
+        newer reader that made the same passages): its passages and their vectors stay."""
         with transaction(self._conn):
             self._conn.execute(
-                "UPDATE documents SET size = ?, mtime_ns = ? WHERE collection_id = ? "
-                "AND path = ?", (document.size, document.mtime_ns, self._id(collection),
-                                 document.path))
+                "UPDATE documents SET size = ?, mtime_ns = ?, sha256 = ?, reader = ?, note = ? "
+                "WHERE collection_id = ? AND path = ?",
+                (document.size, document.mtime_ns, document.sha256, document.reader,
+                 document.note, self._id(collection), document.path))
+
+    def document_chunks(self, collection: str, path: str) -> list[Chunk]:
+        """The passages of a document as stored, in order."""
+        return [Chunk(text, start, end, page, heading) for text, heading, start, end, page in
+                self._conn.execute(
+                    "SELECT c.text, c.heading, c.line_start, c.line_end, c.page FROM chunks c "
+                    "JOIN documents d ON d.id = c.document_id WHERE d.collection_id = ? "
+                    "AND d.path = ? ORDER BY c.position", (self._id(collection), path))]
+
+    def notes(self, name: str) -> list[tuple[str, str]]:
+        """The documents indexed only in part: (path, what was not read)."""
+        return [(p, n) for p, n in self._conn.execute(
+            "SELECT path, note FROM documents WHERE collection_id = ? AND note != '' "
+            "ORDER BY path", (self._id(name),))]
+
+    def forget_readings(self, name: str) -> None:
+        """Make every document of the collection look read by no reader: the next indexing
+        run reads them all again from scratch (and replaces their passages and vectors), and
+        a run cancelled half-way leaves the rest to the run after it."""
+        with transaction(self._conn):
+            self._conn.execute("UPDATE documents SET reader = -1 WHERE collection_id = ?",
+                               (self._id(name),))
 
     def remove_document(self, collection: str, path: str) -> None:
         with transaction(self._conn):
@@ -354,8 +384,8 @@ class SqliteFtsIndex:
 
     def documents(self, collection: str) -> dict[str, Document]:
         rows = self._conn.execute(
-            "SELECT path, size, mtime_ns, sha256, kind FROM documents WHERE collection_id = ?",
-            (self._id(collection),))
+            "SELECT path, size, mtime_ns, sha256, kind, reader, note FROM documents "
+            "WHERE collection_id = ?", (self._id(collection),))
         return {row[0]: Document(*row) for row in rows}
 
     def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]:
@@ -468,8 +498,9 @@ class SqliteFtsIndex:
             "WHERE d.collection_id = ?", (self._id(collection),)).fetchone()
         return IndexStats(docs, chunks, chars)
 
-    def rebuild(self) -> None:
-        """Rebuild the full-text index from the chunks (a damaged FTS table, a new
-        tokenizer); the documents' text is kept."""
+    def rebuild_full_text(self) -> None:
+        """Rebuild the full-text index of every collection from the chunks (a damaged FTS
+        table, a new tokenizer); the documents' text is kept. Part of a collection's rebuild
+        (indexer.py), which also reads its files again."""
         with transaction(self._conn):
             self._conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
