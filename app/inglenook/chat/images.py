@@ -4,8 +4,9 @@ The bytes of an image live with its message in the store (the `attachments` tabl
 reads images from files (an ImageRef crosses the pipe as a sha256 and a path, never pixels). So
 each image sent is written once under paths.image_cache_dir(), named by its bytes' sha256, and
 the engine checks the hash when it reads it. The folder is derived data: `prune` removes the
-files no stored message holds (at start-up, off the GUI thread), and a file removed by hand is
-written again from the store at the next send.
+files no stored message holds (at start-up, off the GUI thread), `forget` those of a chat
+deleted for good (chat/forget.py), and a file removed by hand is written again from the store at
+the next send.
 """
 
 from __future__ import annotations
@@ -126,9 +127,28 @@ def prune(used: Iterable[str], min_age_s: float = MIN_AGE_S) -> int:
     return removed
 
 
+def forget(sha256s: Iterable[str]) -> int:
+    """Remove the cache files of these images (a purged chat's that no other message holds),
+    whatever their age; how many went. Only the folder's own regular files are removed."""
+    wanted = set(sha256s)
+    if not wanted:
+        return 0
+    removed = 0
+    for entry in os.scandir(paths.image_cache_dir()):
+        if entry.name.split(".", 1)[0] in wanted and entry.is_file(follow_symlinks=False):
+            try:
+                os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                pass  # gone already, or not ours to remove: prune tries again at start-up
+            _checked.discard(entry.path)
+    return removed
+
+
 def prune_cache(database: Path, min_age_s: float = MIN_AGE_S) -> int:
-    """`prune` against every image the conversation database holds (deleted chats' too, until
-    they are purged): at start-up, off the GUI thread. It reads the images one at a time."""
+    """`prune` against every image the conversation database holds (a deleted chat's too while
+    Undo may bring it back): at start-up, off the GUI thread. It reads the images one at a
+    time."""
     conn = db.connect(database, read_only=True)
     try:
         used = {hashlib.sha256(data).hexdigest() for data in image_blobs(conn)}

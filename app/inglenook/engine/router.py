@@ -206,6 +206,7 @@ class EngineRouter:
         if self.remote is None or self._remote_key != key:
             self._drop_remote()
             self.remote, self._remote_key = RemoteClient(endpoint), key
+        self.remote.marked = frozenset(provider.vision_models)  # as saved now
         return self.remote
 
     def _drop_remote(self) -> None:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
-from inglenook.engine.providers import is_remote_ref, model_name_of
+from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
@@ -122,7 +122,15 @@ class ModelController(QObject):
         """Remote engines: add, test and remove OpenAI-compatible endpoints."""
         dialog = ProvidersDialog(self.picker.providers, self._parent)
         dialog.providers_changed.connect(self.picker.refresh_remote)
+        dialog.vision_marked.connect(self._vision_marked)
         dialog.open()
+
+    def _vision_marked(self, provider_id: str) -> None:
+        """The models of an endpoint that read images changed: the one in use is chosen again,
+        so that the composer knows at once whether it sees."""
+        ref = parse_model_ref(self.model.path) if self.model is not None else None
+        if ref is not None and ref[0] == provider_id and not self.is_loading:
+            self.reload()
 
     def tune(self, panel: SamplingPanel) -> None:
         """Tune: measure with the loaded model, then show the fastest settings in the panel
@@ -210,7 +218,9 @@ class ModelController(QObject):
             f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
             f" loaded in {info.load_seconds:.1f} s"
             + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
-               f"{info.image_tokens:,} tokens" if info.vision else "")
+               f"{info.image_tokens:,} tokens" if info.vision and info.projector
+               else "\nSees images (the server says so, or you marked it)" if info.vision
+               else "")
             + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else "")))
         self.status.setText("This model has no chat template; using ChatML." if chatml else "")
         self.sha256 = ""
