@@ -34,6 +34,7 @@ README_KEYS = (
     "template_isolated_400_turns_ms",
     "knowledge_index_1k_files_s", "knowledge_query_p95_ms", "knowledge_recall_at_5",
     "grammar_over_plain", "vision_encode_512_ms", "vision_ttft_ms", "vision_gui_max_stall_ms",
+    "vision_paste_max_stall_ms", "vision_history_send_max_stall_ms",
     "knowledge_gui_stall_ms", "knowledge_index_1k_files_minilm_s", "knowledge_recall_at_5_bm25",
     "knowledge_index_1k_files_bundled_model_s", "knowledge_recall_at_5_bundled_model",
     "knowledge_recall_at_5_by_meaning", "knowledge_recall_at_5_by_meaning_bm25",

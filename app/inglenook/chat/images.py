@@ -11,9 +11,11 @@ the next send.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -30,20 +32,25 @@ SUFFIXES = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif",
 MIN_AGE_S = 3600.0
 _KEPT_HASHES = 256
 _hashes: OrderedDict[tuple[int, int], str] = OrderedDict()  # (hash(), len) -> sha256
+_hashes_lock = threading.Lock()  # ready() runs off the GUI thread
 _checked: set[str] = set()  # cache files written or checked in this run
 
 
 def sha256_of(data: bytes) -> str:
     """The bytes' sha256, remembered for the last _KEPT_HASHES images: a chat with a photo in
-    its history hashes it once, not at every reply (Python's own hash of bytes is cheaper)."""
+    its history hashes it once, not at every reply (Python's own hash of bytes is cheaper, and
+    kept by the bytes object: once computed, free)."""
     key = (hash(data), len(data))
-    found = _hashes.get(key)
-    if found is None:
-        found = _hashes[key] = hashlib.sha256(data).hexdigest()
+    with _hashes_lock:
+        found = _hashes.get(key)
+        if found is not None:
+            _hashes.move_to_end(key)
+            return found
+    found = hashlib.sha256(data).hexdigest()
+    with _hashes_lock:
+        _hashes[key] = found
         while len(_hashes) > _KEPT_HASHES:
             _hashes.popitem(last=False)
-    else:
-        _hashes.move_to_end(key)
     return found
 
 
@@ -88,6 +95,16 @@ def image_ref(attachment: Attachment) -> ImageRef:
     sha = sha256_of(attachment.data)
     suffix = SUFFIXES.get(attachment.mime, "img")
     return ImageRef(sha, str(store_image(attachment.data, sha, suffix)))
+
+
+def ready(attachments: Iterable[Attachment]) -> None:
+    """Off the GUI thread, before a reply is begun: each image hashed and its file in the cache
+    written or checked, so that making the request (image_ref, on the GUI thread) finds both
+    done. After a restart, a chat with 20 photos in its history had its GUI thread hash 34 MB
+    twice (~190 ms); with the same bytes objects, image_ref then costs a lookup each."""
+    for attachment in attachments:
+        with contextlib.suppress(OSError):  # said when the request is made
+            image_ref(attachment)
 
 
 def prune(used: Iterable[str], min_age_s: float = MIN_AGE_S) -> int:

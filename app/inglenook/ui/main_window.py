@@ -119,6 +119,7 @@ class MainWindow(QMainWindow):
         # Models into the library, other files (images…) onto the draft.
         self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)
         self.side.bind(self.chats.session)
+        self.picker.chosen_projector = lambda path: self.side.model_defaults(path).mmproj_path
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()

@@ -1,8 +1,10 @@
 """Where the user types: Enter sends, Shift+Enter is a newline, Esc stops. Files are attached
 with the Attach button, by dropping them on the composer (or the window) or by pasting their
 paths; an image also by pasting it. Each is read off the GUI thread and shown as a chip with its
-token cost (an image with its thumbnail), and one that would not leave room in the context for
-a reply is refused with a message before anything is sent. Images are kept with a model that
+token cost (an image with its thumbnail, and its cost at its size as the loaded projector counts
+it: a projector that tiles takes more for a large screenshot), and one that would not leave
+room in the context for a reply is refused with a message before anything is sent. Another
+projector loaded counts the draft's images again. Images are kept with a model that
 cannot see them, which the composer says at once; sending is refused with that reason and the
 draft stays as it is.
 
@@ -38,7 +40,17 @@ from inglenook.ui.chat.attachment_chips import (
     chip_for_draft,
     chip_for_reading,
 )
-from inglenook.ui.chat.image_parts import CANNOT_SEE, THUMBNAILS, DraftPart, pasted_part, read_part
+from inglenook.ui.chat.image_parts import (
+    CANNOT_SEE,
+    THUMBNAILS,
+    DraftPart,
+    ImageCounter,
+    counted,
+    pasted_file,
+    pasted_part,
+    read_counted,
+    read_part,
+)
 from inglenook.ui.chat.prompt_edit import MAX_PROMPT_CHARS, PromptEdit, files_in
 from inglenook.ui.plain import plain_label
 
@@ -48,6 +60,10 @@ FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown
                "*.pdf *.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c "
                "*.h *.cpp *.rs *.go *.java *.log *.png *.jpg *.jpeg *.gif *.webp *.bmp);;"
                "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
+
+
+PASTED_SUFFIXES = {"image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif",
+                   "image/bmp": "bmp"}
 
 
 class Composer(QWidget):
@@ -110,6 +126,9 @@ class Composer(QWidget):
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
         self._image_tokens: Callable[[], int] = lambda: 0
+        self._count: ImageCounter | None = None
+        self._projector: Callable[[], str] = lambda: ""
+        self._recounting: tasks.Task | None = None
         self._pasted = 0  # images pasted so far: their names
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
@@ -142,10 +161,40 @@ class Composer(QWidget):
         it can see images and what one costs (0: not known): asked as each file is read."""
         self._n_ctx, self._vision, self._image_tokens = n_ctx, vision, image_tokens
 
+    def set_image_counter(self, count: ImageCounter, projector: Callable[[], str]) -> None:
+        """How to count what images of given sizes cost with the loaded projector (called off
+        the GUI thread), and which projector is loaded ("" none)."""
+        self._count, self._projector = count, projector
+
     def model_changed(self) -> None:
-        """Another model (or none): the chips' costs and the "cannot see" notice follow it."""
+        """Another model (or none): the chips' costs and the "cannot see" notice follow it,
+        and images counted by another projector are counted again (off the GUI thread)."""
         self._show_chips()
         self.check_images()
+        self._recount()
+
+    def _recount(self) -> None:
+        projector = self._projector()
+        stale = [a for a in self._attachments if a.kind == "image" and a.pixels != (0, 0)
+                 and a.counted_by != projector]
+        if not stale or not projector or self._count is None or not self._vision():
+            return
+        self._recounting = tasks.run(counted, stale, self._count, owner=self, name="recount",
+                                     replaces=self._recounting, on_done=self._recounted)
+
+    def _recounted(self, found: object) -> None:
+        """The images counted again: each takes its new cost where it still is."""
+        assert isinstance(found, list)
+        changed = False
+        for new in found:
+            for index, old in enumerate(self._attachments):
+                if old.data is new.data and old.name == new.name \
+                        and old.counted_by != new.counted_by:
+                    self._attachments[index] = new
+                    changed = True
+        if changed:
+            self._show_chips()
+            self.attachments_changed.emit()
 
     def draft(self) -> str:
         """The message as the model would read it now: the files inlined, then the text."""
@@ -193,18 +242,24 @@ class Composer(QWidget):
             self._start(Path(path).name, read_part, path)
         self._show_chips()
 
-    def attach_image(self, image: QImage) -> None:
-        """A pasted image: encoded as PNG and checked off the GUI thread, then a chip."""
+    def attach_image(self, image: QImage | tuple[bytes, str]) -> None:
+        """A pasted image, as its file's (bytes, MIME type), or a QImage (encoded as PNG):
+        decoded and checked off the GUI thread, then a chip."""
         if self.pending:
             return
         self._pasted += 1
-        name = "Pasted image.png" if self._pasted == 1 else f"Pasted image {self._pasted}.png"
-        self._start(name, pasted_part, image, name)
+        suffix = "png" if isinstance(image, QImage) else PASTED_SUFFIXES.get(image[1], "png")
+        name = f"Pasted image{'' if self._pasted == 1 else f' {self._pasted}'}.{suffix}"
+        if isinstance(image, QImage):
+            self._start(name, pasted_part, image, name)
+        else:
+            self._start(name, pasted_file, image[0], name)
         self._show_chips()
 
     def _start(self, name: str, read: Callable[..., DraftPart], *args: object) -> None:
         # The callbacks name their own task (bound by the time they run, on this thread).
-        task = tasks.run(read, *args, owner=self,
+        count = self._count if self._vision() else None  # asked here, on the GUI thread
+        task = tasks.run(read_counted, read, count, *args, owner=self, name="attach",
                          on_done=lambda found: self._read_done(task, found),
                          on_failed=lambda error: self._read_failed(task, error))
         self._reading[task] = name
