@@ -20,7 +20,7 @@ from inglenook.engine.client import EngineClient
 from inglenook.engine.providers import ProviderStore
 from inglenook.engine.router import EngineRouter
 from inglenook.engine.worker import EngineWorker
-from inglenook.ui.chat.image_parts import CANNOT_SEE
+from inglenook.ui.chat.image_parts import CANNOT_SEE_REMOTE
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.models.providers_dialog import ProvidersDialog
 from tests.gui.conftest import (
@@ -55,6 +55,10 @@ def window(qtbot: QtBot, script: Script, tmp_path: Path, memory_keyring: MemoryK
         win.close()
 
 
+def peer_ref(win: MainWindow, model: str) -> str:
+    return ProviderStore().providers()[0].ref(model)
+
+
 def test_a_remote_model_ticked_as_seeing_is_sent_the_image(
         qtbot: QtBot, window: tuple[MainWindow, VisionPeer], tmp_path: Path) -> None:
     win, peer = window
@@ -66,7 +70,11 @@ def test_a_remote_model_ticked_as_seeing_is_sent_the_image(
     photo.write_bytes(out.getvalue())
     composer.attach_files([str(photo)])
     qtbot.waitUntil(lambda: len(composer.attachments) == 1, timeout=WAIT_MS)
-    assert composer.notice.isVisible() and CANNOT_SEE in composer.notice.text()
+    assert composer.notice.isVisible() and CANNOT_SEE_REMOTE in composer.notice.text()
+    # The picker marks the models the server or the user says read images: none yet.
+    qtbot.waitUntil(lambda: win.picker.findData(peer_ref(win, "text-model")) >= 0,
+                    timeout=WAIT_MS)
+    assert not win.picker.entries_seeing()
 
     win.models.show_providers()
     dialog = win.findChild(ProvidersDialog)
@@ -82,6 +90,8 @@ def test_a_remote_model_ticked_as_seeing_is_sent_the_image(
     assert ProviderStore().providers()[0].vision_models == ("seeing-model",)
     assert win.models.model is not None and win.models.model.vision
     assert not composer.notice.isVisible()
+    qtbot.waitUntil(lambda: win.picker.entries_seeing() == [peer_ref(win, "seeing-model")],
+                    timeout=WAIT_MS)
     dialog.close()
 
     composer.edit.setPlainText("What is this?")

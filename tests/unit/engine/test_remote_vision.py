@@ -21,9 +21,10 @@ from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, ImageRef, Message
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
-from inglenook.engine.providers import ProviderStore
+from inglenook.engine.providers import Provider, ProviderStore
 from inglenook.engine.remote import RemoteClient
-from inglenook.engine.remote_api import Endpoint, parse_models
+from inglenook.engine.remote_api import Endpoint, ModelListing, parse_models
+from inglenook.engine.remote_catalog import ProviderListing
 from inglenook.engine.router import EngineRouter
 from inglenook.engine.scheduler import Scheduler
 from inglenook.server import ApiServer, ServerConfig
@@ -80,6 +81,18 @@ def test_a_listing_is_read_with_bounds() -> None:
     models = parse_models({"data": items})
     assert models is not None
     assert [m.vision for m in models] == [True, None, True, False]
+
+
+def test_the_picker_marks_what_the_listing_or_the_user_says() -> None:
+    items = [{"id": "said", "architecture": {"input_modalities": ["text", "image"]}},
+             {"id": "said-not", "architecture": {"input_modalities": ["text"]}},
+             {"id": "marked"}, {"id": "plain"}]
+    models = parse_models({"data": items})
+    assert models is not None
+    provider = Provider("p1", "Box", "http://box:8080/v1", vision_models=("marked", "said-not"))
+    entry = ProviderListing(provider, ModelListing(models, 0.01, "generic"))
+    assert [m for _, m in entry.refs if entry.sees(m)] == ["said", "marked"]  # the server first
+    assert ProviderListing(provider, error="down").sees("marked")  # not listed: the mark
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
 from inglenook.engine.client import EngineError
 from inglenook.engine.embedder import RoutedEmbedder
+from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
@@ -122,7 +123,7 @@ class ChatController(QObject):
         meter = tasks.debounce(150, self.show_context, self)
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
         composer.attachments_changed.connect(meter.call)  # and so do files
-        composer.set_model_limits(self._n_ctx, self._vision, self._image_tokens)
+        composer.set_model_limits(self._n_ctx, self._vision, self._image_tokens, self._remote)
         composer.set_image_counter(self._count_images, self._projector)
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)
@@ -439,6 +440,10 @@ class ChatController(QObject):
     def _vision(self) -> bool:
         model, _ = self.model()
         return model is not None and model.vision
+
+    def _remote(self) -> bool:
+        model, _ = self.model()
+        return model is not None and is_remote_ref(model.path)
 
     def _image_tokens(self) -> int:
         model, _ = self.model()

@@ -42,6 +42,7 @@ from inglenook.ui.chat.attachment_chips import (
 )
 from inglenook.ui.chat.image_parts import (
     CANNOT_SEE,
+    CANNOT_SEE_REMOTE,
     THUMBNAILS,
     DraftPart,
     ImageCounter,
@@ -125,6 +126,7 @@ class Composer(QWidget):
         self._reading: dict[tasks.Task, str] = {}  # files being read: their task → name
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
+        self._remote: Callable[[], bool] = lambda: False
         self._image_tokens: Callable[[], int] = lambda: 0
         self._count: ImageCounter | None = None
         self._projector: Callable[[], str] = lambda: ""
@@ -156,10 +158,13 @@ class Composer(QWidget):
 
     def set_model_limits(self, n_ctx: Callable[[], int],
                          vision: Callable[[], bool] = lambda: False,
-                         image_tokens: Callable[[], int] = lambda: 0) -> None:
+                         image_tokens: Callable[[], int] = lambda: 0,
+                         remote: Callable[[], bool] = lambda: False) -> None:
         """How to ask the loaded model's context length (0: none loaded or not known), whether
-        it can see images and what one costs (0: not known): asked as each file is read."""
+        it can see images, what one costs (0: not known) and whether it is a remote engine's
+        (told to tick it rather than to load a projector): asked as each file is read."""
         self._n_ctx, self._vision, self._image_tokens = n_ctx, vision, image_tokens
+        self._remote = remote
 
     def set_image_counter(self, count: ImageCounter, projector: Callable[[], str]) -> None:
         """How to count what images of given sizes cost with the loaded projector (called off
@@ -206,16 +211,17 @@ class Composer(QWidget):
 
     def images_refused(self) -> str:
         """Why the draft cannot be sent as it is to this model ("" when it can)."""
-        seeing = any(a.kind == "image" for a in self._attachments) and not self._vision()
-        return CANNOT_SEE if seeing else ""
+        if not any(a.kind == "image" for a in self._attachments) or self._vision():
+            return ""
+        return CANNOT_SEE_REMOTE if self._remote() else CANNOT_SEE
 
     def _typed(self) -> None:
         """Typing clears a notice about the last paste or file, not that the model cannot see
         the images still attached."""
         if not self.notice.isVisible():
             return
-        if CANNOT_SEE in self.notice.text() and self.images_refused():
-            self.notice.setText(CANNOT_SEE)
+        if (refused := self.images_refused()) and refused in self.notice.text():
+            self.notice.setText(refused)
         else:
             self.notice.hide()
 
@@ -225,7 +231,7 @@ class Composer(QWidget):
         if problem and not (self.notice.isVisible() and problem in self.notice.text()):
             self.notice.setText(problem)
             self.notice.show()
-        elif not problem and CANNOT_SEE in self.notice.text():
+        elif not problem and any(t in self.notice.text() for t in (CANNOT_SEE, CANNOT_SEE_REMOTE)):
             self.notice.hide()
 
     def choose_files(self) -> None:

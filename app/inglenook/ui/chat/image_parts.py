@@ -38,6 +38,9 @@ THUMB_SIDE = 64  # a chip's and a bubble's thumbnail, in pixels (device-independ
 VIEW_SIDE = 1024  # the larger view: bounded, whatever the image's size
 CACHE_SIZE = 128
 CANNOT_SEE = "This model cannot see images: load a vision model with its projector."
+# A remote model's server said it reads none, or said nothing and the user has not ticked it.
+CANNOT_SEE_REMOTE = ("This remote model cannot see images, as far as its server says. If it "
+                     "can, tick it in Models → Remote engines… (Models that read images).")
 
 
 # Positions images of these sizes take with the loaded projector, and its file; None when they

@@ -139,7 +139,8 @@ class ModelPicker(QComboBox):
                 continue
             tip = plain_tip(f"{entry.provider.base_url} ({dialect(entry.listing.server).label})")
             for ref, model in entry.refs:
-                self.addItem(f"{model}  ·  {name}", ref)
+                seeing = f"  ·  {VISION_TAG}" if entry.sees(model) else ""
+                self.addItem(f"{model}  ·  {name}{seeing}", ref)
                 self.setItemData(self.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.insertSeparator(self.count())
 
