@@ -21,21 +21,15 @@ from inglenook.engine.scheduler import Scheduler
 from inglenook.models.projector import with_projector
 from inglenook.server import ApiServer, ServerConfig
 from tests.helpers.api import request
-from tests.mmproj_tools import IMAGE_TOKENS, model_n_embd, write_mmproj
+from tests.mmproj_tools import IMAGE_TOKENS
+from tests.unit.cli.test_serve import library
 
 QUESTION = "What is in this picture?"
 
 
 @pytest.fixture
 def served(bundled_model: Path, tmp_path: Path) -> Iterator[tuple[int, Path, Path]]:
-    (tmp_path / "text").mkdir()
-    (tmp_path / "vision").mkdir()
-    text = tmp_path / "text" / "notes-model.gguf"
-    vision = tmp_path / "vision" / "seeing-model.gguf"
-    text.symlink_to(bundled_model)
-    vision.symlink_to(bundled_model)
-    write_mmproj(tmp_path / "vision" / "mmproj-seeing-model-f16.gguf",
-                 model_n_embd(bundled_model))
+    text, vision, _ = library(bundled_model, tmp_path)
     load = with_projector(LoadParams(str(text), n_ctx=1024, n_slots=1))  # as serve reads it
     router = EngineRouter(EngineClient(log_path=tmp_path / "engine.log"),
                           library=lambda: [(text.stem, str(text)), (vision.stem, str(vision))],

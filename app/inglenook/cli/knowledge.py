@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import unicodedata
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
@@ -223,20 +224,20 @@ def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None
         print(f"{report.embedded:,} passages embedded.")
     if report.embed_error:
         print(f"Vectors: {report.embed_error} Search stays full-text for what has none.")
-    if report.problems:
-        print(f"{len(report.problems):,} not indexed:")
-        for path, reason in report.problems[:SHOWN_PROBLEMS]:
-            print(f"  {plain(path)}: {reason}")
-        if len(report.problems) > SHOWN_PROBLEMS:
-            print(f"  … and {len(report.problems) - SHOWN_PROBLEMS:,} more "
-                  f"(inglenook knowledge list shows them all)")
-    if report.partial:
-        print(f"{len(report.partial):,} read only in part (what was read is indexed):")
-        for path, note in report.partial[:SHOWN_PROBLEMS]:
-            print(f"  {plain(path)}: {note}")
-        if len(report.partial) > SHOWN_PROBLEMS:
-            print(f"  … and {len(report.partial) - SHOWN_PROBLEMS:,} more "
-                  f"(inglenook knowledge list shows them all)")
+    _print_files(report.problems, "not indexed")
+    _print_files(report.partial, "read only in part (what was read is indexed)")
+
+
+def _print_files(files: Sequence[tuple[str, str]], heading: str) -> None:
+    """Files with why (at most SHOWN_PROBLEMS of them), under `heading`."""
+    if not files:
+        return
+    print(f"{len(files):,} {heading}:")
+    for path, why in files[:SHOWN_PROBLEMS]:
+        print(f"  {plain(path)}: {why}")
+    if len(files) > SHOWN_PROBLEMS:
+        print(f"  … and {len(files) - SHOWN_PROBLEMS:,} more "
+              f"(inglenook knowledge list shows them all)")
 
 
 def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:

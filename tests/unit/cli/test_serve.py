@@ -14,7 +14,6 @@ from inglenook.core.load import LoadParams
 from tests.mmproj_tools import model_n_embd, write_mmproj
 
 
-@pytest.fixture
 def library(bundled_model: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     """A text model and a vision copy of the bundled model, each in its own folder (links:
     only their headers are read)."""
@@ -27,6 +26,11 @@ def library(bundled_model: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     projector = write_mmproj(tmp_path / "vision" / "seeing-model-mmproj-f16.gguf",
                              model_n_embd(bundled_model))
     return text, vision, projector
+
+
+@pytest.fixture(name="library")
+def library_fixture(bundled_model: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    return library(bundled_model, tmp_path)
 
 
 def parsed(model: Path, *flags: str) -> LoadParams:
