@@ -25,7 +25,17 @@
                               dialog open, showing the progress) indexes 1,000 generated
                               files on its worker thread, measured by a 5 ms QTimer probe
   knowledge_gui_add_folder_ms  the GUI thread's time for Add folder (the run is off it)
+  knowledge_index_100k_files_s  a hostile folder: 100,000 small files (~40 bytes) in ONE
+                              folder, scanned and indexed (full text)
+  knowledge_100k_progress_max_gap_ms  the longest time between two progress reports in that
+                              run (scan and reading: what the dialog's count and Cancel wait on)
+  knowledge_100k_cancel_ms    Cancel asked 1 s into a fresh run of it (mid-reading): until the
+                              run returned
+  knowledge_reindex_100k_unchanged_s  the run again with nothing changed (sizes and times
+                              compared, no file read)
 `--quick` uses tiny counts (tests/integration/test_bench.py): its figures mean nothing.
+`--files N` prints the hostile-folder figures alone for N files (100,000 by default; about a
+minute here, most of it making the files).
 The embedded figures index `--minilm-files N` (default 20) and `--embed-files N` (default
 10, the bundled model) files and scale the time to 1,000 (`knowledge_index_*_files` say how
 many were indexed): 10 MB is ~2.5 M tokens, which the bundled model embeds at prompt-reading
@@ -45,6 +55,7 @@ found 54% of 80 documents in their top 5 among syllables, 96% among sentences). 
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import random
@@ -60,7 +71,7 @@ from inglenook.knowledge.chunking import chunk_pages
 from inglenook.knowledge.convert import Page
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
-from inglenook.knowledge.indexer import Indexer
+from inglenook.knowledge.indexer import Indexer, Progress
 from inglenook.knowledge.vectors import Embedder, embed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -280,6 +291,55 @@ def gui_stall_ms(count: int, bytes_each: int) -> tuple[float, float]:
         return (max(gaps) * 1000 - PROBE_MS if gaps else -1.0), added[0]
 
 
+def hostile_folder(count: int) -> dict[str, float]:
+    """knowledge_*100k*: `count` small files in one folder, indexed; progress and Cancel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        flat = Path(tmp) / "flat"
+        flat.mkdir()
+        began = time.perf_counter()
+        for n in range(count):
+            (flat / f"n{n:06}.txt").write_text(f"Note {n}: the heron{n} fishes at dawn.\n")
+        log(f"{count:,} files made in {time.perf_counter() - began:.1f} s")
+        index = SqliteFtsIndex(Path(tmp) / "k.db")
+        index.create_collection("Flat", [str(flat)])
+        reports: list[tuple[float, Progress]] = []
+        began = time.perf_counter()
+        report = Indexer(index, "Flat",
+                         lambda p: reports.append((time.perf_counter(), p))).run()
+        elapsed = time.perf_counter() - began
+        assert report.added == count and not report.problems, report.problems[:3]
+        stamps = [(began, "the start")] + [(at, f"{p.phase} {p.done:,}/{p.total}")
+                                           for at, p in reports] + [(began + elapsed, "the end")]
+        gap, where = max((b[0] - a[0], f"{a[1]} → {b[1]}")
+                         for a, b in itertools.pairwise(stamps))
+        log(f"{count:,} files indexed in {elapsed:.1f} s; longest gap between progress "
+            f"reports {gap * 1000:.0f} ms ({where})")
+        reading = [p for _, p in reports if p.total is not None]
+        # Truthful: every file counted once, in order, against the number found.
+        assert [p.done for p in reading] == list(range(count + 1))
+        assert {p.total for p in reading} == {count}
+        began = time.perf_counter()
+        again = Indexer(index, "Flat").run()
+        unchanged = time.perf_counter() - began
+        assert again.unchanged == count
+        index.close()
+        # A fresh run, cancelled 1 s in (a quarter of the way in a quick run).
+        index = SqliteFtsIndex(Path(tmp) / "k2.db")
+        index.create_collection("Flat", [str(flat)])
+        at = min(1.0, elapsed / 4)
+        began = time.perf_counter()
+        stopped = Indexer(index, "Flat", cancelled=lambda: time.perf_counter() > began + at
+                          ).run()
+        cancel_ms = (time.perf_counter() - began - at) * 1000  # from the moment it was asked
+        assert stopped.cancelled
+        index.close()
+    return {"knowledge_index_100k_files_s": round(elapsed, 2),
+            "knowledge_100k_progress_max_gap_ms": round(gap * 1000, 1),
+            "knowledge_100k_cancel_ms": round(cancel_ms, 1),
+            "knowledge_reindex_100k_unchanged_s": round(unchanged, 2),
+            "knowledge_100k_files": count}
+
+
 def main() -> int:
     args = sys.argv[1:]
     quick = "--quick" in args
@@ -290,6 +350,9 @@ def main() -> int:
     documents_asked = option("--documents", 200)
     bundled_documents = option("--bundled-documents", 40)
     os.environ.setdefault("INGLENOOK_HOME", tempfile.mkdtemp())
+    if "--files" in args:  # the hostile folder's figures alone
+        print(json.dumps(hostile_folder(option("--files", 100_000))))
+        return 0
     model = paths.bundled_model_path()
     assert model is not None, "the bundled model is missing: run `make setup`"
     minilm = minilm_gguf()
@@ -336,6 +399,7 @@ def main() -> int:
     RNG.setstate(documents)
     results["knowledge_recall_at_5_bm25"] = round(
         recall_at_5(20 if quick else documents_asked), 3)
+    results.update(hostile_folder(2_000 if quick else 100_000))
     stall, add = gui_stall_ms(20 if quick else 1000, 10_000)  # last: Qt stays in the process
     results.update(knowledge_gui_stall_ms=round(stall, 1),
                    knowledge_gui_add_folder_ms=round(add, 1))

@@ -23,7 +23,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   knowledge_*             bench/knowledge_bench.py: indexing 1,000 files, search at 100,000
                           chunks, recall@5 of generated facts (BM25, BM25 fused with
                           all-MiniLM-L6-v2's vectors, and with the bundled model's), and of
-                          hand-written facts asked in other words (by_meaning)
+                          hand-written facts asked in other words (by_meaning); a folder of
+                          100,000 files (progress and Cancel)
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -209,7 +210,8 @@ SCRIPTS = [  # (what it measures, script), in the order of the results
     ("A reply in a JSON schema (a grammar) against the same reply free…", "grammar_bench.py"),
     ("Images: one encoded, a question with one (tiny projector, quality not judged)…",
      "vision_bench.py"),
-    ("The GUI thread while a 12 MP photo is attached and sent…", "vision_stall.py"),
+    ("The GUI thread while a 12 MP photo is attached and sent, a screenshot pasted…",
+     "vision_stall.py"),
     ("API server: decode vs raw and vs llama_cpp.server, four clients at once…",
      "server_bench.py"),
     ("Several replies at once: raw batches, 1-8 API clients, a long prompt beside…",

@@ -141,3 +141,18 @@ def test_ollamas_api_is_served_only_when_ticked_and_kept(
     assert ollama_version(port) == 200 and port_button.isEnabled()
     window.close()
     assert load_settings().api_ollama is True
+
+
+def test_fetching_images_by_url_is_off_until_ticked_and_kept(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.command_actions["apiServer"].trigger()
+    dialog = window.findChild(ServerDialog)
+    assert not dialog.fetch.isChecked()  # nothing leaves the machine by default
+    dialog.port.setValue(free_port())
+    dialog.fetch.setChecked(True)
+    dialog.enabled.setChecked(True)
+    qtbot.waitUntil(lambda: window.server.running, timeout=REPLY_TIMEOUT_MS)
+    assert window.server.server is not None and window.server.server.config.fetch_images
+    assert not dialog.fetch.isEnabled()  # changed with the server off, like the address
+    window.close()
+    assert load_settings().api_fetch_images is True

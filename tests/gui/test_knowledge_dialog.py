@@ -8,9 +8,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 
-from inglenook.knowledge import indexer
+from inglenook.knowledge import convert, indexer
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
@@ -134,3 +135,95 @@ def test_a_collection_deleted_while_indexed_goes_quietly(
     qtbot.waitUntil(d.progress.isHidden, timeout=TIMEOUT_MS)  # the lists read after the run
     assert d.collections.count() == 0
     assert d.message.text() == "Forgot Notes (its files are untouched)."
+
+
+def confirm(qtbot: QtBot, d: KnowledgeDialog, button: QMessageBox.StandardButton) -> str:
+    """Answer the Rebuild question; its text."""
+    def shown() -> list[QMessageBox]:  # not one answered before, deleted later
+        return [b for b in d.findChildren(QMessageBox, "knowledgeRebuildConfirm")
+                if b.isVisible()]
+
+    qtbot.waitUntil(lambda: len(shown()) == 1)
+    (box,) = shown()
+    text = f"{box.text()} {box.informativeText()}"
+    box.button(button).click()
+    return text
+
+
+def indexed_collection(qtbot: QtBot, d: KnowledgeDialog, folder: Path) -> None:
+    d.name_edit.setText("Notes")
+    d.create_collection()
+    qtbot.waitUntil(lambda: d.selected() is not None, timeout=TIMEOUT_MS)
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS):
+        d.add_paths([str(folder)])
+    qtbot.waitUntil(d.reindex_button.isEnabled, timeout=TIMEOUT_MS)
+
+
+def test_rebuild_asks_first_then_reads_every_file_again_with_progress_and_cancel(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = notes(tmp_path, 5)
+    d = dialog(qtbot)
+    indexed_collection(qtbot, d, folder)
+    assert d.rebuild_button.isVisible() and d.rebuild_button.isEnabled()
+    d.rebuild_button.click()
+    text = confirm(qtbot, d, QMessageBox.StandardButton.Cancel)
+    assert text.startswith("Read every file of Notes again from scratch? Its 5 files are read")
+    assert not d.knowledge.running and not d.knowledge.queue  # nothing asked
+    held, go = hold_third_file(monkeypatch)
+    d.rebuild_button.click()
+    confirm(qtbot, d, QMessageBox.StandardButton.Yes)
+    qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "of 6 files" in d.progress_text.text(), timeout=TIMEOUT_MS)
+    assert d.progress_text.text().startswith("Rebuilding Notes: Reading")
+    assert d.cancel_button.isVisible() and not d.rebuild_button.isEnabled()
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
+        d.cancel_button.click()
+        go.set()
+    assert ended.args[1].cancelled and ended.args[1].updated == 3
+    qtbot.waitUntil(d.reindex_button.isEnabled, timeout=TIMEOUT_MS)
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
+        d.reindex_button.click()  # the rest of the rebuild
+    assert (ended.args[1].updated, ended.args[1].unchanged) == (2, 3)
+    assert not d.knowledge.running_rebuild
+
+
+def test_follow_links_out_is_a_choice_of_each_collection(
+        qtbot: QtBot, tmp_path: Path) -> None:
+    folder = notes(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "far.md").write_text("# Far\n\nA distant comet.\n")
+    (folder / "out").symlink_to(outside)
+    d = dialog(qtbot)
+    indexed_collection(qtbot, d, folder)
+    assert d.follow_box.isVisible() and not d.follow_box.isChecked()  # off by default
+    qtbot.waitUntil(lambda: d.problem_list.count() == 2, timeout=TIMEOUT_MS)
+    assert "out — a symbolic link out of the collection's folders" in \
+        d.problem_list.item(1).text()
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
+        d.follow_box.click()
+    assert ended.args[1].added == 1
+    index = SqliteFtsIndex()
+    assert index.collection("Notes").follow_links
+    assert index.search(["Notes"], "distant comet")[0].path == str(folder / "out" / "far.md")
+    index.close()
+    again = dialog(qtbot)  # kept with the collection
+    qtbot.waitUntil(lambda: again.selected() is not None, timeout=TIMEOUT_MS)
+    assert again.follow_box.isChecked()
+    with qtbot.waitSignal(d.knowledge.indexed, timeout=TIMEOUT_MS) as ended:
+        d.follow_box.click()
+    assert ended.args[1].removed == 1
+
+
+def test_a_file_read_in_part_is_listed_with_what_was_left(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(convert, "CSV_MAX_ROWS", 2)
+    folder = notes(tmp_path)
+    (folder / "birds.csv").write_text("bird\nowl\nwren\nkite\n")
+    d = dialog(qtbot)
+    indexed_collection(qtbot, d, folder)
+    assert "1 read only in part" in d.message.text()
+    qtbot.waitUntil(lambda: d.problem_list.count() == 2, timeout=TIMEOUT_MS)
+    assert d.problems_label.text() == "Not indexed: 1 file · Read only in part: 1 file"
+    assert d.problem_list.item(0).text() == \
+        "birds.csv — only the first 2 rows read (a CSV is indexed up to that)"

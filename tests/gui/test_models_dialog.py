@@ -154,9 +154,10 @@ def leftovers() -> list[str]:
 def test_library_lists_the_bundled_model_with_its_header(qtbot: QtBot, dialog: ModelsDialog,
                                                          answers: Answers) -> None:
     wait_headers(qtbot, dialog)
-    name, arch, params, quant, _size, context, template, source = row_texts(dialog)[0]
+    name, arch, params, quant, _size, context, template, vision, source = row_texts(dialog)[0]
     assert "SmolLM2" in name and source == "Bundled"
     assert (arch, params, quant, context, template) == ("llama", "135M", "Q4_1", "8,192", "Yes")
+    assert vision in ("No", "…")  # no projector beside it (being looked for)
     assert "8,192 tokens of context" in dialog.library.detail_facts.text()
     assert not dialog.library.delete_button.isEnabled()
     assert "cannot be deleted" in dialog.library.delete_button.toolTip()

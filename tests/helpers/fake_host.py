@@ -15,7 +15,8 @@ streams one word per token, `token_ms` apart, or exactly the deltas in `"pieces"
 split where a test wants it). Special replies:
 `"crash": true` exits the process mid-reply; `"error": "..."` finishes with that error;
 `"hang_ms": N` ignores cancels for N ms (the stop watchdog). `"vision": N` (read at load) makes
-the model one that sees images, N positions each; `{images}` is the request's image count, and
+the model one that sees images, N positions for each started 512 × 512 tile of an image (as a
+projector that tiles counts them: CountImages); `{images}` is the request's image count, and
 a model without vision refuses a request with images, as the real host does. Cancel works as
 in the real host.
 Tune answers at once with fixed figures; Quantize "quantizes" by copying the source with the
@@ -88,8 +89,20 @@ class FakeHost:
             template_source="override" if params.chat_template
             else "gguf" if header.chat_template else "chatml",
             quantization=header.quantization, traits=traits, tool_format=tool_format,
-            vision=bool(script.get("vision")), image_tokens=int(script.get("vision") or 0))
+            vision=bool(script.get("vision")), image_tokens=int(script.get("vision") or 0),
+            projector=(params.mmproj_path or f"fake-mmproj-{script['vision']}.gguf")
+            if script.get("vision") else "")
         self.send(p.Loaded(self.model))
+
+    def count_images(self, request: p.CountImages) -> None:
+        model = self.model
+        if model is None or not model.vision:
+            self.send(p.ImagesCounted(request.request_id, error="The loaded model cannot see "
+                                      "images." if model else "No model is loaded."))
+            return
+        tiles = [-(-w // 512) * -(-h // 512) for w, h in request.sizes]
+        self.send(p.ImagesCounted(request.request_id,
+                                  tuple(model.image_tokens * n for n in tiles), model.projector))
 
     def tune(self, request: p.Tune) -> None:
         if self.model is None:
@@ -262,6 +275,8 @@ def main() -> int:
             host.quantize(message)
         elif isinstance(message, p.Embed):
             host.send(_embedded(message))
+        elif isinstance(message, p.CountImages):
+            host.count_images(message)
         # DropState: nothing is kept, so nothing to forget.
 
 

@@ -34,6 +34,7 @@ README_KEYS = (
     "template_isolated_400_turns_ms",
     "knowledge_index_1k_files_s", "knowledge_query_p95_ms", "knowledge_recall_at_5",
     "grammar_over_plain", "vision_encode_512_ms", "vision_ttft_ms", "vision_gui_max_stall_ms",
+    "vision_paste_max_stall_ms", "vision_history_send_max_stall_ms",
     "knowledge_gui_stall_ms", "knowledge_index_1k_files_minilm_s", "knowledge_recall_at_5_bm25",
     "knowledge_index_1k_files_bundled_model_s", "knowledge_recall_at_5_bundled_model",
     "knowledge_recall_at_5_by_meaning", "knowledge_recall_at_5_by_meaning_bm25",
@@ -42,6 +43,9 @@ README_KEYS = (
     "knowledge_vector_index_build_s", "knowledge_vector_index_rss_mb",
     "knowledge_vector_index_file_mb", "knowledge_query_fused_vs_exact",
     "knowledge_query_dense_vs_exact",
+    "knowledge_index_100k_files_s",
+    "knowledge_100k_progress_max_gap_ms", "knowledge_100k_cancel_ms",
+    "knowledge_reindex_100k_unchanged_s",
 )
 
 

@@ -6,16 +6,19 @@ conversation's cells are reused with the image in them."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from inglenook.core.images import read_image
 from inglenook.core.load import LoadParams
-from inglenook.core.messages import GenerationRequest, Message
-from inglenook.engine.client import EngineClient
+from inglenook.core.messages import GenerationRequest, ImageRef, Message
+from inglenook.engine.client import EngineClient, EngineError
 from inglenook.engine.host.llama import Batch, Context, Model
 from inglenook.engine.host.mtmd import EmbeddingBatch, Projector
 from tests.integration.conftest import finish_of, stats_of
@@ -191,3 +194,27 @@ def test_an_m_rope_image_read_in_pieces_reads_as_in_one(qwen: tuple[Path, Path])
                                         Path(green.path))
     finally:
         client.close()
+
+
+def test_an_image_costs_what_its_size_takes_before_it_is_sent(
+        seeing: tuple[EngineClient, Path]) -> None:
+    """A Qwen2-VL projector keeps an image's aspect and size (up to its pixel limit): the
+    window is told what each image costs at its own size, not what a 512 × 512 one does."""
+    client, folder = seeing
+    counted = client.count_images([(40, 30), (160, 120), (40, 30)])
+    small, large, again = counted.tokens
+    assert counted.projector == str(folder / "mmproj-qwen2vl.gguf")
+    assert small == again < large
+    assert large > 3 * small
+    for size, tokens in (((40, 30), small), ((160, 120), large)):
+        out = io.BytesIO()
+        Image.new("RGB", size, (9, 99, 199)).save(out, "PNG")
+        path = folder / f"{size[0]}x{size[1]}.png"
+        path.write_bytes(out.getvalue())
+        picture = ImageRef(hashlib.sha256(out.getvalue()).hexdigest(), str(path))
+        seen = client.inspect(GenerationRequest(
+            7, (Message("user", "Look.", images=(picture,)),), SHORT))
+        text_only = client.inspect(GenerationRequest(8, (Message("user", "Look."),), SHORT))
+        assert len(seen.tokens) - len(text_only.tokens) == tokens  # what the prompt holds
+    with pytest.raises(EngineError, match="No image is read at 0 × 30"):
+        client.count_images([(0, 30)])

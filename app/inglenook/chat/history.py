@@ -31,6 +31,14 @@ def turn_rows(outline: Outline, stop: int | None = None) -> list[int]:
     return kept
 
 
+def images_sent(path: Branch, stop: int | None = None) -> list[Attachment]:
+    """The images of the turns before `stop` (a model that sees is sent them all, unless the
+    context leaves some behind): read on the thread that owns the store."""
+    outline = path.outline
+    return [a for index in turn_rows(outline, stop) if outline.images[index]
+            for a in path[index].attachments if a.kind == "image"]
+
+
 def user_turn(text: str, attachments: Sequence[Attachment], vision: bool) -> Message:
     """A user's message as sent: its text files inlined, its images as ImageRefs to a model
     that sees (files in the image cache: OSError when they cannot be written) or named in the

@@ -282,15 +282,17 @@ class ChatSession:
         self.reload(at)
         return self.path[-1]
 
-    def edit_user(self, message_id: int, text: str) -> StoredMessage:
-        """A new version of an earlier question: a sibling branch that becomes the one shown
-        (with the original's attachments)."""
+    def edit_user(self, message_id: int, text: str,
+                  attachments: Sequence[Attachment] | None = None) -> StoredMessage:
+        """A new version of an earlier question: a sibling branch that becomes the one shown,
+        with these of the original's attachments (None: all of them)."""
         at = self._index_of(message_id)
         original = self.path[at]
         assert self.conv_id is not None
         self.stop_calls()
         self.store.add_message(self.conv_id, "user", text, original.parent_id,
-                               attachments=original.attachments)
+                               attachments=original.attachments if attachments is None
+                               else attachments)
         self.reload(at)
         return self.path[-1]
 

@@ -55,8 +55,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     chat.add_argument("--stats", action="store_true", help="print speed figures to stderr")
     chat.add_argument("--image", metavar="FILE", action="append", default=[],
                       help="show the model an image (PNG, JPEG, GIF, WebP, BMP) with the prompt; "
-                      "repeat for several. The model needs its vision projector (--mmproj, or "
-                      "an mmproj-*.gguf beside it)")
+                      "repeat for several. A local model needs its vision projector (--mmproj, "
+                      "or an mmproj-*.gguf beside it); with --endpoint the image is sent to the "
+                      "server as a data: URL")
     chat.add_argument("--endpoint", metavar="URL",
                       help="use a model on an OpenAI-compatible server (vLLM, llama-server, "
                       "Ollama, LM Studio, inglenook serve) instead of a local file: its base URL, "
@@ -172,13 +173,16 @@ def run(args: argparse.Namespace) -> int:
     assert prompt is not None
     if remote is None and (problem := wont_load(load.model_path)):
         return fail(problem)
-    if remote is not None and images:
-        return fail("--image works with a local model for now, not with --endpoint.")
     client: EngineClient | RemoteClient = remote or EngineClient()
     messages = ((Message("system", args.system),) if args.system else ()) + (
         Message("user", prompt, images=images),)
     with engine_session(client) as end:
-        client.load(load)
+        info = client.load(load)
+        # A remote server that says its model reads no images is believed; one that says
+        # nothing is sent them (the user asked with --image) and answers for itself.
+        if remote is not None and images and remote.vision_said is False:
+            return fail(f"{remote.endpoint.who} says {info.name} reads no images: choose a "
+                        "vision model with --model.")
         finish = None
         for event in client.generate(GenerationRequest(1, messages, sampling)):
             if isinstance(event, p.Delta):

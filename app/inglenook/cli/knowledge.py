@@ -4,6 +4,7 @@
                      --embed-model GGUF gives its passages vectors too (searched with BM25);
                      --backend qdrant keeps them in Qdrant ([--qdrant-url URL], else local)
   update NAME        index it again: new and changed files are read, gone ones leave
+  rebuild NAME       read every file again from scratch (and embed its passages again)
   watch NAME...      stay and index them again whenever their files change (Ctrl+C ends)
   list               the collections, with their files, passages and unread files
   search NAME QUERY  the best passages, each with where it is (file, page, lines)
@@ -17,6 +18,7 @@ import os
 import sys
 import threading
 import unicodedata
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
@@ -36,8 +38,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                      "and index it")
     add.add_argument("name", metavar="NAME")
     add.add_argument("paths", nargs="+", metavar="PATH", help="folders and files")
-    add.add_argument("--follow-links", action="store_true",
-                     help="follow symbolic links that point out of these folders")
+    add.add_argument("--follow-links", action=argparse.BooleanOptionalAction,
+                     help="follow symbolic links that point out of these folders (off by "
+                          "default; --no-follow-links turns it off again)")
     add.add_argument("--embed-model", metavar="GGUF",
                      help="an embedding model (nomic-embed-text, bge, all-MiniLM GGUFs): its "
                           "vectors are searched beside the full text ('none' to stop)")
@@ -51,6 +54,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           "$INGLENOOK_QDRANT_API_KEY), else Qdrant's local mode")
     update = sub.add_parser("update", help="index a collection again (changed files only)")
     update.add_argument("name", metavar="NAME")
+    rebuild = sub.add_parser("rebuild", help="read every file of a collection again from "
+                                             "scratch, and make its vectors again")
+    rebuild.add_argument("name", metavar="NAME")
     watch = sub.add_parser("watch", help="index collections again whenever their files "
                                          "change, until Ctrl+C")
     watch.add_argument("names", nargs="+", metavar="NAME")
@@ -66,7 +72,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 
-    command = {"add": _add, "update": _update, "watch": _watch, "list": _list,
+    command = {"add": _add, "update": _update, "rebuild": _rebuild, "watch": _watch,
+               "list": _list,
                "search": _search, "rm": _rm}[args.knowledge_command]
     try:
         index = SqliteFtsIndex()
@@ -103,7 +110,8 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     backend = "" if args.backend in (None, "sqlite") else args.backend
     url = args.qdrant_url or ""
     try:
-        collection = add_paths(index, args.name, args.paths, args.follow_links, backend, url)
+        collection = add_paths(index, args.name, args.paths, bool(args.follow_links), backend,
+                               url)
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
     if args.backend is not None and (collection.backend, collection.qdrant_url) != (
@@ -113,11 +121,18 @@ def _add(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         index.set_embed_model(collection.name, "" if model == "none" else model)
     if args.no_watch:
         index.set_watch(collection.name, False)
+    if args.follow_links is not None and args.follow_links != collection.follow_links:
+        index.set_follow_links(collection.name, args.follow_links)
     return _index(index, collection.name)
 
 
 def _update(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     return _index(index, args.name)
+
+
+def _rebuild(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
+    """Ctrl+C keeps what was rebuilt; `update` (or another rebuild) reads the rest."""
+    return _index(index, index.collection(args.name).name, rebuild=True)
 
 
 def _watch(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
@@ -150,7 +165,7 @@ def _watch(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         watcher.close()
 
 
-def _index(index: SqliteFtsIndex, name: str) -> int:
+def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
     from inglenook.knowledge.indexer import Indexer, Progress
 
     stop = threading.Event()
@@ -166,7 +181,7 @@ def _index(index: SqliteFtsIndex, name: str) -> int:
     embedder = _embedder(index, name, failed)
     try:
         report = Indexer(index, name, progress, stop.is_set, embedder=embedder,
-                         no_embedder=" ".join(failed)).run()
+                         no_embedder=" ".join(failed), rebuild=rebuild).run()
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
     finally:
@@ -209,13 +224,20 @@ def _print_report(index: SqliteFtsIndex, name: str, report: IndexReport) -> None
         print(f"{report.embedded:,} passages embedded.")
     if report.embed_error:
         print(f"Vectors: {report.embed_error} Search stays full-text for what has none.")
-    if report.problems:
-        print(f"{len(report.problems):,} not indexed:")
-        for path, reason in report.problems[:SHOWN_PROBLEMS]:
-            print(f"  {plain(path)}: {reason}")
-        if len(report.problems) > SHOWN_PROBLEMS:
-            print(f"  … and {len(report.problems) - SHOWN_PROBLEMS:,} more "
-                  f"(inglenook knowledge list shows them all)")
+    _print_files(report.problems, "not indexed")
+    _print_files(report.partial, "read only in part (what was read is indexed)")
+
+
+def _print_files(files: Sequence[tuple[str, str]], heading: str) -> None:
+    """Files with why (at most SHOWN_PROBLEMS of them), under `heading`."""
+    if not files:
+        return
+    print(f"{len(files):,} {heading}:")
+    for path, why in files[:SHOWN_PROBLEMS]:
+        print(f"  {plain(path)}: {why}")
+    if len(files) > SHOWN_PROBLEMS:
+        print(f"  … and {len(files) - SHOWN_PROBLEMS:,} more "
+              f"(inglenook knowledge list shows them all)")
 
 
 def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
@@ -225,8 +247,11 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     if not found:
         print("No collections yet (inglenook knowledge add NAME FOLDER).")
     for c in found:
+        notes = (f" · {len(c.partial):,} read in part" if c.partial else "") \
+            + ("" if c.watch else " · not watched") \
+            + (" · follows links out" if c.follow_links else "")
         print(f"{c.name} · {c.documents:,} files · {c.chunks:,} passages · "
-              f"{len(c.problems):,} not indexed{'' if c.watch else ' · not watched'}")
+              f"{len(c.problems):,} not indexed{notes}")
         collection = index.collection(c.name)
         if collection.embed_model:
             print(f"  vectors: {index.vector_count(c.name):,} from "
@@ -238,6 +263,8 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
             print(f"  {plain(root)}")
         for path, reason in c.problems:
             print(f"  not indexed: {plain(path)}: {reason}")
+        for path, note in c.partial:
+            print(f"  read in part: {plain(path)}: {note}")
     return 0
 
 

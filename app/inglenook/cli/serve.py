@@ -9,12 +9,14 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from inglenook.cli.chat import model_path, wont_load
 from inglenook.cli.common import UsageError, engine_session, fail
 from inglenook.cli.options import add_load_arguments, read_load_params
 from inglenook.core.load import LoadParams
+from inglenook.models.projector import with_projector
 from inglenook.server.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -52,6 +54,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="another name clients reach this machine by (the Host header), "
                        "besides its addresses and localhost (repeat for more)")
+    serve.add_argument("--fetch-images", action="store_true",
+                       help="fetch an image a request names by http(s) URL (public addresses "
+                       "only, up to 32 MiB); without it only data: URLs are read and nothing "
+                       "is fetched")
     add_load_arguments(serve)  # a model a request names loads with the same options
 
 
@@ -62,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     config = ServerConfig(host=args.host, port=port, token=token_from_env(args.token),
                           ollama=args.ollama,
                           cors_origins=tuple(args.cors_origin),
-                          extra_hosts=tuple(args.allow_host))
+                          extra_hosts=tuple(args.allow_host), fetch_images=args.fetch_images)
     try:
         config.check()  # refused before a model is loaded for nothing
         load = read_load_params(args, model_path(args))
@@ -75,11 +81,21 @@ def run(args: argparse.Namespace) -> int:
         return fail(problem)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)
-    # A model a request names loads with the same options.
-    client = EngineRouter(api_params=lambda path: load.replace(model_path=path))
+    client = EngineRouter(api_params=api_params(load))
     with engine_session(client) as end:
         return _serve(client, load, config)
     return end.code
+
+
+def api_params(load: LoadParams) -> Callable[[str], LoadParams]:
+    """How a model a request names is loaded: with the served model's options, but its own
+    vision projector (the one beside it, as `--model` finds one; none for a text model), never
+    the served model's."""
+    def params(path: str) -> LoadParams:
+        if path == load.model_path:
+            return load
+        return with_projector(load.replace(model_path=path, mmproj_path=""))
+    return params
 
 
 def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
@@ -119,6 +135,8 @@ def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
           flush=True)
     if config.token:
         print("Clients must send 'Authorization: Bearer <token>'.", flush=True)
+    if config.fetch_images:
+        print("Images named by URL are fetched (public addresses only).", flush=True)
     try:
         done.wait()
     finally:

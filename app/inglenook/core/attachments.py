@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -84,6 +84,13 @@ class Attachment:
     text: str = ""  # what the model reads; "" for images
     mime: str = ""  # images: "image/png", …
     data: bytes = b""  # images only: the file as it was
+    # Images: the positions it takes as a projector counted them at its size (0: not counted;
+    # kept with the message), that projector's file ("" once stored: the one loaded when it was
+    # attached) and its size as the engine reads it ((0, 0): not known; the draft's only). What
+    # it costs, not what it is: two reads of one file are the same attachment.
+    image_tokens: int = field(default=0, compare=False)
+    counted_by: str = field(default="", compare=False)
+    pixels: tuple[int, int] = field(default=(0, 0), compare=False)
 
     @property
     def language(self) -> str:
@@ -96,8 +103,11 @@ class Attachment:
 
     @property
     def tokens(self) -> int:
-        """What this file adds to the prompt, estimated like the rest of the draft."""
-        return IMAGE_TOKENS if self.kind == "image" else estimate_tokens(inline_part(self))
+        """What this file adds to the prompt, estimated like the rest of the draft (an image as
+        counted, else IMAGE_TOKENS)."""
+        if self.kind == "image":
+            return self.image_tokens or IMAGE_TOKENS
+        return estimate_tokens(inline_part(self))
 
     def describe(self) -> str:
         """"report.pdf · PDF · 214 KB": what the transcript's chips say."""
@@ -133,16 +143,19 @@ def inline(text: str, attachments: Sequence[Attachment]) -> str:
 
 
 def tokens_of(attachment: Attachment, image_tokens: int = 0) -> int:
-    """What a file adds to the prompt: an image what the loaded model's projector takes
-    (`image_tokens`, ModelInfo.image_tokens; 0: not known, estimated), text as estimated."""
-    return (image_tokens or IMAGE_TOKENS) if attachment.kind == "image" else attachment.tokens
+    """What a file adds to the prompt: an image what a projector counted at its size, else what
+    the loaded model's projector takes for a 512 × 512 one (`image_tokens`,
+    ModelInfo.image_tokens; 0: not known, estimated); text as estimated."""
+    if attachment.kind != "image":
+        return attachment.tokens
+    return attachment.image_tokens or image_tokens or IMAGE_TOKENS
 
 
 def message_tokens(text: str, attachments: Sequence[Attachment], image_tokens: int = 0) -> int:
     """The estimated cost of a message: its text and text files inlined, plus its images."""
     texts = [a for a in attachments if a.kind != "image"]
-    images = len(attachments) - len(texts)
-    return estimate_tokens(inline(text, texts)) + images * (image_tokens or IMAGE_TOKENS)
+    return estimate_tokens(inline(text, texts)) + sum(
+        tokens_of(a, image_tokens) for a in attachments if a.kind == "image")
 
 
 def will_not_fit(attachment: Attachment, draft_tokens: int, n_ctx: int,

@@ -4,8 +4,9 @@ An image file is outside data: it may be a decompression bomb, announce 30,000 Ã
 be truncated, be another format under a .png name, hold thousands of animation frames, or not
 be a file at all (a FIFO that never ends). `read_image` opens only regular files, reads at most
 MAX_FILE_BYTES, checks the announced size before decoding a pixel, decodes the first frame only
-and returns it at most MAX_SIDE pixels a side. Each refusal is an ImageRefused with a sentence
-for the user; nothing is stored here.
+and returns it at most MAX_SIDE pixels a side, turned upright as its EXIF orientation says (a
+phone stores a portrait photo sideways and says so there). Each refusal is an ImageRefused with
+a sentence for the user; nothing is stored here.
 
 Pillow is the one dependency of core/ outside the standard library: images cannot be decoded
 safely by hand, and it decodes without Qt (the engine host and the API server have no Qt).
@@ -18,11 +19,12 @@ import hashlib
 import io
 import os
 import stat
+import struct
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_PIXELS = 40_000_000  # announced width Ã— height; a 12 MP photo is 12,000,000
@@ -44,6 +46,12 @@ class DecodedImage:
     sha256: str
     format: str
     source_side: int = 0  # the file's longer side, from its header (width, height: as read)
+    turned: bool = False  # its EXIF orientation turned or mirrored it (the file's pixels are not)
+
+    @property
+    def mime(self) -> str:
+        """The file's MIME type, as its bytes say ("image/png"; "" for none read here)."""
+        return Image.MIME.get(self.format, "") if self.format in FORMATS else ""
 
 
 def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -84,6 +92,9 @@ def decode_image(data: bytes, name: str = "The image") -> DecodedImage:
             image.seek(0)  # the first frame only: an animation's others are never decoded
             image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # JPEG decodes at a reduced scale
             image.load()
+            orientation = exif_orientation(image)
+            if orientation not in (0, 1):  # before flattening, which drops the EXIF
+                image = ImageOps.exif_transpose(image)
             if image.mode != "RGB":
                 if "A" in image.getbands() or image.mode == "P":
                     image = image.convert("RGBA")
@@ -105,15 +116,26 @@ def decode_image(data: bytes, name: str = "The image") -> DecodedImage:
     except (OSError, SyntaxError, ValueError, EOFError) as exc:  # truncated or corrupt
         raise ImageRefused(f"{name} is damaged or truncated ({exc}).") from None
     return DecodedImage(image.tobytes(), image.width, image.height, digest, fmt,
-                        max(width, height))
+                        max(width, height), orientation not in (0, 1))
+
+
+def exif_orientation(image: Image.Image) -> int:
+    """The EXIF orientation tag (1-8; 0: none, or one that cannot be read: the pixels are
+    taken as they are)."""
+    try:
+        value = image.getexif().get(0x0112, 0)
+    except (OSError, SyntaxError, ValueError, TypeError, struct.error):
+        return 0
+    return value if isinstance(value, int) and 1 <= value <= 8 else 0
 
 
 def as_read(image: DecodedImage) -> tuple[bytes, str] | None:
-    """An image larger than MAX_SIDE re-encoded at the size it is read (JPEG stays JPEG at
-    quality 92, anything else becomes PNG), with its MIME type; None when it is read whole.
-    What a message keeps: a 12 MP photo's 5.7 MB become about 1 MB, and the model reads the
-    same pixels (within JPEG's rounding)."""
-    if image.source_side <= MAX_SIDE:
+    """An image larger than MAX_SIDE, or one its EXIF orientation turns, re-encoded as it is
+    read: that size, upright, without the EXIF (JPEG stays JPEG at quality 92, anything else
+    becomes PNG), with its MIME type; None when the file is read as it is. What a message
+    keeps: a 12 MP photo's 5.7 MB become about 1 MB, and the model reads the same pixels (within
+    JPEG's rounding); a remote engine, which may not read EXIF, is sent the photo upright."""
+    if image.source_side <= MAX_SIDE and not image.turned:
         return None
     out = io.BytesIO()
     frame = Image.frombytes("RGB", (image.width, image.height), image.rgb)

@@ -363,8 +363,10 @@ class ModelInfo:
     memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
     vision: bool = False  # loaded with a projector: messages may show it images
     # Positions one 512 × 512 image takes, as the projector preprocessed it at load (0: not
-    # known). Projectors that tile take more for larger images; the window shows it as the cost.
+    # known): the cost shown until an image's own size is counted (protocol.CountImages), as
+    # projectors that tile or keep the aspect take more for larger images.
     image_tokens: int = 0
+    projector: str = ""  # the projector's file, when `vision` (whose counts are whose)
 
 
 RefusalReason = Literal["memory", "beyond_trained"]

@@ -37,7 +37,8 @@ CANCEL_GRACE_S = 5.0
 # Texts per Embed request (one batch of the host's, when short): the host pauses the replies
 # while it reads them, and steps them again between two requests.
 EMBED_PART = 16
-# Embed requests count down from -1: no reply, tune or inspect (all counted up from 1) has one.
+# Embed and CountImages requests count down from -1: no reply, tune or inspect (all counted up
+# from 1) has one.
 _embed_ids = itertools.count(-1, -1)
 
 
@@ -412,6 +413,18 @@ class EngineClient:
             parts[0], data=base64.b64encode(rows.tobytes()).decode("ascii"),
             tokens=tuple(n for part in parts for n in part.tokens),
             truncated=tuple(i for part in parts for i in part.truncated))
+
+    def count_images(self, sizes: Sequence[tuple[int, int]]) -> p.ImagesCounted:
+        """Positions images of these sizes (width, height as core/images reads them) take with
+        the loaded projector, and which projector that is; any thread, answered between two
+        steps of the replies. Raises EngineError when they cannot be counted (no model, no
+        projector, a size no image is read at)."""
+        rid = next(_embed_ids)
+        answer = self._answer(rid, p.CountImages(rid, tuple((int(w), int(h)) for w, h in sizes)),
+                              p.ImagesCounted)
+        if answer.error:
+            raise EngineError(answer.error)
+        return answer
 
     def drop_state(self, conversation: str, principal: str = WINDOW) -> None:
         """Have the engine forget the KV-cache state it keeps for a conversation (deleted).

@@ -107,6 +107,15 @@ class Embed:
 
 
 @dataclass(frozen=True)
+class CountImages:
+    """Positions images of these sizes (width, height, as core/images reads them) take with
+    the loaded projector, answered with one ImagesCounted; nothing is encoded."""
+
+    request_id: int
+    sizes: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
 class Shutdown:
     pass
 
@@ -288,12 +297,24 @@ class Embedded:
         return data.reshape(-1, self.dimensions) if self.dimensions else data.reshape(0, 0)
 
 
+@dataclass(frozen=True)
+class ImagesCounted:
+    """One count per size asked, and the projector that counted them (its file: the window
+    keeps a count with the projector it holds for). `error` set (the rest empty) when there
+    are none: no model, a model without a projector."""
+
+    request_id: int
+    tokens: tuple[int, ...] = ()
+    projector: str = ""
+    error: str = ""
+
+
 _TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
-                Embed, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded, Started,
-                PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView, StateReport,
-                TuneResult, QuantizeProgress, Quantized, Embedded)
+                Embed, CountImages, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded,
+                Started, PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView,
+                StateReport, TuneResult, QuantizeProgress, Quantized, Embedded, ImagesCounted)
 }
 
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 import uuid
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,8 @@ KeyPlace = Literal["none", "keyring", "file", "session"]
 KEY_PLACES: tuple[str, ...] = ("none", "keyring", "file", "session")
 REF_SCHEME = "remote://"
 MAX_NAME = 80
+MAX_MARKED = 512  # models marked as reading images, per endpoint
+MAX_MODEL_ID = 256
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
 
 
@@ -45,6 +48,8 @@ class Provider:
     key_place: KeyPlace = "none"
     # Only with key_place "file": the user agreed to plain text. Never in a repr.
     plain_key: str = field(default="", repr=False)
+    # Model ids the user marked as reading images, for servers that do not say (remote_vision).
+    vision_models: tuple[str, ...] = ()
 
     @property
     def account(self) -> str:
@@ -146,6 +151,19 @@ class ProviderStore:
                         [provider if p.id == provider.id else p for p in current])
         return provider
 
+    def mark_vision(self, provider_id: str, models: Iterable[str]) -> Provider:
+        """Keep which of this endpoint's models read images (those its server does not say
+        about); ProviderError when the endpoint is gone."""
+        marked = _marked(models)
+        with self._locked():
+            current = self.providers()
+            old = next((p for p in current if p.id == provider_id), None)
+            if old is None:
+                raise ProviderError("This endpoint was removed meanwhile.")
+            provider = replace(old, vision_models=marked)
+            self._write([provider if p.id == provider_id else p for p in current])
+        return provider
+
     def remove(self, provider_id: str) -> None:
         """Forget a provider and its key (a keyring that fails to delete it is not fatal)."""
         with self._locked():
@@ -216,11 +234,20 @@ def _new_id(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _to_dict(provider: Provider) -> dict[str, str]:
+def _to_dict(provider: Provider) -> dict[str, object]:
     data = asdict(provider)
     if provider.key_place != "file":
         data.pop("plain_key")
+    data["vision_models"] = list(provider.vision_models)
+    if not provider.vision_models:
+        data.pop("vision_models")
     return data
+
+
+def _marked(models: Iterable[object]) -> tuple[str, ...]:
+    """Model ids as kept: strings of a sane length, each once, in order, at most MAX_MARKED."""
+    kept = dict.fromkeys(m for m in models if isinstance(m, str) and 0 < len(m) <= MAX_MODEL_ID)
+    return tuple(kept)[:MAX_MARKED]
 
 
 def _from_dict(raw: object) -> Provider | None:
@@ -235,5 +262,7 @@ def _from_dict(raw: object) -> Provider | None:
         url = normalize_base_url(url)
     except ValueError:
         return None
+    marked = raw.get("vision_models", [])
     return Provider(pid, name.strip()[:MAX_NAME], url, place,
-                    key if place == "file" else "")
+                    key if place == "file" else "",
+                    _marked(marked[:MAX_MARKED * 2] if isinstance(marked, list) else []))

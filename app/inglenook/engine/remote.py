@@ -15,7 +15,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import httpx2
@@ -40,6 +40,7 @@ from inglenook.engine.remote_api import (
 )
 from inglenook.engine.remote_dialects import GENERIC, chat_body, dialect, unsendable
 from inglenook.engine.remote_stream import ReplyStream
+from inglenook.engine.remote_vision import server_vision
 
 NO_INSPECT = ("The exact prompt is not available for a remote engine: the server applies its "
               "own chat template.")
@@ -57,8 +58,11 @@ class RemoteClient:
     can_inspect = False
     can_embed = False
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, marked: Iterable[str] = ()) -> None:
         self.endpoint = endpoint
+        # Models the user marked as reading images, for servers that do not say (remote_vision)
+        self.marked: frozenset[str] = frozenset(marked)
+        self.vision_said: bool | None = None  # what the server said of the chosen model
         self.ready: p.Ready | None = None
         self.model: ModelInfo | None = None
         self.server = GENERIC.server  # the kind of server (remote_dialects), from the listing
@@ -123,6 +127,11 @@ class RemoteClient:
         listing = list_models(self.endpoint, LIST_TIMEOUT, client=self._client())
         chosen = _choose(model_name_of(params.model_path), listing.models, self.endpoint.who)
         self.server = listing.server
+        said = chosen.vision
+        if said is None:
+            said = server_vision(self._client(), self.endpoint, self.server, chosen.id)
+        self.vision_said = said
+        vision = chosen.id in self.marked if said is None else said
         if on_progress:
             on_progress(1.0)
         self.model = ModelInfo(
@@ -130,7 +139,7 @@ class RemoteClient:
             architecture=f"remote: {dialect(self.server).label} at {self.endpoint.host}",
             size_bytes=0, n_ctx=chosen.n_ctx, n_ctx_train=chosen.n_ctx, n_threads=0,
             n_gpu_layers=0, gpu_offload_supported=False, flash_attn=False, kv_cache_type="",
-            template_source="gguf", load_seconds=time.monotonic() - started)
+            template_source="gguf", load_seconds=time.monotonic() - started, vision=vision)
         return self.model
 
     def unload(self) -> None:

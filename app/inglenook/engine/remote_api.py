@@ -17,6 +17,7 @@ import httpx2
 from inglenook import __version__
 from inglenook.engine.client import EngineError
 from inglenook.engine.remote_dialects import detect_server
+from inglenook.engine.remote_vision import listed_vision
 
 # Listing models and testing a connection: a server that needs longer is not answering.
 LIST_TIMEOUT = httpx2.Timeout(15.0, connect=5.0)
@@ -178,6 +179,7 @@ class RemoteModel:
     id: str
     owned_by: str = ""
     n_ctx: int = 0  # when the server says (vLLM's max_model_len, llama-server's meta)
+    vision: bool | None = None  # whether it reads images, when the listing says (remote_vision)
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ def parse_models(data: Any) -> tuple[RemoteModel, ...] | None:
             continue
         owned = item.get("owned_by")
         models.append(RemoteModel(item["id"], owned if isinstance(owned, str) else "",
-                                  _context_length(item)))
+                                  _context_length(item), listed_vision(item)))
     return tuple(models)
 
 

@@ -36,6 +36,13 @@ class ProviderListing:
         models = self.listing.models if self.listing else ()
         return [(self.provider.ref(m.id), m.id) for m in models]
 
+    def sees(self, model: str) -> bool:
+        """Whether the model reads images as far as the picker can tell without asking the
+        server again: its listing says so, or the user marked it (remote_vision.py)."""
+        listed = next((m.vision for m in self.listing.models if m.id == model), None) \
+            if self.listing else None
+        return listed if listed is not None else model in self.provider.vision_models
+
 
 def list_provider(store: ProviderStore, provider: Provider,
                   timeout: httpx2.Timeout = LIST_TIMEOUT) -> ProviderListing:

@@ -56,6 +56,7 @@ class LoadedModel:
     busy: int  # replies running on it now
     idle_s: float  # since its last reply ended (0 while one runs)
     keep_alive_s: float  # unloaded when idle this long (-1: never)
+    vision: bool = False  # loaded with a projector: it sees images
 
 
 class _Hosted:
@@ -205,6 +206,7 @@ class EngineRouter:
         if self.remote is None or self._remote_key != key:
             self._drop_remote()
             self.remote, self._remote_key = RemoteClient(endpoint), key
+        self.remote.marked = frozenset(provider.vision_models)  # as saved now
         return self.remote
 
     def _drop_remote(self) -> None:
@@ -324,7 +326,7 @@ class EngineRouter:
             shown.append(LoadedModel("", model.name, model.path, True, model.memory_bytes,
                                      self._active.lanes(), self._window_busy,
                                      0.0 if self._window_busy else now - self._window_used,
-                                     -1.0))
+                                     -1.0, model.vision))
         with self._lock:
             hosted = list(self._hosted.values())
         for h in hosted:
@@ -332,7 +334,8 @@ class EngineRouter:
             if info is not None:
                 shown.append(LoadedModel(h.key, info.name, info.path, False, h.memory_bytes,
                                          info.n_slots, h.busy,
-                                         0.0 if h.busy else now - h.last_used, h.keep_alive))
+                                         0.0 if h.busy else now - h.last_used, h.keep_alive,
+                                         info.vision))
         return shown
 
     def _reap(self) -> None:
@@ -383,6 +386,14 @@ class EngineRouter:
 
     def inspect(self, request: GenerationRequest) -> p.PromptView:
         return self._active.inspect(request)
+
+    def count_images(self, sizes: Sequence[tuple[int, int]]) -> p.ImagesCounted:
+        """What images of these sizes cost with the window's model (client.count_images); any
+        thread. A remote engine cannot say: EngineError, and the window estimates."""
+        engine = self._active
+        if not isinstance(engine, EngineClient):
+            raise EngineError("A remote engine does not say what an image costs.")
+        return engine.count_images(sizes)
 
     def embed(self, texts: Sequence[str] | Sequence[Sequence[int]], truncate: bool = True,
               group: str = "", keep_alive: float | None = None) -> p.Embedded:
@@ -438,20 +449,35 @@ def _installed() -> list[tuple[str, str]]:
 
 
 def _estimate(params: LoadParams) -> int:
-    """The fit planner's estimate of a load (0 when the file cannot say)."""
+    """The fit planner's estimate of a load (0 when the file cannot say), with its vision
+    projector and its draft model, as the engine host counts them before it loads."""
+    import dataclasses
+
     from inglenook.core.load import choose_context
     from inglenook.models import fit
     from inglenook.models.gguf import GGUFError, read_header
+    from inglenook.models.projector import projector_info
 
     try:
         header = read_header(params.model_path)
         shape = fit.shape_from_header(header)
     except (GGUFError, OSError):
         return 0
+    draft = None
+    try:  # one that cannot be read fails the load, which says why: counted without it
+        if params.mmproj_path:
+            projector = projector_info(read_header(params.mmproj_path))
+            if projector is not None:
+                shape = dataclasses.replace(shape, projector_bytes=projector.memory_bytes)
+        if params.draft_model_path:
+            draft = fit.shape_from_header(read_header(params.draft_model_path))
+    except (GGUFError, OSError):
+        pass
     n_ctx = choose_context(params.n_ctx, header.context_length)
     memory = fit.system_memory()
-    slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory)
-    return fit.plan(shape, n_ctx, params.kv_cache_type, memory, slots=slots).total_bytes
+    slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
+                                                draft)
+    return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft, slots=slots).total_bytes
 
 
 def _is_an_engine(router: EngineRouter) -> Engine:

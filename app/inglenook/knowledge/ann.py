@@ -10,7 +10,7 @@ and rebuilt from it when it cannot be shown to agree:
   as 8-bit integers. The nearest windows name candidate chunks, more than wanted; vectors.py
   computes their distances exactly from chunk_vectors, so that only which chunks are
   candidates is approximate, never their order or scores.
-- vector_log (schema v6) records every change to chunk_vectors by trigger, whatever code or
+- vector_log (schema v8) records every change to chunk_vectors by trigger, whatever code or
   process made it: a batch embedded, a document replaced or removed (its vectors go by
   cascade), a collection forgotten or deleted, its model or backend changed. An index knows the
   last seq it reflects; before a search it applies the entries after that: a chunk named is
@@ -25,7 +25,7 @@ and rebuilt from it when it cannot be shown to agree:
   whose index is older than the trimmed log reads the file again.
 - One set in memory per process and database, shared by every thread's SqliteFtsIndex (the
   window searches on one thread while it indexes on another), used under one lock.
-- A collection without a usable index (a database from before v6, a file deleted or damaged)
+- A collection without a usable index (a database from before v8, a file deleted or damaged)
   is searched exactly (vectors.ranking) while its index is built from chunk_vectors, off the
   lock: inline up to SYNC_BUILD vectors, else on a thread of its own, which a search does not
   wait for and an indexing run does.

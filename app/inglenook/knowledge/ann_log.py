@@ -1,5 +1,5 @@
 """The database's side of the approximate indexes (ann.py): the collections they belong to,
-vector_log (schema v6: every change to chunk_vectors, by trigger) and the vectors as they are
+vector_log (schema v8: every change to chunk_vectors, by trigger) and the vectors as they are
 now. Plain SQL on the caller's connection; nothing here needs sqlite-vec."""
 
 from __future__ import annotations

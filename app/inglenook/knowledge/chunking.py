@@ -4,10 +4,20 @@ A passage ends before a heading (Markdown `#`, which HTML and DOCX headings beco
 near TARGET_CHARS at a blank line where it can; a fenced code block is not cut unless it alone
 is longer than MAX_CHARS. Each passage remembers the last heading above it, which is indexed
 with it (a question often names the section rather than the words inside it).
+
+Code is cut between top-level blocks: a block starts at an unindented line after a blank line
+(`def`, `class`, `fn`, `func`, `struct`, a C function's return type, a decorator or comment
+above them), and ends before the next. Blocks are packed into passages of about TARGET_CHARS,
+and a block that would take a passage past MAX_CHARS starts a passage of its own: a function that
+fits a passage is never cut in half. Only a block longer than MAX_CHARS is cut inside, at blank
+lines as plain text is.
+
+Changing what this makes of a file? Bump indexer.READER_VERSION (files are read again).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from inglenook.knowledge.convert import Page
@@ -17,12 +27,56 @@ TARGET_CHARS = 1200  # ~300 tokens: a few passages fit a small model's context w
 MAX_CHARS = 4000
 _HEADING = re.compile(r"^#{1,6}\s+\S")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+# A line that can start a top-level block of code: unindented, and not the closing bracket of
+# the block before (a C function's "}" after a blank line), nor a conditional of the
+# preprocessor or a label inside a function (C puts those at column 0 too). A comment starting
+# with # (Python, shell) does start one: it is often what is said above a definition.
+_TOP_LEVEL = re.compile(r"^(?![\s})\]]|#\s*(?:if|ifdef|ifndef|elif|else|endif|pragma)\b"
+                        r"|\w+:\s*$)")
 
 
-def chunk_pages(pages: list[Page], markdown: bool = True) -> list[Chunk]:
+def chunk_pages(pages: list[Page], markdown: bool = True, code: bool = False) -> list[Chunk]:
+    """`markdown`: cut before headings and never inside fences; `code`: cut between top-level
+    blocks (see above); neither: at blank lines."""
     chunks: list[Chunk] = []
     for page in pages:
-        chunks += _chunk_text(page.text, page.number, markdown)
+        chunks += (_chunk_code(page.text, page.number) if code
+                   else _chunk_text(page.text, page.number, markdown))
+    return chunks
+
+
+def _chunk_code(text: str, page: int | None) -> list[Chunk]:
+    lines = text.split("\n")
+    starts = [0] + [i for i in range(1, len(lines))
+                    if not lines[i - 1].strip() and lines[i].strip()
+                    and _TOP_LEVEL.match(lines[i])]
+    chunks: list[Chunk] = []
+    first, size = 0, 0  # the passage being made: lines[first:at], size characters
+
+    def flush(end: int) -> None:  # cite the lines with text only
+        kept = lines[first:end]
+        lead = next((i for i, line in enumerate(kept) if line.strip()), None)
+        if lead is None:
+            return
+        kept = kept[lead:]
+        while not kept[-1].strip():
+            kept.pop()
+        chunks.append(Chunk("\n".join(kept), first + lead + 1, first + lead + len(kept), page))
+
+    for n, at in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        block = sum(len(line) + 1 for line in lines[at:end])
+        if size and (size >= TARGET_CHARS or size + block > MAX_CHARS):
+            flush(at)
+            first, size = at, 0
+        if block > MAX_CHARS:  # longer than a passage: cut inside it, as plain text
+            chunks += [dataclasses.replace(c, line_start=c.line_start + at,
+                                           line_end=c.line_end + at)
+                       for c in _chunk_text("\n".join(lines[at:end]), page, False)]
+            first, size = end, 0
+            continue
+        size += block
+    flush(len(lines))
     return chunks
 
 

@@ -42,6 +42,7 @@ class CollectionSummary:
     backend: str = ""  # where its vectors live: "" the knowledge database, "qdrant"
     qdrant_url: str = ""  # "" Qdrant's local mode, else its server
     qdrant_name: str = ""  # its collection in Qdrant
+    partial: tuple[tuple[str, str], ...] = ()  # (path, what was not read) of files read in part
 
 
 def absolute_paths(given: Iterable[str]) -> list[str]:
@@ -90,7 +91,7 @@ def summaries(index: SqliteFtsIndex) -> list[CollectionSummary]:
                                        tuple(index.problems(c.name)), c.embed_model,
                                        index.vector_count(c.name) if c.embed_model else 0,
                                        c.embed_error, c.watch, c.backend, c.qdrant_url,
-                                       c.qdrant_name))
+                                       c.qdrant_name, tuple(index.notes(c.name))))
     return found
 
 
@@ -137,14 +138,17 @@ def collection_names(path: Path | None = None) -> list[str]:
 def index_collection(name: str, progress: Callable[[Progress], None] = lambda p: None,
                      cancelled: Callable[[], bool] = lambda: False,
                      path: Path | None = None,
-                     embedder_for: Callable[[str], Embedder] | None = None) -> IndexReport:
+                     embedder_for: Callable[[str], Embedder] | None = None,
+                     rebuild: bool = False) -> IndexReport:
     """Index one collection with an index of its own (call it on the thread that indexes);
-    its passages get vectors from `embedder_for(its embedding model)` when it names one."""
+    its passages get vectors from `embedder_for(its embedding model)` when it names one.
+    `rebuild`: every file read again from scratch, its passages embedded again."""
     index = SqliteFtsIndex(path)
     try:
         model = index.collection(name).embed_model
         embedder = embedder_for(model) if model and embedder_for is not None else None
-        return Indexer(index, name, progress, cancelled, embedder=embedder).run()
+        return Indexer(index, name, progress, cancelled, embedder=embedder,
+                       rebuild=rebuild).run()
     finally:
         index.close()
 
@@ -182,6 +186,8 @@ def describe_report(report: IndexReport) -> str:
     if report.cancelled:
         return f"Cancelled: {done} so far (the next run goes on from there)."
     problems = f"; {len(report.problems):,} not indexed" if report.problems else ""
+    if report.partial:
+        problems += f"; {len(report.partial):,} read only in part"
     vectors = f"; {report.embedded:,} passages given vectors" if report.embedded else ""
     failed = f" {report.embed_error}" if report.embed_error else ""
     return f"{done}{problems}{vectors}.{failed}"

@@ -3,8 +3,15 @@
 Text is UTF-8 (or UTF-16 with its byte-order mark); a file with NUL bytes or that is not
 valid UTF-8 is binary, whatever its name says. HTML loses its tags, scripts and styles, and
 its headings become Markdown headings; CSV rows become lines of `column: value`; PDFs are
-read in a child process with a time budget (core/attachments_pdf.py), page by page; DOCX
-paragraphs keep their heading levels.
+read in a child process with a time budget (core/attachments_pdf.py), page by page, from the
+bytes the indexer read and checked (never from the path again, which may point elsewhere by
+now); DOCX paragraphs keep their heading levels.
+
+Two kinds are read only up to a cap, and say so (Converted.cut), so that the file is listed as
+read in part, never passed off as whole: a PDF's text stops after the page that passes
+PDF_MAX_CHARS characters, a CSV after CSV_MAX_ROWS rows.
+
+Changing what this makes of a file? Bump indexer.READER_VERSION (files are read again).
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from inglenook.core import attachments_pdf
 from inglenook.core.attachments import pdf_command
 
 PDF_TIMEOUT_S = 60.0
+PDF_MAX_CHARS = attachments_pdf.MAX_CHARS - 1  # the reader's cap: ~400 pages of prose
 CSV_MAX_ROWS = 100_000
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".log", ".org", ".tex"})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
@@ -44,23 +53,30 @@ class Page:
     number: int | None = None  # a PDF's page number; None for files without pages
 
 
+@dataclass(frozen=True)
+class Converted:
+    pages: list[Page]
+    cut: str = ""  # "" all of it was read, else what was read, in words ("only the first …")
+
+
 def kind_of(name: str) -> str | None:
     return KINDS.get(Path(name).suffix.lower())
 
 
-def convert(kind: str, data: bytes, path: Path) -> list[Page]:
-    """The text of a file already read (data), by its kind. PDFs are read again from path
-    by the child, which indexer.py checks against the hash of data afterwards."""
+def convert(kind: str, data: bytes, path: Path) -> Converted:
+    """The text of a file already read (data), by its kind; path only names it (its suffix).
+    A PDF's bytes are given to the reader's child process on its stdin."""
     if kind == "pdf":
-        return _pdf(path)
+        return _pdf(data)
     if kind == "docx":
-        return [Page(_docx(data))]
+        return Converted([Page(_docx(data))])
     text = decode(data)
     if kind == "html":
-        return [Page(html_text(text))]
+        return Converted([Page(html_text(text))])
     if kind == "csv":
-        return [Page(_csv(text, "\t" if path.suffix.lower() == ".tsv" else ","))]
-    return [Page(text)]
+        table, cut = _csv(text, "\t" if path.suffix.lower() == ".tsv" else ",")
+        return Converted([Page(table)], cut)
+    return Converted([Page(text)])
 
 
 def decode(data: bytes) -> str:
@@ -123,17 +139,19 @@ def html_text(markup: str) -> str:
     return "\n".join(text).strip()
 
 
-def _csv(text: str, delimiter: str) -> str:
+def _csv(text: str, delimiter: str) -> tuple[str, str]:
+    """The rows as lines, and "" or what was left out."""
     rows = csv.reader(io.StringIO(text), delimiter=delimiter)
     header = next(rows, [])
     lines = [" | ".join(header)]
     for n, row in enumerate(rows):
         if n >= CSV_MAX_ROWS:
-            break
+            return "\n".join(lines), (f"only the first {CSV_MAX_ROWS:,} rows read (a CSV is "
+                                      f"indexed up to that)")
         pairs = [f"{name}: {value}" for name, value in zip(header, row, strict=False) if value]
         pairs += row[len(header):]
         lines.append("; ".join(pairs))
-    return "\n".join(lines)
+    return "\n".join(lines), ""
 
 
 def _docx(data: bytes) -> str:
@@ -161,14 +179,17 @@ def _docx(data: bytes) -> str:
     return "\n".join(lines).strip()
 
 
-def _pdf(path: Path) -> list[Page]:
+def _pdf(data: bytes) -> Converted:
     try:
-        done = subprocess.run([*pdf_command(), str(path)], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=PDF_TIMEOUT_S, check=False,
+        done = subprocess.run([*pdf_command(), "--max-chars", str(PDF_MAX_CHARS), "-"],
+                              input=data, capture_output=True, timeout=PDF_TIMEOUT_S, check=False,
                               creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
     except subprocess.TimeoutExpired as exc:
         raise ConvertError(f"reading its text took more than {PDF_TIMEOUT_S:.0f} s "
                            "(the PDF may be damaged)") from exc
+    except OSError as exc:  # the reader could not be started
+        raise ConvertError(f"the PDF reader could not be started: {exc.strerror or exc}") \
+            from exc
     try:
         result = json.loads(done.stdout.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
@@ -183,4 +204,9 @@ def _pdf(path: Path) -> list[Page]:
     for i, (number, at) in enumerate(starts):
         end = starts[i + 1][1] if i + 1 < len(starts) else len(text)
         pages.append(Page(_lines(text[at:end]).strip(), number))
-    return [page for page in pages if page.text]
+    total, read = int(result.get("pages", 0)), int(result.get("pages_read", 0))
+    cut = ""
+    if 0 < read < total:
+        cut = (f"only pages 1–{read} of {total:,} read (a PDF's text is indexed up to "
+               f"{PDF_MAX_CHARS:,} characters)")
+    return Converted([page for page in pages if page.text], cut)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from inglenook import paths
-from inglenook.knowledge import qdrant_store, schema, vectors
+from inglenook.knowledge import embed_prompts, qdrant_store, schema, vectors
 from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats, fuse
 from inglenook.knowledge.vectors import Embedder, VectorStore
 from inglenook.store.db import backup, connect, transaction
@@ -78,6 +78,7 @@ class Collection:
     backend: str = ""  # where its vectors live: "" this database, "qdrant"
     qdrant_url: str = ""  # "" Qdrant's local mode under the data dir, else a server
     qdrant_name: str = ""  # its Qdrant collection's name (qdrant_store.py)
+    embed_prompts: str = ""  # the prefix style of its vectors (embed_prompts.py)
 
 
 def query_words(question: str) -> list[str]:
@@ -218,10 +219,16 @@ class SqliteFtsIndex:
 
     def collections(self) -> list[Collection]:
         rows = self._conn.execute("SELECT name, roots, follow_links, indexed_at, embed_model, "
-                                  "embed_error, watch, backend, qdrant_url, qdrant_name "
+                                  "embed_error, watch, backend, qdrant_url, qdrant_name, "
+                                  "embed_prompts "
                                   "FROM collections ORDER BY name").fetchall()
-        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q, qn)
-                for n, r, f, at, m, e, w, b, q, qn in rows]
+        return [Collection(n, tuple(json.loads(r)), bool(f), at, m, e, bool(w), b, q, qn, ep)
+                for n, r, f, at, m, e, w, b, q, qn, ep in rows]
+
+    def set_follow_links(self, name: str, follow: bool) -> None:
+        with transaction(self._conn):
+            self._conn.execute("UPDATE collections SET follow_links = ? WHERE id = ?",
+                               (int(follow), self._id(name)))
 
     def set_watch(self, name: str, watch: bool) -> None:
         with transaction(self._conn):
@@ -247,6 +254,15 @@ class SqliteFtsIndex:
                 self._store(collection).forget(cid)
             self._conn.execute("UPDATE collections SET embed_model = ?, embed_error = '' "
                                "WHERE id = ?", (model, cid))
+
+    def set_embed_prompts(self, name: str, style: str) -> None:
+        """Record the prefix style its vectors are made with; vectors of another style go."""
+        cid = self._id(name)
+        with transaction(self._conn):
+            if (collection := self.collection(name)).embed_prompts != style:
+                self._store(collection).forget(cid)
+            self._conn.execute("UPDATE collections SET embed_prompts = ? WHERE id = ?",
+                               (style, cid))
 
     def set_embed_error(self, name: str, error: str) -> None:
         with transaction(self._conn):
@@ -330,9 +346,10 @@ class SqliteFtsIndex:
             self._conn.execute("DELETE FROM documents WHERE collection_id = ? AND path = ?",
                                (cid, document.path))
             cur = self._conn.execute(
-                "INSERT INTO documents (collection_id, path, size, mtime_ns, sha256, kind) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (cid, document.path, document.size,
-                                              document.mtime_ns, document.sha256, document.kind))
+                "INSERT INTO documents (collection_id, path, size, mtime_ns, sha256, kind, "
+                "reader, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (cid, document.path, document.size, document.mtime_ns, document.sha256,
+                 document.kind, document.reader, document.note))
             doc_id = cur.lastrowid
             self._conn.executemany(
                 "INSERT INTO chunks (document_id, position, text, heading, line_start, "
@@ -341,12 +358,36 @@ class SqliteFtsIndex:
                  for n, c in enumerate(chunks)])
 
     def touch_document(self, collection: str, document: Document) -> None:
-        """Same content, new size/mtime record (a file saved again unchanged)."""
+        """Same passages, a new record of the file (saved again unchanged, or read again by a
+        newer reader that made the same passages): its passages and their vectors stay."""
         with transaction(self._conn):
             self._conn.execute(
-                "UPDATE documents SET size = ?, mtime_ns = ? WHERE collection_id = ? "
-                "AND path = ?", (document.size, document.mtime_ns, self._id(collection),
-                                 document.path))
+                "UPDATE documents SET size = ?, mtime_ns = ?, sha256 = ?, reader = ?, note = ? "
+                "WHERE collection_id = ? AND path = ?",
+                (document.size, document.mtime_ns, document.sha256, document.reader,
+                 document.note, self._id(collection), document.path))
+
+    def document_chunks(self, collection: str, path: str) -> list[Chunk]:
+        """The passages of a document as stored, in order."""
+        return [Chunk(text, start, end, page, heading) for text, heading, start, end, page in
+                self._conn.execute(
+                    "SELECT c.text, c.heading, c.line_start, c.line_end, c.page FROM chunks c "
+                    "JOIN documents d ON d.id = c.document_id WHERE d.collection_id = ? "
+                    "AND d.path = ? ORDER BY c.position", (self._id(collection), path))]
+
+    def notes(self, name: str) -> list[tuple[str, str]]:
+        """The documents indexed only in part: (path, what was not read)."""
+        return [(p, n) for p, n in self._conn.execute(
+            "SELECT path, note FROM documents WHERE collection_id = ? AND note != '' "
+            "ORDER BY path", (self._id(name),))]
+
+    def forget_readings(self, name: str) -> None:
+        """Make every document of the collection look read by no reader: the next indexing
+        run reads them all again from scratch (and replaces their passages and vectors), and
+        a run cancelled half-way leaves the rest to the run after it."""
+        with transaction(self._conn):
+            self._conn.execute("UPDATE documents SET reader = -1 WHERE collection_id = ?",
+                               (self._id(name),))
 
     def remove_document(self, collection: str, path: str) -> None:
         with transaction(self._conn):
@@ -355,8 +396,8 @@ class SqliteFtsIndex:
 
     def documents(self, collection: str) -> dict[str, Document]:
         rows = self._conn.execute(
-            "SELECT path, size, mtime_ns, sha256, kind FROM documents WHERE collection_id = ?",
-            (self._id(collection),))
+            "SELECT path, size, mtime_ns, sha256, kind, reader, note FROM documents "
+            "WHERE collection_id = ?", (self._id(collection),))
         return {row[0]: Document(*row) for row in rows}
 
     def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]:
@@ -381,12 +422,14 @@ class SqliteFtsIndex:
                depth: int) -> list[list[tuple[int, float]]]:
         """The vectors' rankings (chunk id, cosine similarity), one per embedding model of
         the collections: the question is embedded by each (the distances of two models do
-        not compare, so each is fused as a ranking of its own). [] when there is none to use;
-        search_note says why where there could have been (no embedder of a collection's
-        model, a store or an embedder that failed)."""
+        not compare, so each is fused as a ranking of its own), once per prefix style of the
+        vectors it meets (one style but while a collection is embedded again in its model's
+        new style; those of one model are merged). [] when there is none to use; search_note
+        says why where there could have been (no embedder of a collection's model, a store or
+        an embedder that failed)."""
         if (self.embedder is None and self.embedder_for is None) or not query.strip():
             return []
-        by_model: dict[str, dict[int, tuple[VectorStore, list[int]]]] = {}
+        by_model: dict[str, dict[str, dict[int, tuple[VectorStore, list[int]]]]] = {}
         names: dict[str, list[str]] = {}
         for cid, name in zip(ids, collections, strict=True):
             collection = self.collection(name)
@@ -396,27 +439,35 @@ class SqliteFtsIndex:
                 self.search_note = why
                 continue
             store = self._store(collection)
-            groups = by_model.setdefault(collection.embed_model, {})
-            groups.setdefault(id(store), (store, []))[1].append(cid)
+            by_style = by_model.setdefault(collection.embed_model, {})
+            by_store = by_style.setdefault(collection.embed_prompts, {})
+            by_store.setdefault(id(store), (store, []))[1].append(cid)
             names.setdefault(collection.embed_model, []).append(collection.name)
         rankings, notes = [], []
-        for model, groups in by_model.items():
+        for model, by_style in by_model.items():
+            searched = ", ".join(names[model])
             embedder = self._embedder(model)
             if embedder is None:
-                notes.append(f"{', '.join(names[model])} searched in full text only: no "
-                              f"embedder of its model ({Path(model).name}) for this search.")
+                notes.append(f"{searched} searched in full text only: no embedder of its "
+                             f"model ({Path(model).name}) for this search.")
                 continue
+            styles = sorted(by_style)
             try:
-                (vector,) = embedder([query])
+                found = embedder([embed_prompts.query_text(style, query) for style in styles])
             except Exception as exc:  # the engine's error: full text still answers
-                notes.append(f"The question could not be embedded ({exc}): "
-                              f"{', '.join(names[model])} searched in full text only.")
+                notes.append(f"The question could not be embedded ({exc}): {searched} "
+                             "searched in full text only.")
                 continue
-            ranking, note = vectors.merged_ranking(list(groups.values()), vector, depth)
-            if note:
-                notes.append(note)
-            if ranking is not None:
-                rankings.append(ranking)
+            merged: list[tuple[int, float]] | None = None
+            for style, vector in zip(styles, found, strict=True):
+                ranking, note = vectors.merged_ranking(list(by_style[style].values()), vector,
+                                                       depth)
+                if note:
+                    notes.append(note)
+                if ranking is not None:
+                    merged = (merged or []) + ranking
+            if merged is not None:
+                rankings.append(sorted(merged, key=lambda p: -p[1])[:depth])
         self.search_note = " ".join(notes) or self.search_note
         return rankings
 
@@ -500,8 +551,9 @@ class SqliteFtsIndex:
             "WHERE d.collection_id = ?", (self._id(collection),)).fetchone()
         return IndexStats(docs, chunks, chars)
 
-    def rebuild(self) -> None:
-        """Rebuild the full-text index from the chunks (a damaged FTS table, a new
-        tokenizer); the documents' text is kept."""
+    def rebuild_full_text(self) -> None:
+        """Rebuild the full-text index of every collection from the chunks (a damaged FTS
+        table, a new tokenizer); the documents' text is kept. Part of a collection's rebuild
+        (indexer.py), which also reads its files again."""
         with transaction(self._conn):
             self._conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")

@@ -39,6 +39,8 @@ class Document:
     mtime_ns: int
     sha256: str
     kind: str  # the converter that read it: text, markdown, code, csv, html, pdf, docx
+    reader: int = 0  # the reader's version that made its passages (indexer.READER_VERSION)
+    note: str = ""  # what of it was not read ("" all of it): a cap reached
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,14 @@ a final link and without blocking, checked to be a regular file; a file whose si
 moves while it is read is read again, and listed if it keeps moving. Files gone from the folders
 leave the index. Cancelling keeps what was indexed so far; the next run goes on from there.
 
+Each document records READER_VERSION, the version of converting and chunking that made its
+passages: one made by an older reader is read again however unchanged the file is, and keeps its
+passages (and vectors) when the new reader makes the same ones. A rebuild marks every document
+of the collection as read by no reader (REBUILD) and rebuilds the full-text table: every file is
+read again and its passages replaced, so they are embedded again; a rebuild cancelled half-way is
+finished by the next run. A file read only up to a cap (convert.Converted.cut) is indexed as far
+as it was read and listed with the note (IndexReport.partial), never passed off as whole.
+
 A collection with an embedding model then has its chunks without a vector embedded, in
 batches (a model set later, or a run that failed, is caught up the same way). A failure stops
 the embedding, never the indexing: it is reported and kept with the collection, and search
@@ -16,6 +24,7 @@ stays full-text for what has no vector.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -24,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inglenook.core.units import describe_size
-from inglenook.knowledge import vectors
+from inglenook.knowledge import embed_prompts, vectors
 from inglenook.knowledge.chunking import chunk_pages
 from inglenook.knowledge.convert import ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
@@ -32,6 +41,10 @@ from inglenook.knowledge.index import Document
 from inglenook.knowledge.scanner import FoundFile, scan
 from inglenook.knowledge.vectors import Embedder, VectorStoreError
 
+# Bump it whenever convert.py or chunking.py changes what a file becomes: the next run reads
+# every file again. 1: code cut at top-level definitions, caps reported (schema v7).
+READER_VERSION = 1
+REBUILD = -1  # a document's reader when a rebuild asked for it to be read again from scratch
 MAX_FILE_BYTES = 64_000_000  # a bigger "document" is a data dump or a disk image, not notes
 READ_ATTEMPTS = 3
 EMBED_BATCH = 16  # chunks embedded at a time, ~6 windows each (progress and cancel between)
@@ -56,6 +69,8 @@ class IndexReport:
     unchanged: int = 0
     removed: int = 0
     problems: list[tuple[str, str]] = field(default_factory=list)
+    # (path, what was not read) of the collection's documents indexed only in part
+    partial: list[tuple[str, str]] = field(default_factory=list)
     cancelled: bool = False
     embedded: int = 0  # chunks given a vector
     embed_error: str = ""  # why vectors were not made ("" they were, or none were asked)
@@ -65,19 +80,32 @@ class UnreadableFile(Exception):
     """str() is the reason, for the problems list."""
 
 
-def read_bounded(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat_result]:
-    """The bytes of a regular file, at most limit, as they were between two equal stats."""
+CHANGED = "it was replaced while being indexed (by a link, or another file): not read"
+
+
+def read_bounded(path: str, limit: int = MAX_FILE_BYTES,
+                 identity: tuple[int, int] | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file, at most limit, as they were between two equal stats.
+
+    The path is opened as it is, never through os.path.realpath: a last component that is a
+    link is refused (O_NOFOLLOW), a FIFO does not block (O_NONBLOCK), and with `identity`
+    (st_dev, st_ino as scanned) the descriptor must be that very file, so a file or a folder
+    above it swapped for a link out of the collection since the scan is refused, not read."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(READ_ATTEMPTS):
         try:
-            fd = os.open(os.path.realpath(path), flags)
+            fd = os.open(path, flags)
         except PermissionError as exc:
             raise UnreadableFile("permission denied: the file cannot be read") from exc
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # the last component is a link now
+                raise UnreadableFile(CHANGED) from exc
             raise UnreadableFile(f"cannot be opened: {exc.strerror or exc}") from exc
         try:
             before = os.fstat(fd)
+            if identity is not None and (before.st_dev, before.st_ino) != identity:
+                raise UnreadableFile(CHANGED)
             if not stat.S_ISREG(before.st_mode):
                 raise UnreadableFile("no longer a regular file: not read")
             if before.st_size > limit:
@@ -113,9 +141,11 @@ class Indexer:
                  progress: Callable[[Progress], None] = lambda p: None,
                  cancelled: Callable[[], bool] = lambda: False,
                  max_file_bytes: int = MAX_FILE_BYTES, embedder: Embedder | None = None,
-                 no_embedder: str = "No embedding model was loaded: vectors were not made."
-                 ) -> None:
-        """`no_embedder`: why there is none, for a collection that has an embedding model."""
+                 no_embedder: str = "No embedding model was loaded: vectors were not made.",
+                 rebuild: bool = False) -> None:
+        """`no_embedder`: why there is none, for a collection that has an embedding model.
+        `rebuild`: read every file again from scratch (and embed its passages again)."""
+        self.rebuild = rebuild
         self.embedder, self.no_embedder = embedder, no_embedder
         self.index = index
         self.name = name
@@ -126,6 +156,9 @@ class Indexer:
     def run(self) -> IndexReport:
         collection = self.index.collection(self.name)
         self.name = collection.name
+        if self.rebuild:
+            self.index.rebuild_full_text()
+            self.index.forget_readings(self.name)
         found = scan(collection.roots, collection.follow_links, self.cancelled,
                      lambda count: self.progress(Progress(count, None)))
         report = IndexReport(problems=list(found.problems), cancelled=found.cancelled)
@@ -146,6 +179,7 @@ class Indexer:
                 self.index.remove_document(self.name, path)
                 report.removed += 1
             self.index.set_problems(self.name, report.problems)
+            report.partial = self.index.notes(self.name)
             self._embed(collection.embed_model, report)
         return report
 
@@ -163,6 +197,8 @@ class Indexer:
             report.embed_error = error
             self.index.set_embed_error(self.name, error)
             return
+        style = embed_prompts.style_of(model)
+        self.index.set_embed_prompts(self.name, style)  # vectors of another style go
         total = self.index.stats(self.name).chunks - self.index.vector_count(self.name)
         cancelled = False
         try:
@@ -174,7 +210,7 @@ class Indexer:
             if not batch:
                 break
             try:
-                rows = vectors.embed(embedder, batch)
+                rows = vectors.embed(embedder, batch, style)
             except Exception as exc:  # the engine's error, in words; full text stays
                 report.embed_error = f"Embedding failed after {report.embedded:,} of " \
                                      f"{total:,} passages: {exc}"
@@ -191,26 +227,38 @@ class Indexer:
         self.index.set_embed_error(self.name, report.embed_error)
 
     def _one(self, file: FoundFile, known: Document | None, report: IndexReport) -> None:
-        if known is not None and (known.size, known.mtime_ns) == (file.size, file.mtime_ns):
+        current = known is not None and known.reader >= READER_VERSION
+        if known is not None and current and (known.size, known.mtime_ns) == (file.size,
+                                                                              file.mtime_ns):
             report.unchanged += 1
             return
         try:
-            data, info = read_bounded(file.path, self.max_file_bytes)
+            data, info = read_bounded(file.opened, self.max_file_bytes, file.identity)
             sha = hashlib.sha256(data).hexdigest()
-            document = Document(file.path, info.st_size, info.st_mtime_ns, sha, file.kind)
-            if known is not None and known.sha256 == sha:
-                self.index.touch_document(self.name, document)
+            if known is not None and current and known.sha256 == sha:
+                self.index.touch_document(self.name, Document(
+                    file.path, info.st_size, info.st_mtime_ns, sha, file.kind, known.reader,
+                    known.note))
                 report.unchanged += 1
                 return
-            pages = convert(file.kind, data, Path(file.path))
-            chunks = chunk_pages(pages, markdown=file.kind in ("markdown", "html", "docx",
-                                                               "text"))
+            converted = convert(file.kind, data, Path(file.path))
+            chunks = chunk_pages(converted.pages,
+                                 markdown=file.kind in ("markdown", "html", "docx", "text"),
+                                 code=file.kind == "code")
             if not chunks:
                 raise UnreadableFile("it has no text (a scanned PDF is pictures of pages)")
         except (UnreadableFile, ConvertError) as exc:
             report.problems.append((file.path, str(exc)))
             if known is not None:
                 self.index.remove_document(self.name, file.path)
+            return
+        document = Document(file.path, info.st_size, info.st_mtime_ns, sha, file.kind,
+                            READER_VERSION, converted.cut)
+        if known is not None and known.reader != REBUILD and known.sha256 == sha \
+                and self.index.document_chunks(self.name, file.path) == chunks:
+            # Read again by a newer reader that made the same passages: their vectors stay.
+            self.index.touch_document(self.name, document)
+            report.unchanged += 1
             return
         self.index.add_document(self.name, document, chunks)
         if known is None:

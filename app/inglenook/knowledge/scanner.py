@@ -9,7 +9,11 @@ anything follows it:
 - a folder that cannot be listed (permission denied) is listed with the reason;
 - version-control and dependency folders are skipped, and said so.
 Reading is not done here: indexer.py opens each file with O_NOFOLLOW | O_NONBLOCK and checks
-again that it is the regular file scanned (it may have been swapped for a link or a FIFO since).
+that the descriptor is the regular file scanned (its device and inode), since the file or a folder
+above it may have been swapped for a link out or a FIFO between the two.
+
+A folder of 100,000 entries is listed with progress and cancel every ENTRIES_PER_REPORT entries,
+not only between folders, so one huge folder neither freezes the count nor ignores Cancel.
 """
 
 from __future__ import annotations
@@ -22,16 +26,29 @@ from pathlib import Path
 
 from inglenook.knowledge.convert import kind_of
 
+ENTRIES_PER_REPORT = 1000  # ~10 ms of lstat calls between two progress reports
 SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv",
                              ".tox", ".mypy_cache", ".ruff_cache"})
 
 
 @dataclass(frozen=True)
 class FoundFile:
-    path: str
+    path: str  # as found under the roots: what is indexed and cited
     size: int
     mtime_ns: int
     kind: str
+    device: int = 0  # st_dev and st_ino of what was scanned: what the reader must open
+    inode: int = 0
+    source: str = ""  # where to open it: the path, or where a link followed pointed then
+
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        """None where the system gives no inode numbers (what is opened is checked alone)."""
+        return (self.device, self.inode) if self.inode else None
+
+    @property
+    def opened(self) -> str:
+        return self.source or self.path
 
 
 @dataclass
@@ -83,8 +100,13 @@ def scan(roots: Sequence[str], follow_links: bool = False,
             result.problems.append((folder, f"the folder cannot be listed: "
                                             f"{exc.strerror or exc}"))
             continue
-        for path in reversed(names):  # popped in name order
+        for n, path in enumerate(reversed(names), start=1):  # popped in name order
             _entry(path, real_roots, follow_links, visited, stack, result)
+            if n % ENTRIES_PER_REPORT == 0:
+                found(len(result.files))
+                if cancelled():
+                    result.cancelled = True
+                    return result
         found(len(result.files))
     return result
 
@@ -97,8 +119,9 @@ def _entry(path: str, real_roots: Sequence[str], follow_links: bool,
     except OSError as exc:
         result.problems.append((path, f"cannot be looked at: {exc.strerror or exc}"))
         return
+    source = ""
     if stat.S_ISLNK(info.st_mode):
-        real = os.path.realpath(path)
+        real = source = os.path.realpath(path)
         if not is_root and not follow_links and not _inside(real, real_roots):
             result.problems.append((path, f"a symbolic link out of the collection's folders "
                                           f"(to {real}): not followed"))
@@ -130,6 +153,7 @@ def _entry(path: str, real_roots: Sequence[str], follow_links: bool,
                                           "Markdown, code, CSV, HTML, PDF, DOCX)"))
         else:
             visited.add(key)
-            result.files.append(FoundFile(path, info.st_size, info.st_mtime_ns, kind))
+            result.files.append(FoundFile(path, info.st_size, info.st_mtime_ns, kind,
+                                          info.st_dev, info.st_ino, source))
     else:
         result.problems.append((path, _kind_of(info)))

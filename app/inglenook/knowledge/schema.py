@@ -39,6 +39,18 @@ v5:
   again. Documents, chunks and the full-text index are kept as they are.
 
 v6:
+- embed_prompts: the prefix style its vectors were made with (knowledge/embed_prompts.py; ''
+  none, as every vector before v6 was made). A style that differs from its model's now makes
+  the next indexing run embed its passages again.
+
+v7:
+- A document records the version of the reader that made its passages (reader; indexer.py's
+  READER_VERSION, bumped whenever converting or chunking changes): one read by an older reader
+  is read again by the next indexing run even when the file is unchanged. Those before get 0.
+- And what of it was left unread ('' none): a PDF or CSV read only up to its cap is indexed as
+  far as it was read and listed with this note for as long as it stays indexed.
+
+v8:
 - vector_log: every change to chunk_vectors (a row added, replaced or deleted, by a batch
   embedded, a cascade from a chunk that went, a collection forgotten), recorded by triggers as
   (seq, chunk id), seq never reused (AUTOINCREMENT). The approximate indexes derived from the
@@ -184,6 +196,28 @@ def _v5(conn: sqlite3.Connection) -> None:
 
 
 V6_SQL = """
+ALTER TABLE collections ADD COLUMN embed_prompts TEXT NOT NULL DEFAULT '';
+"""
+
+
+def _v6(conn: sqlite3.Connection) -> None:
+    for statement in statements(V6_SQL):
+        conn.execute(statement)
+
+
+V7_SQL = """
+ALTER TABLE documents ADD COLUMN reader INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE documents ADD COLUMN note TEXT NOT NULL DEFAULT '';
+CREATE INDEX documents_noted ON documents (collection_id) WHERE note != '';
+"""
+
+
+def _v7(conn: sqlite3.Connection) -> None:
+    for statement in statements(V7_SQL):
+        conn.execute(statement)
+
+
+V8_SQL = """
 CREATE TABLE vector_log (
     seq       INTEGER PRIMARY KEY AUTOINCREMENT,
     chunk_id  INTEGER NOT NULL
@@ -201,10 +235,11 @@ END;
 """
 
 
-def _v6(conn: sqlite3.Connection) -> None:
-    for statement in statements(V6_SQL):
+def _v8(conn: sqlite3.Connection) -> None:
+    for statement in statements(V8_SQL):
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7,
+                                                          _v8]
 LATEST_VERSION = len(MIGRATIONS)

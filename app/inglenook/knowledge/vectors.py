@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from inglenook.knowledge import ann
+from inglenook.knowledge import ann, embed_prompts
 from inglenook.knowledge.chunking import windows
 
 log = logging.getLogger(__name__)
@@ -95,10 +95,12 @@ def window_texts(heading: str, text: str) -> list[str]:
     return [f"{heading}\n{window}" if heading else window for window in windows(text)]
 
 
-def embed(embedder: Embedder, batch: Sequence[tuple[int, list[str]]]) -> list[np.ndarray]:
-    """The vectors of `missing`'s chunks, one array per chunk, in one call of the embedder."""
+def embed(embedder: Embedder, batch: Sequence[tuple[int, list[str]]],
+          style: str = "") -> list[np.ndarray]:
+    """The vectors of `missing`'s chunks, one array per chunk, in one call of the embedder,
+    each window as a passage in the model's prefix style (embed_prompts.py)."""
     texts = [text for _, window in batch for text in window]
-    rows = embedder(texts)
+    rows = embedder(embed_prompts.document_texts(style, texts))
     if len(rows) != len(texts):
         raise ValueError(f"{len(rows)} vectors came back for {len(texts)} texts")
     bounds = np.cumsum([len(window) for _, window in batch])[:-1]

@@ -173,10 +173,46 @@ def opened_files(chosen: Sequence[str]) -> tuple[str, str]:
     return models[0], projectors[0]
 
 
+_FOUND: dict[tuple[str, int, int, int], str] = {}  # (model, size, mtime, folder mtime) → projector
+
+
+def _found_key(model_path: str) -> tuple[str, int, int, int] | None:
+    try:
+        model, folder = os.stat(model_path), os.stat(Path(model_path).parent)
+    except OSError:
+        return None
+    return (model_path, model.st_size, model.st_mtime_ns, folder.st_mtime_ns)
+
+
+def vision_projector(model_path: str, chosen: str = "") -> str:
+    """The projector this model loads with ("" none): the one chosen for it (its defaults'
+    mmproj_path) when that file is there, else the one beside it. Reads GGUF headers the first
+    time (call it off the GUI thread); remembered while the model and its folder are unchanged,
+    for `known_projector`."""
+    if chosen:
+        return chosen if os.path.isfile(chosen) else ""
+    key = _found_key(model_path)
+    if key is None:
+        return ""
+    if key not in _FOUND:
+        found = projector_beside(model_path)
+        _FOUND[key] = found.path if found is not None else ""
+    return _FOUND[key]
+
+
+def known_projector(model_path: str, chosen: str = "") -> str | None:
+    """`vision_projector` when it needs no header read (a few stat calls: the GUI thread may
+    ask); None when it is not known yet."""
+    if chosen:
+        return chosen if os.path.isfile(chosen) else ""
+    key = _found_key(model_path)
+    return _FOUND.get(key) if key is not None else ""
+
+
 def with_projector(params: LoadParams) -> LoadParams:
     """`params` with the projector beside the model when none was chosen (as LM Studio pairs
     a vision model's files); a chosen one is kept, and checked when it loads."""
     if params.mmproj_path or not params.model_path:
         return params
-    found = projector_beside(params.model_path)
-    return params.replace(mmproj_path=found.path) if found is not None else params
+    found = vision_projector(params.model_path)
+    return params.replace(mmproj_path=found) if found else params

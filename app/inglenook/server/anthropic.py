@@ -293,7 +293,8 @@ def routes(serving: Serving) -> list[Route]:
     async def count_tokens(request: Request) -> JSONResponse:
         """The prompt's tokens as the loaded model's template renders them."""
         try:
-            call = parse_messages(await serving.body(request), counting=True)
+            call = await serving.parse(request, lambda body: parse_messages(body, counting=True),
+                                       await serving.body(request))
             if serving.link.resolve(call.model) or serving.link.model_info("") is None:
                 raise ApiError(400, "Tokens can be counted for the loaded model only.",
                                param="model")

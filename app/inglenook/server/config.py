@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from inglenook.server.image_fetch import FetchPolicy
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 OLLAMA_PORT = 11434  # `inglenook serve --ollama`: where Ollama's clients look by default
@@ -36,6 +38,10 @@ class ServerConfig:
     max_pending: int = DEFAULT_MAX_PENDING
     extra_hosts: tuple[str, ...] = field(default=())  # more Host names to accept (a LAN name)
     ollama: bool = False  # Ollama's /api/* routes too (server/ollama.py): off unless asked
+    # Images named by http(s) URL are fetched (server/image_fetch.py): off unless asked, since
+    # the app otherwise never reaches the network on its own. `fetch_policy`: tests only.
+    fetch_images: bool = False
+    fetch_policy: FetchPolicy | None = field(default=None, compare=False, repr=False)
 
     def check(self) -> None:
         """Raise ConfigError for settings that would be unsafe or cannot work."""

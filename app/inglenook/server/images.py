@@ -4,8 +4,10 @@
 The bytes are outside data: the base64 is decoded only when its length fits MAX_FILE_BYTES
 (the body limit caps it first), the image is decoded and checked with core/images.py's bounds
 before anything is written, and the file is named by its sha256 under paths.image_cache_dir(),
-as the CLI's --image gives the engine a file and its hash. A remote URL is refused: the app
-never reaches the network on its own.
+as the CLI's --image gives the engine a file and its hash. A remote URL is refused unless the
+user started the server with image fetching on (`--fetch-images`, or the window's API server
+settings): the request's parse then runs with `fetching` set (server/image_fetch.py's rules),
+and nothing is fetched otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from contextvars import ContextVar
 from typing import Any
 
 from inglenook.chat.images import store_image
@@ -20,8 +23,13 @@ from inglenook.core.images import MAX_FILE_BYTES, ImageRefused, decode_image
 from inglenook.core.messages import ImageRef
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import only_known
+from inglenook.server.image_fetch import FetchRefused, ImageFetcher
 
-__all__ = ["anthropic_image", "base64_image", "image_part"]
+__all__ = ["anthropic_image", "base64_image", "fetching", "image_part", "url_image"]
+
+# The request's fetcher while its body is parsed (Serving.reply sets it; asyncio.to_thread
+# carries it to the parsing thread); None: remote URLs are refused.
+fetching: ContextVar[ImageFetcher | None] = ContextVar("fetching", default=None)
 
 # data:[<media type>][;<parameter>]*;base64,<data>; only base64 (a percent-encoded image
 # would be a second decoder for nothing: clients all send base64).
@@ -44,19 +52,37 @@ def image_part(part: dict[str, Any], where: str) -> ImageRef:
     if inner.get("detail") not in (None, *DETAILS):
         raise ApiError(400, f"'{where}.image_url.detail' must be one of {', '.join(DETAILS)}.",
                        param=f"{where}.image_url.detail")
-    url = inner.get("url")
-    param = f"{where}.image_url.url"
+    return url_image(inner.get("url"), f"{where}.image_url.url", where)
+
+
+def url_image(url: Any, param: str, where: str) -> ImageRef:
+    """An image URL (OpenAI's chat `image_url.url`, the Responses API's `input_image`): a base64
+    data: URL, or an http(s) URL, fetched only where the server was told it may fetch."""
     if not isinstance(url, str):
         raise ApiError(400, f"'{param}' must be a string.", param=param)
     if url[:8].lower().startswith(("http://", "https://")):
-        raise ApiError(400, f"'{param}' is a remote URL: nothing is fetched from the network "
-                       "here; send the image as a data: URL (data:image/png;base64,…).",
-                       param=param, code="invalid_value")
+        return remote_image(url, param, where)
     found = _DATA_URL.match(url)
     if found is None:
         raise ApiError(400, f"'{param}' must be a base64 data: URL "
                        "(data:image/png;base64,…).", param=param, code="invalid_value")
     return base64_image(url[found.end():], param, where)
+
+
+def remote_image(url: str, param: str, where: str) -> ImageRef:
+    """An http(s) image URL: refused, unless fetching is on for this request (`fetching`),
+    then fetched with image_fetch's rules and checked like any other image."""
+    fetcher = fetching.get()
+    if fetcher is None:
+        raise ApiError(400, f"'{param}' is a remote URL: nothing is fetched from the network "
+                       "here; send the image as a data: URL (data:image/png;base64,…), or "
+                       "start the server with image fetching on.",
+                       param=param, code="invalid_value")
+    try:
+        data = fetcher.fetch(url)
+    except FetchRefused as exc:
+        raise ApiError(400, f"'{param}': {exc}", param=param, code="invalid_value") from None
+    return checked_image(data, param, where)
 
 
 def anthropic_image(block: dict[str, Any], where: str) -> ImageRef:
@@ -68,8 +94,10 @@ def anthropic_image(block: dict[str, Any], where: str) -> ImageRef:
         raise ApiError(400, f"'{param}' must be an object.", param=param)
     only_known(source, {"type", "media_type", "data", "url"}, param)
     if source.get("type") == "url":
-        raise ApiError(400, f"'{param}' is a URL: nothing is fetched from the network here; "
-                       "send the image as base64.", param=param, code="invalid_value")
+        url = source.get("url")
+        if not isinstance(url, str) or not url[:8].lower().startswith(("http://", "https://")):
+            raise ApiError(400, f"'{param}.url' must be an http(s) URL.", param=f"{param}.url")
+        return remote_image(url, f"{param}.url", where)
     if source.get("type") != "base64" or not isinstance(source.get("data"), str):
         raise ApiError(400, f"'{param}' must be a base64 source with 'data'.", param=param)
     return base64_image(source["data"], f"{param}.data", where)
@@ -88,6 +116,11 @@ def base64_image(encoded: Any, param: str, where: str) -> ImageRef:
     except (binascii.Error, ValueError):
         raise ApiError(400, f"'{param}' is not valid base64.", param=param,
                        code="invalid_value") from None
+    return checked_image(data, param, where)
+
+
+def checked_image(data: bytes, param: str, where: str) -> ImageRef:
+    """Image bytes decoded with core/images.py's bounds, then kept under their hash."""
     try:
         image = decode_image(data, f"The image of '{where}'")
     except ImageRefused as exc:

@@ -13,10 +13,11 @@ from typing import Any, cast
 
 from starlette.routing import Route
 
-from inglenook.core.messages import ForcedCall, Message, Role, ToolCallTurn
+from inglenook.core.messages import ForcedCall, ImageRef, Message, Role, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
+from inglenook.server.images import DETAILS, url_image
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving, principal_of
 from inglenook.server.response_store import ResponseStore
@@ -131,8 +132,9 @@ def _items(raw: Any) -> list[Message]:
             if role not in ("system", "user", "assistant"):
                 raise ApiError(400, f"'{where}.role' must be system, developer, user or "
                                "assistant.", param=f"{where}.role")
-            out.append(Message(cast(Role, role), _content(entry.get("content"), where),
-                               thought if role == "assistant" else ""))
+            content, images = _content(entry.get("content"), where, role == "user")
+            out.append(Message(cast(Role, role), content,
+                               thought if role == "assistant" else "", images=images))
             thought = "" if role == "assistant" else thought
         elif kind == "function_call":
             call = ToolCallTurn(text(entry, "call_id", 256, f"{where}.call_id"),
@@ -150,8 +152,8 @@ def _items(raw: Any) -> list[Message]:
         elif kind == "function_call_output":
             call_id = text(entry, "call_id", 256, f"{where}.call_id")
             output = entry.get("output")
-            result = output if isinstance(output, str) else "".join(
-                _content(output, f"{where}.output"))
+            result = output if isinstance(output, str) else _content(
+                output, f"{where}.output", False)[0]
             out.append(Message("tool", result, tool_call_id=call_id,
                                 name=name_of_call(call_id, calls)))
         elif kind == "reasoning":
@@ -166,17 +168,36 @@ def _items(raw: Any) -> list[Message]:
     return out
 
 
-def _content(raw: Any, where: str) -> str:
+def _content(raw: Any, where: str, user: bool) -> tuple[str, tuple[ImageRef, ...]]:
+    """The text of a message's parts, and a user message's `input_image` parts as images (a
+    data: URL, or an http(s) URL under the server's fetching rules: server/images.py)."""
     if isinstance(raw, str):
-        return raw
-    parts = []
+        return raw, ()
+    parts: list[str] = []
+    images: list[ImageRef] = []
     for j, part in enumerate(listed(raw, f"{where}.content")):
-        block = obj(part, f"{where}.content[{j}]")
+        at = f"{where}.content[{j}]"
+        block = obj(part, at)
+        if block.get("type") == "input_image" and user:
+            images.append(_image(block, at))
+            continue
         if block.get("type") not in _TEXT_PARTS or not isinstance(block.get("text"), str):
-            raise ApiError(400, f"'{where}.content[{j}]' must be text: only text is supported.",
-                           param=f"{where}.content[{j}]")
+            shown = "text or input_image" if user else "text"
+            raise ApiError(400, f"'{at}' must be {shown}.", param=at)
         parts.append(block["text"])
-    return "".join(parts)
+    return "".join(parts), tuple(images)
+
+
+def _image(block: dict[str, Any], at: str) -> ImageRef:
+    """`{"type": "input_image", "image_url": "data:image/png;base64,…", "detail": "auto"}`."""
+    only_known(block, {"type", "image_url", "file_id", "detail"}, at)
+    if block.get("detail") not in (None, *DETAILS):
+        raise ApiError(400, f"'{at}.detail' must be one of {', '.join(DETAILS)}.",
+                       param=f"{at}.detail")
+    if block.get("file_id") is not None:
+        raise ApiError(400, f"'{at}.file_id': this server keeps no files; send the image as "
+                       "'image_url' (a data: URL).", param=f"{at}.file_id")
+    return url_image(block.get("image_url"), f"{at}.image_url", at)
 
 
 def _id(prefix: str) -> str:

@@ -17,6 +17,9 @@ from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import Ask, EngineLink
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import parse_json
+from inglenook.server.image_fetch import FetchPolicy, ImageFetcher
+from inglenook.server.images import fetching
+from inglenook.server.request_log import note_fetched
 from inglenook.server.responses import Format
 from inglenook.server.schemas import ApiCall
 from inglenook.server.security import presented_token
@@ -44,12 +47,25 @@ class Serving:
         """Parse the body into a call and start its reply; errors counted, then raised."""
         try:
             body = await self.body(request)
-            # In a thread: an image part is decoded and written while the parse checks it.
-            call = await asyncio.to_thread(parse, body)
+            call = await self.parse(request, parse, body)
             return self.start(request, call, fmt)
         except ApiError as exc:
             self.board.refused(exc.message)
             raise
+
+    async def parse(self, request: Request, parse: Callable[[Any], ApiCall],
+                    body: Any) -> ApiCall:
+        """The body as a call, in a thread: an image part is decoded and written (and, with
+        fetching on, fetched) while the parse checks it. What was fetched goes to the log."""
+        fetcher = ImageFetcher(self.config.fetch_policy or FetchPolicy()) \
+            if self.config.fetch_images else None
+        token = fetching.set(fetcher)  # asyncio.to_thread runs parse in this context
+        try:
+            return await asyncio.to_thread(parse, body)
+        finally:
+            fetching.reset(token)
+            if fetcher is not None and fetcher.notes:
+                note_fetched(request.scope, fetcher.notes)
 
     def start(self, request: Request, call: ApiCall,
               fmt: Callable[[str], Format]) -> ReplyResponse:

@@ -1,7 +1,8 @@
 """The request log: every request of every route and dialect, as it ended, for the window's
 list (the server's status board keeps the latest). The outermost middleware, so that what the
 security middleware refuses is listed too. A reply adds its model and token counts through
-`note_usage`; nothing of what was said is kept."""
+`note_usage`, and images fetched for it (or refused) their hosts through `note_fetched`; nothing
+of what was said is kept."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from inglenook.core.replies import Stats
 from inglenook.server.status import RequestRecord, StatusBoard
 
 _USAGE = "inglenook.usage"  # where a reply leaves its figures in the request's scope
+_FETCHED = "inglenook.fetched"  # what image_fetch did for the request
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,10 @@ class Usage:
 
 def note_usage(scope: Scope, model: str, stats: Stats | None, outcome: str = "") -> None:
     scope.setdefault("state", {})[_USAGE] = Usage(model, stats, outcome)
+
+
+def note_fetched(scope: Scope, notes: list[str]) -> None:
+    scope.setdefault("state", {})[_FETCHED] = "; ".join(notes)
 
 
 class RequestLogMiddleware:
@@ -62,4 +68,5 @@ def _record(scope: Scope, status: int, seconds: float) -> RequestRecord:
         status, seconds, usage.model if usage is not None else "",
         stats.prompt_tokens if stats else 0, stats.cached_tokens if stats else 0,
         stats.generated_tokens if stats else 0,
-        usage.outcome if usage is not None else ("" if status else "no answer"))
+        usage.outcome if usage is not None else ("" if status else "no answer"),
+        str(scope.get("state", {}).get(_FETCHED, "")))

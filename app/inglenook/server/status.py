@@ -28,6 +28,7 @@ class RequestRecord:
     cached_tokens: int = 0
     generated_tokens: int = 0
     outcome: str = ""  # "" when the status says it all; else why it ended (an error, a stop)
+    fetched: str = ""  # images fetched by URL for it, or refused: their hosts and sizes
 
 
 @dataclass(frozen=True)

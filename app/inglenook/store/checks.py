@@ -15,6 +15,7 @@ from inglenook.core.sampling import SamplingParams
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_TIMESTAMP = 32_503_680_000.0  # 3000-01-01: beyond it, a date is a mistake or an attack
+SHOWN_IMAGES = 3  # images left out that the summary names (the rest are counted)
 MAX_NESTING = 32  # provenance nests 3 deep; the rest is room for what a newer version adds
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMERIC = {f.name for f in dataclasses.fields(SamplingParams)} - {"stop"}
@@ -84,6 +85,7 @@ class Repairs:
     def __init__(self) -> None:
         self.timestamps = 0
         self.numbers = 0
+        self.images: list[str] = []  # images left out: "“name” (where: why)"
 
     def timestamp(self, value: object, default: float) -> float:
         """Seconds since 1970 between 1970 and 3000; missing (None) gives `default` quietly,
@@ -174,6 +176,11 @@ class Repairs:
         if self.numbers:
             found.append(f"left out {count(self.numbers, 'unusable number')} (NaN, infinite "
                          "or of the wrong kind)")
+        if self.images:
+            named = ", ".join(self.images[:SHOWN_IMAGES])
+            more = len(self.images) - SHOWN_IMAGES
+            found.append(f"left out {count(len(self.images), 'image')} that could not be read: "
+                         f"{named}" + (f" and {more:,} more" if more > 0 else ""))
         return found
 
 

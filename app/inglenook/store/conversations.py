@@ -92,7 +92,7 @@ def set_settings(conn: sqlite3.Connection, conv_id: int, preset: str | None,
 
 
 def delete(conn: sqlite3.Connection, conv_id: int) -> None:
-    """Hide it (undo with undelete) until purge_deleted removes it for good."""
+    """Hide it (undo with undelete) until store/purge.py removes it for good."""
     require(conn, conv_id)
     conn.execute("UPDATE conversations SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
                  (time.time(), conv_id))
@@ -100,13 +100,6 @@ def delete(conn: sqlite3.Connection, conv_id: int) -> None:
 
 def undelete(conn: sqlite3.Connection, conv_id: int) -> None:
     _set(conn, conv_id, "deleted_at", None)
-
-
-def purge_deleted(conn: sqlite3.Connection, older_than_s: float) -> int:
-    """Remove conversations deleted at least `older_than_s` ago, with their messages."""
-    cursor = conn.execute("DELETE FROM conversations WHERE deleted_at <= ?",
-                          (time.time() - older_than_s,))
-    return cursor.rowcount
 
 
 def touch(conn: sqlite3.Connection, conv_id: int) -> None:

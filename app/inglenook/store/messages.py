@@ -28,7 +28,8 @@ from inglenook.store.records import (
 )
 from inglenook.tools.cards import ToolCard
 
-IMAGE_CHARS = IMAGE_TOKENS * 4  # an image, for estimates in characters: ~4 to a token
+# An image, for estimates in characters (~4 to a token): its counted tokens (v6), else a guess.
+IMAGE_CHARS = f"(CASE WHEN a.tokens > 0 THEN a.tokens ELSE {IMAGE_TOKENS} END) * 4"
 _MAX_DEPTH = 1_000_000  # a guard against loops in hand-edited data, far beyond any real chat
 
 _COLUMNS = """
@@ -152,8 +153,9 @@ def add_attachments(conn: sqlite3.Connection, msg_id: int,
                     attachments: Sequence[Attachment]) -> None:
     conn.executemany(
         f"INSERT INTO attachments (message_id, position, {ATTACHMENT_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(msg_id, n, a.kind, a.name, a.size, a.text, a.mime, a.data or None)
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(msg_id, n, a.kind, a.name, a.size, a.text, a.mime, a.data or None,
+          a.image_tokens if a.kind == "image" else 0)
          for n, a in enumerate(attachments)])
 
 

@@ -7,9 +7,11 @@ import binascii
 import time
 
 from inglenook.core.attachments import ATTACHMENT_KINDS, Attachment
+from inglenook.core.images import MAX_FILE_BYTES, ImageRefused, decode_image
 from inglenook.store.checks import (
     InvalidImport,
     Repairs,
+    count,
     flag,
     is_number,
     one_line,
@@ -71,12 +73,17 @@ def read_archive(data: object) -> ImportBatch:
     return batch
 
 
-def read_attachments(value: object, what: str) -> tuple[Attachment, ...]:
-    """A message's "attachments" (export.attachment_dict); missing in files from before v4."""
+def read_attachments(value: object, what: str, repairs: Repairs | None = None
+                     ) -> tuple[Attachment, ...]:
+    """A message's "attachments" (export.attachment_dict); missing in files from before v4.
+    Each image is decoded with core/images.py's bounds, as an attached one is: one that is not
+    an image read here (damaged, a bomb, another format) is left out and named in the import's
+    summary (`repairs`), never stored."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
         raise InvalidImport(f"{what}: “attachments” must be a list of objects")
+    repairs = repairs if repairs is not None else Repairs()
     found = []
     for n, item in enumerate(value, start=1):
         where = f"{what}, attachment {n}"
@@ -92,12 +99,31 @@ def read_attachments(value: object, what: str) -> tuple[Attachment, ...]:
             except (binascii.Error, ValueError) as exc:
                 raise InvalidImport(f"{where}: its data is not base64") from exc
         size = item.get("size")  # only shown: a wrong one is repaired, not refused
+        name = string(item.get("name"), f"{where}: its name")
+        mime = string(item.get("mime"), f"{where}: its mime type", default="")
+        if kind == "image":
+            mime, why = _checked_image(data)
+            if why:
+                repairs.images.append(f"“{one_line(name)}” ({what}: {why})")
+                continue
         found.append(Attachment(
-            name=string(item.get("name"), f"{where}: its name"), kind=kind, text=content,
+            name=name, kind=kind, text=content,
             size=size if is_number(size) and isinstance(size, int) and size >= 0
             else len(data or content.encode("utf-8")),
-            mime=string(item.get("mime"), f"{where}: its mime type", default=""), data=data))
+            mime=mime, data=data))
     return tuple(found)
+
+
+def _checked_image(data: bytes) -> tuple[str, str]:
+    """The image's MIME type as its bytes say (not as the file claims), and "", or "" and why
+    it cannot be used, in a few words."""
+    if len(data) > MAX_FILE_BYTES:
+        return "", f"it is {len(data):,} bytes; images up to {MAX_FILE_BYTES:,} are read"
+    try:
+        image = decode_image(data, "it")
+    except ImageRefused as exc:
+        return "", str(exc).rstrip(".")
+    return (image.mime, "") if image.mime else ("", "it is not an image read here")
 
 
 def read_cards(value: object, what: str) -> tuple[ToolCard, ...]:
@@ -144,12 +170,16 @@ def read_conversation(data: object, where: str, repairs: Repairs) -> ImportedCon
             reasoning, content = split_reply(who, content)
         else:
             reasoning = string(item["reasoning"], f"{what}: its reasoning")
+        attachments = read_attachments(item.get("attachments"), what, repairs)
+        left_out = len(item.get("attachments") or ()) - len(attachments)
+        if left_out and not content.strip() and not attachments:  # turns still alternate
+            content = f"[{count(left_out, 'image')} not imported]"
         messages.append(ImportedMessage(
             parent=None if parent is None else index[parent],
             role=who,
             content=content,
             reasoning=reasoning,
-            attachments=read_attachments(item.get("attachments"), what),
+            attachments=attachments,
             tool_cards=read_cards(item.get("tool_cards"), what),
             # An imported reply cannot be streaming: nothing is writing it any more.
             status="interrupted" if status == "streaming" else status,

@@ -148,16 +148,17 @@ def split_reply(role: str, content: str) -> tuple[str, str]:
     return split_reasoning(content)
 
 
-ATTACHMENT_COLUMNS = "kind, name, size, text, mime, data"
+ATTACHMENT_COLUMNS = "kind, name, size, text, mime, data, tokens"
 
 
 def attachment_from_row(row: tuple) -> Attachment:
     """A stored part; a kind this version does not know is shown and sent as text."""
-    kind, name, size, content, mime, data = row
+    kind, name, size, content, mime, data, tokens = row
     kind = text(kind)
     return Attachment(name=text(name), kind=kind if kind in ATTACHMENT_KINDS else "text",
                       size=max(int(number(size)), 0), text=text(content), mime=text(mime),
-                      data=data if isinstance(data, bytes) else b"")
+                      data=data if isinstance(data, bytes) else b"",
+                      image_tokens=max(int(number(tokens)), 0) if kind == "image" else 0)
 
 
 def summary_from_row(row: tuple) -> ConversationSummary:

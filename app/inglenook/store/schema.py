@@ -29,6 +29,11 @@ v5: the tool calls a reply made, as cards (tools/cards.py: the call, the user's 
 result) in a JSON list on the message. The results go back to the model from the cards, as
 `tool` messages after the reply that called them; the model's next reply is that reply's
 child. '[]' for every other message.
+
+v6: an image part's cost in tokens, as the projector loaded when it was attached counted it at
+the image's size (0: not counted: sent before v6, imported, or by a model that cannot see).
+Images cost what their size takes with a projector that tiles or keeps the aspect, so the
+context meter's estimate of a chat's history reads it rather than a fixed guess.
 """
 
 from __future__ import annotations
@@ -220,5 +225,10 @@ def _v5(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN tool_cards TEXT NOT NULL DEFAULT '[]'")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
+def _v6(conn: sqlite3.Connection) -> None:
+    """An image's counted cost in tokens."""
+    conn.execute("ALTER TABLE attachments ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 LATEST_VERSION = len(MIGRATIONS)

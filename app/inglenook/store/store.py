@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +20,17 @@ from typing import Any, TypeVar, cast
 from inglenook import paths
 from inglenook.core.attachments import Attachment
 from inglenook.core.provenance import Provenance
-from inglenook.store import conversations, db, export, imports, messages, native, presets, search
+from inglenook.store import (
+    conversations,
+    db,
+    export,
+    imports,
+    messages,
+    native,
+    presets,
+    purge,
+    search,
+)
 from inglenook.store.imports import ImportBatch
 from inglenook.store.instances import InstanceLock
 from inglenook.store.records import ConversationSummary, Preset, SearchHit, StoredMessage
@@ -45,7 +56,8 @@ def _guarded(method: F) -> F:
 
 class Store:
     """The conversation database. `recovered_from` is where a damaged file was moved on open
-    (or None); `read_only` is True when changes cannot be saved (every write raises StoreError).
+    (or None); `read_only` is True when changes cannot be saved (every write raises StoreError);
+    `alone` is True when no other Store (another window, the CLI) had it open as this one opened.
     """
 
     def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
@@ -54,9 +66,15 @@ class Store:
         with self._instances.opening():  # one process at a time checks and migrates the file
             self._conn, self.recovered_from, self.read_only = db.open_database(self.path,
                                                                                read_only)
+            self.alone = False
+            if not self.read_only:
+                # What is deleted is overwritten, not left in free pages (store/purge.py): a
+                # few hundredths of a millisecond on a streaming reply's save.
+                self._conn.execute(purge.SECURE_DELETE)
+                self.alone = self._instances.join()
             # Replies left streaming were cut short only if no other Store is open: another
             # window, or the CLI beside one, may be streaming them now.
-            if not self.read_only and self._instances.join():
+            if self.alone:
                 self._mark_interrupted()
 
     def _mark_interrupted(self) -> None:
@@ -148,9 +166,12 @@ class Store:
 
     @_guarded
     def purge_deleted(self, older_than_s: float = 0) -> int:
-        """Remove for good what was deleted at least older_than_s ago; returns how many."""
+        """Remove for good what was deleted at least older_than_s ago; returns how many. The
+        window purges with chat/forget.py, which also removes the images' cache files."""
         with self._write() as conn:
-            return conversations.purge_deleted(conn, older_than_s)
+            ids, _images = purge.purge(
+                conn, purge.deleted_ids(conn, time.time() - older_than_s))
+        return len(ids)
 
     # -- messages --------------------------------------------------------------------------
 

@@ -8,10 +8,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from PySide6.QtGui import QFont, QGuiApplication, QIcon
+from PySide6.QtGui import QFont, QGuiApplication, QIcon, QImageReader
 from PySide6.QtWidgets import QApplication
 
 from inglenook import __version__, paths
+from inglenook.core.images import MAX_PIXELS
 from inglenook.core.jsonload import JsonLoadError, load_json
 from inglenook.core.settings import THEMES
 from inglenook.ui import theme
@@ -50,6 +51,14 @@ def configure(app: QApplication) -> None:
     app.setFont(font)
     app.setStyle("Fusion")
     theme.manager().set_mode(stored_theme())  # palette and style sheet, before any window
+    limit_image_decoding()
+
+
+def limit_image_decoding() -> None:
+    """Qt decodes no image larger than the largest Inglenook reads (core/images.MAX_PIXELS, at
+    four bytes a pixel): a second guard behind decoding images with Pillow off the GUI thread,
+    for what Qt still decodes (a clipboard that offers only its own image type)."""
+    QImageReader.setAllocationLimit(-(-MAX_PIXELS * 4 // 2**20))
 
 
 def started() -> None:

@@ -8,6 +8,8 @@ conversation list). See ../shared/ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
@@ -18,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
-from inglenook.chat import images as chat_images
+from inglenook.chat.forget import tidy_at_start
 from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
@@ -117,11 +119,15 @@ class MainWindow(QMainWindow):
         # Models into the library, other files (images…) onto the draft.
         self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)
         self.side.bind(self.chats.session)
+        self.picker.chosen_projector = lambda path: self.side.model_defaults(path).mmproj_path
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()
-        # Image files made for the engine that no stored message holds any more (derived data).
-        tasks.run(chat_images.prune_cache, self.store.path, writer=True, name="prune images")
+        # Chats deleted in an earlier session are purged (unless another window, which may
+        # still offer Undo, has the database open), then the image files made for the engine
+        # that no stored message holds any more (derived data).
+        tasks.run(tidy_at_start, self.store.path,
+                  time.time() if self.store.alone else None, writer=True, name="purge and prune")
         if store_problem:  # damaged and moved aside, read-only, or temporary
             notices.append(store_problem)
         if any(notices):
@@ -327,6 +333,7 @@ class MainWindow(QMainWindow):
         self.tools.close()  # calls still running are abandoned; their cards read "not run"
         self.knowledge.close()  # a run stops at its next file; join_writers waits for it
         self.side.flush()
+        self.history.close()  # a chat deleted with Undo still offered is purged now
         self.save_settings()
         self.downloads.close()  # pauses running downloads; their partial files are kept
         self.server.stop()  # its replies first, then the engine they share

@@ -91,3 +91,48 @@ def test_watch_indexes_again_when_a_file_changes_until_ctrl_c(tmp_path: Path) ->
         run.kill()
         run.stdout.close()
         run.stderr.close()
+
+
+def test_rebuild_reads_every_file_again(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    folder = notes(tmp_path)
+    assert main(["knowledge", "add", "Notes", str(folder)]) == 0
+    capsys.readouterr()
+    assert main(["knowledge", "rebuild", "notes"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Notes: 0 added, 2 updated, 0 unchanged, 0 removed")
+    assert main(["knowledge", "update", "Notes"]) == 0
+    assert "0 updated, 2 unchanged" in capsys.readouterr().out
+    assert main(["knowledge", "rebuild", "Nothing"]) == 1
+
+
+def test_files_read_in_part_are_listed_with_what_was_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from inglenook.knowledge import convert
+
+    monkeypatch.setattr(convert, "CSV_MAX_ROWS", 1)
+    folder = notes(tmp_path)
+    (folder / "birds.csv").write_text("bird\nowl\nwren\n")
+    assert main(["knowledge", "add", "Notes", str(folder)]) == 0
+    out = capsys.readouterr().out
+    note = f"  {folder / 'birds.csv'}: only the first 1 rows read (a CSV is indexed up to that)"
+    assert f"1 read only in part (what was read is indexed):\n{note}\n" in out
+    assert main(["knowledge", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "Notes · 3 files · 3 passages · 1 not indexed · 1 read in part\n" in out
+    assert f"  read in part: {note[2:]}\n" in out
+
+
+def test_follow_links_is_turned_on_and_off_for_a_collection(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = notes(tmp_path)
+    assert main(["knowledge", "add", "Notes", str(folder)]) == 0
+    assert main(["knowledge", "add", "Notes", str(folder), "--follow-links"]) == 0
+    capsys.readouterr()
+    assert main(["knowledge", "list"]) == 0
+    assert "1 not indexed · follows links out\n" in capsys.readouterr().out
+    assert main(["knowledge", "add", "Notes", str(folder), "--no-follow-links"]) == 0
+    capsys.readouterr()
+    assert main(["knowledge", "list"]) == 0
+    assert "follows links" not in capsys.readouterr().out

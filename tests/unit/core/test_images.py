@@ -128,3 +128,43 @@ def test_a_large_image_is_kept_at_the_size_it_is_read_and_a_small_one_whole() ->
     wide_png = decode_image(png_bytes((3000, 100)))
     assert images.as_read(wide_png) is not None and images.as_read(wide_png)[1] == "image/png"
     assert images.as_read(decode_image(png_bytes((640, 480)))) is None
+
+
+def sideways_jpeg(size: tuple[int, int] = (40, 20), orientation: int = 6) -> bytes:
+    """A JPEG stored as a phone stores a portrait photo: its pixels sideways (red on the
+    left, blue on the right), and EXIF saying to turn it a quarter clockwise to show it."""
+    picture = Image.new("RGB", size, (255, 0, 0))
+    picture.paste((0, 0, 255), (size[0] // 2, 0, size[0], size[1]))
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    out = io.BytesIO()
+    picture.save(out, "JPEG", exif=exif, quality=95)
+    return out.getvalue()
+
+
+def pixel(image: images.DecodedImage, x: int, y: int) -> tuple[int, ...]:
+    at = (y * image.width + x) * 3
+    return tuple(image.rgb[at:at + 3])
+
+
+def test_a_photo_is_turned_upright_as_its_exif_orientation_says() -> None:
+    image = decode_image(sideways_jpeg())
+    assert (image.width, image.height) == (20, 40)  # portrait, as the phone showed it
+    top, bottom = pixel(image, 10, 3), pixel(image, 10, 36)
+    assert top[0] > 200 and top[2] < 50  # the left (red) half is the top after the turn
+    assert bottom[2] > 200 and bottom[0] < 50
+    assert image.turned
+    thumbnail = Image.open(io.BytesIO(images.thumbnail_png(image, 8)))
+    assert thumbnail.size == (4, 8)
+
+
+def test_a_turned_photo_is_kept_upright_without_its_exif(monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = images.as_read(decode_image(sideways_jpeg()))  # small, but sideways on file
+    assert kept is not None and kept[1] == "image/jpeg"
+    again = Image.open(io.BytesIO(kept[0]))
+    assert again.size == (20, 40) and again.getexif().get(0x0112) is None
+    assert not decode_image(kept[0]).turned
+    monkeypatch.setattr(images, "MAX_SIDE", 16)  # shrunk as well: still upright
+    small = images.as_read(decode_image(sideways_jpeg((64, 32))))
+    assert small is not None and Image.open(io.BytesIO(small[0])).size == (8, 16)
+    assert images.as_read(decode_image(sideways_jpeg((8, 4), orientation=1))) is None

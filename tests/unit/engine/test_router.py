@@ -153,3 +153,17 @@ def test_embeddings_come_from_the_model_named_loaded_just_in_time(
     assert router.engine_of(alpha) is not None and router.loaded_models()[1].keep_alive_s == 7
     assert named.vectors().tolist() == window.tolist()  # the fake host's: the text's hash
     assert router.loaded_models()[1].busy == 0
+
+
+def test_the_estimate_of_a_vision_model_counts_its_projector(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    from inglenook.models.gguf import read_header
+    from inglenook.models.projector import projector_info
+    from tests.mmproj_tools import write_mmproj
+
+    mmproj = write_mmproj(tmp_path / "mmproj-alpha.gguf", 64)  # LLAMA's n_embd
+    projector = projector_info(read_header(mmproj))
+    assert projector is not None
+    alpha = str(files["alpha"])
+    seeing = _estimate(LoadParams(alpha, mmproj_path=str(mmproj), n_slots=1))
+    assert seeing == _estimate(LoadParams(alpha, n_slots=1)) + projector.memory_bytes

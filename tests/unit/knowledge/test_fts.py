@@ -110,7 +110,7 @@ def test_removing_a_collection_removes_its_chunks_from_the_index(
 
 def test_rebuild_keeps_what_is_found(index: SqliteFtsIndex) -> None:
     index.add_document("Notes", doc("/notes/a.md"), [Chunk("otter holt", 1, 1)])
-    index.rebuild()
+    index.rebuild_full_text()
     assert len(index.search(["Notes"], "otter")) == 1
 
 

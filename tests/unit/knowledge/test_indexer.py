@@ -6,19 +6,24 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from inglenook.knowledge import indexer as indexer_module
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.indexer import (
+    CHANGED,
     Indexer,
     IndexReport,
     Progress,
     UnreadableFile,
     read_bounded,
 )
-from inglenook.knowledge.scanner import scan
+from inglenook.knowledge.scanner import Scan, scan
+from tests.helpers.pdfs import text_pdf
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX links and FIFOs")
 
@@ -215,3 +220,152 @@ def test_it_runs_on_a_worker_thread_and_stops_when_cancelled_from_another(
     worker.join()
     report, documents = outcome
     assert isinstance(report, IndexReport) and report.cancelled and documents == 1
+
+
+def swapped_after_scan(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
+    """`swap` runs between the scan and the reading of the files (another program's move)."""
+    real_scan = indexer_module.scan
+
+    def scan_then_swap(*args: Any, **kwargs: Any) -> Scan:
+        found = real_scan(*args, **kwargs)
+        swap()
+        return found
+
+    monkeypatch.setattr(indexer_module, "scan", scan_then_swap)
+
+
+def secret(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.md").write_text("the password is swordfish")
+    (outside / "code.py").write_text("PASSWORD = 'swordfish'")
+    return outside
+
+
+@posix_only
+def test_a_file_swapped_for_a_link_out_after_the_scan_is_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs, outside = folder(tmp_path), secret(tmp_path)
+
+    def swap() -> None:
+        (docs / "notes.md").unlink()
+        os.symlink(outside / "notes.md", docs / "notes.md")
+
+    swapped_after_scan(monkeypatch, swap)
+    index, indexer = index_of(docs)
+    report = indexer.run()
+    assert index.search(["Docs"], "password swordfish") == []
+    assert reasons(report.problems)["notes.md"] == CHANGED
+    assert report.added == 1  # code.py
+
+
+@posix_only
+def test_a_folder_swapped_for_a_link_out_after_the_scan_is_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs, outside = folder(tmp_path), secret(tmp_path)
+
+    def swap() -> None:  # docs/sub/code.py now leads to outside/code.py
+        (docs / "sub").rename(tmp_path / "moved")
+        os.symlink(outside, docs / "sub")
+
+    swapped_after_scan(monkeypatch, swap)
+    index, indexer = index_of(docs)
+    report = indexer.run()
+    assert index.search(["Docs"], "password swordfish") == []
+    assert reasons(report.problems)["code.py"] == CHANGED
+
+
+@posix_only
+def test_a_file_swapped_for_a_fifo_after_the_scan_neither_blocks_nor_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = folder(tmp_path)
+
+    def swap() -> None:
+        (docs / "notes.md").unlink()
+        os.mkfifo(docs / "notes.md")  # opened for reading without O_NONBLOCK: blocks for ever
+
+    swapped_after_scan(monkeypatch, swap)
+    report = index_of(docs)[1].run()
+    # Its inode may be the one the file had (freed and given again): then the type tells.
+    assert reasons(report.problems)["notes.md"] in (CHANGED, "no longer a regular file: not "
+                                                             "read")
+
+
+@posix_only
+def test_a_pdf_swapped_after_it_was_read_is_converted_from_what_was_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs, outside = folder(tmp_path), secret(tmp_path)
+    (docs / "paper.pdf").write_bytes(text_pdf(["Comets have tails of dust."]))
+    (outside / "secret.pdf").write_bytes(text_pdf(["The password is swordfish."]))
+    real_read = indexer_module.read_bounded
+
+    def read_then_swap(path: str, *args: Any) -> tuple[bytes, os.stat_result]:
+        read = real_read(path, *args)
+        if path.endswith(".pdf"):  # the converter's child would open the link by its path
+            os.unlink(path)
+            os.symlink(outside / "secret.pdf", path)
+        return read
+
+    monkeypatch.setattr(indexer_module, "read_bounded", read_then_swap)
+    index, indexer = index_of(docs)
+    assert indexer.run().added == 3
+    assert index.search(["Docs"], "password swordfish") == []
+    assert index.search(["Docs"], "comets")[0].path == str(docs / "paper.pdf")
+
+
+@posix_only
+def test_a_pdf_swapped_for_a_link_out_after_the_scan_is_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs, outside = folder(tmp_path), secret(tmp_path)
+    (docs / "paper.pdf").write_bytes(text_pdf(["Comets have tails of dust."]))
+    (outside / "secret.pdf").write_bytes(text_pdf(["The password is swordfish."]))
+
+    def swap() -> None:
+        (docs / "paper.pdf").unlink()
+        os.symlink(outside / "secret.pdf", docs / "paper.pdf")
+
+    swapped_after_scan(monkeypatch, swap)
+    index, indexer = index_of(docs)
+    report = indexer.run()
+    assert index.search(["Docs"], "password swordfish") == []
+    assert reasons(report.problems)["paper.pdf"] == CHANGED
+
+
+@posix_only
+def test_links_inside_the_folders_are_still_read_where_they_point(tmp_path: Path) -> None:
+    docs = folder(tmp_path)
+    (docs / "notes.md").rename(docs / "sub" / "real.md")
+    os.symlink(docs / "sub" / "real.md", docs / "a-link.md")  # found first, by name
+    index, indexer = index_of(docs)
+    report = indexer.run()
+    assert report.added == 2 and not [r for _, r in report.problems if r == CHANGED]
+    assert index.search(["Docs"], "copper lantern")[0].path == str(docs / "a-link.md")
+
+
+def test_a_folder_of_thousands_of_files_reports_progress_and_cancels_inside_it(
+        tmp_path: Path) -> None:
+    """One folder, 2,500 files: the count moves and Cancel is heard while it is listed, not
+    only once it is done (bench/knowledge_bench.py --files 100000 for the full size)."""
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for n in range(2500):
+        (flat / f"n{n:05}.txt").write_text(f"note {n}")
+    counts: list[int] = []
+    whole = scan([str(flat)], found=counts.append)
+    assert len(whole.files) == 2500 and counts == [1000, 2000, 2500]
+    asked: list[int] = []
+
+    def cancel_at_first_count() -> bool:
+        asked.append(1)
+        return bool(counts[3:])
+
+    stopped = scan([str(flat)], cancelled=cancel_at_first_count, found=counts.append)
+    assert stopped.cancelled and len(stopped.files) == 1000 and counts[3:] == [1000]
+    # Indexing: every file counted once, in order, against the total found.
+    seen: list[Progress] = []
+    index = SqliteFtsIndex()
+    index.create_collection("Flat", [str(flat)])
+    report = Indexer(index, "Flat", seen.append).run()
+    reading = [p.done for p in seen if p.total is not None]
+    assert report.added == 2500 and reading == list(range(2501))
+    assert [p.done for p in seen if p.total is None] == [1000, 2000, 2500]

@@ -4,10 +4,14 @@ inlines them into what the model reads while the transcript keeps the typed text
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import io
 import sqlite3
 from collections.abc import Iterator
 
 import pytest
+from PIL import Image
 
 from inglenook.chat.session import ChatSession
 from inglenook.core.attachments import Attachment, inline
@@ -16,7 +20,15 @@ from inglenook.store.checks import InvalidImport
 
 CSV = Attachment("sales.csv", "csv", 31, "month,units\nJan,12\nFeb,30")
 PDF = Attachment("Q1 report.pdf", "pdf", 18_342, "Units rose in February.")
-IMAGE = Attachment("logo.png", "image", 12, mime="image/png", data=b"\x89PNG\r\n\x1a\n\x00\xff")
+
+
+def png(size: tuple[int, int] = (2, 2)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 30)).save(out, "PNG")
+    return out.getvalue()
+
+
+IMAGE = Attachment("logo.png", "image", 12, mime="image/png", data=png())
 
 
 @pytest.fixture
@@ -72,7 +84,7 @@ def test_export_carries_attachments_only_when_a_message_has_them(store: Store) -
     assert question["attachments"] == [
         {"name": "sales.csv", "kind": "csv", "size": 31, "text": CSV.text},
         {"name": "logo.png", "kind": "image", "size": 12, "text": "", "mime": "image/png",
-         "data": "iVBORw0KGgoA/w=="}]
+         "data": base64.b64encode(IMAGE.data).decode("ascii")}]
     assert "attachments" not in reply
     copy = store.import_json(data)
     assert store.active_path(copy)[0].attachments == (CSV, IMAGE)
@@ -106,6 +118,41 @@ def test_an_import_with_bad_attachments_is_refused(store: Store, attachments: ob
     data["messages"][0]["attachments"] = attachments
     with pytest.raises(InvalidImport, match=error):
         store.import_json(data)
+
+
+def test_an_imported_image_that_does_not_decode_is_left_out_and_named(store: Store) -> None:
+    from inglenook.store.native import read_conversation_export
+
+    conv = store.create_conversation("Pictures")
+    question = store.add_message(conv, "user", "And these?", None, attachments=[IMAGE, CSV])
+    store.add_message(conv, "user", "", question, attachments=[IMAGE])
+    data = store.export_json(conv)
+    first, second = data["messages"]
+    truncated = base64.b64encode(png((64, 64))[:60]).decode("ascii")
+    first["attachments"][0].update(name="cut.png", data=truncated)
+    bomb = io.BytesIO()  # a 4 KB PNG announcing 12,000 × 12,000 pixels
+    Image.new("1", (12_000, 12_000)).save(bomb, "PNG")
+    second["attachments"][0].update(name="bomb.png", mime="image/jpeg",
+                                    data=base64.b64encode(bomb.getvalue()).decode("ascii"))
+    batch = read_conversation_export(data)
+    assert "left out 2 images that could not be read: “cut.png” (message 1: it is damaged" \
+        in batch.summary()
+    assert "“bomb.png” (message 2: it announces far more pixels" in batch.summary()
+    copy = store.import_json(data)
+    kept = store.active_path(copy)
+    assert kept[0].attachments == (CSV,)  # nothing of the bad image is stored
+    assert (kept[1].content, kept[1].attachments) == ("[1 image not imported]", ())
+    assert store._conn.execute("SELECT count(*) FROM attachments WHERE kind = 'image'"
+                               ).fetchone()[0] == 2  # the original's two
+
+
+def test_an_imported_image_takes_the_type_its_bytes_say(store: Store) -> None:
+    conv = store.create_conversation()
+    store.add_message(conv, "user", "hi", None, attachments=[IMAGE])
+    data = store.export_json(conv)
+    data["messages"][0]["attachments"][0]["mime"] = "text/html"
+    copy = store.import_json(data)
+    assert store.active_path(copy)[0].attachments[0].mime == "image/png"
 
 
 def test_an_imported_size_that_is_wrong_is_repaired(store: Store) -> None:
@@ -142,3 +189,16 @@ def test_a_chat_started_with_only_a_file_is_named_after_it(store: Store) -> None
     assert session.title == "Q1 report.pdf"
     used, exact = session.context_used()
     assert used >= PDF.tokens and not exact  # the meter counts the file
+
+
+def test_an_images_counted_cost_is_kept_and_estimates_the_history(store: Store) -> None:
+    big = dataclasses.replace(IMAGE, image_tokens=3_000, counted_by="/models/mmproj.gguf")
+    session = ChatSession(store)
+    session.add_user("What is this?", [big, dataclasses.replace(IMAGE, name="other.png")])
+    (stored,) = store.active_path(session.conv_id)  # type: ignore[arg-type]
+    assert [a.image_tokens for a in stored.attachments] == [3_000, 0]  # 0: never counted
+    assert stored.attachments[0].counted_by == ""  # the projector loaded when it was sent
+    outline = session.path.outline
+    assert outline.attached[0] == len("logo.png") + 3_000 * 4 + len("other.png") + 768 * 4
+    used, exact = session.context_used()
+    assert not exact and used >= 3_000 + 768

@@ -65,6 +65,22 @@ def test_a_refresh_reads_again_only_from_where_the_branch_changed(store: Store) 
     assert branch == store.active_path(conv)
 
 
+def test_a_write_keeps_the_messages_above_it_in_its_page(store: Store) -> None:
+    """A question sent below photos must not read them (megabytes each) from SQLite again."""
+    conv = add_long_chat(store, 100)  # the second page holds messages 64-99
+    branch = Branch(store, conv)
+    above, last = branch[70], branch[99]
+    store.add_message(conv, "user", "One more.", last.id)
+    branch.refresh_from(100)
+    assert branch[70] is above and branch[99] is last  # kept, not read again
+    assert branch[100].content == "One more." and len(branch._pages[1]) == 37
+    store.delete_from(branch[80].id)
+    branch.refresh_from(80)
+    assert len(branch._pages[1]) == 16 and branch[70] is above
+    assert [m.content for m in branch[60:80]] == [text_of(n) for n in range(60, 80)]
+    assert branch == store.active_path(conv)
+
+
 def test_a_conversation_changed_elsewhere_says_so(store: Store) -> None:
     from inglenook.store import StoreError
 

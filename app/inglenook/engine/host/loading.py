@@ -163,7 +163,8 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
         n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes,
         vision=vision is not None,
-        image_tokens=vision.probe_positions() if vision is not None else 0)
+        image_tokens=vision.probe_positions() if vision is not None else 0,
+        projector=params.mmproj_path if vision is not None else "")
     memories = [ctx.sequence(s) for s in range(n_slots)]
     slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir),
                        copy_threshold(ctx.n_ctx_seq))

@@ -51,7 +51,7 @@ class Projector:
         self._nodes = 0
         self._eval = llama_cpp.ggml_backend_sched_eval_callback(self._on_node)
         params.cb_eval = self._eval
-        self.model = model
+        self.model, self.path = model, path
         self.ptr = mtmd.mtmd_init_from_file(path.encode("utf-8"), model.ptr, params)
         if not self.ptr:
             raise ProjectorError(f"libmtmd could not load the projector {path} "

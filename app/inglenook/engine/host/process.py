@@ -148,6 +148,8 @@ class EngineHost:
             run_quantize(message, self.send)
         elif isinstance(message, p.Embed):
             self.embed(message)
+        elif isinstance(message, p.CountImages):
+            self.count_images(message)
 
     def step(self) -> None:
         loop = self.loop
@@ -332,6 +334,24 @@ class EngineHost:
             self.send(p.Embedded(rid, error=str(exc), refused=True))
         except Exception as exc:  # the host and the model stay up
             self.send(p.Embedded(rid, error=f"The engine failed: {exc}"))
+
+    def count_images(self, request: p.CountImages) -> None:
+        """Between two steps, like an Embed: a few milliseconds an image size."""
+        rid = request.request_id
+        vision = self.loaded.vision if self.loaded is not None else None
+        if vision is None:
+            self.send(p.ImagesCounted(rid, error="The loaded model cannot see images."
+                                      if self.loaded is not None else "No model is loaded."))
+            return
+        try:
+            tokens = tuple(vision.count(w, h) for w, h in request.sizes)
+        except ImageError as exc:
+            self.send(p.ImagesCounted(rid, error=str(exc)))
+            return
+        except Exception as exc:  # the host and the model stay up
+            self.send(p.ImagesCounted(rid, error=f"The engine failed: {exc}"))
+            return
+        self.send(p.ImagesCounted(rid, tokens, vision.projector.path))
 
     # ---- tuning -------------------------------------------------------------------------------
     def tune(self, request: p.Tune) -> None:

@@ -11,7 +11,10 @@ each chunk has its own ids, from the image's hash and the chunk's number (`chunk
 
 The image's file is read and preprocessed when the prompt is tokenized (its number of positions
 depends on it); it is encoded only when the batch loop reaches it, and only if its positions are
-not restored from a state already.
+not restored from a state already. What an image will cost is known before it is sent
+(`count`): its positions depend on its size alone (a projector that tiles or keeps the aspect,
+Qwen-VL, LLaVA-UHD, Pixtral, takes more for a larger image), so a blank image of that size is
+preprocessed, never encoded.
 
 With a model placing images with M-RoPE (Qwen-VL), a chunk's n placeholders still stand for its
 n embeddings (KV cells), but the chunk takes `n_pos` positions: a token's index in the prompt is
@@ -28,12 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from inglenook.core.images import ImageRefused, read_image
+from inglenook.core.images import MAX_SIDE, ImageRefused, read_image
 from inglenook.core.messages import ImageRef
 from inglenook.engine.host.mtmd import ImageChunk, ImageRun, Projector
 
 _KEPT_IMAGES = 8  # preprocessed images kept (a conversation's recent ones)
 _KEPT_EMBEDDINGS = 4  # encoded images kept: a regenerate does not encode again
+_KEPT_COUNTS = 256  # image sizes counted (each a few milliseconds to preprocess)
 
 
 class ImageError(ValueError):
@@ -89,22 +93,43 @@ class Vision:
         self.projector = projector
         self._runs: OrderedDict[str, ImageRun] = OrderedDict()
         self._embeddings: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._counts: OrderedDict[tuple[int, int], int] = OrderedDict()
 
     @property
     def n_embd(self) -> int:
         return self.projector.n_embd
 
     def probe_positions(self, side: int = 512) -> int:
-        """Positions a grey side × side image takes: preprocessed only, never encoded (a few
-        milliseconds), so the window can show an image's cost before it is sent."""
+        """Positions a side × side image takes (ModelInfo.image_tokens: the cost shown until
+        an image's own size is counted)."""
         try:
-            run = self.projector.image(bytes(side * side * 3), side, side, "probe")
-        except ValueError:
+            return self.count(side, side)
+        except ImageError:
             return 0
+
+    def count(self, width: int, height: int) -> int:
+        """Positions an image of width × height pixels (as core/images reads it: at most
+        MAX_SIDE a side) takes in a prompt, text the projector puts around it included: a blank
+        image of that size preprocessed, never encoded (milliseconds to tens of them for the
+        largest). ImageError for a size no image is read at."""
+        if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE):
+            raise ImageError(f"No image is read at {width} × {height} pixels.")
+        key = (width, height)
+        found = self._counts.get(key)
+        if found is not None:
+            self._counts.move_to_end(key)
+            return found
         try:
-            return run.n_tokens
+            run = self.projector.image(bytes(width * height * 3), width, height, "count")
+        except ValueError as exc:
+            raise ImageError(str(exc)) from None
+        try:
+            found = self._counts[key] = run.n_tokens
         finally:
             run.close()
+        while len(self._counts) > _KEPT_COUNTS:
+            self._counts.popitem(last=False)
+        return found
 
     def positions(self, ref: ImageRef) -> int:
         return self._run(ref).n_tokens

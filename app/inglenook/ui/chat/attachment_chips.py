@@ -158,8 +158,14 @@ class AttachmentChip(QFrame):
         super().mouseReleaseEvent(event)
 
 
-def image_cost(image_tokens: int) -> tuple[str, str]:
-    """An image's cost on its chip, and why: the loaded projector's count, else an estimate."""
+def image_cost(attachment: Attachment, image_tokens: int) -> tuple[str, str]:
+    """An image's cost on its chip, and why: the projector's count at its size, else the loaded
+    projector's for a 512 × 512 image (`image_tokens`), else an estimate."""
+    if attachment.image_tokens:
+        width, height = attachment.pixels
+        size = f"{width:,} × {height:,}" if width else "this"
+        return (f"{attachment.image_tokens:,} tokens",
+                f"as the model's projector reads an image of {size} pixels")
     if image_tokens:
         return (f"{image_tokens:,} tokens", "as the loaded model's projector reads a "
                 "512 × 512 image (one that tiles large images takes more)")
@@ -171,7 +177,7 @@ def chip_for_draft(attachment: Attachment, parent: QWidget | None = None,
                    image_tokens: int = 0) -> AttachmentChip:
     """The composer's chip: what the file costs of the context."""
     if attachment.kind == "image":
-        tokens, why = image_cost(image_tokens)
+        tokens, why = image_cost(attachment, image_tokens)
         return AttachmentChip(f"{short_name(attachment.name, 28)}\n{tokens}",
                               f"{attachment.name}\n{attachment.describe()} · {tokens}, {why}",
                               removable=True, parent=parent, image=attachment.data)

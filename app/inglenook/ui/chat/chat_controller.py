@@ -19,7 +19,9 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
+from inglenook.chat import images as chat_images
 from inglenook.chat import knowledge_turn
+from inglenook.chat.history import images_sent
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
     ChatSession,
@@ -32,7 +34,9 @@ from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
+from inglenook.engine.client import EngineError
 from inglenook.engine.embedder import RoutedEmbedder
+from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Preset, Store, StoredMessage, StoreError
@@ -42,7 +46,7 @@ from inglenook.ui.chat.attachment_dialog import AttachmentDialog
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.chat.composer import Composer
 from inglenook.ui.chat.context_meter import ContextMeter, will_not_fit
-from inglenook.ui.chat.image_parts import ImageDialog
+from inglenook.ui.chat.image_dialog import ImageDialog
 from inglenook.ui.chat.markdown import render_head
 from inglenook.ui.chat.message_actions import MessageActions
 from inglenook.ui.chat.passage_dialog import PassageDialog
@@ -119,7 +123,8 @@ class ChatController(QObject):
         meter = tasks.debounce(150, self.show_context, self)
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
         composer.attachments_changed.connect(meter.call)  # and so do files
-        composer.set_model_limits(self._n_ctx, self._vision, self._image_tokens)
+        composer.set_model_limits(self._n_ctx, self._vision, self._image_tokens, self._remote)
+        composer.set_image_counter(self._count_images, self._projector)
         composer.send_requested.connect(self.send)
         view.empty.starter_chosen.connect(self._use_starter)
         composer.stop_requested.connect(self.stop)
@@ -244,9 +249,19 @@ class ChatController(QObject):
         self.calls.prepare(session, self.model()[0],
                            lambda options: self._search(session, options, continuing))
 
-    def _search(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
-        """Search the chat's collections off the GUI thread (the question's vector may wait
-        for the embedding model to load), then begin the reply with what was found."""
+    def _search(self, session: ChatSession, options: ReplyOptions, continuing: bool,
+                images_ready: bool = False) -> None:
+        """Have the history's images hashed and their files checked, and search the chat's
+        collections, off the GUI thread (the question's vector may wait for the embedding
+        model to load); then begin the reply with what was found."""
+        images = images_sent(session.path) if options.vision and not images_ready else []
+        if images:
+            def then(_: object) -> None:
+                self._search(session, options, continuing, images_ready=True)
+
+            tasks.run(chat_images.ready, images, owner=self, name="image-files", on_done=then,
+                      on_failed=then)
+            return
         collections = tuple(session.settings.knowledge)
         options = dataclasses.replace(options, open_index=self.open_index)
         if not collections:
@@ -426,9 +441,27 @@ class ChatController(QObject):
         model, _ = self.model()
         return model is not None and model.vision
 
+    def _remote(self) -> bool:
+        model, _ = self.model()
+        return model is not None and is_remote_ref(model.path)
+
     def _image_tokens(self) -> int:
         model, _ = self.model()
         return model.image_tokens if model is not None and model.vision else 0
+
+    def _projector(self) -> str:
+        model, _ = self.model()
+        return model.projector if model is not None and model.vision else ""
+
+    def _count_images(self, sizes: Sequence[tuple[int, int]]
+                      ) -> tuple[str, tuple[int, ...]] | None:
+        """Off the GUI thread: what images of these sizes cost with the loaded projector (the
+        engine preprocesses a blank image of each size); None when it cannot say."""
+        try:
+            answer = self.worker.client.count_images(sizes)
+        except EngineError:  # no projector, a remote engine, the engine gone: estimated
+            return None
+        return answer.projector, answer.tokens
 
     def show_context(self) -> None:
         model, _ = self.model()

@@ -1,8 +1,10 @@
 """Where the user types: Enter sends, Shift+Enter is a newline, Esc stops. Files are attached
 with the Attach button, by dropping them on the composer (or the window) or by pasting their
 paths; an image also by pasting it. Each is read off the GUI thread and shown as a chip with its
-token cost (an image with its thumbnail), and one that would not leave room in the context for
-a reply is refused with a message before anything is sent. Images are kept with a model that
+token cost (an image with its thumbnail, and its cost at its size as the loaded projector counts
+it: a projector that tiles takes more for a large screenshot), and one that would not leave
+room in the context for a reply is refused with a message before anything is sent. Another
+projector loaded counts the draft's images again. Images are kept with a model that
 cannot see them, which the composer says at once; sending is refused with that reason and the
 draft stays as it is.
 
@@ -38,7 +40,18 @@ from inglenook.ui.chat.attachment_chips import (
     chip_for_draft,
     chip_for_reading,
 )
-from inglenook.ui.chat.image_parts import CANNOT_SEE, THUMBNAILS, DraftPart, pasted_part, read_part
+from inglenook.ui.chat.image_parts import (
+    CANNOT_SEE,
+    CANNOT_SEE_REMOTE,
+    THUMBNAILS,
+    DraftPart,
+    ImageCounter,
+    counted,
+    pasted_file,
+    pasted_part,
+    read_counted,
+    read_part,
+)
 from inglenook.ui.chat.prompt_edit import MAX_PROMPT_CHARS, PromptEdit, files_in
 from inglenook.ui.plain import plain_label
 
@@ -48,6 +61,10 @@ FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown
                "*.pdf *.py *.js *.ts *.json *.yaml *.yml *.toml *.html *.css *.sql *.sh *.c "
                "*.h *.cpp *.rs *.go *.java *.log *.png *.jpg *.jpeg *.gif *.webp *.bmp);;"
                "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
+
+
+PASTED_SUFFIXES = {"image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif",
+                   "image/bmp": "bmp"}
 
 
 class Composer(QWidget):
@@ -109,7 +126,11 @@ class Composer(QWidget):
         self._reading: dict[tasks.Task, str] = {}  # files being read: their task → name
         self._n_ctx: Callable[[], int] = lambda: 0
         self._vision: Callable[[], bool] = lambda: False
+        self._remote: Callable[[], bool] = lambda: False
         self._image_tokens: Callable[[], int] = lambda: 0
+        self._count: ImageCounter | None = None
+        self._projector: Callable[[], str] = lambda: ""
+        self._recounting: tasks.Task | None = None
         self._pasted = 0  # images pasted so far: their names
         self.edit.submit.connect(self._submit)
         self.edit.escape.connect(self._escape)
@@ -137,15 +158,48 @@ class Composer(QWidget):
 
     def set_model_limits(self, n_ctx: Callable[[], int],
                          vision: Callable[[], bool] = lambda: False,
-                         image_tokens: Callable[[], int] = lambda: 0) -> None:
+                         image_tokens: Callable[[], int] = lambda: 0,
+                         remote: Callable[[], bool] = lambda: False) -> None:
         """How to ask the loaded model's context length (0: none loaded or not known), whether
-        it can see images and what one costs (0: not known): asked as each file is read."""
+        it can see images, what one costs (0: not known) and whether it is a remote engine's
+        (told to tick it rather than to load a projector): asked as each file is read."""
         self._n_ctx, self._vision, self._image_tokens = n_ctx, vision, image_tokens
+        self._remote = remote
+
+    def set_image_counter(self, count: ImageCounter, projector: Callable[[], str]) -> None:
+        """How to count what images of given sizes cost with the loaded projector (called off
+        the GUI thread), and which projector is loaded ("" none)."""
+        self._count, self._projector = count, projector
 
     def model_changed(self) -> None:
-        """Another model (or none): the chips' costs and the "cannot see" notice follow it."""
+        """Another model (or none): the chips' costs and the "cannot see" notice follow it,
+        and images counted by another projector are counted again (off the GUI thread)."""
         self._show_chips()
         self.check_images()
+        self._recount()
+
+    def _recount(self) -> None:
+        projector = self._projector()
+        stale = [a for a in self._attachments if a.kind == "image" and a.pixels != (0, 0)
+                 and a.counted_by != projector]
+        if not stale or not projector or self._count is None or not self._vision():
+            return
+        self._recounting = tasks.run(counted, stale, self._count, owner=self, name="recount",
+                                     replaces=self._recounting, on_done=self._recounted)
+
+    def _recounted(self, found: object) -> None:
+        """The images counted again: each takes its new cost where it still is."""
+        assert isinstance(found, list)
+        changed = False
+        for new in found:
+            for index, old in enumerate(self._attachments):
+                if old.data is new.data and old.name == new.name \
+                        and old.counted_by != new.counted_by:
+                    self._attachments[index] = new
+                    changed = True
+        if changed:
+            self._show_chips()
+            self.attachments_changed.emit()
 
     def draft(self) -> str:
         """The message as the model would read it now: the files inlined, then the text."""
@@ -157,16 +211,17 @@ class Composer(QWidget):
 
     def images_refused(self) -> str:
         """Why the draft cannot be sent as it is to this model ("" when it can)."""
-        seeing = any(a.kind == "image" for a in self._attachments) and not self._vision()
-        return CANNOT_SEE if seeing else ""
+        if not any(a.kind == "image" for a in self._attachments) or self._vision():
+            return ""
+        return CANNOT_SEE_REMOTE if self._remote() else CANNOT_SEE
 
     def _typed(self) -> None:
         """Typing clears a notice about the last paste or file, not that the model cannot see
         the images still attached."""
         if not self.notice.isVisible():
             return
-        if CANNOT_SEE in self.notice.text() and self.images_refused():
-            self.notice.setText(CANNOT_SEE)
+        if (refused := self.images_refused()) and refused in self.notice.text():
+            self.notice.setText(refused)
         else:
             self.notice.hide()
 
@@ -176,7 +231,7 @@ class Composer(QWidget):
         if problem and not (self.notice.isVisible() and problem in self.notice.text()):
             self.notice.setText(problem)
             self.notice.show()
-        elif not problem and CANNOT_SEE in self.notice.text():
+        elif not problem and any(t in self.notice.text() for t in (CANNOT_SEE, CANNOT_SEE_REMOTE)):
             self.notice.hide()
 
     def choose_files(self) -> None:
@@ -193,18 +248,24 @@ class Composer(QWidget):
             self._start(Path(path).name, read_part, path)
         self._show_chips()
 
-    def attach_image(self, image: QImage) -> None:
-        """A pasted image: encoded as PNG and checked off the GUI thread, then a chip."""
+    def attach_image(self, image: QImage | tuple[bytes, str]) -> None:
+        """A pasted image, as its file's (bytes, MIME type), or a QImage (encoded as PNG):
+        decoded and checked off the GUI thread, then a chip."""
         if self.pending:
             return
         self._pasted += 1
-        name = "Pasted image.png" if self._pasted == 1 else f"Pasted image {self._pasted}.png"
-        self._start(name, pasted_part, image, name)
+        suffix = "png" if isinstance(image, QImage) else PASTED_SUFFIXES.get(image[1], "png")
+        name = f"Pasted image{'' if self._pasted == 1 else f' {self._pasted}'}.{suffix}"
+        if isinstance(image, QImage):
+            self._start(name, pasted_part, image, name)
+        else:
+            self._start(name, pasted_file, image[0], name)
         self._show_chips()
 
     def _start(self, name: str, read: Callable[..., DraftPart], *args: object) -> None:
         # The callbacks name their own task (bound by the time they run, on this thread).
-        task = tasks.run(read, *args, owner=self,
+        count = self._count if self._vision() else None  # asked here, on the GUI thread
+        task = tasks.run(read_counted, read, count, *args, owner=self, name="attach",
                          on_done=lambda found: self._read_done(task, found),
                          on_failed=lambda error: self._read_failed(task, error))
         self._reading[task] = name

@@ -1,5 +1,6 @@
 """Images of a message in the window: read, checked and made small off the GUI thread, shown as
-thumbnails (the composer's chips, a sent message's strip) and, on a click, larger.
+thumbnails (the composer's chips, a sent message's strip) and, on a click, larger
+(image_dialog.py).
 
 Every image is decoded with core/images.py's bounds in a worker thread (tasks.run): a hostile
 file (a bomb, 30,000 × 30,000 pixels, truncated, a FIFO named .png) is refused there with its
@@ -13,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from inglenook.chat.images import image_ref
 from inglenook.core.attachments import MAX_IMAGE_BYTES, Attachment, AttachmentError, read_attachment
@@ -32,12 +33,20 @@ from inglenook.core.images import (
 )
 from inglenook.core.units import describe_size
 from inglenook.ui import tasks
-from inglenook.ui.plain import plain_label
 
 THUMB_SIDE = 64  # a chip's and a bubble's thumbnail, in pixels (device-independent)
 VIEW_SIDE = 1024  # the larger view: bounded, whatever the image's size
 CACHE_SIZE = 128
 CANNOT_SEE = "This model cannot see images: load a vision model with its projector."
+# A remote model's server said it reads none, or said nothing and the user has not ticked it.
+CANNOT_SEE_REMOTE = ("This remote model cannot see images, as far as its server says. If it "
+                     "can, tick it in Models → Remote engines… (Models that read images).")
+
+
+# Positions images of these sizes take with the loaded projector, and its file; None when they
+# cannot be counted (no projector, a remote engine, the engine gone). Blocking: any thread but
+# the GUI's.
+ImageCounter = Callable[[Sequence[tuple[int, int]]], tuple[str, tuple[int, ...]] | None]
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,30 @@ class DraftPart:
     thumbnail: bytes = b""
 
 
+def counted(attachments: Sequence[Attachment], count: ImageCounter) -> list[Attachment]:
+    """Off the GUI thread: the images whose size is known with their cost at that size, as
+    the loaded projector counts it (the engine preprocesses a blank image of each size: a few
+    milliseconds each); all as they were when it cannot count them."""
+    images = [a for a in attachments if a.kind == "image" and a.pixels != (0, 0)]
+    answer = count([a.pixels for a in images]) if images else None
+    if answer is None or len(answer[1]) != len(images):
+        return list(attachments)
+    projector, tokens = answer
+    found = {id(a): n for a, n in zip(images, tokens, strict=True)}
+    return [dataclasses.replace(a, image_tokens=found[id(a)], counted_by=projector)
+            if id(a) in found else a for a in attachments]
+
+
+def read_counted(read: Callable[..., DraftPart], count: ImageCounter | None,
+                 *args: object) -> DraftPart:
+    """Off the GUI thread: `read(*args)`, an image with its cost counted when `count` is
+    given (the loaded model sees images)."""
+    part = read(*args)
+    if count is None or part.attachment.kind != "image":
+        return part
+    return dataclasses.replace(part, attachment=counted([part.attachment], count)[0])
+
+
 def read_part(path: str | Path) -> DraftPart:
     """Off the GUI thread: a file to attach; an image is decoded with bounds (AttachmentError
     with the reason when it is refused) and thumbnailed. Images are read whatever the model:
@@ -56,6 +89,17 @@ def read_part(path: str | Path) -> DraftPart:
     if attachment.kind != "image":
         return DraftPart(attachment)
     return _drafted(attachment)
+
+
+def pasted_file(data: bytes, name: str) -> DraftPart:
+    """Off the GUI thread: an image's file from the clipboard (its bytes as the clipboard held
+    them), decoded with the bounds of an attached file: a bomb or a 30,000 × 30,000 image is
+    refused from its header, before a pixel is decoded."""
+    if len(data) > MAX_IMAGE_BYTES:
+        raise AttachmentError(f"The pasted image was not attached: it is "
+                              f"{describe_size(len(data))}, and an image can be at most "
+                              f"{describe_size(MAX_IMAGE_BYTES)}.")
+    return _drafted(Attachment(name, "image", len(data), data=data))
 
 
 def pasted_part(image: QImage, name: str) -> DraftPart:
@@ -90,6 +134,8 @@ def _drafted(attachment: Attachment) -> DraftPart:
         smaller = as_read(image)
     except ImageRefused as exc:
         raise AttachmentError(f"{exc} It was not attached.") from None
+    attachment = dataclasses.replace(attachment, pixels=(image.width, image.height),
+                                     mime=image.mime or attachment.mime)  # as its bytes say
     if smaller is not None:
         data, mime = smaller
         attachment = dataclasses.replace(attachment, data=data, mime=mime)  # size: the file's
@@ -156,53 +202,3 @@ def thumbnail_label(parent: QWidget | None = None) -> QLabel:
     label.setAlignment(Qt.AlignmentFlag.AlignCenter)
     label.setTextFormat(Qt.TextFormat.PlainText)
     return label
-
-
-class ImageDialog(QDialog):
-    """A sent image, larger: at most VIEW_SIDE a side, made off the GUI thread."""
-
-    def __init__(self, attachment: Attachment, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("imageDialog")
-        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.setWindowTitle(attachment.name)
-        column = QVBoxLayout(self)
-        self.info = plain_label(attachment.describe(), self, name="imageInfo")
-        column.addWidget(self.info)
-        self.picture = QLabel("Reading the image…", self)
-        self.picture.setObjectName("imageView")
-        self.picture.setTextFormat(Qt.TextFormat.PlainText)
-        self.picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.picture.setMinimumSize(240, 160)
-        column.addWidget(self.picture, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        buttons.rejected.connect(self.reject)
-        column.addWidget(buttons)
-        self.task = tasks.run(thumbnail_of, attachment.data, VIEW_SIDE, owner=self,
-                              on_done=self._made, name="image view")
-
-    def _made(self, png: object) -> None:
-        if not isinstance(png, bytes) or not png:
-            self.picture.setText("This image can no longer be read.")
-            return
-        pixmap = QPixmap()
-        pixmap.loadFromData(png, "PNG")
-        screen = self.screen().availableGeometry()
-        # Room for the dialog's title bar, its line of text and its button.
-        width, height = min(VIEW_SIDE, screen.width() - 120), min(VIEW_SIDE,
-                                                                  screen.height() - 220)
-        if pixmap.width() > width or pixmap.height() > height:
-            pixmap = pixmap.scaled(width, height, Qt.AspectRatioMode.KeepAspectRatio,
-                                   Qt.TransformationMode.SmoothTransformation)
-        self.picture.setPixmap(pixmap)
-        self.resize(self.sizeHint())  # not adjustSize: it caps a window at 2/3 of the screen
-        frame = self.frameGeometry()  # grown: centred on the window, kept on the screen
-        parent = self.parentWidget()
-        frame.moveCenter(parent.frameGeometry().center() if parent else screen.center())
-        frame.moveLeft(max(screen.left(), min(frame.left(), screen.right() - frame.width())))
-        frame.moveTop(max(screen.top(), min(frame.top(), screen.bottom() - frame.height())))
-        self.move(frame.topLeft())
-
-
-def open_image(parent: QWidget) -> Callable[[Attachment], None]:
-    return lambda attachment: ImageDialog(attachment, parent).open()

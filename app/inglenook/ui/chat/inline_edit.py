@@ -1,12 +1,18 @@
 """Editing a question where it stands: the bubble's text becomes an editor with Send and
-Cancel (Ctrl+Enter sends, Esc cancels). Sending makes a new branch; the original stays."""
+Cancel (Ctrl+Enter sends, Esc cancels), above it the question's files and images, each with ✕
+to leave it out of the new version. Sending makes a new branch; the original stays, with all
+of them. (Files are added in the composer, with a new question.)"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from inglenook.core.attachments import Attachment
+from inglenook.ui.chat.attachment_chips import AttachmentStrip, chip_for_draft
 from inglenook.ui.widgets.keys import keeps_key
 
 
@@ -29,17 +35,22 @@ class _Editor(QPlainTextEdit):
 
 
 class InlineEdit(QWidget):
-    """Signals:
-    submitted(str): the edited text (stripped, never empty).
+    """`attachments`: those of the question still in it (✕ takes one out).
+
+    Signals:
+    submitted(str): the edited text (stripped; empty only when attachments are left).
     cancelled(): the edit was abandoned.
     """
 
     submitted = Signal(str)
     cancelled = Signal()
 
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+    def __init__(self, text: str, parent: QWidget | None = None,
+                 attachments: Sequence[Attachment] = ()) -> None:
         super().__init__(parent)
         self.setObjectName("inlineEdit")
+        self.attachments = list(attachments)
+        self.strip = AttachmentStrip(self)
         self.editor = _Editor(self)
         self.editor.setObjectName("inlineEditor")
         self.editor.setAccessibleName("Edit the question")
@@ -59,6 +70,7 @@ class InlineEdit(QWidget):
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.strip)
         layout.addWidget(self.editor)
         layout.addLayout(buttons)
         self.send_button.clicked.connect(self._submit)
@@ -66,7 +78,23 @@ class InlineEdit(QWidget):
         self.cancel_button.clicked.connect(self.cancelled)
         self.editor.cancel.connect(self.cancelled)
 
+        self._show_chips()
+
+    def remove_attachment(self, index: int) -> None:
+        del self.attachments[index]
+        self._show_chips()
+
+    def _show_chips(self) -> None:
+        chips = []
+        for index, attachment in enumerate(self.attachments):
+            chip = chip_for_draft(attachment)
+            if chip.remove_button is not None:
+                chip.remove_button.setToolTip("Leave this file out of the new version")
+            chip.remove_requested.connect(lambda i=index: self.remove_attachment(i))
+            chips.append(chip)
+        self.strip.set_chips(chips)
+
     def _submit(self) -> None:
         text = self.editor.toPlainText().strip()
-        if text:
+        if text or self.attachments:
             self.submitted.emit(text)

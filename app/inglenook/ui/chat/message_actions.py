@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QBoxLayout, QMessageBox
 
 from inglenook.engine.protocol import PromptView
 from inglenook.store import StoreError
+from inglenook.ui.chat.attachment_chips import AttachmentStrip
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.details import DetailsDialog
 from inglenook.ui.chat.inline_edit import InlineEdit
@@ -29,8 +30,13 @@ class MessageActions:
         chats = self.chats
         if chats.session.reply is not None or bubble.message_id is None or not chats.can_send:
             return
-        editor = InlineEdit(bubble.text, bubble)  # in place of the text, until sent or cancelled
+        message = chats.session.path.find(bubble.message_id)
+        # In place of the text, until sent or cancelled; its files can be left out.
+        sent = [s for s in bubble.findChildren(AttachmentStrip) if s.isVisibleTo(bubble)]
+        editor = InlineEdit(bubble.text, bubble, message.attachments if message else ())
         bubble.body.hide()
+        for strip in sent:  # the editor shows them, removable
+            strip.hide()
         cast(QBoxLayout, bubble.layout()).insertWidget(0, editor)
         editor.editor.setFocus()
         message_id = bubble.message_id
@@ -40,11 +46,14 @@ class MessageActions:
             self.chats.view.pin(message_id, False)
             editor.deleteLater()
             bubble.body.show()
+            for strip in sent:
+                strip.show()
 
         def send(text: str) -> None:
             done()
+            kept = editor.attachments
             if self.chats.can_send and self.chats.session.reply is None and self._write(
-                    lambda: self.chats.session.edit_user(message_id, text)):
+                    lambda: self.chats.session.edit_user(message_id, text, kept)):
                 self.chats.render()
                 self.chats.request_reply()
 

@@ -6,6 +6,12 @@ message, and the draft stays as it was: a 20 MB paste used to keep the window bu
 and a half, and no local model's context holds that much anyway. Text with a very long run of
 characters without a space (base64, minified code) switches the box to wrapping anywhere: Qt's
 usual line breaking takes time quadratic in such a run (48 s for a 1 MB line).
+
+A pasted image is handed on as the bytes of its file (image/png, image/jpeg… as the clipboard
+holds them), never decoded here: the composer decodes it off the GUI thread with the bounds of
+an attached file, so a 12 MP screenshot or a 30,000 × 30,000 bomb costs this thread nothing.
+Only a clipboard that offers no encoded format (Qt's own image alone) is read as a QImage, which
+Qt's allocation limit bounds (ui/app.py).
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ MAX_LINES = 8
 MAX_PROMPT_CHARS = 1_000_000
 _LONG_RUN = re.compile(r"\S{2000}")
 MAX_PASTED_PATHS = 20  # more lines than this is text that happens to name files, not a list
+# Encoded images a clipboard may hold, the most common first (what browsers, screenshot tools
+# and image editors offer: Qt names the platforms' types so).
+IMAGE_FORMATS = ("image/png", "image/jpeg", "image/webp", "image/gif", "image/bmp")
 
 
 def _local_files(source: QMimeData) -> bool:
@@ -53,6 +62,10 @@ def files_in(source: QMimeData) -> list[str]:
     return paths
 
 
+def _has_image(source: QMimeData) -> bool:
+    return source.hasImage() or any(source.hasFormat(f) for f in IMAGE_FORMATS)
+
+
 class PromptEdit(QPlainTextEdit):
     """A text box that grows with its content up to MAX_LINES.
 
@@ -62,7 +75,9 @@ class PromptEdit(QPlainTextEdit):
         paste_refused(int): a paste or drop of this many characters was refused: with the
             draft, the prompt would have been longer than MAX_PROMPT_CHARS.
         files_dropped(list): a paste or drop of files (their paths), not text.
-        image_pasted(object): a paste of an image (a QImage: a screenshot, a copied picture).
+        image_pasted(object): a paste of an image (a screenshot, a copied picture): the bytes
+            of its file as (bytes, MIME type), not decoded; a QImage when the clipboard holds
+            no encoded image.
         page(int): PageUp (-1) or PageDown (1) in a draft too short to scroll: the chat scrolls.
     """
 
@@ -85,7 +100,7 @@ class PromptEdit(QPlainTextEdit):
         self.document().contentsChanged.connect(self._on_contents_changed)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        if files_in(source) or (source.hasImage() and not source.hasText()):
+        if files_in(source) or (_has_image(source) and not source.hasText()):
             return True
         # Local files that are not for a message (models): ignored, so the window takes them.
         return not _local_files(source) and super().canInsertFromMimeData(source)
@@ -97,7 +112,11 @@ class PromptEdit(QPlainTextEdit):
             return
         if _local_files(source):
             return
-        if source.hasImage() and not source.hasText():  # text wins: an office copy has both
+        if _has_image(source) and not source.hasText():  # text wins: an office copy has both
+            encoded = next((f for f in IMAGE_FORMATS if source.hasFormat(f)), "")
+            if encoded:  # the file's bytes: a copy, not a decode
+                self.image_pasted.emit((bytes(source.data(encoded).data()), encoded))
+                return
             image = source.imageData()
             if isinstance(image, QImage):
                 self.image_pasted.emit(image)

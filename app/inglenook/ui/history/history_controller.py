@@ -1,4 +1,9 @@
-"""The conversation list: sidebar, search, rename, pin, delete with undo, export and import."""
+"""The conversation list: sidebar, search, rename, pin, delete with undo, export and import.
+
+A deleted chat is hidden while the banner offers Undo (for the latest deletion only) and purged
+for good once it no longer does: when another chat is deleted, and when the window closes
+(chat/forget.py: its rows, its images' files).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from inglenook.chat.forget import purge_for_good
 from inglenook.store import Store, StoreError
 from inglenook.ui import tasks
 from inglenook.ui.history import dialogs
@@ -25,7 +31,8 @@ class HistoryController(QObject):
         hit_chosen(int, int, object): a search hit: conversation, message, the words sought.
         new_requested(): start a new chat.
         deleting(int): a conversation is about to be deleted (stop its reply).
-        deleted(int): a conversation was deleted (soft: Undo brings it back).
+        deleted(int): a conversation was deleted (soft: Undo brings it back until the next
+            deletion or the window closes; then it is purged).
         imported(): conversations and presets were imported.
     """
 
@@ -97,6 +104,8 @@ class HistoryController(QObject):
         self.deleting.emit(conv_id)
         if not self._write(lambda: self.store.delete(conv_id)):
             return
+        if self._deleted is not None and self._deleted != conv_id:
+            self._purge([self._deleted])  # Undo brings back the latest only
         self._deleted = conv_id
         self.deleted.emit(conv_id)
         self.banner.show_message("Conversation deleted.", "info", ("Undo", self.undo_delete))
@@ -108,6 +117,18 @@ class HistoryController(QObject):
             self.banner.clear()
             self.refresh()
             self.open_requested.emit(conv_id, 0)
+
+    def close(self) -> None:
+        """The window closes: Undo is no longer offered, so the chat it would bring back is
+        purged (a writer task: MainWindow.shutdown waits for it with tasks.join_writers)."""
+        conv_id, self._deleted = self._deleted, None
+        if conv_id is not None:
+            self._purge([conv_id])
+
+    def _purge(self, conv_ids: list[int]) -> None:
+        if not self.store.read_only:
+            tasks.run(purge_for_good, self.store.path, conv_ids, writer=True,
+                      name="purge deleted chats")
 
     def search(self) -> None:
         dialog = SearchDialog(self.store, self._parent)

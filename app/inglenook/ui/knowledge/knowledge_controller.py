@@ -3,7 +3,8 @@
 Owned by the window, not by the Knowledge dialog, so an indexing run goes on (and is shown
 again) when the dialog is closed and opened. One run at a time; collections asked for while one
 runs wait their turn. Cancel is a direct call that sets a flag the Indexer asks between files:
-what was indexed stays, consistent, and the next run goes on from there.
+what was indexed stays, consistent, and the next run goes on from there. A rebuild is such a run
+that reads every file again from scratch (Indexer's rebuild); cancelled, the next run finishes it.
 
 Watched collections (the default) are indexed again when their files change (Watcher, on a
 thread of its own; a burst of changes is one run), and once at start-up for what changed while
@@ -60,6 +61,8 @@ class KnowledgeController(QObject):
         super().__init__(parent)
         self.embedder_for = embedder_for
         self.running = ""  # the collection being indexed, "" when none
+        self.running_rebuild = False  # whether that run is a rebuild
+        self._rebuilds: set[str] = set()  # waiting collections whose run is to be a rebuild
         self.last_progress: Progress | None = None
         self.queue: list[str] = []
         self._stop = threading.Event()
@@ -142,6 +145,13 @@ class KnowledgeController(QObject):
         if watch:
             self.index(name)  # what changed while it was not watched
 
+    def set_follow_links(self, name: str, follow: bool) -> None:
+        """Follow symbolic links out of its folders, or not: indexed again at once (files
+        reached through such links come, or leave)."""
+        self._with_index(lambda index: index.set_follow_links(name, follow))
+        self.changed.emit()
+        self.index(name)
+
     def names(self) -> list[str]:
         try:
             return kc.collection_names()
@@ -171,6 +181,7 @@ class KnowledgeController(QObject):
         """Forget a collection (its files are not touched); a run of it is cancelled first."""
         if name in self.queue:
             self.queue.remove(name)
+        self._rebuilds.discard(name)
         if self.running == name:
             self._stop.set()
             self._forgotten.add(name)  # its run ends in "no such collection": not news
@@ -240,15 +251,24 @@ class KnowledgeController(QObject):
         if not self.running:
             self._next()
 
+    def rebuild(self, name: str) -> None:
+        """Read every file of it again from scratch and embed its passages again, when the run
+        before it ends (a run of it already waiting becomes the rebuild)."""
+        self._rebuilds.add(name)
+        self.index(name)
+
     def cancel(self) -> None:
         """Stop the run now (between two files) and drop the ones waiting."""
         self.queue.clear()
+        self._rebuilds.clear()
         self._stop.set()
 
     def _next(self) -> None:
         if not self.queue:
             return
         name = self.running = self.queue.pop(0)
+        rebuild = self.running_rebuild = name in self._rebuilds
+        self._rebuilds.discard(name)
         self._stop = stop = threading.Event()
         self.last_progress = Progress(0, None)
 
@@ -257,7 +277,7 @@ class KnowledgeController(QObject):
                 self._latest = p  # one reference, replaced whole: safe across threads
 
             return kc.index_collection(name, progress, stop.is_set,
-                                       embedder_for=self.embedder_for)
+                                       embedder_for=self.embedder_for, rebuild=rebuild)
 
         self._latest = None
         self._task = tasks.run(work, owner=self, writer=True, name="knowledge-index",
@@ -275,6 +295,7 @@ class KnowledgeController(QObject):
     def _ended(self, name: str, outcome: object) -> None:
         self._poll.stop()
         self.running, self.last_progress, self._task = "", None, None
+        self.running_rebuild = False
         if isinstance(outcome, IndexReport):
             self._forgotten.discard(name)
             self.indexed.emit(name, outcome)

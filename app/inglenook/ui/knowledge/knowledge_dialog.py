@@ -1,5 +1,6 @@
 """Chat → Knowledge…: collections of your own folders and files, what is indexed of them, the
-files that could not be read and why, and the indexing run with its progress and Cancel.
+files that could not be read and why (and those read only in part), and the indexing run with
+its progress and Cancel. Rebuild (asked first) reads every file again from scratch.
 
 The dialog only shows and asks: KnowledgeController makes the changes and runs the indexing, so
 closing the dialog mid-run leaves the run going (it shows again when the dialog is opened).
@@ -43,14 +44,13 @@ from inglenook.knowledge.indexer import IndexReport, Progress
 from inglenook.ui.knowledge.backend_row import BackendRow
 from inglenook.ui.knowledge.embed_row import EmbedRow
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
+from inglenook.ui.knowledge.rebuild_question import ask_rebuild
+from inglenook.ui.knowledge.unread_list import UnreadList
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.controls import helper_label
 from inglenook.ui.widgets.elided_label import ElidedLabel
 
 NAME = Qt.ItemDataRole.UserRole
-SHOWN_PROBLEMS = 1000  # a list of 50,000 unread files would stall the dialog; the CLI has all
-
-
 class KnowledgeDialog(QDialog):
     def __init__(self, knowledge: KnowledgeController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -64,8 +64,8 @@ class KnowledgeDialog(QDialog):
         self.roots = self._list("knowledgeRoots", "Folders and files of the collection",
                                 "What the selected collection reads: select some to remove")
         self.roots.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
-        self.problem_list = self._list("knowledgeProblems", "Files not indexed, and why",
-                                       "Files of the last run that were not read, and why")
+        self.problem_list = UnreadList(self)
+        self.problems_label = self.problem_list.label
         self.name_edit = QLineEdit(self)
         self.name_edit.setObjectName("knowledgeNameEdit")
         self.name_edit.setPlaceholderText("Name of a new collection")
@@ -98,6 +98,9 @@ class KnowledgeDialog(QDialog):
         self.reindex_button = self._button("Re-index", "knowledgeReindexButton",
                                            "Read new and changed files again; gone ones leave",
                                            self.reindex)
+        self.rebuild_button = self._button("Rebuild…", "knowledgeRebuildButton",
+                                           "Read every file again from scratch and make its "
+                                           "passages' vectors again", self._confirm_rebuild)
         self.progress = QProgressBar(self)
         self.progress.setObjectName("knowledgeProgress")
         self.progress.setAccessibleName("Indexing progress")
@@ -113,10 +116,13 @@ class KnowledgeDialog(QDialog):
         self.watch_box.setToolTip("Index the collection again by itself when its files are "
                                   "added, changed or deleted (only what changed is read)")
         self.watch_box.clicked.connect(self._choose_watch)
+        self.follow_box = QCheckBox("Follow links out of the folders", self)
+        self.follow_box.setObjectName("knowledgeFollowLinks")
+        self.follow_box.setToolTip("Also read what symbolic links in the folders point to "
+                                   "outside them (off: such links are listed, not followed)")
+        self.follow_box.clicked.connect(self._choose_follow)
         self.watch_note = helper_label("", self, name="knowledgeWatchNote")
         self.watch_note.setWordWrap(True)
-        self.problems_label = QLabel(self)
-        self.problems_label.setObjectName("knowledgeProblemsLabel")
         self.message = helper_label("", self, name="knowledgeMessage")
         self._build()
         self.collections.currentRowChanged.connect(lambda _row: self._show_selected())
@@ -175,11 +181,14 @@ class KnowledgeDialog(QDialog):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.reindex_button)
+        buttons.addWidget(self.rebuild_button)
         right.addLayout(buttons)
-        watch_row = QHBoxLayout()  # a line of its own: the buttons' row sets the least width
-        watch_row.addWidget(self.watch_box)
-        watch_row.addWidget(self.watch_note, 1)
-        right.addLayout(watch_row)
+        options = QHBoxLayout()  # a line of its own: the buttons' row sets the least width
+        options.addWidget(self.watch_box)
+        options.addWidget(self.follow_box)
+        options.addStretch(1)
+        right.addLayout(options)
+        right.addWidget(self.watch_note)
         run = QGridLayout()
         run.addWidget(self.progress, 0, 0)
         run.addWidget(self.cancel_button, 0, 1)
@@ -237,13 +246,12 @@ class KnowledgeDialog(QDialog):
     def _show_selected(self) -> None:
         summary = self.selected()
         self.roots.clear()
-        self.problem_list.clear()
+        self.problem_list.show_collection(summary)
         if summary is None:
             self.title.setText("No collections yet")
             self.figures.setText("Name one on the left, then add the folders and files it "
                                  "holds. Chats choose the collections they use in the side "
                                  "panel.")
-            self.problems_label.hide()
             self.watch_note.hide()
             self.embed_model.show_collection(None)
             self.backend.show_collection(None)
@@ -260,22 +268,16 @@ class KnowledgeDialog(QDialog):
         self.embed_model.show_collection(summary)
         self.backend.show_collection(summary)
         self.watch_box.setChecked(summary.watch)
+        self.follow_box.setChecked(summary.follow_links)
         note = self.knowledge.watch_status(summary.name) if summary.roots else ""
         self.watch_note.setText(note)
         self.watch_note.setVisible(bool(note))
-        problems = summary.problems
-        self.problems_label.setVisible(bool(problems))
-        self.problems_label.setText(f"Not indexed: {len(problems):,} "
-                                    f"{'file' if len(problems) == 1 else 'files'}")
-        for path, reason in problems[:SHOWN_PROBLEMS]:
-            item = QListWidgetItem(f"{os.path.basename(path) or path} — {reason}")
-            item.setToolTip(plain_tip(f"{path}\n{reason}"))
-            self.problem_list.addItem(item)
-        if len(problems) > SHOWN_PROBLEMS:
-            self.problem_list.addItem(f"… and {len(problems) - SHOWN_PROBLEMS:,} more "
-                                      "(inglenook knowledge list shows them all)")
-        self.problem_list.setVisible(bool(problems))
         self._update_buttons()
+
+    def _choose_follow(self, checked: bool) -> None:
+        summary = self.selected()
+        if summary is not None and checked != summary.follow_links:
+            self._change(lambda: self.knowledge.set_follow_links(summary.name, checked))
 
     def _choose_watch(self, checked: bool) -> None:
         summary = self.selected()
@@ -293,12 +295,14 @@ class KnowledgeDialog(QDialog):
         summary = self.selected()
         has = summary is not None
         self.watch_box.setEnabled(has)
+        self.follow_box.setEnabled(has)
         for button in (self.add_folder_button, self.add_files_button, self.delete_button):
             button.setEnabled(has)
         self.remove_button.setEnabled(has and bool(self.roots.selectedItems()))
         busy = has and summary is not None and (summary.name == self.knowledge.running
                                                  or summary.name in self.knowledge.queue)
         self.reindex_button.setEnabled(has and bool(summary and summary.roots) and not busy)
+        self.rebuild_button.setEnabled(self.reindex_button.isEnabled())
 
     def _show_run(self) -> None:
         running = self.knowledge.running
@@ -316,8 +320,9 @@ class KnowledgeDialog(QDialog):
             self.progress.setRange(0, max(1, p.total))
             self.progress.setValue(p.done)
         where = f" {os.path.basename(p.path)}" if p.path else ""
-        self.progress_text.set_forms(f"{name}: {describe_progress(p)}{where}",
-                                     f"{name}: {describe_progress(p)}")
+        what = f"Rebuilding {name}" if self.knowledge.running_rebuild else name
+        self.progress_text.set_forms(f"{what}: {describe_progress(p)}{where}",
+                                     f"{what}: {describe_progress(p)}")
         self.progress_text.setToolTip(plain_tip(p.path))
         self._update_buttons()
 
@@ -373,6 +378,17 @@ class KnowledgeDialog(QDialog):
         if summary is not None:
             self.knowledge.index(summary.name)
             self._update_buttons()
+
+    def rebuild_selected(self) -> None:
+        summary = self.selected()
+        if summary is not None:
+            self.knowledge.rebuild(summary.name)
+            self._update_buttons()
+
+    def _confirm_rebuild(self) -> None:
+        summary = self.selected()
+        if summary is not None:
+            ask_rebuild(self, summary, self.rebuild_selected)
 
     def delete_selected(self) -> None:
         summary = self.selected()

@@ -7,6 +7,8 @@ on while this dialog is closed; the dialog only shows and steers them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
@@ -46,7 +48,8 @@ class ModelsDialog(QDialog):
     models_changed = Signal()
     defaults_requested = Signal(str)
 
-    def __init__(self, bridge: DownloadBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, bridge: DownloadBridge, parent: QWidget | None = None,
+                 chosen_projector: Callable[[str], str] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelsDialog")
         self.setWindowTitle("Models")
@@ -54,7 +57,7 @@ class ModelsDialog(QDialog):
         self.resize(1040, 680)
         self.bridge = bridge
         bridge.adopt_partials()  # first, so that the Downloads page starts with them
-        self.library = LibraryPage(self)
+        self.library = LibraryPage(self, chosen_projector)
         self.discover = DiscoverPage(bridge, self)
         self.downloads = DownloadsPage(bridge, self)
         self._build()

@@ -1,6 +1,7 @@
 """The Models dialog's Library page: the installed models with what their GGUF headers say
-(and a note on those whose architecture or tokenizer the bundled engine does not know); import,
-reveal, delete, and "use this model".
+(and a note on those whose architecture or tokenizer the bundled engine does not know), and
+whether each can see images (a projector chosen for it, or one beside it); import, reveal,
+delete, and "use this model".
 
 Headers are read on a background thread (each read is bounded to ~2 s, but a dozen big files on
 a slow disk add up), and rows fill in as the answers come back.
@@ -9,6 +10,7 @@ a slow disk add up), and rows fill in as the answers come back.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
@@ -43,12 +45,14 @@ from inglenook.models.library import (
     quantization,
     remove,
 )
+from inglenook.models.projector import known_projector, vision_projector
 from inglenook.ui import tasks
 from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 
-COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Source")
+COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Vision",
+           "Source")
 PENDING = "…"
 
 
@@ -89,13 +93,22 @@ def open_folder(folder: Path) -> bool:
 
 
 # -- the page -------------------------------------------------------------------------------------
-def _read_headers(report: object, generation: int, paths_: list[str]) -> None:
+def _read_headers(report: object, generation: int, paths_: list[str],
+                  chosen: dict[str, str]) -> None:
+    """Each header (a path in `chosen` only when its header is known already), then where the
+    model's projector is (vision_projector: remembered for known_projector)."""
     for path in paths_:
         try:
             result: GGUFHeader | str = read_header(path)
         except GGUFError as exc:
             result = str(exc)
+        if path in chosen:
+            vision_projector(path, chosen[path])
         report((generation, path, result))  # type: ignore[operator]
+    for path, projector in chosen.items():
+        if path not in paths_:
+            vision_projector(path, projector)
+            report((generation, path, None))  # type: ignore[operator]
 
 
 class LibraryPage(QWidget):
@@ -109,7 +122,8 @@ class LibraryPage(QWidget):
     models_changed = Signal()
     defaults_requested = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None,
+                 chosen_projector: Callable[[str], str] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("libraryPage")
         self.entries: list[ModelEntry] = []
@@ -117,6 +131,8 @@ class LibraryPage(QWidget):
         self._cache: dict[tuple[str, int, int], GGUFHeader | str] = {}
         self._generation = 0
         self.importing = False
+        # The projector a model's defaults name ("" none).
+        self.chosen_projector: Callable[[str], str] = chosen_projector or (lambda _path: "")
         self._build()
         self.refresh()
 
@@ -206,20 +222,23 @@ class LibraryPage(QWidget):
         self.entries = installed_models()
         self.headers = {}
         self.table.clear()
-        to_read = []
+        to_read, chosen = [], {}
         for entry in self.entries:
             key = self._cache_key(entry.path)
             if key in self._cache:
                 self.headers[entry.path] = self._cache[key]
             else:
                 to_read.append(entry.path)
+            picked = self.chosen_projector(entry.path)
+            if known_projector(entry.path, picked) is None:
+                chosen[entry.path] = picked
             item = QTreeWidgetItem(self.table)
             item.setData(0, Qt.ItemDataRole.UserRole, entry.path)
             self._fill(item, entry)
-        if to_read:
+        if to_read or chosen:
             # Not replaced by the next refresh: an older read still fills the cache.
             generation = self._generation
-            tasks.run(_read_headers, generation, to_read, reports=True, owner=self,
+            tasks.run(_read_headers, generation, to_read, chosen, reports=True, owner=self,
                       on_progress=self._on_header,
                       on_failed=lambda exc: self._headers_failed(generation, exc))
         total = sum(e.size_bytes for e in self.entries)
@@ -250,9 +269,14 @@ class LibraryPage(QWidget):
             return "Bundled"
         return "Linked" if Path(entry.path).is_symlink() else "Models folder"
 
+    def projector_of(self, entry: ModelEntry) -> str | None:
+        """The projector it loads with ("" none; None: not known yet)."""
+        return known_projector(entry.path, self.chosen_projector(entry.path))
+
     def _fill(self, item: QTreeWidgetItem, entry: ModelEntry) -> None:
         header = self.headers.get(entry.path)
         size = describe_size(entry.size_bytes)
+        projector = self.projector_of(entry)
         verdict = compat.check(header) if isinstance(header, GGUFHeader) else None
         if isinstance(header, GGUFHeader):
             quant = quantization(header, entry.path) or "?"
@@ -266,8 +290,11 @@ class LibraryPage(QWidget):
             values = ["unreadable", "", parse_quant(entry.path), size, "", ""]
         else:
             values = [PENDING, PENDING, parse_quant(entry.path) or PENDING, size, PENDING, PENDING]
-        for column, text in enumerate([entry.name, *values, self._source(entry)]):
+        vision = PENDING if projector is None else "Yes" if projector else "No"
+        for column, text in enumerate([entry.name, *values, vision, self._source(entry)]):
             item.setText(column, text)
+        if projector:
+            item.setToolTip(7, plain_tip(f"Sees images, with the projector {projector}"))
         tip = entry.path if not isinstance(header, str) else f"{entry.path}\n\n{header}"
         if verdict is not None and verdict.wont_load:
             tip += f"\n\n{verdict.summary}.\n{verdict.detail}"
@@ -275,11 +302,13 @@ class LibraryPage(QWidget):
         item.setToolTip(0, plain_tip(tip))
 
     def _on_header(self, value: object) -> None:
-        generation, path, header = cast(tuple[int, str, "GGUFHeader | str"], value)
-        self._cache[self._cache_key(path)] = header
+        generation, path, header = cast(tuple[int, str, "GGUFHeader | str | None"], value)
+        if header is not None:  # None: only its projector was looked for
+            self._cache[self._cache_key(path)] = header
         if generation != self._generation:
             return
-        self.headers[path] = header
+        if header is not None:
+            self.headers[path] = header
         for i, entry in enumerate(self.entries):
             item = self.table.topLevelItem(i)
             if entry.path == path and item is not None:
@@ -320,6 +349,9 @@ class LibraryPage(QWidget):
                      else "context unknown",
                      "has a chat template" if header.chat_template else "no chat template",
                      describe_size(entry.size_bytes)]
+            projector = self.projector_of(entry)
+            if projector:
+                facts.insert(-1, f"sees images ({Path(projector).name})")
             verdict = compat.check(header)
             note = f"\n{verdict.sentence}" if verdict.wont_load else ""
             self.detail_facts.setText(" · ".join(facts) + note)

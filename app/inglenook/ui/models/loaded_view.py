@@ -159,7 +159,7 @@ def _facts(model: LoadedModel) -> str:
     idle = "" if model.busy else f", idle {_duration(model.idle_s)}"
     if not model.by_window and model.keep_alive_s >= 0:
         idle += f" (unloads after {_duration(model.keep_alive_s)})"
-    return f"{who} · {memory} · {running}{idle}"
+    return f"{who} · {memory}{' · sees images' if model.vision else ''} · {running}{idle}"
 
 
 def _duration(seconds: float) -> str:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
-from inglenook.engine.providers import is_remote_ref, model_name_of
+from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
@@ -19,7 +19,7 @@ from inglenook.ui import tasks
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
-from inglenook.ui.models.picker import ModelPicker
+from inglenook.ui.models.picker import VISION_TAG, ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
 from inglenook.ui.plain import plain_tip
 from inglenook.ui.side.sampling_panel import SamplingPanel
@@ -122,7 +122,15 @@ class ModelController(QObject):
         """Remote engines: add, test and remove OpenAI-compatible endpoints."""
         dialog = ProvidersDialog(self.picker.providers, self._parent)
         dialog.providers_changed.connect(self.picker.refresh_remote)
+        dialog.vision_marked.connect(self._vision_marked)
         dialog.open()
+
+    def _vision_marked(self, provider_id: str) -> None:
+        """The models of an endpoint that read images changed: the one in use is chosen again,
+        so that the composer knows at once whether it sees."""
+        ref = parse_model_ref(self.model.path) if self.model is not None else None
+        if ref is not None and ref[0] == provider_id and not self.is_loading:
+            self.reload()
 
     def tune(self, panel: SamplingPanel) -> None:
         """Tune: measure with the loaded model, then show the fastest settings in the panel
@@ -174,7 +182,8 @@ class ModelController(QObject):
     def show_dialog(self) -> None:
         """The Models dialog: one instance, refreshed each time it is shown."""
         if self._dialog is None:
-            self._dialog = ModelsDialog(self._downloads, self._parent)
+            self._dialog = ModelsDialog(self._downloads, self._parent,
+                                        self.picker.chosen_projector)
             self._dialog.model_chosen.connect(self.load)
             self._dialog.models_changed.connect(self.refresh)
             self._dialog.defaults_requested.connect(self.defaults_requested)
@@ -200,12 +209,18 @@ class ModelController(QObject):
         self.model = info
         self.progress.hide()
         chatml = info.template_source == "chatml"
-        self.model_label.setText(f"{info.name}  ·  ChatML template" if chatml else info.name)
+        tags = ("  ·  ChatML template" if chatml else "") + (
+            f"  ·  {VISION_TAG}" if info.vision else "")
+        self.model_label.setText(info.name + tags)
         self.model_label.setToolTip(plain_tip(
             f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
             f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
             f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
             f" loaded in {info.load_seconds:.1f} s"
+            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
+               f"{info.image_tokens:,} tokens" if info.vision and info.projector
+               else "\nSees images (the server says so, or you marked it)" if info.vision
+               else "")
             + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else "")))
         self.status.setText("This model has no chat template; using ChatML." if chatml else "")
         self.sha256 = ""

@@ -4,11 +4,15 @@ remote engines' models, "Open a GGUF file…" and "Remote engines…".
 Remote models are listed off the GUI thread (engine/remote_catalog.py) and shown under the
 local files; an engine that cannot be reached shows as a greyed line saying why. A remote model's
 item data is its reference (`remote://…`), which the engine router loads like a path.
+
+A model that can see images (a projector chosen for it, or one beside it) says "vision": which
+is found off the GUI thread (GGUF headers), and the list follows when it is known.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -20,6 +24,7 @@ from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
 from inglenook.models.library import installed_models
+from inglenook.models.projector import known_projector, vision_projector
 from inglenook.ui import tasks
 from inglenook.ui.plain import plain_tip
 
@@ -27,6 +32,13 @@ OPEN_ITEM = "open"
 REMOTE_ITEM = "remote-engines"
 REMOTE_STALE_S = 60.0  # opening the picker lists remote models again after this long
 _ACTIONS = (OPEN_ITEM, REMOTE_ITEM)
+VISION_TAG = "vision"  # after a model that can see images, as LM Studio marks them
+
+
+def find_projectors(chosen: dict[str, str]) -> dict[str, str]:
+    """Off the GUI thread: each model's projector ("" none), `chosen` the ones its defaults
+    name."""
+    return {path: vision_projector(path, projector) for path, projector in chosen.items()}
 
 
 class ModelPicker(QComboBox):
@@ -61,6 +73,9 @@ class ModelPicker(QComboBox):
         self._remote: list[ProviderListing] = []
         self._remote_at = -REMOTE_STALE_S  # never listed
         self._listing: tasks.Task | None = None  # the latest listing; older ones are dropped
+        self._finding: tasks.Task | None = None  # projectors being looked for
+        # The projector a model's defaults name ("" none): the window sets it.
+        self.chosen_projector: Callable[[str], str] = lambda _path: ""
         self.activated.connect(self._on_activated)
 
     @property
@@ -72,12 +87,19 @@ class ModelPicker(QComboBox):
     def refresh(self, select: str = "") -> None:
         self.blockSignals(True)
         self.clear()
-        for entry in installed_models():
-            if entry.embedding:
-                continue  # for Knowledge (its dialog offers them), not to chat with
+        # Embedding models are for Knowledge (its dialog offers them), not to chat with.
+        entries = [e for e in installed_models() if not e.embedding]
+        unknown = {}  # models whose projector is not known yet: path → the one chosen
+        for entry in entries:
+            chosen = self.chosen_projector(entry.path)
+            projector = known_projector(entry.path, chosen)
+            if projector is None:
+                unknown[entry.path] = chosen
             label = f"{entry.name}  ·  {describe_size(entry.size_bytes)}"
             if entry.source == "bundled":
                 label += "  ·  bundled"
+            if projector:
+                label += f"  ·  {VISION_TAG}"
             self.addItem(label, entry.path)
             self.setItemData(self.count() - 1, plain_tip(entry.path), Qt.ItemDataRole.ToolTipRole)
         self._add_remote_items()
@@ -85,6 +107,23 @@ class ModelPicker(QComboBox):
         self.addItem("Remote engines…", REMOTE_ITEM)
         self.blockSignals(False)
         self.select(select or self._current)
+        if unknown:
+            self._finding = tasks.run(find_projectors, unknown, owner=self, replaces=self._finding,
+                                      name="find projectors", on_done=self._found)
+
+    def _found(self, found: object) -> None:
+        """Tag the items in place (the list may be open)."""
+        if not isinstance(found, dict):
+            return
+        for path, projector in found.items():
+            index = self.findData(path)
+            if projector and index >= 0 and not self.itemText(index).endswith(VISION_TAG):
+                self.setItemText(index, f"{self.itemText(index)}  ·  {VISION_TAG}")
+
+    def entries_seeing(self) -> list[str]:
+        """Paths of the listed models marked as seeing images."""
+        return [self.itemData(i) for i in range(self.count())
+                if self.itemText(i).endswith(f"  ·  {VISION_TAG}")]
 
     def _add_remote_items(self) -> None:
         if not self._remote:
@@ -100,7 +139,8 @@ class ModelPicker(QComboBox):
                 continue
             tip = plain_tip(f"{entry.provider.base_url} ({dialect(entry.listing.server).label})")
             for ref, model in entry.refs:
-                self.addItem(f"{model}  ·  {name}", ref)
+                seeing = f"  ·  {VISION_TAG}" if entry.sees(model) else ""
+                self.addItem(f"{model}  ·  {name}{seeing}", ref)
                 self.setItemData(self.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.insertSeparator(self.count())
 

@@ -3,11 +3,16 @@
 The key goes to the system keyring. Where there is none, the dialog says so and asks: keep it in
 plain text in providers.json, or for this session only. Network and keyring work runs off the
 GUI thread (ui/tasks); a test answered after the form changed is dropped.
+
+Below the form, the endpoint's models with a tick for those that read images: servers that say
+(LM Studio, Ollama, OpenRouter's listing) are believed whatever is ticked; for the others (vLLM,
+llama-server, Jan…) the tick decides (engine/remote_vision.py). The list holds the models
+ticked before and those the last connection test listed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from PySide6.QtCore import Qt, Signal
@@ -28,12 +33,13 @@ from PySide6.QtWidgets import (
 
 from inglenook.engine import remote_keys
 from inglenook.engine.providers import Provider, ProviderError, ProviderStore
-from inglenook.engine.remote_api import Endpoint, list_models, normalize_base_url
+from inglenook.engine.remote_api import Endpoint, RemoteModel, list_models, normalize_base_url
 from inglenook.engine.remote_catalog import describe
 from inglenook.ui import tasks, theme
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 
 KeyChoice = Literal["file", "session", ""]  # "": the user cancelled
+MAX_SHOWN = 500  # models of one server listed with their ticks
 _KEY_NOTES = {"none": "No API key.",
               "keyring": "A key is stored in the system keyring.",
               "file": "A key is stored in plain text in providers.json (you agreed to it).",
@@ -55,10 +61,13 @@ class ProvidersDialog(QDialog):
     """Signals:
     providers_changed(): an endpoint was added, changed or removed (the model picker should
         list remote models again).
+    vision_marked(str): the models of this endpoint (its id) that read images were saved (a
+        model of it in use should be chosen again).
     tested(str): a connection test ended; its result line (for tests and the status bar).
     """
 
     providers_changed = Signal()
+    vision_marked = Signal(str)
     tested = Signal(str)
 
     def __init__(self, store: ProviderStore | None = None,
@@ -74,6 +83,7 @@ class ProvidersDialog(QDialog):
         self.confirm_remove: Callable[[str], bool] = self._confirm_remove
         self._editing = ""  # the id of the provider in the form; "" for a new one
         self._testing: tasks.Task | None = None  # the latest test; older answers are dropped
+        self._said: dict[str, bool] = {}  # what the last test's listing said of its models
         self._build()
         self.reload()
 
@@ -137,11 +147,20 @@ class ProvidersDialog(QDialog):
         buttons.addWidget(self.test_button)
         buttons.addStretch(1)
         buttons.addWidget(self.save_button)
+        self.vision_models = QListWidget(self)
+        self.vision_models.setObjectName("providerVisionModels")
+        self.vision_models.setAccessibleName("Models that read images")
+        self.vision_models.setToolTip(
+            "Tick the models that read images, for servers that do not say (vLLM, "
+            "llama-server, Jan…). LM Studio, Ollama and OpenRouter say it themselves, and are "
+            "believed. Test connection lists the server's models here; Save keeps the ticks.")
+        self.vision_models.setMaximumHeight(120)
         right = QVBoxLayout()
         right.addLayout(form)
         right.addLayout(buttons)
         right.addWidget(self.status_line)
-        right.addStretch(1)
+        right.addWidget(plain_label("Models that read images", self, name="providerVisionTitle"))
+        right.addWidget(self.vision_models, 1)
 
         body = QHBoxLayout()
         body.addLayout(left, 2)
@@ -192,6 +211,7 @@ class ProvidersDialog(QDialog):
         self.key_note.setText(_KEY_NOTES[provider.key_place])
         self.clear_key_button.setEnabled(provider.key_place != "none")
         self.remove_button.setEnabled(True)
+        self._fill_models(provider.vision_models, provider.vision_models)
         self._show("")
 
     def new_provider(self) -> None:
@@ -209,6 +229,7 @@ class ProvidersDialog(QDialog):
                               "to keep a key.")
         self.clear_key_button.setEnabled(False)
         self.remove_button.setEnabled(False)
+        self._fill_models((), ())
         self._show("")
         self.name.setFocus()
 
@@ -236,11 +257,55 @@ class ProvidersDialog(QDialog):
                     self._show("Not saved.")
                     return False
                 place = choice
+        marked = self.marked_models()
         self._editing = provider.id
+        if marked != provider.vision_models:
+            try:
+                provider = self.store.mark_vision(provider.id, marked)
+            except ProviderError as exc:
+                self._show(str(exc), error=True)
+                return False
+        listed, said = self._listed_models(), self._said
         self.reload(provider.id)
+        self._fill_models(listed, provider.vision_models, said)
         self._show(f"Saved {provider.name}. {_KEY_NOTES[provider.key_place]}")
         self.providers_changed.emit()
+        self.vision_marked.emit(provider.id)
         return True
+
+    # ---- the models that read images ------------------------------------------------------------
+    def _fill_models(self, models: Sequence[str], marked: Sequence[str],
+                     said: Mapping[str, bool] | None = None) -> None:
+        """Show `models` (and the marked ones), ticked when marked; those whose server says
+        are shown as it says, and cannot be ticked."""
+        said = self._said = dict(said or {})
+        self.vision_models.clear()
+        for model in dict.fromkeys([*marked, *models]):
+            item = QListWidgetItem(model, self.vision_models)
+            item.setData(Qt.ItemDataRole.UserRole, model)
+            if model in said:
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable
+                              & ~Qt.ItemFlag.ItemIsEnabled)
+                item.setText(f"{model} (the server says it "
+                             f"{'reads' if said[model] else 'reads no'} images)")
+                item.setCheckState(Qt.CheckState.Checked if said[model]
+                                   else Qt.CheckState.Unchecked)
+            else:
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(Qt.CheckState.Checked if model in marked
+                                   else Qt.CheckState.Unchecked)
+
+    def _items(self) -> list[QListWidgetItem]:
+        return [self.vision_models.item(i) for i in range(self.vision_models.count())]
+
+    def _listed_models(self) -> list[str]:
+        return [item.data(Qt.ItemDataRole.UserRole) for item in self._items()]
+
+    def marked_models(self) -> tuple[str, ...]:
+        """The models ticked by the user (not those the server speaks for)."""
+        return tuple(item.data(Qt.ItemDataRole.UserRole) for item in self._items()
+                     if item.flags() & Qt.ItemFlag.ItemIsUserCheckable
+                     and item.checkState() == Qt.CheckState.Checked)
 
     def clear_key(self) -> None:
         if not self._editing:
@@ -285,8 +350,11 @@ class ProvidersDialog(QDialog):
                                   on_done=self._on_tested, on_failed=self._on_test_failed,
                                   owner=self, replaces=self._testing)
 
-    def _on_tested(self, line: object) -> None:
+    def _on_tested(self, result: object) -> None:
+        line, models = result if isinstance(result, tuple) else (str(result), ())
         self.test_button.setEnabled(True)
+        self._fill_models([m.id for m in models], self.marked_models(),
+                          {m.id: m.vision for m in models if m.vision is not None})
         self._show(str(line))
         self.tested.emit(str(line))
 
@@ -302,11 +370,14 @@ class ProvidersDialog(QDialog):
             f"color: {theme.current().colors.danger_text};" if error else "")
 
 
-def _test(store: ProviderStore, provider_id: str, url: str, typed_key: str) -> str:
-    """On a worker thread: the key typed, else the stored one (the keyring may be slow)."""
+def _test(store: ProviderStore, provider_id: str, url: str, typed_key: str
+          ) -> tuple[str, tuple[RemoteModel, ...]]:
+    """On a worker thread: the key typed, else the stored one (the keyring may be slow). The
+    result line, and the models listed (at most MAX_SHOWN of them)."""
     key = typed_key
     if not key and provider_id:
         provider = store.get(provider_id)
         key = store.api_key(provider) if provider else ""
     endpoint = Endpoint(url, key)
-    return describe(list_models(endpoint), endpoint)
+    listing = list_models(endpoint)
+    return describe(listing, endpoint), listing.models[:MAX_SHOWN]

@@ -46,7 +46,8 @@ def log_row(r: RequestRecord) -> list[str]:
     took = f"{r.seconds * 1000:.0f} ms" if r.seconds < 10 else f"{r.seconds:.1f} s"
     status = str(r.status) if r.status else "—"
     return [time.strftime("%H:%M:%S", time.localtime(r.at)), f"{status} {r.outcome}".strip(),
-            f"{r.method} {r.route}", r.model, tokens, took, r.client]
+            f"{r.method} {r.route}" + (f" · {r.fetched}" if r.fetched else ""), r.model,
+            tokens, took, r.client]
 
 
 class ServerDialog(QDialog):
@@ -113,6 +114,8 @@ class ServerDialog(QDialog):
         ollama_row = QHBoxLayout()
         ollama_row.addWidget(self.ollama, 1)
         ollama_row.addWidget(use_port)
+        self.fetch = QCheckBox("Fetch images that requests name by an http(s) URL", self)
+        self.fetch.setObjectName("serverFetchImages")
         self.origins = QLineEdit(self)
         self.origins.setObjectName("serverOrigins")
         self.origins.setPlaceholderText("e.g. http://localhost:3000 (none: no browser pages)")
@@ -123,6 +126,10 @@ class ServerDialog(QDialog):
                 (self.token, "Clients must send it (one of them) as a bearer token; needed "
                              "off 127.0.0.1. Several, separated by spaces: one per tool"),
                 (self.origins, "Web pages from these origins may call the API"),
+                (self.fetch, "Off: a request must send its images as data: URLs, and nothing "
+                             "is fetched. On: this computer downloads an image a request names "
+                             "by URL (public addresses only, up to 32 MiB), on the client's "
+                             "behalf"),
                 (self.ollama, "For tools that speak only Ollama's API (VS Code Copilot's Ollama "
                               "provider, Goose, n8n, Raycast…): the same security, a second "
                               "dialect on the same port")):
@@ -133,6 +140,7 @@ class ServerDialog(QDialog):
         form.addRow("Token", token_row)
         form.addRow("Browser origins", self.origins)
         form.addRow("Dialects", ollama_row)
+        form.addRow("Images", self.fetch)
         self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -173,6 +181,7 @@ class ServerDialog(QDialog):
         self.token.setText(settings.api_token)
         self.origins.setText(settings.api_cors_origins)
         self.ollama.setChecked(settings.api_ollama)
+        self.fetch.setChecked(settings.api_fetch_images)
 
     def config(self) -> ServerConfig:
         host = self.host.currentData() if self.host.currentText() == self.host.itemText(
@@ -180,16 +189,17 @@ class ServerDialog(QDialog):
         return ServerConfig(host=host or LOCAL, port=self.port.value(),
                             token=self.token.text().strip(),
                             cors_origins=tuple(self.origins.text().split()),
-                            ollama=self.ollama.isChecked())
+                            ollama=self.ollama.isChecked(), fetch_images=self.fetch.isChecked())
 
     def changes(self) -> dict[str, object]:
         """The settings this dialog shows, for AppSettings.update()."""
         config = self.config()
         return {"api_host": config.host, "api_port": config.port, "api_token": config.token,
-                "api_cors_origins": " ".join(config.cors_origins), "api_ollama": config.ollama}
+                "api_cors_origins": " ".join(config.cors_origins), "api_ollama": config.ollama,
+                "api_fetch_images": config.fetch_images}
 
     def show_status(self, status: ServerStatus, error: str = "") -> None:
-        for widget in (self.host, self.port, self.token, self.origins):
+        for widget in (self.host, self.port, self.token, self.origins, self.fetch):
             widget.setEnabled(not status.running)  # change them with the server off
         if error:
             self.status.setText(error)
