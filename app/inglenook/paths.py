@@ -123,6 +123,14 @@ def knowledge_qdrant_dir() -> Path:
     return data_dir() / "knowledge-qdrant"
 
 
+def knowledge_vector_index_dir(database: Path | None = None) -> Path:
+    """The approximate indexes of a knowledge database's vectors (see knowledge/ann.py): a
+    cache derived from it, in a folder beside it (knowledge.db → knowledge-vectors), so that
+    every database file has its own. Made on first use."""
+    database = database or knowledge_database_file()
+    return database.with_name(f"{database.stem}-vectors")
+
+
 def engine_log_file() -> Path:
     return log_dir() / "engine.log"
 

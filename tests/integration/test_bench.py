@@ -39,7 +39,11 @@ README_KEYS = (
     "knowledge_index_1k_files_bundled_model_s", "knowledge_recall_at_5_bundled_model",
     "knowledge_recall_at_5_by_meaning", "knowledge_recall_at_5_by_meaning_bm25",
     "knowledge_recall_at_5_by_meaning_vectors", "knowledge_query_fused_p95_ms",
-    "knowledge_query_fused_10k_p95_ms", "knowledge_index_100k_files_s",
+    "knowledge_query_fused_10k_p95_ms", "knowledge_query_fused_first_ms",
+    "knowledge_vector_index_build_s", "knowledge_vector_index_rss_mb",
+    "knowledge_vector_index_file_mb", "knowledge_query_fused_vs_exact",
+    "knowledge_query_dense_vs_exact",
+    "knowledge_index_100k_files_s",
     "knowledge_100k_progress_max_gap_ms", "knowledge_100k_cancel_ms",
     "knowledge_reindex_100k_unchanged_s",
 )

@@ -49,19 +49,15 @@ def default_index(collections: Sequence[str] = ()) -> Iterator[KnowledgeIndex]:
 
 
 def index_with_vectors(embedder_for: Callable[[str], Embedder]) -> OpenIndex:
-    """Opens the index with an embedder for the embedding model of the chat's collections
-    (`embedder_for(model path)`), so their vectors are searched beside the full text. When
-    they name different models, the first by name is used: the others are searched in full
-    text only."""
+    """Opens the index with an embedder for each embedding model of the chat's collections
+    (`embedder_for(model path)`), so that their vectors are searched beside the full text:
+    collections of different models each by their own (the question is embedded once per
+    model)."""
     @contextmanager
     def open_index(collections: Sequence[str]) -> Iterator[KnowledgeIndex]:
         index = SqliteFtsIndex()
         try:
-            wanted = {name.casefold() for name in collections}
-            models = sorted({c.embed_model for c in index.collections()
-                             if c.name.casefold() in wanted and c.embed_model})
-            if models:
-                index.embedder = embedder_for(models[0])
+            index.embedder_for = embedder_for
             yield index
         finally:
             index.close()

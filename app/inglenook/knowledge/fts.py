@@ -20,7 +20,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +108,10 @@ class SqliteFtsIndex:
         self.path = path or paths.knowledge_database_file()
         self.qdrant_dir = qdrant_dir or paths.knowledge_qdrant_dir()
         self.embedder = embedder
+        # An embedder for each other model the searched collections use (the chat's: the
+        # router loads each beside the chat model), None: only `embedder`'s collections have
+        # their vectors searched.
+        self.embedder_for: Callable[[str], Embedder] | None = None
         self.search_note = ""  # why the last search used no vectors, when it could have
         module, self.vectors_off = vectors.driver()
         self._errors = DATABASE_ERRORS
@@ -123,11 +127,16 @@ class SqliteFtsIndex:
         except self._errors as exc:
             raise KnowledgeError(f"The knowledge index {self.path} cannot be opened ({exc}). "
                                  "It can be deleted and rebuilt from the folders.") from exc
-        self._sqlite_vectors = vectors.SqliteVectorStore(self._conn)
+        self._sqlite_vectors = vectors.SqliteVectorStore(self._conn, self.path, module)
         self._qdrant = qdrant_store.QdrantVectorStore(self._conn, self.qdrant_dir)
 
     def close(self) -> None:
-        self._conn.close()
+        try:
+            self._sqlite_vectors.close()  # an indexing run's approximate indexes are saved
+        except self._errors:
+            pass  # saved at the next run; the log keeps what they lack
+        finally:
+            self._conn.close()
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -268,8 +277,10 @@ class SqliteFtsIndex:
                     rows: Sequence[np.ndarray]) -> None:
         """rows[i]: the vectors of chunk_ids[i]'s windows. Raises VectorStoreError where the
         store cannot take them (Qdrant down)."""
+        store = self._store(self.collection(name))
         with transaction(self._conn):
-            self._store(self.collection(name)).add(self._id(name), chunk_ids, rows)
+            store.add(self._id(name), chunk_ids, rows)
+        store.after_add(self._id(name))
 
     def tidy_vectors(self, name: str) -> None:
         """Delete the vectors of passages that went, where their store does not do it itself
@@ -294,6 +305,7 @@ class SqliteFtsIndex:
         with transaction(self._conn):
             self._conn.execute("DELETE FROM collections WHERE id = ?", (cid,))
             self._conn.execute("DELETE FROM qdrant_gone WHERE collection_id = ?", (cid,))
+        self._sqlite_vectors.drop(cid)
         return self.drop_vectors(collection) if drop else ""
 
     def drop_vectors(self, collection: Collection) -> str:
@@ -389,55 +401,84 @@ class SqliteFtsIndex:
         return {row[0]: Document(*row) for row in rows}
 
     def search(self, collections: Sequence[str], query: str, limit: int = 5) -> list[Hit]:
-        """BM25, fused with the vectors' ranking where the collections have vectors of the
-        embedder's model."""
+        """BM25, fused with the vectors' ranking of each embedding model the collections use
+        (where there is an embedder of it)."""
         self.search_note = ""
         ids = [self._id(name) for name in collections]
         dense = self._dense(collections, ids, query, limit * FUSED_DEPTH)
-        if dense is None:
+        if not dense:
             return self._bm25(ids, query, limit)
-        bm25 = self._bm25(ids, query, limit * FUSED_DEPTH)
-        fused = fuse([[(h.chunk_id, h.score) for h in bm25], dense], limit)
+        fused = fuse([self._bm25_ranking(ids, query, limit * FUSED_DEPTH), *dense], limit)
         scores = {cid: float(len(fused) - rank) for rank, cid in enumerate(fused)}
         return self._hits(fused, {cid: -score for cid, score in scores.items()}, ids)
 
+    def _embedder(self, model: str) -> Embedder | None:
+        """An embedder of `model`: `embedder` when it is that model's, else `embedder_for`'s."""
+        if self.embedder is not None and self.embedder.model == model:
+            return self.embedder
+        return self.embedder_for(model) if self.embedder_for is not None else None
+
     def _dense(self, collections: Sequence[str], ids: list[int], query: str,
-               depth: int) -> list[tuple[int, float]] | None:
-        """The vectors' ranking (chunk id, cosine similarity), or None when there is none to
-        use (search_note says why when there could have been)."""
-        embedder = self.embedder
-        if embedder is None or not query.strip():
-            return None
-        # The question is embedded once per prefix style of the vectors it meets (one style
-        # but while a collection is embedded again in its model's new style).
-        by_style: dict[str, dict[int, tuple[VectorStore, list[int]]]] = {}
+               depth: int) -> list[list[tuple[int, float]]]:
+        """The vectors' rankings (chunk id, cosine similarity), one per embedding model of
+        the collections: the question is embedded by each (the distances of two models do
+        not compare, so each is fused as a ranking of its own), once per prefix style of the
+        vectors it meets (one style but while a collection is embedded again in its model's
+        new style; those of one model are merged). [] when there is none to use; search_note
+        says why where there could have been (no embedder of a collection's model, a store or
+        an embedder that failed)."""
+        if (self.embedder is None and self.embedder_for is None) or not query.strip():
+            return []
+        by_model: dict[str, dict[str, dict[int, tuple[VectorStore, list[int]]]]] = {}
+        names: dict[str, list[str]] = {}
         for cid, name in zip(ids, collections, strict=True):
             collection = self.collection(name)
-            if collection.embed_model != embedder.model:
+            if not collection.embed_model:
                 continue
             if why := self.vectors_unavailable(name):
                 self.search_note = why
                 continue
             store = self._store(collection)
+            by_style = by_model.setdefault(collection.embed_model, {})
             by_store = by_style.setdefault(collection.embed_prompts, {})
             by_store.setdefault(id(store), (store, []))[1].append(cid)
-        if not by_style:
-            return None
-        styles = sorted(by_style)
-        try:
-            found = embedder([embed_prompts.query_text(style, query) for style in styles])
-        except Exception as exc:  # the engine's error: full text still answers
-            self.search_note = f"The question could not be embedded ({exc}): full-text only."
-            return None
-        merged: list[tuple[int, float]] | None = None
-        for style, vector in zip(styles, found, strict=True):
-            ranking, note = vectors.merged_ranking(list(by_style[style].values()), vector, depth)
-            self.search_note = note or self.search_note
-            if ranking is not None:
-                merged = (merged or []) + ranking
-        return None if merged is None else sorted(merged, key=lambda p: -p[1])[:depth]
+            names.setdefault(collection.embed_model, []).append(collection.name)
+        rankings, notes = [], []
+        for model, by_style in by_model.items():
+            searched = ", ".join(names[model])
+            embedder = self._embedder(model)
+            if embedder is None:
+                notes.append(f"{searched} searched in full text only: no embedder of its "
+                             f"model ({Path(model).name}) for this search.")
+                continue
+            styles = sorted(by_style)
+            try:
+                found = embedder([embed_prompts.query_text(style, query) for style in styles])
+            except Exception as exc:  # the engine's error: full text still answers
+                notes.append(f"The question could not be embedded ({exc}): {searched} "
+                             "searched in full text only.")
+                continue
+            merged: list[tuple[int, float]] | None = None
+            for style, vector in zip(styles, found, strict=True):
+                ranking, note = vectors.merged_ranking(list(by_style[style].values()), vector,
+                                                       depth)
+                if note:
+                    notes.append(note)
+                if ranking is not None:
+                    merged = (merged or []) + ranking
+            if merged is not None:
+                rankings.append(sorted(merged, key=lambda p: -p[1])[:depth])
+        self.search_note = " ".join(notes) or self.search_note
+        return rankings
 
     def _bm25(self, ids: list[int], query: str, limit: int) -> list[Hit]:
+        ranking = self._bm25_ranking(ids, query, limit)
+        return self._hits([cid for cid, _ in ranking], {c: -s for c, s in ranking}, ids)
+
+    def _bm25_ranking(self, ids: list[int], query: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score: higher better) of the collections' best matches. Ids alone:
+        a fused search reads the text of the passages it keeps, not of the 80 it ranks (the
+        1,600 read for them, filter included, took 45 of its 60 ms at 10,000 passages)."""
         match = fts_query(self._without_common(query_words(query)))
         if match is None or not ids:
             return []
@@ -448,9 +489,11 @@ class SqliteFtsIndex:
         best = self._conn.execute(
             "SELECT rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?", (match, wanted)).fetchall()
-        hits = self._hits([rowid for rowid, _ in best], dict(best), ids)
-        if len(hits) >= limit or len(best) < wanted:
-            return hits[:limit]
+        kept = self._in_collections([rowid for rowid, _ in best], ids)
+        # bm25() is lower for better matches; the heading column weighs double.
+        found = [(rowid, -score) for rowid, score in best if rowid in kept]
+        if len(found) >= limit or len(best) < wanted:
+            return found[:limit]
         marks = ", ".join("?" * len(ids))
         every = self._conn.execute(
             f"SELECT chunks_fts.rowid, bm25(chunks_fts, 1.0, 2.0) AS score FROM chunks_fts "
@@ -458,7 +501,18 @@ class SqliteFtsIndex:
             f"JOIN documents d ON d.id = c.document_id "
             f"WHERE chunks_fts MATCH ? AND d.collection_id IN ({marks}) "
             f"ORDER BY score LIMIT ?", (match, *ids, limit)).fetchall()
-        return self._hits([rowid for rowid, _ in every], dict(every), ids)
+        return [(rowid, -score) for rowid, score in every]
+
+    def _in_collections(self, rowids: list[int], ids: list[int]) -> set[int]:
+        """Those of the chunks that are in the collections `ids`."""
+        if not rowids:
+            return set()
+        if len(set(ids)) == self._conn.execute("SELECT count(*) FROM collections").fetchone()[0]:
+            return set(rowids)  # every collection: every chunk is in one
+        marks, kept = ", ".join("?" * len(rowids)), ", ".join("?" * len(ids))
+        return {row[0] for row in self._conn.execute(
+            f"SELECT c.id FROM chunks c CROSS JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({marks}) AND d.collection_id IN ({kept})", (*rowids, *ids))}
 
     def _hits(self, rowids: list[int], scores: dict[int, float], ids: list[int]) -> list[Hit]:
         """The chunks of `rowids` in the collections `ids`, in the order given."""
@@ -475,7 +529,6 @@ class SqliteFtsIndex:
             f"WHERE c.id IN ({marks}) AND d.collection_id IN ({kept})",
             (*rowids, *ids)).fetchall()
         found = {row[0]: row for row in rows}
-        # bm25() is lower for better matches; the heading column weighs double.
         return [Hit(cid, name, path, Chunk(text, start, end, page, heading), -scores[cid])
                 for cid, name, path, text, heading, start, end, page in
                 (found[r] for r in rowids if r in found)]

@@ -251,6 +251,12 @@ class QdrantVectorStore:
             [cid for cid, _ in found])}
         return sorted((p for p in found if p[0] in kept), key=lambda p: p[1])[:limit]
 
+    def after_add(self, collection_id: int) -> None:
+        """Nothing: Qdrant indexes its points itself (its own HNSW)."""
+
+    def close(self) -> None:
+        """Nothing: the clients are the process's (close_clients)."""
+
     def check(self, url: str) -> None:
         """Raise VectorStoreError unless Qdrant answers at `url` ("" local mode)."""
         self._call(url, lambda client: client.get_collections())

@@ -49,6 +49,14 @@ v7:
   is read again by the next indexing run even when the file is unchanged. Those before get 0.
 - And what of it was left unread ('' none): a PDF or CSV read only up to its cap is indexed as
   far as it was read and listed with this note for as long as it stays indexed.
+
+v8:
+- vector_log: every change to chunk_vectors (a row added, replaced or deleted, by a batch
+  embedded, a cascade from a chunk that went, a collection forgotten), recorded by triggers as
+  (seq, chunk id), seq never reused (AUTOINCREMENT). The approximate indexes derived from the
+  vectors (knowledge/ann.py) apply it to stay in step with the database whichever process
+  wrote it, and delete what every saved index has applied. Existing vectors are not logged:
+  an index that does not exist yet is built from chunk_vectors itself.
 """
 
 from __future__ import annotations
@@ -209,5 +217,29 @@ def _v7(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+V8_SQL = """
+CREATE TABLE vector_log (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk_id  INTEGER NOT NULL
+);
+CREATE TRIGGER chunk_vectors_log_insert AFTER INSERT ON chunk_vectors BEGIN
+    INSERT INTO vector_log (chunk_id) VALUES (new.chunk_id);
+END;
+CREATE TRIGGER chunk_vectors_log_update AFTER UPDATE ON chunk_vectors BEGIN
+    INSERT INTO vector_log (chunk_id) VALUES (old.chunk_id);
+    INSERT INTO vector_log (chunk_id) VALUES (new.chunk_id);
+END;
+CREATE TRIGGER chunk_vectors_log_delete AFTER DELETE ON chunk_vectors BEGIN
+    INSERT INTO vector_log (chunk_id) VALUES (old.chunk_id);
+END;
+"""
+
+
+def _v8(conn: sqlite3.Connection) -> None:
+    for statement in statements(V8_SQL):
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7,
+                                                          _v8]
 LATEST_VERSION = len(MIGRATIONS)

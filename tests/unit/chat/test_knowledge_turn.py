@@ -18,6 +18,7 @@ from inglenook.chat.knowledge_turn import (
     budget,
     describe,
     for_question,
+    index_with_vectors,
     question_of,
     recorded,
     recording,
@@ -127,6 +128,17 @@ def test_a_collection_removed_since_is_said_too(db: Path) -> None:
     turn = for_question(["Notes", "Gone"], QUESTION, 2048, opener(db))
     assert turn is not None and turn.sources == ()
     assert turn.notice == "Answered without your documents: There is no collection named 'Gone'."
+
+
+def test_a_chat_searches_collections_of_two_models_each_by_its_own(tmp_path: Path) -> None:
+    from tests.unit.knowledge.test_vectors import two_models
+
+    index, embedders = two_models(tmp_path)  # at the data dir's knowledge.db, as the chat's
+    index.close()
+    turn = for_question(["Cats", "Pets"], "feline", 8192,
+                        index_with_vectors(embedders.__getitem__))
+    assert turn is not None and turn.note == ""
+    assert {Path(s.path).name for s in turn.sources[:2]} == {"cats.md", "pets.md"}
 
 
 def test_a_passage_is_read_back_from_the_record_as_given() -> None:

@@ -106,6 +106,40 @@ def test_a_question_that_cannot_be_embedded_is_searched_in_full_text(tmp_path: P
     assert hit.path.endswith("cat.md") and "could not be embedded" in index.search_note
 
 
+def two_models(tmp_path: Path) -> tuple[SqliteFtsIndex, dict[str, WordEmbedder]]:
+    """Cats (words.gguf) and Pets (other.gguf), each indexed with its own model; no word of
+    "feline" in either."""
+    embedders = {m: WordEmbedder(m) for m in ("/models/words.gguf", "/models/other.gguf")}
+    index = SqliteFtsIndex()
+    for name, model, text in (("Cats", "/models/words.gguf", "The cat naps on the sill."),
+                              ("Pets", "/models/other.gguf", "A kitten sleeps in a basket.")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / f"{name.lower()}.md").write_text(f"# {name}\n\n{text}\n")
+        (folder / "tides.md").write_text("# Tides\n\nThe harbour floods at dusk.\n")
+        index.create_collection(name, [str(folder)], embed_model=model)
+        Indexer(index, name, embedder=embedders[model]).run()
+    return index, embedders
+
+
+def test_collections_of_two_models_are_each_searched_by_their_own(tmp_path: Path) -> None:
+    index, embedders = two_models(tmp_path)
+    index.embedder = embedders["/models/words.gguf"]  # one model's embedder alone
+    hits = index.search(["Cats", "Pets"], "feline", 3)
+    assert Path(hits[0].path).name == "cats.md" and "pets.md" not in {Path(h.path).name
+                                                                       for h in hits}
+    assert index.search_note == ("Pets searched in full text only: no embedder of its model "
+                                 "(other.gguf) for this search.")
+    index.embedder, index.embedder_for = None, embedders.__getitem__  # the chat's: each model
+    for embedder in embedders.values():
+        embedder.texts.clear()
+    hits = index.search(["Cats", "Pets"], "feline", 3)
+    assert {Path(h.path).name for h in hits[:2]} == {"cats.md", "pets.md"}
+    assert index.search_note == ""
+    assert [e.texts for e in embedders.values()] == [["feline"]] * 2  # once by each model
+    index.close()
+
+
 def test_without_the_extension_vectors_are_off_and_said_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vectors, "driver", lambda: (sqlite3, vectors.NOT_LOADABLE))
@@ -172,8 +206,8 @@ def test_a_passage_is_ranked_by_its_nearest_window(tmp_path: Path) -> None:
     assert index.vector_count("Docs") == index.stats("Docs").chunks == 2
     # The one sentence about a cat decides: the whole passage's vector is mostly tides.
     question = "kitten naps"
-    dense = index._dense(["Docs"], [index._id("Docs")], question, 5)
-    assert dense is not None and dense[0][0] == cid
+    (dense,) = index._dense(["Docs"], [index._id("Docs")], question, 5)
+    assert dense[0][0] == cid
     assert dense[0][1] == pytest.approx(nearest_window(embedder, heading, text, question),
                                         abs=1e-5)
     whole = float(embedder([f"{heading}\n{text}"])[0] @ embedder([question])[0])

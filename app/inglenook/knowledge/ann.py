@@ -1,0 +1,370 @@
+"""Approximate nearest neighbours over a knowledge database's vectors (usearch's HNSW), so that
+a search by meaning visits a few thousand of a collection's vectors instead of reading every
+one (100,000 passages are 500,000 windows: the exact scan took 2.5 s).
+
+SQLite's chunk_vectors stays the truth; what is here is derived from it, checked against it,
+and rebuilt from it when it cannot be shown to agree:
+
+- One usearch index per collection (the collection filter is which indexes are searched), its
+  windows' vectors keyed by their chunk's id (`multi`: a chunk has a vector per window), held
+  as 8-bit integers. The nearest windows name candidate chunks, more than wanted; vectors.py
+  computes their distances exactly from chunk_vectors, so that only which chunks are
+  candidates is approximate, never their order or scores.
+- vector_log (schema v8) records every change to chunk_vectors by trigger, whatever code or
+  process made it: a batch embedded, a document replaced or removed (its vectors go by
+  cascade), a collection forgotten or deleted, its model or backend changed. An index knows the
+  last seq it reflects; before a search it applies the entries after that: a chunk named is
+  removed, and its vectors as they are now are added back (applying an entry twice does no
+  harm, so reading vectors newer than the seq is safe).
+- Saved beside the database (ann_files.py), read under a file lock only when its manifest
+  matches the collection, and used only once its count, with the log applied, equals the
+  database's (once per process). Whoever indexes saves: every SAVE_EVERY vectors changed, and
+  at the end of a run that changed SAVE_AT_CLOSE or more (a file edited in a watched folder
+  does not rewrite a 270 MB index: its few vectors wait in the log, which whoever reads the
+  file applies). The log is then trimmed to what every saved file has applied, and a process
+  whose index is older than the trimmed log reads the file again.
+- One set in memory per process and database, shared by every thread's SqliteFtsIndex (the
+  window searches on one thread while it indexes on another), used under one lock.
+- A collection without a usable index (a database from before v8, a file deleted or damaged)
+  is searched exactly (vectors.ranking) while its index is built from chunk_vectors, off the
+  lock: inline up to SYNC_BUILD vectors, else on a thread of its own, which a search does not
+  wait for and an indexing run does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import importlib.util
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inglenook import paths
+from inglenook.knowledge.ann_files import Files, Owner
+from inglenook.knowledge.ann_log import changed, count, head, oldest, owners, snapshot, vectors_now
+
+log = logging.getLogger(__name__)
+
+DTYPE = "i8"  # a quarter of float32's memory; the candidates are rescored exactly
+CONNECTIVITY = 16  # usearch's default M
+# Half usearch's default (128): half the time to add a vector, and on vectors shaped like
+# MiniLM's the same candidates (bench/knowledge_vector_bench.py: 99.7% of the exact top 80).
+EXPANSION_ADD = 64
+EXPANSION_SEARCH = 64  # usearch's default; a search asking more windows looks that far
+FANOUT = 4  # nearest windows asked per candidate chunk at first (a chunk has ~5)
+SYNC_BUILD = 5_000  # vectors a collection may have for its index to be built inline
+SAVE_EVERY = 20_000  # vectors changed in an index before an indexing run saves it again
+SAVE_AT_CLOSE = 1_000  # vectors changed for the end of a run to save it
+_ROWS = 4096  # vectors read and added at a time while building
+
+
+@functools.cache
+def missing_library() -> str:
+    """Why the approximate index cannot be used here ("" it can)."""
+    return "" if importlib.util.find_spec("usearch") else "usearch is not installed"
+
+
+# ---- one collection's index -----------------------------------------------------------------
+
+@dataclass
+class Entry:
+    """A collection's index in memory; `index` None until it has a vector (the first one
+    fixes its dimensions)."""
+
+    owner: Owner
+    seq: int  # the log's entries up to this one are in it
+    index: Any = None
+    unsaved: int = 0  # vectors added or removed since it was read, built or saved
+    checked: bool = False  # its count was found equal to the database's
+
+    @property
+    def size(self) -> int:
+        return 0 if self.index is None else len(self.index)
+
+    @property
+    def dimensions(self) -> int | None:
+        return None if self.index is None else int(self.index.ndim)
+
+    def add(self, chunk_ids: Sequence[int], blobs: Sequence[bytes], threads: int = 0) -> None:
+        """`threads`: 0 all cores."""
+        from usearch.index import Index
+
+        if not blobs:
+            return
+        if self.index is None:
+            self.index = Index(ndim=len(blobs[0]) // 4, metric="cos", dtype=DTYPE,
+                               connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD,
+                               multi=True)
+        width = 4 * int(self.index.ndim)
+        keep = [n for n, blob in enumerate(blobs) if len(blob) == width]  # never another size
+        if keep:
+            rows = np.frombuffer(b"".join(blobs[n] for n in keep), dtype="<f4")
+            self.index.add(np.asarray([chunk_ids[n] for n in keep], dtype=np.uint64),
+                           rows.reshape(len(keep), -1), threads=threads)
+            self.unsaved += len(keep)
+
+    def remove(self, chunk_ids: Sequence[int]) -> None:
+        if self.index is not None and len(self.index) and chunk_ids:
+            keys = np.asarray(chunk_ids, dtype=np.uint64)
+            self.unsaved += int(np.sum(self.index.remove(keys[self.index.contains(keys)])))
+
+    def apply(self, changes: dict[int, int], now: dict[int, list[bytes]], upto: int) -> None:
+        """The log's changes after self.seq (chunk id → its last seq), given the vectors of
+        the changed chunks that are in this collection now."""
+        todo = [cid for cid, seq in changes.items() if seq > self.seq]
+        self.remove(todo)
+        self.add([cid for cid in todo for _ in now.get(cid, ())],
+                 [blob for cid in todo for blob in now.get(cid, ())])
+        self.seq = max(self.seq, upto)
+
+    def nearest(self, query: np.ndarray, chunks: int) -> list[int]:
+        """The ids of the `chunks` chunks with the nearest windows (fewer when it has fewer),
+        nearest first."""
+        if self.index is None or not len(self.index) or len(query) != self.index.ndim:
+            return []
+        vector = np.asarray(query, dtype=np.float32)
+        windows = min(FANOUT * chunks, len(self.index))
+        while True:
+            self.index.expansion_search = max(EXPANSION_SEARCH, windows)
+            found = dict.fromkeys(int(k) for k in self.index.search(vector, windows).keys)
+            if len(found) >= chunks or windows >= len(self.index):
+                return list(found)[:chunks]
+            windows = min(4 * windows, len(self.index))  # a few chunks' windows all nearest
+
+
+def build(conn: Any, owner: Owner, stop: threading.Event, threads: int = 0) -> Entry | None:
+    """The collection's index from chunk_vectors as they are (None: stopped). Its seq is the
+    log's head, read in the same snapshot."""
+    with snapshot(conn):
+        entry = Entry(owner, head(conn), checked=True)  # made from the database itself
+        rows = conn.execute(
+            "SELECT v.chunk_id, v.embedding FROM chunk_vectors v "
+            "JOIN chunks c ON c.id = v.chunk_id JOIN documents d ON d.id = c.document_id "
+            "WHERE d.collection_id = ? ORDER BY v.chunk_id", (owner.collection_id,))
+        while batch := rows.fetchmany(_ROWS):
+            if stop.is_set():
+                return None
+            entry.add([int(cid) for cid, _ in batch], [blob for _, blob in batch], threads)
+    return entry
+
+
+# ---- the process's indexes of a database ----------------------------------------------------
+
+class VectorIndexes:
+    """The indexes of one knowledge database in this process (`for_database`). `driver`: the
+    sqlite3 module the database is opened with (one SQLite library per file and process)."""
+
+    def __init__(self, database: Path, driver: Any) -> None:
+        self.database, self.driver = database, driver
+        self.files = Files(paths.knowledge_vector_index_dir(database))
+        self.lock = threading.RLock()
+        self.entries: dict[int, Entry] = {}
+        self._building: dict[int, threading.Event] = {}  # set when done
+        self._stop = threading.Event()
+
+    def nearest(self, conn: Any, collection_ids: Sequence[int], query: np.ndarray,
+                chunks: int) -> tuple[list[int], list[int]]:
+        """The candidate chunks of the collections whose index is ready (`chunks` from each),
+        and the collections to be searched exactly (their index is not there yet)."""
+        exact = self.ready(conn, collection_ids)
+        found: list[int] = []
+        with self.lock:
+            for collection_id in collection_ids:
+                entry = self.entries.get(collection_id)
+                if collection_id in exact or entry is None:  # gone since: another thread
+                    exact.append(collection_id)
+                else:
+                    found += entry.nearest(query, chunks)
+        return found, sorted(set(exact))
+
+    def ready(self, conn: Any, collection_ids: Sequence[int], wait: bool = False) -> list[int]:
+        """Bring these collections' indexes in step with the database; the collections whose
+        index is not ready (being built). `wait`: build them first (an indexing run)."""
+        with self.lock:
+            todo = self._sync(conn, collection_ids)
+        if not todo:
+            return []
+        for collection_id, vectors in todo.items():
+            if vectors is None and not wait:
+                continue  # being built
+            self._build(collection_id, background=not wait and (vectors or 0) > SYNC_BUILD)
+        with self.lock:
+            return list(self._sync(conn, collection_ids, start=False))
+
+    def _sync(self, conn: Any, collection_ids: Sequence[int],
+              start: bool = True) -> dict[int, int | None]:
+        """Read, check and apply the log to these collections' indexes, under the lock;
+        {collection id: its vectors (None: being built; 0: not counted)} of those without
+        an index."""
+        todo: dict[int, int | None] = {}
+        with snapshot(conn):
+            found = owners(conn)
+            for cid in list(self.entries):  # deleted, another model or backend, a reused id
+                if found.get(cid) != self.entries[cid].owner:
+                    del self.entries[cid]
+            wanted = [cid for cid in collection_ids if cid in found]
+            upto, first = head(conn), oldest(conn)
+            for cid in wanted:
+                entry = self.entries.get(cid)
+                if entry is not None and entry.seq < first - 1:  # the log it needs was trimmed
+                    del self.entries[cid]
+                if cid not in self.entries and cid not in self._building:
+                    self._read(found[cid])
+            current = [self.entries[cid] for cid in wanted if cid in self.entries]
+            if current and min(e.seq for e in current) < upto:
+                self._apply(conn, current, upto)
+            for entry in current:
+                if not entry.checked:  # once per process: a file may not hold what it says
+                    cid = entry.owner.collection_id
+                    # All its vectors first (an index of ids: 28 ms at 500,000, where those
+                    # of its size read every vector: 430 ms); they differ after a model
+                    # change alone, while the old vectors are being replaced.
+                    entry.checked = entry.size == count(conn, cid) or \
+                        entry.size == count(conn, cid, entry.dimensions)
+                    if not entry.checked:
+                        del self.entries[cid]
+            for cid in wanted:
+                if cid not in self.entries:
+                    todo[cid] = None if cid in self._building else \
+                        count(conn, cid) if start else 0
+        return todo
+
+    def _read(self, owner: Owner) -> None:
+        try:
+            with self.files.locked():
+                saved = self.files.load(owner)
+        except (OSError, TimeoutError):
+            saved = None
+        if saved is not None:
+            if saved.index is not None:  # not in usearch's file
+                saved.index.expansion_add = EXPANSION_ADD
+            self.entries[owner.collection_id] = Entry(owner, saved.seq, saved.index)
+
+    @staticmethod
+    def _apply(conn: Any, current: Sequence[Entry], upto: int) -> None:
+        changes = changed(conn, min(e.seq for e in current), upto)
+        now: dict[int, dict[int, list[bytes]]] = {}
+        for collection_id, cid, blob in vectors_now(conn, list(changes),
+                                                    [e.owner.collection_id for e in current]):
+            now.setdefault(collection_id, {}).setdefault(cid, []).append(blob)
+        for entry in current:
+            entry.apply(changes, now.get(entry.owner.collection_id, {}), upto)
+
+    def _build(self, collection_id: int, background: bool) -> None:
+        """Build the collection's index (on a thread of its own when `background`), or wait
+        for the build under way (unless `background`). Never under the lock."""
+        with self.lock:
+            done = self._building.get(collection_id)
+            mine = done is None
+            if mine:
+                done = self._building[collection_id] = threading.Event()
+        assert done is not None
+        if not mine:
+            if not background:
+                done.wait()
+        elif background:  # one core: the other stays with the chat model's reply
+            threading.Thread(target=self._build_now, args=(collection_id, done, 1), daemon=True,
+                             name=f"knowledge-vector-index-{collection_id}").start()
+        else:
+            self._build_now(collection_id, done, 0)
+
+    def _build_now(self, collection_id: int, done: threading.Event, threads: int) -> None:
+        """Build it with a connection of its own (on `threads` cores, 0 all), then bring it up
+        to date and save it."""
+        from inglenook.store.db import connect
+
+        try:
+            conn = connect(self.database, driver=self.driver)
+            try:
+                owner = owners(conn).get(collection_id)
+                entry = build(conn, owner, self._stop, threads) if owner is not None else None
+                if entry is not None:
+                    with self.lock:
+                        self.entries[collection_id] = entry
+                        self._sync(conn, [collection_id], start=False)  # changed meanwhile
+                    self.save(conn, [collection_id])
+            finally:
+                conn.close()
+        except Exception:  # the database went, the disk is full: searches stay exact
+            log.warning("The vector index of collection %d was not built", collection_id,
+                        exc_info=True)
+        finally:
+            with self.lock:
+                self._building.pop(collection_id, None)
+            done.set()
+
+    def save(self, conn: Any, collection_ids: Sequence[int] | None = None,
+             at_least: int = 1) -> None:
+        """Save the indexes that changed by `at_least` vectors (all: None), delete the files
+        of collections that went, and trim the log to what every saved file has applied.
+        Outside the caller's transaction."""
+        with self.lock:
+            entries = [e for cid, e in self.entries.items()
+                       if (collection_ids is None or cid in collection_ids)
+                       and e.unsaved >= at_least]
+            if not entries:
+                return
+            try:
+                with self.files.locked():
+                    for entry in entries:
+                        self.files.save(entry.owner, entry.seq, entry.index)
+                        entry.unsaved = 0
+                    live = owners(conn)
+                    kept = []
+                    for cid, seq in self.files.saved().items():
+                        if cid in live:
+                            kept.append(seq)
+                        else:
+                            self.files.delete(cid)
+            except (OSError, TimeoutError):
+                return  # not saved: caught up or built again next time
+        if kept:
+            from inglenook.store.db import transaction
+
+            with contextlib.suppress(self.driver.Error), transaction(conn):  # else next time
+                conn.execute("DELETE FROM vector_log WHERE seq <= ?", (min(kept),))
+
+    def drop(self, collection_id: int) -> None:
+        """Delete a deleted collection's files now (the window does it on its GUI thread:
+        no lock is waited for). Its index in memory goes at the next search: its owner is
+        gone; a file a run in flight saves meanwhile goes at the next save."""
+        with contextlib.suppress(OSError):
+            self.files.delete(collection_id)
+
+    def close(self) -> None:
+        """Stop the builds under way (their work is lost) and wait for them."""
+        self._stop.set()
+        with self.lock:
+            running = list(self._building.values())
+        for done in running:
+            done.wait()
+
+
+_OPEN: dict[Path, VectorIndexes] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def for_database(database: Path, driver: Any) -> VectorIndexes:
+    """This process's indexes of the database at `database`."""
+    key = database.resolve()
+    with _OPEN_LOCK:
+        if key not in _OPEN:
+            _OPEN[key] = VectorIndexes(key, driver)
+        return _OPEN[key]
+
+
+def close_all() -> None:
+    """Forget every database's indexes (at exit: builds stop; tests: between them)."""
+    with _OPEN_LOCK:
+        while _OPEN:
+            _OPEN.popitem()[1].close()
+
+
+atexit.register(close_all)
