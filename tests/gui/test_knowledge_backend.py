@@ -40,7 +40,7 @@ def dialog(qtbot: QtBot) -> KnowledgeDialog:
 
 
 def idle(qtbot: QtBot, d: KnowledgeDialog) -> None:
-    qtbot.waitUntil(lambda: not d.knowledge.running and not d.knowledge.queue,
+    qtbot.waitUntil(lambda: not (d.knowledge.running or d.knowledge.queue or d.knowledge.changing),
                     timeout=TIMEOUT_MS)
 
 
@@ -49,7 +49,8 @@ def indexed(qtbot: QtBot, d: KnowledgeDialog, docs: Path | None) -> str:
     name = d.knowledge.create("Docs")
     d.select(name)
     qtbot.waitUntil(lambda: d.title.text() == name, timeout=TIMEOUT_MS)
-    d.knowledge.set_embed_model(name, MODEL)
+    with qtbot.waitSignal(d.knowledge.changed, timeout=TIMEOUT_MS):
+        d.knowledge.set_embed_model(name, MODEL)  # off the GUI thread
     if docs is not None:
         d.knowledge.add_paths(name, [str(docs)])
         idle(qtbot, d)
@@ -209,6 +210,7 @@ def test_a_qdrant_collection_is_forgotten_at_once_and_its_server_told_after(
     qtbot.waitUntil(lambda: d.title.text() == "Far", timeout=TIMEOUT_MS)
     assert d.backend.note.text().startswith(f"Vectors: Qdrant {DOWN}, collection inglenook-")
     d.delete_selected()
-    assert d.message.text() == "Forgot Far (its files are untouched)."
+    qtbot.waitUntil(lambda: d.message.text() == "Forgot Far (its files are untouched).",
+                    timeout=TIMEOUT_MS)
     qtbot.waitUntil(lambda: "Its vectors stay there" in d.message.text(), timeout=TIMEOUT_MS)
     assert d.message.text().startswith(f"Qdrant at {DOWN} could not be used (")

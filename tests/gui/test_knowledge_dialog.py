@@ -69,7 +69,8 @@ def test_a_folder_is_indexed_and_what_was_not_read_is_listed(
     qtbot.waitUntil(lambda: d.roots.count() == 0, timeout=TIMEOUT_MS)
     assert d.figures.text().startswith("No folders")
     d.delete_selected()
-    assert "Forgot Notes" in d.message.text()
+    assert d.message.text() == "Forgetting Notes…"  # off the GUI thread
+    qtbot.waitUntil(lambda: "Forgot Notes" in d.message.text(), timeout=TIMEOUT_MS)
     qtbot.waitUntil(lambda: d.collections.count() == 0, timeout=TIMEOUT_MS)
 
 
@@ -227,3 +228,26 @@ def test_a_file_read_in_part_is_listed_with_what_was_left(
     assert d.problems_label.text() == "Not indexed: 1 file · Read only in part: 1 file"
     assert d.problem_list.item(0).text() == \
         "birds.csv — only the first 2 rows read (a CSV is indexed up to that)"
+
+
+def test_deleting_a_collection_and_choosing_its_model_run_off_the_gui_thread(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large collection's passages, full-text rows and vectors take seconds to delete."""
+    threads: list[str] = []
+    for method in ("remove_collection", "set_embed_model"):
+        real = getattr(SqliteFtsIndex, method)
+
+        def spy(self: SqliteFtsIndex, *args: object, _real=real, **kwargs: object) -> object:
+            threads.append(threading.current_thread().name)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(SqliteFtsIndex, method, spy)
+    d = dialog(qtbot)
+    name = d.knowledge.create("Notes")
+    d.select(name)
+    qtbot.waitUntil(lambda: d.title.text() == name, timeout=TIMEOUT_MS)
+    with qtbot.waitSignal(d.knowledge.changed, timeout=TIMEOUT_MS):
+        d.knowledge.set_embed_model(name, "")
+    with qtbot.waitSignal(d.knowledge.deleted, timeout=TIMEOUT_MS):
+        d.delete_selected()
+    assert len(threads) == 2 and threading.main_thread().name not in threads

@@ -118,7 +118,8 @@ def test_the_side_panel_picks_the_chats_collections(
     dialog.select("Papers")
     qtbot.waitUntil(lambda: dialog.title.text() == "Papers")
     dialog.delete_selected()
-    assert [b.text() for b in section.boxes] == ["Notes", "Papers (not found: deleted?)"]
+    qtbot.waitUntil(lambda: [b.text() for b in section.boxes] == [
+        "Notes", "Papers (not found: deleted?)"])
     assert section.boxes[1].isChecked()  # the chat's settings are the user's to change
     window.chats.new_chat()
     assert not any(b.isChecked() for b in section.boxes)

@@ -42,7 +42,7 @@ def open_dialog(qtbot: QtBot, window: MainWindow) -> KnowledgeDialog:
 
 def idle(qtbot: QtBot, window: MainWindow) -> None:
     knowledge = window.knowledge
-    qtbot.waitUntil(lambda: not knowledge.running and not knowledge.queue,
+    qtbot.waitUntil(lambda: not (knowledge.running or knowledge.queue or knowledge.changing),
                     timeout=INDEX_TIMEOUT_MS)
 
 

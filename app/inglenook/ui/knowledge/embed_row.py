@@ -11,7 +11,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLabel, QWidget
 
 from inglenook.knowledge.collections import CollectionSummary, EmbeddingChoice
-from inglenook.knowledge.fts import KnowledgeError
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.plain import plain_tip
 from inglenook.ui.widgets.controls import helper_label
@@ -69,7 +68,4 @@ class EmbedRow(QComboBox):
     def _choose(self) -> None:
         summary, model = self.summary, str(self.currentData() or "")
         if summary is not None and model != summary.embed_model:
-            try:
-                self.knowledge.set_embed_model(summary.name, model)
-            except KnowledgeError as exc:
-                self.say(str(exc))
+            self.knowledge.set_embed_model(summary.name, model)  # off the GUI thread

@@ -44,6 +44,7 @@ class KnowledgeController(QObject):
         failed(str, str): a run or a change failed: the collection, one sentence.
         moved(str, str): a change of where a collection's vectors live ended: the
             collection, and "" done or why not (one sentence; nothing was changed).
+        deleted(str): a collection was forgotten (its passages and vectors deleted).
     """
 
     changed = Signal()
@@ -52,6 +53,7 @@ class KnowledgeController(QObject):
     indexed = Signal(str, object)
     failed = Signal(str, str)
     moved = Signal(str, str)
+    deleted = Signal(str)
     _files_changed = Signal(str)  # from the watcher's thread
 
     def __init__(self, parent: QObject | None = None,
@@ -76,6 +78,7 @@ class KnowledgeController(QObject):
         self._reading: tasks.Task | None = None
         self._forgotten: set[str] = set()  # deleted while being indexed
         self.moving: dict[str, tuple[str, str]] = {}  # collection → (backend, URL) being tried
+        self.changing = 0  # changes made off the GUI thread not yet done (delete, model)
         self.changed.connect(self.read_summaries)
         self.watcher: Watcher | None = None  # made by start_watching
         self._watching: dict[str, tuple[str, ...]] = {}  # what the watcher was given
@@ -178,21 +181,43 @@ class KnowledgeController(QObject):
         self.index(name)  # their passages leave the index
 
     def delete(self, name: str) -> None:
-        """Forget a collection (its files are not touched); a run of it is cancelled first."""
+        """Forget a collection (its files are not touched), off the GUI thread: a large one's
+        passages, full-text rows and vectors take seconds to delete. A run of it is cancelled
+        first; `deleted` or `failed` follows."""
         if name in self.queue:
             self.queue.remove(name)
         self._rebuilds.discard(name)
         if self.running == name:
             self._stop.set()
             self._forgotten.add(name)  # its run ends in "no such collection": not news
+
         def remove(index: SqliteFtsIndex) -> Collection:
             gone = index.collection(name)
             index.remove_collection(name, drop=False)
             return gone
 
-        gone = self._with_index(remove)
+        self._change(lambda: self._with_index(remove), "knowledge-delete",
+                     lambda gone: self._deleted(name, gone), name)
+
+    def _change(self, work: Callable[[], T], task: str, done: Callable[[T], None],
+                name: str) -> None:
+        """A change of the index off the GUI thread (`changing` counts it until it ends)."""
+        self.changing += 1
+
+        def ended(value: T) -> None:
+            self.changing -= 1
+            done(value)
+
+        def failed(exc: BaseException) -> None:
+            self.changing -= 1
+            self.failed.emit(name, str(exc))
+
+        tasks.run(work, owner=self, writer=True, name=task, on_done=ended, on_failed=failed)
+
+    def _deleted(self, name: str, gone: Collection) -> None:
+        self.deleted.emit(name)
         self.changed.emit()
-        if gone.backend == "qdrant":  # its Qdrant collection goes off the GUI thread
+        if gone.backend == "qdrant":  # its Qdrant collection goes too (a server may be slow)
             def dropped(note: str) -> None:
                 if note:  # its vectors stay on the server: said, with their collection
                     self.failed.emit(name, note)
@@ -231,11 +256,15 @@ class KnowledgeController(QObject):
 
     def set_embed_model(self, name: str, model: str) -> None:
         """Give the collection's passages vectors of this model ("" full text only): its
-        vectors of another model go, and a run makes the new ones."""
-        self._with_index(lambda index: index.set_embed_model(name, model))
-        self.changed.emit()
-        if model:
-            self.index(name)
+        vectors of another model go (off the GUI thread: 500,000 of them take a second), and
+        a run makes the new ones; `failed` says why not."""
+        def chosen(_: object) -> None:
+            self.changed.emit()
+            if model:
+                self.index(name)
+
+        self._change(lambda: self._with_index(lambda index: index.set_embed_model(name, model)),
+                     "knowledge-embed-model", chosen, name)
 
     def embedding_choices(self, on_done: Callable[[list[kc.EmbeddingChoice]], None]) -> None:
         """The library's models a collection can embed with, read off the GUI thread."""

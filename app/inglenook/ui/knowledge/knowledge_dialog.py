@@ -132,6 +132,7 @@ class KnowledgeDialog(QDialog):
         knowledge.indexed.connect(self._indexed)
         knowledge.failed.connect(lambda _name, why: self._say(why))
         knowledge.moved.connect(self._moved)
+        knowledge.deleted.connect(self._deleted)
         self._wanted = ""  # a collection to select once it is listed (just made)
         self._fill(knowledge.summaries or [])  # as last read, until it is read again
         knowledge.read_summaries()
@@ -394,12 +395,11 @@ class KnowledgeDialog(QDialog):
         summary = self.selected()
         if summary is None:
             return
-        try:
-            self.knowledge.delete(summary.name)
-        except KnowledgeError as exc:
-            self._say(str(exc))
-            return
-        self._say(f"Forgot {summary.name} (its files are untouched).", error=False)
+        self.knowledge.delete(summary.name)
+        self._say(f"Forgetting {summary.name}…", error=False)
+
+    def _deleted(self, name: str) -> None:
+        self._say(f"Forgot {name} (its files are untouched).", error=False)
 
     def _confirm_delete(self) -> None:
         summary = self.selected()
