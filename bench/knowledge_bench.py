@@ -218,9 +218,9 @@ def recall_by_meaning(embedder: Embedder, facts: int = len(FACTS), words: int = 
             index.embedder = embedder
             found["fused"] += path in {h.path for h in index.search(["Meaning"], question, 5)}
             # The vectors' own ranking, the one search fuses with BM25's: its first 5 passages.
-            dense = (index._dense(["Meaning"], ids, question, 5) or [[]])[0]
-            found["vectors"] += path in {h.path for h in
-                                         index._hits([c for c, _ in dense], dict(dense), ids)}
+            dense = (index.searcher._dense(["Meaning"], ids, question, 5) or [[]])[0]
+            hits = index.searcher._hits([c for c, _ in dense], dict(dense), ids)
+            found["vectors"] += path in {h.path for h in hits}
             index.embedder = None  # search without vectors: BM25 alone
             found["bm25"] += path in {h.path for h in index.search(["Meaning"], question, 5)}
         index.close()

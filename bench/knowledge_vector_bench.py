@@ -146,14 +146,14 @@ def against_exact(path: Path, embedder: TextLikeEmbedder, questions: list[str]
     """Share of the exact scan's passages found: fused top 20, and the vectors' top 80."""
     index = SqliteFtsIndex(path)
     ids = [index._id("Big")]
-    depth = CANDIDATES * 4  # fts.FUSED_DEPTH
+    depth = CANDIDATES * 4  # search.FUSED_DEPTH
     fused = dense = 0.0
     for question in questions:
         query = embedder.query()
         ours = index._sqlite_vectors.ranking(ids, query, depth)
         exact = vectors.ranking(index._conn, ids, query, depth)
         dense += len({c for c, _ in ours} & {c for c, _ in exact}) / len(exact)
-        bm25 = index._bm25_ranking(ids, question, depth)
+        bm25 = index.searcher._bm25_ranking(ids, question, depth)
         similar = [[(c, 1.0 - d) for c, d in ranking] for ranking in (ours, exact)]
         mine, truth = (fuse([bm25, ranking], CANDIDATES) for ranking in similar)
         fused += len(set(mine) & set(truth)) / len(truth)

@@ -2,8 +2,8 @@
 
 SqliteFtsIndex (fts.py) is the implementation: BM25 over SQLite FTS5, and dense vectors as a
 second ranking of the same chunks (a vectors.VectorStore per collection: sqlite-vec in the same
-file, or Qdrant for collections that outgrow a desktop); it ranks by each and merges them with
-`fuse` (relative score fusion), so callers never learn which rankings exist.
+file, or Qdrant for collections that outgrow a desktop); it ranks by each (search.py) and merges
+them with `fuse` (relative score fusion), so callers never learn which rankings exist.
 """
 
 from __future__ import annotations

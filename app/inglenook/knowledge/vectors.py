@@ -5,7 +5,7 @@ sqlite-vec reads) for each of its windows (chunking.windows: a sentence or two, 
 chunk's heading) in `chunk_vectors`, a plain table whose rows go with their chunk (ON DELETE
 CASCADE): the file stays whole and searchable in full text even where the extension cannot be
 loaded. A search ranks a chunk by its nearest window (cosine distance, sqlite-vec's
-`vec_distance_cosine`), and fts.py fuses that ranking with BM25's; the whole chunk is what the
+`vec_distance_cosine`), and search.py fuses that ranking with BM25's; the whole chunk is what the
 model is given (small-to-big retrieval). A chunk's windows are stored together (`part` is the
 window's number), so a chunk with part 0 has them all. Which chunks are ranked comes from an
 approximate index of each collection's windows (ann.py: usearch's HNSW, derived from this

@@ -9,8 +9,9 @@ import pytest
 
 from inglenook import paths
 from inglenook.knowledge import schema
-from inglenook.knowledge.fts import OVERFETCH, KnowledgeError, SqliteFtsIndex, fts_query
+from inglenook.knowledge.fts import KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document, KnowledgeIndex, fuse
+from inglenook.knowledge.search import OVERFETCH, fts_query
 
 
 def doc(path: str, sha: str = "x") -> Document:
@@ -147,7 +148,7 @@ def test_words_found_almost_everywhere_are_left_out_of_a_long_question(
     chunks = [Chunk(f"garden note {n}", n, n) for n in range(40)]
     index.add_document("Notes", doc("/notes/garden.md"), chunks)
     index.add_document("Notes", doc("/notes/owl.md"), [Chunk("garden owl pellet", 1, 1)])
-    assert index._without_common(["garden", "note", "owl", "pellet", "moss"]) == \
+    assert index.searcher._without_common(["garden", "note", "owl", "pellet", "moss"]) == \
         ["moss", "owl", "pellet"]  # the three rarest; "garden" and "note" are everywhere
     assert index.search(["Notes"], "garden note owl pellet moss")[0].path == "/notes/owl.md"
-    assert index._without_common(["garden", "note"]) == ["garden", "note"]
+    assert index.searcher._without_common(["garden", "note"]) == ["garden", "note"]

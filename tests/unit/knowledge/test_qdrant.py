@@ -249,8 +249,8 @@ def test_qdrant_ranks_a_passage_by_its_nearest_window_as_sqlite_does(tmp_path: P
     found, _ = client(there).scroll(there.collection("Docs").qdrant_name, limit=1000)
     assert len(found) == 8 + 1  # a point per window
     for question in ("kitten naps", "harbour floods", "kettle"):
-        (ours,) = here._dense(["Docs"], [here._id("Docs")], question, 5)
-        (theirs,) = there._dense(["Docs"], [there._id("Docs")], question, 5)
+        (ours,) = here.searcher._dense(["Docs"], [here._id("Docs")], question, 5)
+        (theirs,) = there.searcher._dense(["Docs"], [there._id("Docs")], question, 5)
         assert [c for c, _ in theirs] == [c for c, _ in ours]
         assert [s for _, s in theirs] == pytest.approx([s for _, s in ours], abs=1e-5)
     # A passage that goes takes all its windows' points with it.

@@ -206,7 +206,7 @@ def test_a_passage_is_ranked_by_its_nearest_window(tmp_path: Path) -> None:
     assert index.vector_count("Docs") == index.stats("Docs").chunks == 2
     # The one sentence about a cat decides: the whole passage's vector is mostly tides.
     question = "kitten naps"
-    (dense,) = index._dense(["Docs"], [index._id("Docs")], question, 5)
+    (dense,) = index.searcher._dense(["Docs"], [index._id("Docs")], question, 5)
     assert dense[0][0] == cid
     assert dense[0][1] == pytest.approx(nearest_window(embedder, heading, text, question),
                                         abs=1e-5)
