@@ -27,6 +27,7 @@ from inglenook.ui.chat.attachment_chips import AttachmentStrip
 from inglenook.ui.chat.image_dialog import ImageDialog
 from inglenook.ui.chat.image_parts import CANNOT_SEE
 from inglenook.ui.chat.inline_edit import InlineEdit
+from inglenook.ui.chat.prompt_dialog import PromptDialog
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
 from tests.unit.core.test_images import png_header_only
@@ -232,6 +233,14 @@ def test_a_reply_in_a_chat_with_images_hashes_them_off_the_gui_thread(
     wait_reply(qtbot, window)
     request = window.chats.last_request
     assert request is not None and len(request.messages[-1].images) == 1
+    assert hashed_on and threading.main_thread().name not in hashed_on
+    # The prompt inspector makes the same request: hashed off the GUI thread too.
+    chat_images._hashes.clear()
+    chat_images._checked.clear()
+    hashed_on.clear()
+    reply = window.chats.session.path[-1]
+    window.chats.actions.show_prompt(reply.id)
+    qtbot.waitUntil(lambda: window.findChild(PromptDialog) is not None, timeout=TIMEOUT_MS)
     assert hashed_on and threading.main_thread().name not in hashed_on
 
 
