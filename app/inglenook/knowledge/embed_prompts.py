@@ -3,9 +3,9 @@
 Several embedding models were trained with a prefix that says whether a text is a question or a
 passage (nomic-embed-text: "search_query: " / "search_document: "; EmbeddingGemma: "task:
 search result | query: " / "title: none | text: "; Qwen3 Embedding: an instruction before the
-question; BGE, mxbai and Arctic Embed v1: an instruction before short questions; E5: "query: " /
-"passage: "). Without them their vectors are worse than a smaller model's; their model cards say
-so. Nothing in a GGUF names the prefixes, so they are chosen by the model's name (the header's
+question; BGE, mxbai and Arctic Embed v1: an instruction before short questions; Arctic Embed
+v2: "query: " before questions only; E5: "query: " / "passage: "). Without them their vectors
+are worse than a smaller model's; their model cards say so. Nothing in a GGUF names the prefixes, so they are chosen by the model's name (the header's
 `general.name` and `general.basename`, then the file's name) and architecture.
 
 A collection records the style its vectors were made with (fts.Collection.embed_prompts), so a
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 
 from inglenook.models.gguf import GGUFError, read_header
 
@@ -38,6 +37,7 @@ STYLES: dict[str, EmbedPrompts] = {
                                     "passages that answer the query\nQuery:"),
     "bge": EmbedPrompts(_SEARCH_INSTRUCTION),
     "e5": EmbedPrompts("query: ", "passage: "),
+    "arctic-v2": EmbedPrompts("query: "),
 }
 
 # (what the lower-cased names contain, or the architecture is, the style), first match wins.
@@ -48,7 +48,7 @@ _BY_NAME: tuple[tuple[str, str], ...] = (
     ("bge-m3", ""),  # BGE M3 reads questions as they are
     ("bge-small-en", "bge"), ("bge-base-en", "bge"), ("bge-large-en", "bge"),
     ("mxbai-embed-large", "bge"),
-    ("snowflake-arctic-embed-m-v2", "e5"), ("snowflake-arctic-embed-l-v2", "e5"),
+    ("snowflake-arctic-embed-m-v2", "arctic-v2"), ("snowflake-arctic-embed-l-v2", "arctic-v2"),
     ("snowflake-arctic-embed", "bge"),
     ("multilingual-e5", "e5"), ("e5-small", "e5"), ("e5-base", "e5"), ("e5-large", "e5"),
 )
@@ -65,24 +65,25 @@ def style_for(names: list[str], architecture: str) -> str:
     return _BY_ARCHITECTURE.get(architecture, "")
 
 
-def style_of(model: str) -> str:
-    """The style for the model file at `model` ("" for a file that cannot be read: its load
-    says why)."""
+def style_of(model: str) -> str | None:
+    """The style for the model file at `model`; None when its header cannot be read now (the
+    caller keeps the style it has: a file being copied must not re-embed a collection)."""
     try:
-        mtime = os.stat(model).st_mtime_ns
-    except OSError:
-        return ""
-    return _style_of(model, mtime)
-
-
-@lru_cache(maxsize=32)
-def _style_of(model: str, mtime_ns: int) -> str:
-    try:
-        header = read_header(model)
+        key = (model, os.stat(model).st_mtime_ns)
+        if key not in _STYLES_READ:
+            header = read_header(model)
+            names = [str(header.metadata.get(k) or "") for k in ("general.name",
+                                                                   "general.basename")]
+            if len(_STYLES_READ) >= 32:
+                _STYLES_READ.clear()
+            _STYLES_READ[key] = style_for([*names, os.path.basename(model)],
+                                          header.architecture)
     except (OSError, GGUFError):
-        return ""
-    names = [str(header.metadata.get(key) or "") for key in ("general.name", "general.basename")]
-    return style_for([*names, os.path.basename(model)], header.architecture)
+        return None  # not remembered: the next call reads it again
+    return _STYLES_READ[key]
+
+
+_STYLES_READ: dict[tuple[str, int], str] = {}  # (path, mtime) → style, of headers read
 
 
 def query_text(style: str, question: str) -> str:

@@ -198,6 +198,8 @@ class Indexer:
             self.index.set_embed_error(self.name, error)
             return
         style = embed_prompts.style_of(model)
+        if style is None:  # its header cannot be read now: the vectors' style stays
+            style = self.index.collection(self.name).embed_prompts
         self.index.set_embed_prompts(self.name, style)  # vectors of another style go
         total = self.index.stats(self.name).chunks - self.index.vector_count(self.name)
         cancelled = False

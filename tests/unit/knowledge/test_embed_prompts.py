@@ -48,7 +48,31 @@ def nomic_file(tmp_path: Path) -> str:
 
 def test_the_style_is_read_from_the_file(tmp_path: Path) -> None:
     assert style_of(nomic_file(tmp_path)) == "nomic"
-    assert style_of(str(tmp_path / "missing.gguf")) == ""  # its load says what is wrong
+    assert style_of(str(tmp_path / "missing.gguf")) is None  # its load says what is wrong
+    assert style_for(["snowflake-arctic-embed-l-v2.0"], "xlm-roberta") == "arctic-v2"
+    assert embed_prompts.document_texts("arctic-v2", ["a"]) == ["a"]  # passages as they are
+
+
+def test_a_header_that_cannot_be_read_keeps_the_vectors_style(tmp_path: Path) -> None:
+    """A model file being copied (a header cut short) must not re-embed a collection without
+    its prefixes; the failure is not remembered either."""
+    model = nomic_file(tmp_path)
+    embedder = WordEmbedder(model)
+    index = SqliteFtsIndex(embedder=embedder)
+    index.create_collection("Docs", [str(folder(tmp_path))], embed_model=model)
+    Indexer(index, "Docs", embedder=embedder).run()
+    whole = Path(model).read_bytes()
+    Path(model).write_bytes(whole[:20])
+    assert style_of(model) is None
+    (Path(model).parent / "docs" / "new.md").write_text("# New\n\nThe kitten sleeps.\n")
+    embedder.texts.clear()
+    Indexer(index, "Docs", embedder=embedder).run()
+    assert index.collection("Docs").embed_prompts == "nomic"
+    assert embedder.texts and all(t.startswith("search_document: ") for t in embedder.texts)
+    assert index.vector_count("Docs") == index.stats("Docs").chunks
+    Path(model).write_bytes(whole)
+    assert style_of(model) == "nomic"
+    index.close()
 
 
 def test_passages_and_questions_are_embedded_with_their_prefixes(tmp_path: Path) -> None:
