@@ -5,8 +5,9 @@ passage (nomic-embed-text: "search_query: " / "search_document: "; EmbeddingGemm
 search result | query: " / "title: none | text: "; Qwen3 Embedding: an instruction before the
 question; BGE, mxbai and Arctic Embed v1: an instruction before short questions; Arctic Embed
 v2: "query: " before questions only; E5: "query: " / "passage: "). Without them their vectors
-are worse than a smaller model's; their model cards say so. Nothing in a GGUF names the prefixes, so they are chosen by the model's name (the header's
-`general.name` and `general.basename`, then the file's name) and architecture.
+are worse than a smaller model's; their model cards say so. Nothing in a GGUF names the
+prefixes, so they are chosen by the model's name (the header's `general.name` and
+`general.basename`, then the file's name) and architecture.
 
 A collection records the style its vectors were made with (fts.Collection.embed_prompts), so a
 change of style re-embeds its passages, and a question is embedded in the style of the vectors it
