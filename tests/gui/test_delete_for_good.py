@@ -9,6 +9,7 @@ import io
 import sqlite3
 from pathlib import Path
 
+import pytest
 from PIL import Image
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
@@ -16,7 +17,8 @@ from pytestqt.qtbot import QtBot
 from inglenook import paths
 from inglenook.chat import images
 from inglenook.core.attachments import Attachment
-from inglenook.store import Store
+from inglenook.store import Store, purge
+from inglenook.ui import tasks
 from inglenook.ui.main_window import MainWindow
 from tests.gui.conftest import Script, fake_worker, open_window, wait_reply
 
@@ -90,9 +92,14 @@ def test_a_chat_left_deleted_by_a_crash_is_purged_at_start(
 
 
 def test_the_next_deletion_ends_the_first_ones_undo_and_purges_it(
-        qtbot: QtBot, window: MainWindow) -> None:
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first one's rows go at once; its words leave the search index when the window
+    closes (the merge rewrites the whole index, holding every writer)."""
+    scrubbed: list[int] = []
+    real = purge.scrub
+    monkeypatch.setattr(purge, "scrub", lambda conn: (scrubbed.append(1), real(conn)))
     first = window.store.create_conversation("first")
-    window.store.add_message(first, "user", "one", None)
+    window.store.add_message(first, "user", "one quetzalcoatlus", None)
     second = window.store.create_conversation("second")
     window.store.add_message(second, "user", "two", None)
     window.history.refresh()
@@ -101,3 +108,9 @@ def test_the_next_deletion_ends_the_first_ones_undo_and_purges_it(
     qtbot.waitUntil(lambda: rows("conversations") == 1, timeout=TIMEOUT_MS)
     window.banner.action_button.click()
     assert window.sidebar.order() == [second] and rows("messages") == 1
+    assert tasks.join_writers() == [] and scrubbed == []  # the purge ended: no merge then
+    database = paths.database_file()
+    window.close()
+    assert scrubbed == [1]
+    raw = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))
+    assert b"quetzalcoatlus" not in raw

@@ -2,7 +2,8 @@
 
 A deleted chat is hidden while the banner offers Undo (for the latest deletion only) and purged
 for good once it no longer does: when another chat is deleted, and when the window closes
-(chat/forget.py: its rows, its images' files).
+(chat/forget.py: its rows, its images' files). The search index is merged free of their words
+at quit (and at the next start after a crash), not at each deletion: the merge rewrites it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class HistoryController(QObject):
         self._current = current
         self._parent = parent
         self._deleted: int | None = None
+        self._unscrubbed = False  # a chat was purged whose words the search index still has
         self._import_cancel: threading.Event | None = None
         sidebar.conversation_selected.connect(lambda conv_id: self.open_requested.emit(conv_id, 0))
         sidebar.new_requested.connect(self.new_requested)
@@ -105,7 +107,9 @@ class HistoryController(QObject):
         if not self._write(lambda: self.store.delete(conv_id)):
             return
         if self._deleted is not None and self._deleted != conv_id:
-            self._purge([self._deleted])  # Undo brings back the latest only
+            # Undo brings back the latest only; its words leave the search index at quit.
+            self._purge([self._deleted], scrub=False)
+            self._unscrubbed = True
         self._deleted = conv_id
         self.deleted.emit(conv_id)
         self.banner.show_message("Conversation deleted.", "info", ("Undo", self.undo_delete))
@@ -122,13 +126,14 @@ class HistoryController(QObject):
         """The window closes: Undo is no longer offered, so the chat it would bring back is
         purged (a writer task: MainWindow.shutdown waits for it with tasks.join_writers)."""
         conv_id, self._deleted = self._deleted, None
-        if conv_id is not None:
-            self._purge([conv_id])
+        if conv_id is not None or self._unscrubbed:
+            self._purge([] if conv_id is None else [conv_id], scrub=True)
+        self._unscrubbed = False
 
-    def _purge(self, conv_ids: list[int]) -> None:
+    def _purge(self, conv_ids: list[int], scrub: bool) -> None:
         if not self.store.read_only:
-            tasks.run(purge_for_good, self.store.path, conv_ids, writer=True,
-                      name="purge deleted chats")
+            tasks.run(purge_for_good, self.store.path, conv_ids, scrub=scrub,
+                      scrub_anyway=self._unscrubbed, writer=True, name="purge deleted chats")
 
     def search(self) -> None:
         dialog = SearchDialog(self.store, self._parent)
