@@ -167,6 +167,9 @@ class VectorIndexes:
         self.lock = threading.RLock()
         self.entries: dict[int, Entry] = {}
         self._building: dict[int, threading.Event] = {}  # set when done
+        # Of the builds under way, a seq their snapshot is no older than: the log after it
+        # is kept for them (save).
+        self._since: dict[int, int] = {}
         self._stop = threading.Event()
 
     def nearest(self, conn: Any, collection_ids: Sequence[int], query: np.ndarray,
@@ -283,6 +286,12 @@ class VectorIndexes:
         try:
             conn = connect(self.database, driver=self.driver)
             try:
+                # Read before build's snapshot, so no newer: a save that trims the log after
+                # this sees it, and one that read the files before it trims to no later than
+                # the head then, which the snapshot is no older than.
+                since = head(conn)
+                with self.lock:
+                    self._since[collection_id] = since
                 owner = owners(conn).get(collection_id)
                 entry = build(conn, owner, self._stop, threads) if owner is not None else None
                 if entry is not None:
@@ -298,13 +307,14 @@ class VectorIndexes:
         finally:
             with self.lock:
                 self._building.pop(collection_id, None)
+                self._since.pop(collection_id, None)
             done.set()
 
     def save(self, conn: Any, collection_ids: Sequence[int] | None = None,
              at_least: int = 1) -> None:
         """Save the indexes that changed by `at_least` vectors (all: None), delete the files
-        of collections that went, and trim the log to what every saved file has applied.
-        Outside the caller's transaction."""
+        of collections that went, and trim the log to what every saved file, and every index
+        of this process without one, has applied. Outside the caller's transaction."""
         with self.lock:
             entries = [e for cid, e in self.entries.items()
                        if (collection_ids is None or cid in collection_ids)
@@ -317,19 +327,30 @@ class VectorIndexes:
                         self.files.save(entry.owner, entry.seq, entry.index)
                         entry.unsaved = 0
                     live = owners(conn)
-                    kept = []
+                    kept: dict[int, int] = {}
                     for cid, seq in self.files.saved().items():
                         if cid in live:
-                            kept.append(seq)
+                            kept[cid] = seq
                         else:
                             self.files.delete(cid)
             except (OSError, TimeoutError):
                 return  # not saved: caught up or built again next time
+            # What this process needs too: each build under way (minutes on one core for a
+            # large collection: trimmed past its snapshot, it would be thrown away when done,
+            # and a collection indexed meanwhile might never get one), and an index in memory
+            # with vectors and no file (a save that failed). An index with a file is no older
+            # than it, or another process saved a newer one, which it reads again; one with
+            # no vector is built again at no cost. Other processes' indexes and builds cannot
+            # be seen here: an index older than the trimmed log reads its file again; a build
+            # is thrown away when done (its next search starts another).
+            needed = [*kept.values(), *self._since.values(),
+                      *(e.seq for cid, e in self.entries.items()
+                        if cid not in kept and live.get(cid) == e.owner and e.size)]
         if kept:
             from inglenook.store.db import transaction
 
             with contextlib.suppress(self.driver.Error), transaction(conn):  # else next time
-                conn.execute("DELETE FROM vector_log WHERE seq <= ?", (min(kept),))
+                conn.execute("DELETE FROM vector_log WHERE seq <= ?", (min(needed),))
 
     def drop(self, collection_id: int) -> None:
         """Delete a deleted collection's files now (the window does it on its GUI thread:

@@ -343,3 +343,59 @@ def test_vectors_from_before_the_log_are_indexed_from_chunk_vectors(tmp_path: Pa
     assert_in_step(index, "Docs")
     assert index.search(["Docs"], "feline", 1)[0].chunk_id == 1
     index.close()
+
+
+class HeldBuild:
+    """ann.build for one collection, held after it read its snapshot (as a build of a large
+    collection takes minutes on its one core) until `release` is set."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, collection_id: int) -> None:
+        self.read, self.release = threading.Event(), threading.Event()
+        real = ann.build
+
+        def held(conn: object, owner: ann.Owner, stop: threading.Event,
+                 threads: int = 0) -> ann.Entry | None:
+            entry = real(conn, owner, stop, threads)
+            if owner.collection_id == collection_id:
+                self.read.set()
+                self.release.wait()
+            return entry
+
+        monkeypatch.setattr(ann, "build", held)
+
+
+def without_files(tmp_path: Path, files: int = 6) -> SqliteFtsIndex:
+    """A collection whose index has no file (a database from before v8, a file deleted), as
+    a new start finds it."""
+    index, _docs = collection(tmp_path, files=files)
+    index.close()
+    ann.close_all()
+    shutil.rmtree(paths.knowledge_vector_index_dir(tmp_path / "k.db"))
+    return SqliteFtsIndex(tmp_path / "k.db", WordEmbedder())
+
+
+def test_a_build_under_way_keeps_the_log_it_needs_while_another_collection_saves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = without_files(tmp_path)
+    docs = index._id("Docs")
+    monkeypatch.setattr(ann, "SYNC_BUILD", 0)  # built in the background
+    monkeypatch.setattr(ann, "SAVE_EVERY", 1)  # an indexing run saves after every batch
+    held = HeldBuild(monkeypatch, docs)
+    try:
+        assert indexes(index).ready(index._conn, [docs]) == [docs]  # searched exactly
+        assert held.read.wait(30)
+        built = indexes(index)._building[docs]
+        other = tmp_path / "Other"  # meanwhile another collection is indexed and saved
+        for n in range(4):
+            write(other, f"o{n}.md", seed=70 + n)
+        index.create_collection("Other", [str(other)], embed_model=MODEL)
+        Indexer(index, "Other", embedder=index.embedder).run()
+        assert (paths.knowledge_vector_index_dir(tmp_path / "k.db") / "c2.json").exists()
+    finally:
+        held.release.set()
+    assert built.wait(30)
+    # The build is used, not thrown away for a log trimmed past its snapshot (the collection
+    # would be searched exactly until another build, as long, found the log it needs).
+    assert indexes(index).ready(index._conn, [docs]) == []
+    assert_in_step(index, "Docs", "Other")
+    index.close()
