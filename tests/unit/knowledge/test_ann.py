@@ -399,3 +399,76 @@ def test_a_build_under_way_keeps_the_log_it_needs_while_another_collection_saves
     assert indexes(index).ready(index._conn, [docs]) == []
     assert_in_step(index, "Docs", "Other")
     index.close()
+
+
+def test_while_another_process_saves_a_search_is_exact_and_no_thread_waits_on_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from filelock import FileLock
+
+    from inglenook.knowledge import ann_files
+
+    index, _docs = collection(tmp_path)
+    index.close()
+    ann.close_all()  # a new start reads the file
+    folder = paths.knowledge_vector_index_dir(tmp_path / "k.db")
+    saved = (folder / "c1.json").read_text()
+    monkeypatch.setattr(ann, "READ_WAIT_S", 0.05)
+    monkeypatch.setattr(ann_files, "LOCK_TIMEOUT_S", 30.0)  # a run waits for the files
+    waiting = threading.Event()
+    real = ann_files.Files.locked
+
+    def locked(self: ann_files.Files, timeout: float | None = None) -> object:
+        waiting.set()
+        return real(self, timeout)
+
+    monkeypatch.setattr(ann_files.Files, "locked", locked)
+    index = SqliteFtsIndex(tmp_path / "k.db", WordEmbedder())
+    docs = [index._id("Docs")]
+    other = FileLock(str(folder / ".lock"))  # another process saving
+    other.acquire()
+    answers: list[list[int]] = []
+
+    def indexing() -> None:
+        worker = SqliteFtsIndex(tmp_path / "k.db")
+        try:
+            answers.append(indexes(worker).ready(worker._conn, docs, wait=True))
+        finally:
+            worker.close()
+
+    run = threading.Thread(target=indexing)
+    try:
+        run.start()  # an indexing run waits for the files' lock...
+        assert waiting.wait(30)
+        # ...while a search on another thread is not held up by it: it compares every
+        # vector this time, and does not build an index whose file is there.
+        assert indexes(index).ready(index._conn, docs) == docs
+        assert docs[0] not in indexes(index)._building
+    finally:
+        other.release()
+    run.join(30)
+    assert answers == [[]]  # the run read the file once it could
+    assert (folder / "c1.json").read_text() == saved  # read, not built again
+    assert_in_step(index, "Docs")
+    index.close()
+
+
+def test_close_does_not_wait_long_for_a_build(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    index = without_files(tmp_path)
+    docs = index._id("Docs")
+    monkeypatch.setattr(ann, "SYNC_BUILD", 0)
+    monkeypatch.setattr(ann, "CLOSE_WAIT_S", 0.05)
+    held = HeldBuild(monkeypatch, docs)  # as one waiting for the files' lock
+    try:
+        assert indexes(index).ready(index._conn, [docs]) == [docs]
+        assert held.read.wait(30)
+        built = indexes(index)._building[docs]
+        closing = threading.Thread(target=ann.close_all)  # at exit
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive()
+    finally:
+        held.release.set()
+    assert built.wait(30)
+    assert not (paths.knowledge_vector_index_dir(tmp_path / "k.db") / "c1.json").exists()
+    index.close()
