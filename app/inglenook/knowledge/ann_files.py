@@ -46,12 +46,14 @@ class Files:
         self.folder = folder
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Raises TimeoutError after LOCK_TIMEOUT_S, OSError where the folder cannot be made."""
+    def locked(self, timeout: float | None = None) -> Iterator[None]:
+        """Raises TimeoutError after `timeout` seconds (None: LOCK_TIMEOUT_S), OSError where
+        the folder cannot be made."""
         from filelock import FileLock
 
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with FileLock(str(self.folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+        with FileLock(str(self.folder / ".lock"),
+                      timeout=LOCK_TIMEOUT_S if timeout is None else timeout):
             yield
 
     def _paths(self, collection_id: int) -> tuple[Path, Path]:

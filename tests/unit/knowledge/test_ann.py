@@ -343,3 +343,132 @@ def test_vectors_from_before_the_log_are_indexed_from_chunk_vectors(tmp_path: Pa
     assert_in_step(index, "Docs")
     assert index.search(["Docs"], "feline", 1)[0].chunk_id == 1
     index.close()
+
+
+class HeldBuild:
+    """ann.build for one collection, held after it read its snapshot (as a build of a large
+    collection takes minutes on its one core) until `release` is set."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, collection_id: int) -> None:
+        self.read, self.release = threading.Event(), threading.Event()
+        real = ann.build
+
+        def held(conn: object, owner: ann.Owner, stop: threading.Event,
+                 threads: int = 0) -> ann.Entry | None:
+            entry = real(conn, owner, stop, threads)
+            if owner.collection_id == collection_id:
+                self.read.set()
+                self.release.wait()
+            return entry
+
+        monkeypatch.setattr(ann, "build", held)
+
+
+def without_files(tmp_path: Path, files: int = 6) -> SqliteFtsIndex:
+    """A collection whose index has no file (a database from before v8, a file deleted), as
+    a new start finds it."""
+    index, _docs = collection(tmp_path, files=files)
+    index.close()
+    ann.close_all()
+    shutil.rmtree(paths.knowledge_vector_index_dir(tmp_path / "k.db"))
+    return SqliteFtsIndex(tmp_path / "k.db", WordEmbedder())
+
+
+def test_a_build_under_way_keeps_the_log_it_needs_while_another_collection_saves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = without_files(tmp_path)
+    docs = index._id("Docs")
+    monkeypatch.setattr(ann, "SYNC_BUILD", 0)  # built in the background
+    monkeypatch.setattr(ann, "SAVE_EVERY", 1)  # an indexing run saves after every batch
+    held = HeldBuild(monkeypatch, docs)
+    try:
+        assert indexes(index).ready(index._conn, [docs]) == [docs]  # searched exactly
+        assert held.read.wait(30)
+        built = indexes(index)._building[docs]
+        other = tmp_path / "Other"  # meanwhile another collection is indexed and saved
+        for n in range(4):
+            write(other, f"o{n}.md", seed=70 + n)
+        index.create_collection("Other", [str(other)], embed_model=MODEL)
+        Indexer(index, "Other", embedder=index.embedder).run()
+        assert (paths.knowledge_vector_index_dir(tmp_path / "k.db") / "c2.json").exists()
+    finally:
+        held.release.set()
+    assert built.wait(30)
+    # The build is used, not thrown away for a log trimmed past its snapshot (the collection
+    # would be searched exactly until another build, as long, found the log it needs).
+    assert indexes(index).ready(index._conn, [docs]) == []
+    assert_in_step(index, "Docs", "Other")
+    index.close()
+
+
+def test_while_another_process_saves_a_search_is_exact_and_no_thread_waits_on_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from filelock import FileLock
+
+    from inglenook.knowledge import ann_files
+
+    index, _docs = collection(tmp_path)
+    index.close()
+    ann.close_all()  # a new start reads the file
+    folder = paths.knowledge_vector_index_dir(tmp_path / "k.db")
+    saved = (folder / "c1.json").read_text()
+    monkeypatch.setattr(ann, "READ_WAIT_S", 0.05)
+    monkeypatch.setattr(ann_files, "LOCK_TIMEOUT_S", 30.0)  # a run waits for the files
+    waiting = threading.Event()
+    real = ann_files.Files.locked
+
+    def locked(self: ann_files.Files, timeout: float | None = None) -> object:
+        waiting.set()
+        return real(self, timeout)
+
+    monkeypatch.setattr(ann_files.Files, "locked", locked)
+    index = SqliteFtsIndex(tmp_path / "k.db", WordEmbedder())
+    docs = [index._id("Docs")]
+    other = FileLock(str(folder / ".lock"))  # another process saving
+    other.acquire()
+    answers: list[list[int]] = []
+
+    def indexing() -> None:
+        worker = SqliteFtsIndex(tmp_path / "k.db")
+        try:
+            answers.append(indexes(worker).ready(worker._conn, docs, wait=True))
+        finally:
+            worker.close()
+
+    run = threading.Thread(target=indexing)
+    try:
+        run.start()  # an indexing run waits for the files' lock...
+        assert waiting.wait(30)
+        # ...while a search on another thread is not held up by it: it compares every
+        # vector this time, and does not build an index whose file is there.
+        assert indexes(index).ready(index._conn, docs) == docs
+        assert docs[0] not in indexes(index)._building
+    finally:
+        other.release()
+    run.join(30)
+    assert answers == [[]]  # the run read the file once it could
+    assert (folder / "c1.json").read_text() == saved  # read, not built again
+    assert_in_step(index, "Docs")
+    index.close()
+
+
+def test_close_does_not_wait_long_for_a_build(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    index = without_files(tmp_path)
+    docs = index._id("Docs")
+    monkeypatch.setattr(ann, "SYNC_BUILD", 0)
+    monkeypatch.setattr(ann, "CLOSE_WAIT_S", 0.05)
+    held = HeldBuild(monkeypatch, docs)  # as one waiting for the files' lock
+    try:
+        assert indexes(index).ready(index._conn, [docs]) == [docs]
+        assert held.read.wait(30)
+        built = indexes(index)._building[docs]
+        closing = threading.Thread(target=ann.close_all)  # at exit
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive()
+    finally:
+        held.release.set()
+    assert built.wait(30)
+    assert not (paths.knowledge_vector_index_dir(tmp_path / "k.db") / "c1.json").exists()
+    index.close()
