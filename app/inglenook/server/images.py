@@ -27,8 +27,9 @@ from inglenook.server.image_fetch import FetchRefused, ImageFetcher
 
 __all__ = ["anthropic_image", "base64_image", "fetching", "image_part", "url_image"]
 
-# The request's fetcher while its body is parsed (Serving.reply sets it; asyncio.to_thread
-# carries it to the parsing thread); None: remote URLs are refused.
+# The request's fetcher while its body is parsed (Serving.parse sets it; the parsing thread
+# runs in a copy of its context); None: remote URLs are refused. A `deferred` one raises
+# FetchDeferred, which ends the parse: it is run again where fetching may wait on the network.
 fetching: ContextVar[ImageFetcher | None] = ContextVar("fetching", default=None)
 
 # data:[<media type>][;<parameter>]*;base64,<data>; only base64 (a percent-encoded image
