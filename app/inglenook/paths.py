@@ -67,10 +67,18 @@ def kv_state_dir() -> Path:
 
 
 def image_cache_dir() -> Path:
-    """Where images that API requests sent as data: URLs are written for the engine to read,
-    each named by its bytes' sha256 (the same image twice is one file): derived data, safe
-    to delete."""
+    """Where the images of the window's chats are written for the engine to read, each named
+    by its bytes' sha256 (the same image twice is one file): derived data, safe to delete."""
     path = cache_dir() / "images"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def request_image_dir() -> Path:
+    """Where the images API requests send (data: URLs, fetched URLs) are written for the engine
+    to read, named like image_cache_dir()'s: apart from those, because no database knows which
+    request still needs one, so they go by age, while a deleted chat's go at once."""
+    path = cache_dir() / "request-images"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 

@@ -2,8 +2,9 @@
 one kind of server does, and keeps every chat request it received (to check the images sent).
 
 Kinds: "generic" (says nothing, as vLLM and llama-server), "lm-studio" (GET /api/v0/models with
-"type": "vlm" | "llm"), "ollama" (POST /api/show with "capabilities"), "openrouter" (its /models
-items carry "architecture": {"input_modalities": […]})."""
+"type": "vlm" | "llm"), "ollama" (POST /api/show with "capabilities"), "ollama-deep" (the same,
+whose /api/show answers 100,000 nested brackets), "openrouter" (its /models items carry
+"architecture": {"input_modalities": […]})."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 REPLY = "I see a picture."
-_OWNERS = {"lm-studio": "organization_owner", "ollama": "library"}
+_OWNERS = {"lm-studio": "organization_owner", "ollama": "library", "ollama-deep": "library"}
 
 
 @dataclass
@@ -70,6 +71,14 @@ def vision_peer(kind: str, models: dict[str, bool]) -> Iterator[VisionPeer]:
         def do_POST(self) -> None:
             peer.asked.append(f"POST {self.path}")
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            if self.path == "/api/show" and kind == "ollama-deep":  # < 4 MiB, past the stack
+                nested = b"[" * 100_000 + b"]" * 100_000
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(nested)))
+                self.end_headers()
+                self.wfile.write(nested)
+                return
             if self.path == "/api/show" and kind == "ollama":
                 sees = models.get(body.get("model"), False)
                 self._json({"capabilities": ["completion", "vision"] if sees

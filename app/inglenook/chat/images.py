@@ -6,7 +6,9 @@ each image sent is written once under paths.image_cache_dir(), named by its byte
 the engine checks the hash when it reads it. The folder is derived data: `prune` removes the
 files no stored message holds (at start-up, off the GUI thread), `forget` those of a chat
 deleted for good (chat/forget.py), and a file removed by hand is written again from the store at
-the next send.
+the next send. The API server's images (`store_request_image`) have no message to hold them:
+they live in paths.request_image_dir(), out of `forget`'s reach (a running request may be
+reading one), and go by age at start-up.
 """
 
 from __future__ import annotations
@@ -54,12 +56,12 @@ def sha256_of(data: bytes) -> str:
     return found
 
 
-def store_image(data: bytes, sha256: str, suffix: str) -> Path:
-    """The bytes under their hash in the image cache; written once (to a temporary name, then
-    renamed, so the engine never reads half a file). A file found there is checked against the
-    hash once per run (the engine would refuse one that changed, at every send), and written
-    again if it does not match. OSError when it cannot be written."""
-    path = paths.image_cache_dir() / f"{sha256}.{suffix}"
+def store_image(data: bytes, sha256: str, suffix: str, folder: Path | None = None) -> Path:
+    """The bytes under their hash in the image cache (or `folder`); written once (to a
+    temporary name, then renamed, so the engine never reads half a file). A file found there is
+    checked against the hash once per run (the engine would refuse one that changed, at every
+    send), and written again if it does not match. OSError when it cannot be written."""
+    path = (folder or paths.image_cache_dir()) / f"{sha256}.{suffix}"
     key = str(path)
     if key in _checked and path.is_file():
         return path
@@ -75,6 +77,15 @@ def store_image(data: bytes, sha256: str, suffix: str) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     _checked.add(key)
+    return path
+
+
+def store_request_image(data: bytes, sha256: str, suffix: str) -> Path:
+    """An API request's image, as store_image writes it, in paths.request_image_dir(). Its
+    time is set to now even when the file was there: the start-up prune keeps files younger
+    than MIN_AGE_S, and this request uses it now."""
+    path = store_image(data, sha256, suffix, paths.request_image_dir())
+    os.utime(path)
     return path
 
 
@@ -109,12 +120,18 @@ def ready(attachments: Iterable[Attachment]) -> None:
 
 def prune(used: Iterable[str], min_age_s: float = MIN_AGE_S) -> int:
     """Remove the cache's image files whose sha256 is not in `used` (those of every stored
-    image); how many went. Files newer than `min_age_s` stay: an API request may be sending
-    one now. Never follows a link out of the folder: only its own regular files are removed."""
+    image), and the API requests' older than `min_age_s`; how many went. Files newer than
+    `min_age_s` stay: a message being sent, or a request, may be reading one now. Never follows
+    a link out of the folders: only their own regular files are removed."""
     keep = set(used)
+    return (_prune_folder(paths.image_cache_dir(), keep, min_age_s)
+            + _prune_folder(paths.request_image_dir(), set(), min_age_s))
+
+
+def _prune_folder(folder: Path, keep: set[str], min_age_s: float) -> int:
     removed = 0
     before = time.time() - min_age_s
-    for entry in os.scandir(paths.image_cache_dir()):
+    for entry in os.scandir(folder):
         if not entry.is_file(follow_symlinks=False):
             continue
         if entry.name.split(".", 1)[0] in keep or entry.stat().st_mtime > before:
@@ -124,12 +141,14 @@ def prune(used: Iterable[str], min_age_s: float = MIN_AGE_S) -> int:
             removed += 1
         except OSError:
             pass  # another process has it, or it went already: tried again next time
+        _checked.discard(entry.path)
     return removed
 
 
 def forget(sha256s: Iterable[str]) -> int:
     """Remove the cache files of these images (a purged chat's that no other message holds),
-    whatever their age; how many went. Only the folder's own regular files are removed."""
+    whatever their age; how many went. Only the folder's own regular files are removed: never
+    the API requests' (paths.request_image_dir()), which a running request may be reading."""
     wanted = set(sha256s)
     if not wanted:
         return 0

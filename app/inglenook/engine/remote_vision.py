@@ -82,4 +82,7 @@ def _answer(client: httpx2.Client, method: str, url: str, body: Any) -> Any:
             raw += chunk
             if len(raw) > MAX_ANSWER:
                 raise ValueError("too large")
-    return json.loads(bytes(raw))
+    try:
+        return json.loads(bytes(raw))
+    except RecursionError:  # [[[…]]] nested deeper than the stack, well within MAX_ANSWER
+        raise ValueError("nested too deeply") from None

@@ -3,7 +3,7 @@
 
 The bytes are outside data: the base64 is decoded only when its length fits MAX_FILE_BYTES
 (the body limit caps it first), the image is decoded and checked with core/images.py's bounds
-before anything is written, and the file is named by its sha256 under paths.image_cache_dir(),
+before anything is written, and the file is named by its sha256 under paths.request_image_dir(),
 as the CLI's --image gives the engine a file and its hash. A remote URL is refused unless the
 user started the server with image fetching on (`--fetch-images`, or the window's API server
 settings): the request's parse then runs with `fetching` set (server/image_fetch.py's rules),
@@ -18,7 +18,7 @@ import re
 from contextvars import ContextVar
 from typing import Any
 
-from inglenook.chat.images import store_image
+from inglenook.chat.images import store_request_image
 from inglenook.core.images import MAX_FILE_BYTES, ImageRefused, decode_image
 from inglenook.core.messages import ImageRef
 from inglenook.server.errors import ApiError
@@ -27,8 +27,9 @@ from inglenook.server.image_fetch import FetchRefused, ImageFetcher
 
 __all__ = ["anthropic_image", "base64_image", "fetching", "image_part", "url_image"]
 
-# The request's fetcher while its body is parsed (Serving.reply sets it; asyncio.to_thread
-# carries it to the parsing thread); None: remote URLs are refused.
+# The request's fetcher while its body is parsed (Serving.parse sets it; the parsing thread
+# runs in a copy of its context); None: remote URLs are refused. A `deferred` one raises
+# FetchDeferred, which ends the parse: it is run again where fetching may wait on the network.
 fetching: ContextVar[ImageFetcher | None] = ContextVar("fetching", default=None)
 
 # data:[<media type>][;<parameter>]*;base64,<data>; only base64 (a percent-encoded image
@@ -125,5 +126,6 @@ def checked_image(data: bytes, param: str, where: str) -> ImageRef:
         image = decode_image(data, f"The image of '{where}'")
     except ImageRefused as exc:
         raise ApiError(400, str(exc), param=param, code="invalid_value") from None
-    return ImageRef(image.sha256, str(store_image(data, image.sha256, image.format.lower())))
+    return ImageRef(image.sha256,
+                    str(store_request_image(data, image.sha256, image.format.lower())))
 

@@ -4,9 +4,12 @@ it is and which model it names, and start the reply on the engine."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import hashlib
 import hmac
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import Ask, EngineLink
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import parse_json
-from inglenook.server.image_fetch import FetchPolicy, ImageFetcher
+from inglenook.server.image_fetch import FetchDeferred, FetchPolicy, ImageFetcher
 from inglenook.server.images import fetching
 from inglenook.server.request_log import note_fetched
 from inglenook.server.responses import Format
@@ -29,6 +32,14 @@ from inglenook.server.streaming import ReplyResponse
 API_ANONYMOUS = "api"  # the principal of every client of a server without tokens
 API_TOKEN = "api-token:"  # + a hash of the token: one principal per token
 BODY_TIMEOUT_S = 30.0  # for a whole request body: 4 MB arrives in far less on any link
+FETCH_THREADS = 4  # requests whose images are being fetched at once; more wait their turn
+
+
+@functools.cache
+def _fetching_pool() -> ThreadPoolExecutor:
+    """The threads that parse a request that fetches images (made at the first such request,
+    shared by every server of the process, like asyncio's default pool)."""
+    return ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="image-fetch")
 
 
 @dataclass(frozen=True)
@@ -56,12 +67,25 @@ class Serving:
     async def parse(self, request: Request, parse: Callable[[Any], ApiCall],
                     body: Any) -> ApiCall:
         """The body as a call, in a thread: an image part is decoded and written (and, with
-        fetching on, fetched) while the parse checks it. What was fetched goes to the log."""
-        fetcher = ImageFetcher(self.config.fetch_policy or FetchPolicy()) \
+        fetching on, fetched) while the parse checks it. What was fetched goes to the log.
+
+        The parse runs on the default pool, which every request's parse and the embeddings
+        share, so it must not wait on the network there: a fetcher starts `deferred`, and a
+        body that names an image by URL is parsed again on FETCH_THREADS threads of its own.
+        Slow image servers then hold only those (each request for at most its fetch
+        deadline), never another request's parse."""
+        fetcher = ImageFetcher(self.config.fetch_policy or FetchPolicy(), deferred=True) \
             if self.config.fetch_images else None
-        token = fetching.set(fetcher)  # asyncio.to_thread runs parse in this context
+        token = fetching.set(fetcher)  # both pools run parse in this context
         try:
-            return await asyncio.to_thread(parse, body)
+            try:
+                return await asyncio.to_thread(parse, body)
+            except FetchDeferred:
+                assert fetcher is not None
+                fetcher.deferred = False
+                context = contextvars.copy_context()
+                return await asyncio.get_running_loop().run_in_executor(
+                    _fetching_pool(), context.run, parse, body)
         finally:
             fetching.reset(token)
             if fetcher is not None and fetcher.notes:

@@ -4,6 +4,7 @@ the database's free pages nor in the search index."""
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 from inglenook import paths
 from inglenook.chat import forget, images
 from inglenook.core.attachments import Attachment
+from inglenook.server.schemas import parse_chat
 from inglenook.store import Store
 from tests.unit.core.test_images import png_bytes
 
@@ -81,3 +83,22 @@ def test_at_start_only_chats_deleted_before_it_are_purged() -> None:
     with Store() as store:
         assert [c.id for c in store.conversations(include_deleted=True)] == [now]
     assert not any(paths.image_cache_dir().iterdir())
+
+
+def test_a_purge_leaves_the_image_an_api_request_is_sending() -> None:
+    """The API server's images have no message to hold them: a chat purged while a request
+    sends the same picture must not take the request's file (the engine reads it later)."""
+    photo = image((90, 30, 160))
+    with Store() as store:
+        database = store.path
+        gone = store.create_conversation("Photo")
+        store.add_message(gone, "user", "look", None, attachments=[photo])
+        chat_file = Path(images.image_ref(photo).path)
+        call = parse_chat({"model": "", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {
+                "url": "data:image/png;base64," + base64.b64encode(photo.data).decode()}}]}]})
+        (sent,) = call.messages[0].images
+        store.delete(gone)
+        assert forget.purge_for_good(database, [gone]) == forget.Purged(1, 1)
+    assert not chat_file.exists()  # the chat's own: at once, whatever its age
+    assert Path(sent.path).read_bytes() == photo.data

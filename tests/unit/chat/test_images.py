@@ -75,3 +75,20 @@ def test_the_cache_keeps_stored_and_new_images_and_loses_the_rest(tmp_path: Path
     assert images.prune_cache(database) == 1
     assert kept_path.exists() and new_path.exists() and not gone_path.exists()
     assert outside.read_bytes() == b"mine"  # a link is never followed out
+
+
+def test_api_request_images_go_by_age_and_a_reused_one_is_young_again() -> None:
+    old_data, new_data = png_bytes((4, 4), "RGB", (5, 5, 5)), png_bytes((4, 4), "RGB", (6, 6, 6))
+    old_sha, new_sha = (hashlib.sha256(d).hexdigest() for d in (old_data, new_data))
+    old_path = images.store_request_image(old_data, old_sha, "png")
+    new_path = images.store_request_image(new_data, new_sha, "png")
+    assert old_path.parent == paths.request_image_dir() != paths.image_cache_dir()
+    long_ago = time.time() - 2 * images.MIN_AGE_S
+    for path in (old_path, new_path):
+        os.utime(path, (long_ago, long_ago))
+    assert images.store_request_image(new_data, new_sha, "png") == new_path  # sent again now
+    with Store() as store:
+        database = store.path
+    assert images.prune_cache(database) == 1
+    assert not old_path.exists() and new_path.read_bytes() == new_data
+    assert images.store_request_image(old_data, old_sha, "png").read_bytes() == old_data

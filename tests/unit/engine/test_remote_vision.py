@@ -73,6 +73,19 @@ def test_where_the_server_says_nothing_the_users_mark_decides() -> None:
         assert peer.asked == ["GET /v1/models"] * 2  # a generic server is asked nothing more
 
 
+def test_an_answer_nested_past_the_stack_says_nothing() -> None:
+    """json.loads of 100,000 nested brackets raises RecursionError, not ValueError: it must not
+    escape the load (the user's mark decides, as for a server that says nothing)."""
+    with vision_peer("ollama-deep", MODELS) as peer:
+        client = RemoteClient(Endpoint(peer.url), marked=["seeing-model"])
+        try:
+            assert client.load(LoadParams("seeing-model")).vision is True
+            assert client.vision_said is None
+        finally:
+            client.close()
+        assert "POST /api/show" in peer.asked
+
+
 def test_a_listing_is_read_with_bounds() -> None:
     items = [{"id": "a", "architecture": {"input_modalities": ["text", "image"]}},
              {"id": "b", "architecture": {"input_modalities": "image"}},  # not a list

@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import ipaddress
 import json
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-from PIL import Image
 
 from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
@@ -30,73 +25,18 @@ from inglenook.server.errors import ApiError
 from inglenook.server.image_fetch import FetchPolicy, ImageFetcher, is_public
 from inglenook.server.images import fetching
 from inglenook.server.openai_responses import parse_responses
-from inglenook.server.schemas import parse_chat
 from tests.helpers.api import request, serving
-
-LOOPBACK = FetchPolicy(address_allowed=lambda address: address.is_loopback)
-
-
-def png(color: tuple[int, int, int] = (30, 120, 220), size: tuple[int, int] = (16, 12)) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", size, color).save(out, "PNG")
-    return out.getvalue()
-
-
-@dataclass
-class Route:
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    chunked: bool = False
-
-
-@dataclass
-class ImageServer:
-    port: int
-    routes: dict[str, Route]
-    seen: list[tuple[str, str]]  # (path, Host header) of each request
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-
-@contextmanager
-def image_server() -> Iterator[ImageServer]:
-    routes: dict[str, Route] = {}
-    seen: list[tuple[str, str]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            seen.append((self.path, self.headers.get("Host", "")))
-            route = routes.get(self.path, Route(404, b"no"))
-            self.send_response(route.status)
-            for name, value in route.headers.items():
-                self.send_header(name, value)
-            if route.chunked:
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for start in range(0, len(route.body), 1000):
-                    piece = route.body[start:start + 1000]
-                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                self.wfile.write(b"0\r\n\r\n")
-                return
-            self.send_header("Content-Length", str(len(route.body)))
-            self.end_headers()
-            self.wfile.write(route.body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield ImageServer(server.server_address[1], routes, seen)
-    finally:
-        server.shutdown()
-        server.server_close()
+from tests.helpers.image_server import (
+    LOOPBACK,
+    ImageServer,
+    Route,
+    chat,
+    chat_of,
+    image_server,
+    parsed,
+    png,
+    refused,
+)
 
 
 @pytest.fixture
@@ -104,27 +44,6 @@ def served_images() -> Iterator[ImageServer]:
     with image_server() as s:
         s.routes["/cat.png"] = Route(body=png(), headers={"Content-Type": "image/png"})
         yield s
-
-
-def chat(url: str) -> dict[str, Any]:
-    return {"model": "", "messages": [{"role": "user", "content": [
-        {"type": "text", "text": "What is this?"},
-        {"type": "image_url", "image_url": {"url": url}}]}]}
-
-
-def parsed(body: dict[str, Any], fetcher: ImageFetcher | None) -> Any:
-    token = fetching.set(fetcher)
-    try:
-        return parse_chat(body)
-    finally:
-        fetching.reset(token)
-
-
-def refused(body: dict[str, Any], fetcher: ImageFetcher | None) -> str:
-    with pytest.raises(ApiError) as caught:
-        parsed(body, fetcher)
-    assert caught.value.status == 400
-    return caught.value.message
 
 
 def test_off_by_default_nothing_is_fetched(served_images: ImageServer) -> None:
@@ -260,9 +179,21 @@ def test_the_server_fetches_only_when_told_and_logs_the_host(
         response = request(off.port, "POST", "/v1/chat/completions", body)
         assert response.status == 400 and "nothing is fetched" in response.body.decode()
     assert served_images.seen == []
-    with serving(engine, fetch_images=True, fetch_policy=LOOPBACK) as on:
+    threads: list[str] = []  # where each fetch ran: never on the pool every parse shares
+
+    def resolve(host: str, port: int) -> list[str]:
+        threads.append(threading.current_thread().name)
+        return ["127.0.0.1"]
+
+    policy = replace(LOOPBACK, resolve=resolve)
+    with serving(engine, fetch_images=True, fetch_policy=policy) as on:
         response = request(on.port, "POST", "/v1/chat/completions", body)
         assert response.status == 200, response.body
         assert response.json()["choices"][0]["message"]["content"] == "Saw 1."
         (record,) = on.status.wait_for(lambda status: len(status.recent) == 1).recent
         assert record.fetched == f"image fetched from 127.0.0.1 ({len(png())} B)"
+        assert len(threads) == 1 and threads[0].startswith("image-fetch")
+        many = {**chat_of(*[served_images.url("/cat.png")] * 17), "max_tokens": 8}
+        response = request(on.port, "POST", "/v1/chat/completions", many)
+        assert response.status == 400
+        assert "at most 16 images are fetched for one request" in response.body.decode()

@@ -52,7 +52,7 @@ def test_a_data_url_image_becomes_the_turns_image_in_a_file_named_by_its_hash() 
     (ref,) = message.images
     assert ref.sha256 == hashlib.sha256(data).hexdigest()
     path = Path(ref.path)
-    assert path.parent == paths.image_cache_dir() and path.name.startswith(ref.sha256)
+    assert path.parent == paths.request_image_dir() and path.name.startswith(ref.sha256)
     assert path.read_bytes() == data
 
 
@@ -62,7 +62,7 @@ def test_the_same_image_twice_is_one_file_and_images_keep_their_order() -> None:
     refs = call.messages[0].images
     assert [r.sha256 for r in refs] == [hashlib.sha256(d).hexdigest() for d in (red, blue, red)]
     assert refs[0].path == refs[2].path
-    assert len(list(paths.image_cache_dir().iterdir())) == 2  # no temporary file left over
+    assert len(list(paths.request_image_dir().iterdir())) == 2  # no temporary file left over
 
 
 @pytest.mark.parametrize("url", ["http://example.com/cat.png", "HTTPS://example.com/cat.png"])
@@ -75,7 +75,7 @@ def test_a_remote_url_is_refused_and_nothing_is_fetched(url: str) -> None:
 def test_a_file_that_is_not_an_image_is_refused_saying_so() -> None:
     error = refused(body(image(data_url(b"just some text", "image/png"))))
     assert "not an image in a format read here" in error.message
-    assert not list(paths.image_cache_dir().iterdir())  # nothing written
+    assert not list(paths.request_image_dir().iterdir())  # nothing written
 
 
 def test_an_image_announcing_too_many_pixels_is_refused_before_decoding() -> None:
