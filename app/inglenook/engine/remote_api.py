@@ -155,7 +155,7 @@ def server_message(response: httpx2.Response) -> str:
     text = raw.decode("utf-8", "replace").strip()
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's stack
         return text[:300]
     return error_text(data) or text[:300]
 
@@ -205,7 +205,7 @@ def list_models(endpoint: Endpoint, timeout: httpx2.Timeout = LIST_TIMEOUT,
             raise status_error(response, endpoint, "the model list")
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past Python's stack
             raise RemoteError(f"{endpoint.who}'s model list is not JSON: is "
                               f"{endpoint.base_url} an OpenAI-compatible API?") from None
     finally:

@@ -56,7 +56,7 @@ class ReplyStream:
                 return
             try:
                 chunk = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past Python's stack
                 self.error = f"{self.host} sent something that is not a reply chunk: {data[:80]!r}."
                 return
             if sse.event == "error" or (isinstance(chunk, dict) and "error" in chunk):

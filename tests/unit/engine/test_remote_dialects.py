@@ -181,6 +181,8 @@ def test_an_error_inside_the_stream_is_shown_with_the_servers_words() -> None:
         finish.message
     _, garbled = run([Sse("{not json")])
     assert "not a reply chunk" in garbled[-1].finish.message  # type: ignore[attr-defined]
+    _, deep = run([Sse("[" * 100_000 + "]" * 100_000)])  # deeper than Python's stack
+    assert "not a reply chunk" in deep[-1].finish.message  # type: ignore[attr-defined]
 
 
 def test_a_stop_wins_over_how_the_stream_ended() -> None:
