@@ -92,3 +92,15 @@ def test_an_empty_chat_shows_its_heading_and_starters_whole(
                    for b in empty.starter_buttons)
 
     qtbot.waitUntil(whole)
+
+
+def test_at_700_wide_the_context_meter_is_whole_and_the_model_name_gives_way(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.resize(700, 600)
+    window.model_label.setText("A-model-with-a-rather-long-file-name-Q4_K_M  ·  vision")
+    window.context_label.setText("Context ≈495,298 + ≈32 typed + ≤512 passages / 131,072")
+    qtbot.waitUntil(lambda: window.width() == 700)
+    qtbot.waitUntil(lambda: window.context_label.width()
+                    >= window.context_label.sizeHint().width())
+    assert window.model_label.width() < window.model_label.sizeHint().width()  # cut with "…"
+    assert window.model_label.text().endswith("vision")  # the whole name kept, for tests/a11y

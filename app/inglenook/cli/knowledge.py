@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
+from inglenook.core.units import count
 
 if TYPE_CHECKING:
     from inglenook.engine.embedder import EngineEmbedder
@@ -250,7 +251,7 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         notes = (f" · {len(c.partial):,} read in part" if c.partial else "") \
             + ("" if c.watch else " · not watched") \
             + (" · follows links out" if c.follow_links else "")
-        print(f"{c.name} · {c.documents:,} files · {c.chunks:,} passages · "
+        print(f"{c.name} · {count(c.documents, 'file')} · {count(c.chunks, 'passage')} · "
               f"{len(c.problems):,} not indexed{notes}")
         collection = index.collection(c.name)
         if collection.embed_model:

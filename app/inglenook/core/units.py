@@ -39,3 +39,8 @@ def amount(size_bytes: float) -> str:
 def rate(bytes_per_s: float) -> str:
     """"12.3 MB/s"."""
     return f"{bytes_per_s / 1e6:.1f} MB/s"
+
+
+def count(n: int, noun: str) -> str:
+    """Like "1 image" or "1,204 hidden messages"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

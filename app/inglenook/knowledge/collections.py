@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inglenook import paths
+from inglenook.core.units import count
 from inglenook.knowledge.fts import Collection, KnowledgeError, SqliteFtsIndex
 from inglenook.knowledge.indexer import Indexer, IndexReport, Progress
 from inglenook.knowledge.vectors import Embedder
@@ -202,7 +203,7 @@ def when(timestamp: float | None) -> str:
 
 def describe_summary(summary: CollectionSummary) -> str:
     """The Knowledge dialog's line of figures under a collection's name."""
-    text = (f"{summary.documents:,} files · {summary.chunks:,} passages · "
+    text = (f"{count(summary.documents, 'file')} · {count(summary.chunks, 'passage')} · "
             f"{when(summary.indexed_at)}")
     if summary.embed_model:
         text += f" · {summary.vectors:,} with vectors"

@@ -23,11 +23,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+from inglenook.core.units import count
 from inglenook.store.checks import (
     InvalidImport,
     Repairs,
     clean,
-    count,
     is_number,
     one_line,
     role,

@@ -12,6 +12,7 @@ import re
 from typing import Any, TypeGuard
 
 from inglenook.core.sampling import SamplingParams
+from inglenook.core.units import count
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_TIMESTAMP = 32_503_680_000.0  # 3000-01-01: beyond it, a date is a mistake or an attack
@@ -184,6 +185,3 @@ class Repairs:
         return found
 
 
-def count(n: int, noun: str) -> str:
-    """Like "1 image" or "1,204 hidden messages"."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -8,10 +8,10 @@ import time
 
 from inglenook.core.attachments import ATTACHMENT_KINDS, Attachment
 from inglenook.core.images import MAX_FILE_BYTES, ImageRefused, decode_image
+from inglenook.core.units import count
 from inglenook.store.checks import (
     InvalidImport,
     Repairs,
-    count,
     flag,
     is_number,
     one_line,

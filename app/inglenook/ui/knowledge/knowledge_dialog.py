@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.units import count
 from inglenook.knowledge.collections import (
     CollectionSummary,
     backend_text,
@@ -222,8 +223,8 @@ class KnowledgeDialog(QDialog):
         self.collections.blockSignals(True)
         self.collections.clear()
         for summary in self.summaries:
-            item = QListWidgetItem(f"{summary.name}\n{summary.documents:,} files · "
-                                   f"{summary.chunks:,} passages")
+            item = QListWidgetItem(f"{summary.name}\n{count(summary.documents, 'file')} · "
+                                   f"{count(summary.chunks, 'passage')}")
             item.setData(NAME, summary.name)
             item.setToolTip(plain_tip("\n".join(summary.roots) or "No folders yet"))
             self.collections.addItem(item)

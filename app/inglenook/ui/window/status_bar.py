@@ -3,16 +3,21 @@ the context meter."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar
+from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar
 
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.elided_label import ElidedLabel
 
 
 def fill_status_bar(bar: QStatusBar
                     ) -> tuple[QLabel, QLabel, QLabel, QProgressBar, QLabel, QLabel]:
     """(model, status text, server, progress, context meter, lanes), added to `bar`."""
     # Plain text: they quote model names, file names and server addresses.
-    model = plain_label("No model", bar, name="statusModel")
+    # The model's name gives way (cut with "…") before the context meter in a narrow window.
+    model = ElidedLabel(bar)
+    model.setObjectName("statusModel")
+    model.setText("No model")
+    model.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
     text = plain_label("", bar, name="statusText")
     server = plain_label("", bar, name="statusServer")
     progress = QProgressBar(bar)
