@@ -15,9 +15,11 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 
 from inglenook import __version__
+from inglenook.core.jsonload import JsonLoadError, loads
 from inglenook.engine.client import EngineError
 from inglenook.engine.remote_dialects import detect_server
 from inglenook.engine.remote_vision import listed_vision
+from inglenook.models.transfer import SMALL_ANSWER_HEADERS, BodyRefused, read_bounded
 
 # Listing models and testing a connection: a server that needs longer is not answering.
 LIST_TIMEOUT = httpx2.Timeout(15.0, connect=5.0)
@@ -25,6 +27,7 @@ LIST_TIMEOUT = httpx2.Timeout(15.0, connect=5.0)
 # does not wait for the timeout (remote.py shuts the socket down).
 REPLY_TIMEOUT = httpx2.Timeout(30.0, connect=10.0, read=600.0)
 MAX_ERROR_BODY = 4000
+MAX_LISTING = 16 * 1024 * 1024  # a model list (LM Studio's and OpenRouter's are long)
 
 
 class RemoteError(EngineError):
@@ -149,13 +152,13 @@ def server_message(response: httpx2.Response) -> str:
     """The message in an error body: OpenAI's {"error": {"message"}}, FastAPI's {"detail"},
     or the start of the text."""
     try:
-        raw = response.read()[:MAX_ERROR_BODY]
-    except httpx2.HTTPError:
+        raw = read_bounded(response, MAX_ERROR_BODY, seconds=5.0, truncate=True)
+    except (httpx2.HTTPError, BodyRefused):
         return ""
     text = raw.decode("utf-8", "replace").strip()
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # nested past Python's stack
+        data = loads(text)
+    except JsonLoadError:
         return text[:300]
     return error_text(data) or text[:300]
 
@@ -197,15 +200,20 @@ def list_models(endpoint: Endpoint, timeout: httpx2.Timeout = LIST_TIMEOUT,
     try:
         started = time.monotonic()
         try:
-            response = c.get(endpoint.url("models"), timeout=timeout)
+            with c.stream("GET", endpoint.url("models"), timeout=timeout,
+                          headers=SMALL_ANSWER_HEADERS) as response:
+                latency = time.monotonic() - started
+                if response.status_code >= 300:
+                    raise status_error(response, endpoint, "the model list")
+                raw = read_bounded(response, MAX_LISTING, seconds=timeout.read)
         except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
             raise network_error(exc, endpoint) from None
-        latency = time.monotonic() - started
-        if response.status_code >= 300:
-            raise status_error(response, endpoint, "the model list")
+        except BodyRefused as exc:
+            raise RemoteError(f"{endpoint.who}'s model list {exc}; it was not read "
+                              "further.") from None
         try:
-            data = response.json()
-        except (ValueError, RecursionError):  # nested past Python's stack
+            data = loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, JsonLoadError):
             raise RemoteError(f"{endpoint.who}'s model list is not JSON: is "
                               f"{endpoint.base_url} an OpenAI-compatible API?") from None
     finally:

@@ -18,10 +18,12 @@ Answers are outside data: read with a timeout and a size cap, and only the one f
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import httpx2
+
+from inglenook.core.jsonload import loads
+from inglenook.models.transfer import SMALL_ANSWER_HEADERS, BodyRefused, read_bounded
 
 if TYPE_CHECKING:  # remote_api reads listings with listed_vision
     from inglenook.engine.remote_api import Endpoint
@@ -71,18 +73,12 @@ def server_vision(client: httpx2.Client, endpoint: Endpoint, server: str,
 
 def _answer(client: httpx2.Client, method: str, url: str, body: Any) -> Any:
     """A JSON answer of at most MAX_ANSWER bytes; ValueError for anything else."""
-    with client.stream(method, url, json=body, timeout=ASK_TIMEOUT) as response:
+    with client.stream(method, url, json=body, timeout=ASK_TIMEOUT,
+                       headers=SMALL_ANSWER_HEADERS) as response:
         if response.status_code != 200:
             raise ValueError(f"HTTP {response.status_code}")
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_ANSWER:
-            raise ValueError("too large")
-        raw = bytearray()
-        for chunk in response.iter_bytes():
-            raw += chunk
-            if len(raw) > MAX_ANSWER:
-                raise ValueError("too large")
-    try:
-        return json.loads(bytes(raw))
-    except RecursionError:  # [[[…]]] nested deeper than the stack, well within MAX_ANSWER
-        raise ValueError("nested too deeply") from None
+        try:
+            raw = read_bounded(response, MAX_ANSWER, seconds=ASK_TIMEOUT.read)
+        except BodyRefused as exc:
+            raise ValueError(str(exc)) from None
+    return loads(raw.decode("utf-8"))  # UnicodeDecodeError and JsonLoadError are ValueErrors
