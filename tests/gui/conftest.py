@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.settings import Settings
@@ -44,6 +45,15 @@ class Script:
         data = {"replies": replies or [],
                 "default": default or {"text": "Echo: {last}", "token_ms": 1}, **extra}
         self.path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture(autouse=True)
+def empty_clipboard(qapp: object) -> Iterator[None]:
+    """The clipboard emptied after each test: on the offscreen platform, a QMimeData left on
+    it (the image view's Copy) crashes the process when the application is destroyed at exit
+    (under xcb it does not), which would turn a green run red after its last test."""
+    yield
+    QGuiApplication.clipboard().clear()
 
 
 @pytest.fixture
