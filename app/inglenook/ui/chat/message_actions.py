@@ -9,11 +9,8 @@ from typing import TYPE_CHECKING, cast
 
 from PySide6.QtWidgets import QBoxLayout, QMessageBox
 
-from inglenook.chat import images as chat_images
-from inglenook.chat.history import images_sent
 from inglenook.engine.protocol import PromptView
 from inglenook.store import StoreError
-from inglenook.ui import tasks
 from inglenook.ui.chat.attachment_chips import AttachmentStrip
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.details import DetailsDialog
@@ -87,27 +84,23 @@ class MessageActions:
             dialog.prompt_requested.connect(lambda: self.show_prompt(message.id))
             dialog.open()
 
-    def show_prompt(self, message_id: int, images_ready: bool = False) -> None:
-        """The exact prompt a reply was made from, as the loaded model would see it now. The
-        history's images are hashed and their files checked off the GUI thread first, as
-        before a reply (chat/images.ready)."""
-        if self.chats.model()[0] is None:
+    def show_prompt(self, message_id: int) -> None:
+        """The exact prompt a reply was made from, as the loaded model would see it now (the
+        history's images made ready off the GUI thread first, as before a reply)."""
+        model = self.chats.model()[0]
+        if model is None:
             self.chats.banner.show_message("Load a model to see the prompt it is sent.", "info")
             return
-        model = self.chats.model()[0]
-        images = images_sent(self.chats.session.path) if model is not None and model.vision \
-            and not images_ready else []
-        if images:
-            def then(_: object) -> None:
-                self.show_prompt(message_id, images_ready=True)
+        self.chats.with_images_ready(self.chats.session, model.vision,
+                                     lambda: self._inspect(message_id))
 
-            tasks.run(chat_images.ready, images, owner=self.chats, name="image-files",
-                      on_done=then, on_failed=then)
+    def _inspect(self, message_id: int) -> None:
+        model = self.chats.model()[0]
+        if model is None:  # unloaded meanwhile
             return
         try:
             request = self.chats.session.request_for(
-                message_id, self.chats.next_request_id(), model.n_ctx if model is not None
-                else 0, model is not None and model.vision)
+                message_id, self.chats.next_request_id(), model.n_ctx, model.vision)
         except OSError as exc:  # an image could not be written for the engine to read
             self.chats.banner.show_message(f"Could not show the prompt: {exc}")
             return
