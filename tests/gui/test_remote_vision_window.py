@@ -92,6 +92,8 @@ def test_a_remote_model_ticked_as_seeing_is_sent_the_image(
     assert not composer.notice.isVisible()
     qtbot.waitUntil(lambda: win.picker.entries_seeing() == [peer_ref(win, "seeing-model")],
                     timeout=WAIT_MS)
+    with qtbot.assertNotEmitted(dialog.vision_marked):  # nothing ticked anew: no reload
+        dialog.save_button.click()
     dialog.close()
 
     composer.edit.setPlainText("What is this?")

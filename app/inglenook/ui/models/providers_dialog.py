@@ -259,7 +259,8 @@ class ProvidersDialog(QDialog):
                 place = choice
         marked = self.marked_models()
         self._editing = provider.id
-        if marked != provider.vision_models:
+        ticks_changed = marked != provider.vision_models
+        if ticks_changed:
             try:
                 provider = self.store.mark_vision(provider.id, marked)
             except ProviderError as exc:
@@ -270,7 +271,8 @@ class ProvidersDialog(QDialog):
         self._fill_models(listed, provider.vision_models, said)
         self._show(f"Saved {provider.name}. {_KEY_NOTES[provider.key_place]}")
         self.providers_changed.emit()
-        self.vision_marked.emit(provider.id)
+        if ticks_changed:  # the model in use is chosen again only when its tick may differ
+            self.vision_marked.emit(provider.id)
         return True
 
     # ---- the models that read images ------------------------------------------------------------
