@@ -451,8 +451,6 @@ def _installed() -> list[tuple[str, str]]:
 def _estimate(params: LoadParams) -> int:
     """The fit planner's estimate of a load (0 when the file cannot say), with its vision
     projector and its draft model, as the engine host counts them before it loads."""
-    import dataclasses
-
     from inglenook.core.load import choose_context
     from inglenook.models import fit
     from inglenook.models.gguf import GGUFError, read_header
@@ -460,24 +458,27 @@ def _estimate(params: LoadParams) -> int:
 
     try:
         header = read_header(params.model_path)
-        shape = fit.shape_from_header(header)
     except (GGUFError, OSError):
         return 0
-    draft = None
+    projector_bytes, draft = 0, None
     try:  # one that cannot be read fails the load, which says why: counted without it
         if params.mmproj_path:
             projector = projector_info(read_header(params.mmproj_path))
-            if projector is not None:
-                shape = dataclasses.replace(shape, projector_bytes=projector.memory_bytes)
+            projector_bytes = projector.memory_bytes if projector is not None else 0
         if params.draft_model_path:
-            draft = fit.shape_from_header(read_header(params.draft_model_path))
+            draft = read_header(params.draft_model_path)
     except (GGUFError, OSError):
         pass
+    try:
+        shape, draft_shape = fit.load_shapes(header, projector_bytes, draft)
+    except GGUFError:
+        return 0
     n_ctx = choose_context(params.n_ctx, header.context_length)
     memory = fit.system_memory()
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
-                                                draft)
-    return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft, slots=slots).total_bytes
+                                                draft_shape)
+    return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape,
+                    slots=slots).total_bytes
 
 
 def _is_an_engine(router: EngineRouter) -> Engine:

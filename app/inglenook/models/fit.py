@@ -90,6 +90,14 @@ _KV_TYPE_BYTES: dict[str, tuple[int, int]] = {"f16": (2, 1), "q8_0": (34, 32), "
 assert set(_KV_TYPE_BYTES) == set(KV_CACHE_TYPES)
 
 
+def load_shapes(header: GGUFHeader, projector_bytes: int = 0,
+                draft: GGUFHeader | None = None) -> tuple[ModelShape, ModelShape | None]:
+    """A load's shapes as the planner counts them: the model's with its vision projector's
+    memory, and its draft model's (None without one). GGUFError when a header lacks the keys."""
+    shape = dataclasses.replace(shape_from_header(header), projector_bytes=projector_bytes)
+    return shape, shape_from_header(draft) if draft is not None else None
+
+
 def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str) -> int:
     """K and V for every layer and context position: n_layers × n_ctx × n_head_kv × (key length
     + value length) × bytes per element, i.e. 2 × … × head_dim × … when both are head_dim.

@@ -197,10 +197,8 @@ def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: b
     and the estimates of all it holds and of its KV caches (0 when unknown)."""
     asked = min(params.n_slots, max_sequences()) if params.n_slots else 0
     try:
-        shape = fit.shape_from_header(header)
-        draft_shape = fit.shape_from_header(draft) if draft is not None else None
-        if projector is not None:
-            shape = dataclasses.replace(shape, projector_bytes=projector.memory_bytes)
+        shape, draft_shape = fit.load_shapes(
+            header, projector.memory_bytes if projector is not None else 0, draft)
     except GGUFError:
         return asked or 1, None, 0, 0  # no shape: llama.cpp decides (it needs the same keys)
     available = psutil.virtual_memory()
