@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.attachments import Attachment
+from inglenook.core.files import write_atomic
 from inglenook.core.images import ImageRefused, decode_image
 from inglenook.ui import tasks
 from inglenook.ui.chat.image_parts import VIEW_SIDE, thumbnail_of
@@ -32,18 +33,6 @@ def image_of(data: bytes) -> QImage:
     if image.isNull():
         raise ImageRefused("Qt cannot read this image.")
     return image
-
-
-def write_file(path: str, data: bytes) -> None:
-    """Off the GUI thread: the image's file as it is kept (to a temporary name, then renamed)."""
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.part")
-    try:
-        partial.write_bytes(data)
-        partial.replace(target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
 
 
 SAVE_FILTERS = {"image/png": "PNG image (*.png)", "image/jpeg": "JPEG image (*.jpg *.jpeg)",
@@ -122,7 +111,7 @@ class ImageDialog(QDialog):
         if not path:
             return
         self.save_button.setEnabled(False)
-        tasks.run(write_file, path, a.data, owner=self, name="save image", writer=True,
+        tasks.run(write_atomic, Path(path), a.data, owner=self, name="save image", writer=True,
                   on_done=lambda _: self._say(f"Saved {Path(path).name}."),
                   on_failed=lambda exc: self._say(f"The image was not saved: {exc}"))
 
