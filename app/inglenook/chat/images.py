@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from inglenook import paths
@@ -129,20 +129,9 @@ def prune(used: Iterable[str], min_age_s: float = MIN_AGE_S) -> int:
 
 
 def _prune_folder(folder: Path, keep: set[str], min_age_s: float) -> int:
-    removed = 0
     before = time.time() - min_age_s
-    for entry in os.scandir(folder):
-        if not entry.is_file(follow_symlinks=False):
-            continue
-        if entry.name.split(".", 1)[0] in keep or entry.stat().st_mtime > before:
-            continue
-        try:
-            os.unlink(entry.path)
-            removed += 1
-        except OSError:
-            pass  # another process has it, or it went already: tried again next time
-        _checked.discard(entry.path)
-    return removed
+    return _remove(folder, lambda entry: entry.name.split(".", 1)[0] not in keep
+                   and entry.stat().st_mtime <= before)
 
 
 def forget(sha256s: Iterable[str]) -> int:
@@ -152,15 +141,21 @@ def forget(sha256s: Iterable[str]) -> int:
     wanted = set(sha256s)
     if not wanted:
         return 0
+    return _remove(paths.image_cache_dir(), lambda entry: entry.name.split(".", 1)[0] in wanted)
+
+
+def _remove(folder: Path, chosen: Callable[[os.DirEntry[str]], bool]) -> int:
+    """Remove the folder's own regular files that are `chosen`; how many went."""
     removed = 0
-    for entry in os.scandir(paths.image_cache_dir()):
-        if entry.name.split(".", 1)[0] in wanted and entry.is_file(follow_symlinks=False):
-            try:
-                os.unlink(entry.path)
-                removed += 1
-            except OSError:
-                pass  # gone already, or not ours to remove: prune tries again at start-up
-            _checked.discard(entry.path)
+    for entry in os.scandir(folder):
+        if not entry.is_file(follow_symlinks=False) or not chosen(entry):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            pass  # another process has it, or it went already: tried again next time
+        _checked.discard(entry.path)
     return removed
 
 
