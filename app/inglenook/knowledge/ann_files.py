@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inglenook.core.files import write_atomic
 from inglenook.paths import private
 
 LOCK_TIMEOUT_S = 60.0  # a lock held longer than this: the files are not used this time
@@ -90,10 +91,7 @@ class Files:
         info = {"format": FORMAT, "created_at": owner.created_at, "model": owner.model,
                 "seq": seq, "count": 0 if index is None else len(index), "bytes": size,
                 "crc32": crc}
-        partial = manifest.with_name(manifest.name + ".partial")
-        partial.write_text(json.dumps(info))
-        private(partial, 0o600)
-        os.replace(partial, manifest)
+        write_atomic(manifest, json.dumps(info).encode())  # mkstemp's file: 0600 already
         return True
 
     def load(self, owner: Owner) -> Saved | None:
