@@ -368,9 +368,17 @@ class SqliteFtsIndex:
             "WHERE d.collection_id = ?", (self._id(collection),)).fetchone()
         return IndexStats(docs, chunks, chars)
 
-    def rebuild_full_text(self) -> None:
-        """Rebuild the full-text index of every collection from the chunks (a damaged FTS
-        table, a new tokenizer); the documents' text is kept. Part of a collection's rebuild
-        (indexer.py), which also reads its files again."""
-        with transaction(self._conn):
-            self._conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+    def rebuild_full_text(self) -> bool:
+        """Rebuild the full-text index from the chunks when it disagrees with them (FTS5's
+        integrity check), whether it was rebuilt. It is one table for every collection: a
+        rebuild rewrites all of them, holding the write lock, so a collection's Rebuild
+        (indexer.py) does it only for a damaged table; its own rows are rewritten anyway, as
+        its files are read again."""
+        try:
+            self._conn.execute("INSERT INTO chunks_fts (chunks_fts, rank) "
+                               "VALUES ('integrity-check', 1)")
+            return False
+        except self._errors:  # "malformed": the index and the chunks disagree
+            with transaction(self._conn):
+                self._conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+            return True

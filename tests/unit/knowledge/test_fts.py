@@ -109,10 +109,19 @@ def test_removing_a_collection_removes_its_chunks_from_the_index(
     assert index.search(["Notes"], "walrus") == []
 
 
-def test_rebuild_keeps_what_is_found(index: SqliteFtsIndex) -> None:
+def test_rebuild_keeps_what_is_found_and_mends_only_a_damaged_index(
+        index: SqliteFtsIndex) -> None:
     index.add_document("Notes", doc("/notes/a.md"), [Chunk("otter holt", 1, 1)])
-    index.rebuild_full_text()
+    assert index.rebuild_full_text() is False  # whole: not rewritten
     assert len(index.search(["Notes"], "otter")) == 1
+    # The chunk's text changed behind the index's back (a damaged file, an old bug).
+    index._conn.execute("DROP TRIGGER chunks_fts_delete")
+    index._conn.execute("DELETE FROM chunks")
+    index._conn.execute("INSERT INTO chunks (id, document_id, position, text, line_start, "
+                        "line_end) SELECT 1, id, 0, 'badger sett', 1, 1 FROM documents")
+    assert index.rebuild_full_text() is True
+    assert index.search(["Notes"], "otter") == []
+    assert len(index.search(["Notes"], "badger")) == 1
 
 
 def test_a_file_from_a_newer_version_is_refused(tmp_path: Path) -> None:
