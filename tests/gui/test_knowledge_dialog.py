@@ -132,10 +132,11 @@ def test_a_collection_deleted_while_indexed_goes_quietly(
     qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
     d.delete_selected()
     go.set()
-    qtbot.waitUntil(lambda: not d.knowledge.running, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not (d.knowledge.running or d.knowledge.changing),
+                    timeout=TIMEOUT_MS)
     qtbot.waitUntil(d.progress.isHidden, timeout=TIMEOUT_MS)  # the lists read after the run
-    assert d.collections.count() == 0
-    assert d.message.text() == "Forgot Notes (its files are untouched)."
+    qtbot.waitUntil(lambda: d.collections.count() == 0, timeout=TIMEOUT_MS)  # read again
+    assert d.message.text() == "Forgot Notes (its files are untouched)."  # the run: no news
 
 
 def confirm(qtbot: QtBot, d: KnowledgeDialog, button: QMessageBox.StandardButton) -> str:

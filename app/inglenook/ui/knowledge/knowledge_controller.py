@@ -189,7 +189,7 @@ class KnowledgeController(QObject):
         self._rebuilds.discard(name)
         if self.running == name:
             self._stop.set()
-            self._forgotten.add(name)  # its run ends in "no such collection": not news
+            self._forgotten.add(name)  # its run's end, cancelled or "no such collection"
 
         def remove(index: SqliteFtsIndex) -> Collection:
             gone = index.collection(name)
@@ -325,11 +325,10 @@ class KnowledgeController(QObject):
         self._poll.stop()
         self.running, self.last_progress, self._task = "", None, None
         self.running_rebuild = False
-        if isinstance(outcome, IndexReport):
+        if name in self._forgotten:  # deleted meanwhile: how its run ended is not news
             self._forgotten.discard(name)
+        elif isinstance(outcome, IndexReport):
             self.indexed.emit(name, outcome)
-        elif name in self._forgotten:
-            self._forgotten.discard(name)
         elif isinstance(outcome, KnowledgeError):  # an unreadable index, a name gone
             self.failed.emit(name, str(outcome))
         else:
