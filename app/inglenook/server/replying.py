@@ -54,10 +54,12 @@ class Serving:
         return parse_json(await read_body(request, self.config.max_body_bytes))
 
     async def reply(self, request: Request, parse: Callable[[Any], ApiCall],
-                    fmt: Callable[[str], Format]) -> ReplyResponse:
-        """Parse the body into a call and start its reply; errors counted, then raised."""
+                    fmt: Callable[[str], Format], body: Any = None) -> ReplyResponse:
+        """Parse the body (read now unless given) into a call and start its reply; errors
+        counted, then raised."""
         try:
-            body = await self.body(request)
+            if body is None:
+                body = await self.body(request)
             call = await self.parse(request, parse, body)
             return self.start(request, call, fmt)
         except ApiError as exc:

@@ -63,6 +63,7 @@ class ReplyResponse:
         self.client_left = False
         self.responded = False  # the whole response is sent
         self.error: ApiError | None = None
+        self.headers: dict[str, str] = {}  # added to the answer's (a dialect's notices)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -116,7 +117,7 @@ class ReplyResponse:
         if failed is None:
             body = self.fmt.complete([r.choice for r in readers],
                                      [s for s in stats if s is not None])
-            response = JSONResponse(body)
+            response = JSONResponse(body, headers=self.headers)
         else:
             response = self.fmt.error_response(self._fail(failed))
         await response(scope, receive, send)
@@ -136,7 +137,9 @@ class ReplyResponse:
                 started = True
                 await send({"type": "http.response.start", "status": 200,
                             "headers": [(b"content-type", self.fmt.media_type.encode()),
-                                        *SSE_HEADERS]})
+                                        *SSE_HEADERS,
+                                        *((k.lower().encode(), v.encode("latin-1", "replace"))
+                                          for k, v in self.headers.items())]})
                 chunks = [*self.fmt.begin(), *chunks]
             await send({"type": "http.response.body", "body": b"".join(chunks),
                         "more_body": more})
