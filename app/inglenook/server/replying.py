@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -96,6 +97,9 @@ class Serving:
     def start(self, request: Request, call: ApiCall,
               fmt: Callable[[str], Format]) -> ReplyResponse:
         link = self.link
+        if call.sampling.max_tokens < 0:  # the client named no limit: the server's
+            call = dataclasses.replace(call, sampling=call.sampling.replace(
+                max_tokens=self.config.default_max_tokens))
         principal = principal_of(request, self.config)
         owner = owner_of(request, call.user, principal)
         group = link.resolve(call.model)

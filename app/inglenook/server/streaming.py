@@ -48,8 +48,26 @@ def finish_error(finish: Finish) -> ApiError:
     if named:
         return ApiError(400, message, param=named[1])
     if "the context holds" in message:
-        return ApiError(400, message, param="messages", code="context_length_exceeded")
+        return ApiError(400, _for_a_client(message), param="messages",
+                        code="context_length_exceeded")
     return ApiError(400, message)  # the chat template refused this conversation
+
+
+_OVERFLOW = re.compile(r".* ([\d,]+) tokens (?:but|and) the context holds ([\d,]+)"
+                       r"(?: \(with ([\d,]+) kept for the reply\))?")
+
+
+def _for_a_client(message: str) -> str:
+    """The engine's context refusal, written for the window ("Start a new chat…"), as a
+    client needs it: the fields and the numbers."""
+    found = _OVERFLOW.match(message)
+    if found is None:
+        return message
+    prompt, n_ctx, kept = (int((g or "0").replace(",", "")) for g in found.groups())
+    return (f"The prompt ('messages', with the system prompt and tools) is {prompt:,} tokens; "
+            f"the model's context is {n_ctx:,} tokens" +
+            (f", of which {kept:,} are kept for the reply ('max_tokens')" if kept else "") +
+            ". Send fewer or shorter messages, or load the model with a longer context.")
 
 
 class ReplyResponse:
