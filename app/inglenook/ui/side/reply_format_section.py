@@ -37,6 +37,7 @@ class ReplyFormatSection(CollapsibleSection):
         self.schema_edit = QPlainTextEdit(self.body)
         self.schema_edit.setObjectName("reply_schema_edit")
         self.schema_edit.setAccessibleName("JSON Schema of the replies")
+        self.schema_edit.setTabChangesFocus(True)
         self.schema_edit.setPlaceholderText('Optional JSON Schema, e.g. {"type": "object", '
                                             '"properties": {"name": {"type": "string"}}}')
         self.schema_edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
