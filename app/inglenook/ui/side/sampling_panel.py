@@ -107,6 +107,8 @@ class SamplingPanel(QWidget):
 
         scroll = VerticalScrollArea(self)
         scroll.setObjectName("samplingPanelScroll")
+        # Not a tab stop of its own: Tab goes to its controls, and scrolls them into view.
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         scroll.setWidget(content)
 
         self.reset_button = QPushButton("Reset to defaults")

@@ -37,8 +37,9 @@ def is_stop(widget: QWidget, window: QWidget) -> bool:
 
 def chain(window: QWidget) -> list[QWidget]:
     """Qt's focus chain of `window`, in its order."""
-    found, widget = [], window.nextInFocusChain()
-    while widget is not window and widget not in found:
+    found: list[QWidget] = []
+    widget = window.nextInFocusChain()
+    while widget is not None and widget is not window and len(found) < 100_000:  # a ring
         found.append(widget)
         widget = widget.nextInFocusChain()
     return found
