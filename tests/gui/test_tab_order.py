@@ -105,7 +105,8 @@ def test_every_button_has_a_name_in_words(qtbot: QtBot, window: MainWindow) -> N
     """A name a screen reader can say: not "⋯" or "✕"."""
     chat(qtbot, window, "Hello")
     window.panel_button.setChecked(True)
-    window.find_bar.show()
+    window.finder.open()
+    window.banner.show_message("A notice with its ✕.", "info")
     wordless = []
     for button in window.findChildren(QAbstractButton):
         if not button.isVisibleTo(window):
