@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,13 +15,24 @@ from inglenook.store import Store
 from inglenook.store.transfer import read_import
 from inglenook.ui.plain import plain_box
 
+# Characters some file system refuses in a name (Windows' set, which covers the others).
+_UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f]+')
+
+
+def file_stem(title: str, longest: int = 80) -> str:
+    """A file name (without its extension) from a chat's title: its own words, unsafe
+    characters made spaces, cut at a word: "What is 2+2?" gives "What is 2+2", not "…_"."""
+    stem = " ".join(_UNSAFE.sub(" ", title).split()).strip(" .-_")
+    if len(stem) > longest:
+        stem = stem[:longest].rsplit(" ", 1)[0].rstrip(" .-_,;")
+    return stem or "Conversation"
+
 
 def export_conversation(store: Store, conv_id: int, parent: QWidget) -> Path | None:
     """Ask where, then write the conversation as Markdown or Inglenook JSON."""
     title = store.conversation(conv_id).title
-    safe = "".join(c if c.isalnum() or c in " -_" else "_" for c in title).strip() or "chat"
     path, chosen = QFileDialog.getSaveFileName(
-        parent, "Export conversation", str(Path.home() / f"{safe}.md"),
+        parent, "Export conversation", str(Path.home() / f"{file_stem(title)}.md"),
         "Markdown (*.md);;Inglenook JSON (*.json)")
     if not path:
         return None
