@@ -29,6 +29,7 @@ MAX_BYTES = 512 * 1024 * 1024  # ~16 images at the 32 MiB limit, hundreds of pho
 MAX_FILES = 4096
 MAX_AGE_S = 3600.0  # as the window's start-up prune (chat/images.MIN_AGE_S)
 IN_USE_S = 600.0  # a request waits at most this long for the engine in practice
+RESCAN_S = 60.0  # the folder is read again this often (another process may write it too)
 MIN_FREE_BYTES = 256 * 1024 * 1024  # never take the disk's last space (the chats' database)
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
@@ -47,6 +48,7 @@ class RequestImageCache:
         self._folder = folder
         self._files: dict[str, _File] | None = None  # name -> size, time; None: not scanned
         self._scanned: Path | None = None  # the folder they are of
+        self._scanned_at = 0.0
         self._lock = threading.Lock()
 
     @property
@@ -99,10 +101,11 @@ class RequestImageCache:
                rescan: bool = False) -> tuple[dict[str, _File], int]:
         """The folder's files once those past their age, then the oldest past the bounds
         (not in use), are removed; and how many went."""
-        folder = self.folder
-        if self._files is None or rescan or folder != self._scanned:
-            self._files, self._scanned = self._scan(folder), folder
-        files, now = self._files, time.time()
+        folder, now = self.folder, time.time()
+        if (self._files is None or rescan or folder != self._scanned
+                or now - self._scanned_at >= RESCAN_S):
+            self._files, self._scanned, self._scanned_at = self._scan(folder), folder, now
+        files = self._files
         gone = [n for n, f in files.items() if n != keep and f.mtime <= now - MAX_AGE_S]
         total = sum(f.size for f in files.values()) + incoming
         count = len(files) + (1 if incoming else 0)
