@@ -231,3 +231,42 @@ def test_a_plain_request_never_waits_behind_image_decodes(
         finally:
             release.set()
         assert [f.result().status for f in waiting] == [200] * len(waiting)
+
+
+def test_each_client_decodes_one_request_at_a_time_and_another_client_is_not_held_up(
+        vision_engine: EngineClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first tool sends three image requests at once, the second one: the second's image
+    is decoded while the first's first is (held), and the first's others wait their turn."""
+    tokens = ("token-of-the-first-tool", "token-of-the-second-tool")
+    entered: list[bytes] = []
+    changed, release = threading.Condition(), threading.Event()
+    real = images.decode_image
+
+    def held(data: bytes, name: str = "") -> Any:
+        with changed:
+            entered.append(data)
+            changed.notify_all()
+        assert release.wait(60)
+        return real(data, name)
+
+    def send(token: str, data: bytes) -> int:
+        part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(data)}"}}
+        return request(served.port, "POST", "/v1/chat/completions",
+                       {"model": "", "messages": [{"role": "user", "content": [part]}]},
+                       {"Authorization": f"Bearer {token}"}).status
+
+    monkeypatch.setattr(images, "decode_image", held)
+    first = [png(200 + n) for n in range(3)]
+    second = png(300)
+    with serving(vision_engine, token=" ".join(tokens)) as served, ThreadPoolExecutor(4) as pool:
+        try:
+            busy = [pool.submit(send, tokens[0], data) for data in first]
+            with changed:
+                assert changed.wait_for(lambda: entered, 30)
+            other = pool.submit(send, tokens[1], second)
+            with changed:
+                assert changed.wait_for(lambda: second in entered, 30)
+                assert len(entered) == 2  # one of each client's: the first's others wait
+        finally:
+            release.set()
+        assert other.result() == 200 and [f.result() for f in busy] == [200] * 3
