@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from inglenook.store import Store
+from inglenook.store.checks import ImportCancelled
 from inglenook.store.transfer import read_import
 from inglenook.ui.plain import plain_box
 
@@ -67,15 +68,11 @@ def ask_import_file(parent: QWidget) -> str:
 def import_file(path: str, database: Path, cancelled: threading.Event) -> ImportResult:
     """On a worker thread: read and check the file, then write it in one transaction through
     a connection of this thread's own. Nothing is written once `cancelled` is set."""
-    batch = read_import(path)
+    batch = read_import(path, cancelled)  # ImportCancelled before its next image once set
     if cancelled.is_set():
         raise ImportCancelled
     with Store(database) as store:
         return ImportResult(store.import_batch(batch), batch.summary() if batch.notes else "")
-
-
-class ImportCancelled(Exception):
-    pass
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ class ServerController(QObject):
         s = self.settings
         return ServerConfig(host=s.api_host, port=s.api_port, token=s.api_token,
                             cors_origins=tuple(s.api_cors_origins.split()), ollama=s.api_ollama,
-                            fetch_images=s.api_fetch_images)
+                            fetch_images=s.api_fetch_images,
+                            isolate_clients=s.api_isolate_clients)
 
     def _show(self, status: ServerStatus) -> None:
         if self._dialog is not None:
