@@ -61,6 +61,7 @@ class ModelDefaultsDialog(QDialog):
         self.template = QPlainTextEdit(self)
         self.template.setObjectName("defaults_chat_template")
         self.template.setPlaceholderText("Empty: the model's own chat template")
+        self.template.setTabChangesFocus(True)
         self.template.setPlainText(defaults.chat_template)
         chatml = QPushButton("Use ChatML", self)
         chatml.clicked.connect(lambda: self.template.setPlainText(CHATML_TEMPLATE))
