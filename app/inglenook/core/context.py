@@ -90,11 +90,16 @@ def history_start(unit_chars: Sequence[int], n_ctx: int, policy: OverflowPolicy)
     return pinned
 
 
-def reply_reserve(n_ctx: int, max_tokens: int) -> int:
-    """Room kept free for the reply, so a long history can't leave it no space to answer."""
+def reply_reserve(n_ctx: int, max_tokens: int,
+                  policy: OverflowPolicy = DEFAULT_OVERFLOW) -> int:
+    """Room kept free for the reply, so a long history can't leave it no space to answer.
+    Where nothing may be left out ("stop": the API), a large max_tokens is a cap, not a
+    reservation: Claude Code's 32,000 must not refuse a 2,000-token prompt on a 4,096
+    context (the reply then ends at the context, with finish reason "length")."""
+    usual = min(512, n_ctx // 4)
     if max_tokens > 0:
-        return min(max_tokens, n_ctx // 2)
-    return min(512, n_ctx // 4)
+        return min(max_tokens, usual if policy == "stop" else n_ctx // 2)
+    return usual
 
 
 def policy_of(value: object) -> OverflowPolicy:

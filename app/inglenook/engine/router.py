@@ -237,6 +237,22 @@ class EngineRouter:
         loaded = [m.name for m in self.loaded_models()]
         return loaded + [n for n, _path in self._library() if n not in loaded]
 
+    def library(self) -> list[tuple[str, str]]:
+        """(name, path) of every model an API request may name (loaded or not)."""
+        return self._library()
+
+    def preload(self, group: str, keep_alive: float | None = None) -> None:
+        """Load the model of `group` now, as a reply would (Ollama's load idiom: a request
+        with no prompt). EngineError when it cannot be; nothing for the window's model."""
+        if not group:
+            return
+        self._hosted_for(group)
+        hosted = self._hosted.get(group)
+        if hosted is not None:
+            if keep_alive is not None:
+                hosted.keep_alive = keep_alive
+            hosted.last_used = time.monotonic()
+
     def set_keep_alive(self, group: str, seconds: float) -> None:
         """How long a model the API loaded stays when idle (a request's keep_alive)."""
         hosted = self._hosted.get(group)

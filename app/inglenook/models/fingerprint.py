@@ -12,6 +12,16 @@ _cache: dict[tuple[str, int, int], str] = {}
 _lock = threading.Lock()
 
 
+def known_sha256(path: str) -> str:
+    """The sha256 of the file as it is now when already computed this session, else ""."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return ""
+    with _lock:
+        return _cache.get((os.path.realpath(path), stat.st_size, stat.st_mtime_ns), "")
+
+
 def sha256_of(path: str) -> str:
     stat = os.stat(path)
     key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)

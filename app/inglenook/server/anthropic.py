@@ -30,13 +30,13 @@ from inglenook.server.images import anthropic_image
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
 from inglenook.server.responses import Format, arguments_text, sse
-from inglenook.server.schemas import ApiCall, sampling
+from inglenook.server.schemas import ApiCall, sampling, schema_text
 from inglenook.server.tool_specs import MAX_TOOLS, function_spec, name_of_call
 from inglenook.tools.parsing import CallParsed, TextDelta
 
 FIELDS = {"model", "messages", "max_tokens", "system", "stop_sequences", "stream",
           "temperature", "top_p", "top_k", "metadata", "tools", "tool_choice", "thinking",
-          "service_tier"}
+          "service_tier", "output_config", "output_format"}
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
 _BLOCK_FIELDS = {"type", "text", "cache_control", "citations", "id", "name", "input",
                  "tool_use_id", "content", "is_error", "thinking", "signature",
@@ -62,9 +62,28 @@ def parse_messages(data: Any, counting: bool = False) -> ApiCall:
     values = sampling(body, "max_tokens", -1, ("temperature", "top_p", "top_k"),
                       stop_field="stop_sequences")
     return ApiCall(tuple(messages), values, boolean(body, "stream"), model=model,
+                   reply_format=output_format(body),
                    user=text(metadata, "user_id", 64, "metadata.user_id"), tools=tools,
                    enable_thinking=thinking, thinking_field="thinking", forced_call=forced,
                    parallel_tool_calls=parallel)
+
+
+def output_format(body: dict[str, Any]) -> str:
+    """Anthropic's structured outputs: `output_config.format` (and the beta's
+    `output_format`), a JSON schema the reply must match, by the same grammar as OpenAI's
+    `response_format`. `output_config.effort` is refused: no model here reads it."""
+    config = obj(body.get("output_config") or {}, "output_config")
+    only_known(config, {"format"}, "output_config")
+    raw, where = config.get("format"), "output_config.format"
+    if raw is None and body.get("output_format") is not None:
+        raw, where = body["output_format"], "output_format"
+    if raw is None:
+        return ""
+    fmt = obj(raw, where)
+    only_known(fmt, {"type", "schema"}, where)
+    if fmt.get("type") != "json_schema":
+        raise ApiError(400, f"'{where}.type' must be \"json_schema\".", param=f"{where}.type")
+    return schema_text(fmt.get("schema"), f"{where}.schema")
 
 
 def _system(raw: Any) -> list[Message]:

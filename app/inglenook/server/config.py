@@ -18,6 +18,7 @@ DEFAULT_PORT = 8080
 OLLAMA_PORT = 11434  # `inglenook serve --ollama`: where Ollama's clients look by default
 DEFAULT_MAX_BODY = 4 * 1024 * 1024  # a 128k-token conversation is ~0.5 MB of JSON
 DEFAULT_MAX_PENDING = 32  # API replies generating or waiting; more get 503
+DEFAULT_MAX_TOKENS = 4096  # a reply's tokens when a request names no limit
 MIN_NETWORK_TOKEN = 16  # a short token on a network port can be guessed
 TOKEN_ENV = "INGLENOOK_API_TOKEN"  # keeps the token out of `ps` listings
 
@@ -45,6 +46,9 @@ class ServerConfig:
     # channel, see engine/kv_reuse.py) unless this keeps each client's to itself.
     isolate_clients: bool = False
     fetch_policy: FetchPolicy | None = field(default=None, compare=False, repr=False)
+    # Tokens a reply may have when the request names no limit (Codex, Ollama without
+    # num_predict): a model that never stops is cut there, with finish reason "length".
+    default_max_tokens: int = DEFAULT_MAX_TOKENS
 
     def check(self) -> None:
         """Raise ConfigError for settings that would be unsafe or cannot work."""
@@ -68,6 +72,8 @@ class ServerConfig:
                     "'import secrets; print(secrets.token_urlsafe())'.")
         for origin in self.cors_origins:
             check_origin(origin)
+        if self.default_max_tokens < 1:
+            raise ConfigError("The default reply limit must be at least 1 token.")
         if self.max_body_bytes < 1024 or self.max_pending < 1:
             raise ConfigError("The body limit must be at least 1 KiB and the queue at least 1.")
 

@@ -17,12 +17,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, RawPrompt, ToolCallTurn
 from inglenook.core.replies import Stats
-from inglenook.server import embeddings
+from inglenook.core.sampling import SPECS, SamplingParams
+from inglenook.server import embeddings, ollama_models
 from inglenook.server.errors import ApiError
-from inglenook.server.fields import boolean, listed, obj, only_known, text
+from inglenook.server.fields import boolean, listed, number, obj, only_known, text
 from inglenook.server.images import base64_image
+from inglenook.server.ollama_models import load_or_unload
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
 from inglenook.server.responses import Format
@@ -31,11 +33,55 @@ from inglenook.server.tool_specs import name_of_call, openai_tools
 from inglenook.tools.parsing import CallParsed, TextDelta
 
 VERSION = "0.12.0"  # the Ollama API this follows; clients check it is recent enough
-_OPTIONS = {"temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "stop",
-            "repeat_penalty", "presence_penalty", "frequency_penalty"}
+# Options that change what the model writes, as Ollama names them (mirostat: our mirostat_mode).
+_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p", "repeat_penalty",
+             "repeat_last_n", "presence_penalty", "frequency_penalty", "mirostat_tau",
+             "mirostat_eta")
+_INTEGERS = {"top_k", "repeat_last_n"}
+_OPTIONS = {*_SAMPLING, "seed", "num_predict", "stop", "mirostat", "tfs_z"}
+# Options that say how a model is run, not what it writes (threads, memory, GPU layers, batch):
+# the server's load settings decide those, so they are accepted and change nothing. Ollama's
+# clients send them with every request (Continue: num_thread; Zed and Continue: num_ctx, read in
+# context_window()).
+LOAD_OPTIONS = {"num_ctx", "num_batch", "num_gpu", "main_gpu", "num_thread", "use_mmap",
+                "use_mlock", "low_vram", "f16_kv", "numa", "vocab_only", "logits_all",
+                "num_keep", "penalize_newline", "embedding_only"}
 _COMMON = {"model", "stream", "options", "keep_alive", "think", "format"}
 CHAT_FIELDS = _COMMON | {"messages", "tools"}
-GENERATE_FIELDS = _COMMON | {"prompt", "system", "images"}
+GENERATE_FIELDS = _COMMON | {"prompt", "system", "images", "raw", "suffix", "template",
+                             "context"}
+
+
+def _sampling(options: dict[str, Any]) -> SamplingParams:
+    """Ollama's sampling options over the API's defaults."""
+    values: dict[str, Any] = {}
+    for name in _SAMPLING:
+        spec = SPECS[name]
+        value = number(options, name, spec.minimum, spec.maximum, integer=name in _INTEGERS,
+                       shown=f"options.{name}")
+        if value is not None:
+            values[name] = value
+    mirostat = number(options, "mirostat", 0, 2, integer=True, shown="options.mirostat")
+    if mirostat is not None:
+        values["mirostat_mode"] = int(mirostat)
+    if options.get("tfs_z") not in (None, 1, 1.0):  # llama.cpp dropped tail-free sampling
+        raise ApiError(400, "'options.tfs_z' is not supported (llama.cpp no longer has "
+                       "tail-free sampling): leave it out or set it to 1.",
+                       param="options.tfs_z")
+    predict = options.get("num_predict")
+    if isinstance(predict, int) and not isinstance(predict, bool) and predict < 0:
+        predict = None  # Ollama's -1 (no limit) and -2 (fill the context): the default cap
+    base = sampling({"seed": options.get("seed"), "stop": options.get("stop"),
+                     "max_tokens": predict}, "max_tokens", -1, names=())
+    return base.replace(**values)
+
+
+def context_asked(body: dict[str, Any]) -> int:
+    """`options.num_ctx`: the context a client wants (0: none named)."""
+    options = body.get("options") or {}
+    value = number(options, "num_ctx", 1, 2**31 - 1, integer=True, shown="options.num_ctx") \
+        if isinstance(options, dict) else None
+    return int(value or 0)
 
 
 def _base(body: dict[str, Any]) -> dict[str, Any]:
@@ -45,15 +91,22 @@ def _base(body: dict[str, Any]) -> dict[str, Any]:
     reply_format = (JSON_OBJECT if fmt == "json" else
                     schema_text(fmt, "format") if isinstance(fmt, dict) else "")
     options = obj(body.get("options") or {}, "options")
-    only_known(options, _OPTIONS, "options")
+    only_known(options, _OPTIONS | LOAD_OPTIONS, "options")
+    context_asked(body)  # checked here, used by the route
     think = body.get("think")
     if think is not None and not isinstance(think, bool):
         raise ApiError(400, "'think' must be true or false.", param="think")
-    return {"sampling": sampling({**options, "max_tokens": options.get("num_predict")},
-                                 "max_tokens", -1),
-            "stream": boolean(body, "stream", default=True), "model": text(body, "model", 256),
+    return {"sampling": _sampling(options),
+            "stream": boolean(body, "stream", default=True),
+            "model": untagged(text(body, "model", 256)),
             "keep_alive": keep_alive(body.get("keep_alive")), "enable_thinking": think,
             "thinking_field": "think", "reply_format": reply_format}
+
+
+def untagged(name: str) -> str:
+    """Ollama's clients name models `name:tag`; Open WebUI adds ":latest" to a name without
+    one. Files here have no tags, so ":latest" means the file of that name."""
+    return name[:-len(":latest")] if name.lower().endswith(":latest") else name
 
 
 def parse_chat(data: Any) -> ApiCall:
@@ -84,7 +137,8 @@ def parse_chat(data: Any) -> ApiCall:
             turns.append(Message(role, content, text(message, "thinking", 10**7),
                                  tool_calls=made, images=_images(message, where, role)))
     if not turns:
-        raise ApiError(400, "'messages' must be a non-empty list.", param="messages")
+        raise ApiError(400, "'messages' must not be empty (an empty list loads the model: "
+                       "that is answered before this).", param="messages")
     return ApiCall(tuple(turns), tools=openai_tools(body.get("tools")), **_base(body))
 
 
@@ -102,13 +156,30 @@ def _calls(raw: Any, where: str) -> list[dict[str, Any]]:
 
 
 def parse_generate(data: Any) -> ApiCall:
+    """/api/generate: a prompt in the model's chat template, or with `raw` (Continue's
+    autocomplete) or a `suffix` (fill-in-the-middle), continued as it is."""
     body = obj(data)
     only_known(body, GENERATE_FIELDS)
     prompt = text(body, "prompt", 10**7)
     system = text(body, "system", 10**6)
+    suffix = text(body, "suffix", 10**7)
+    if text(body, "template", 10**6):
+        raise ApiError(400, "'template' is not supported: the model's own chat template is "
+                       "used (or send raw: true with the prompt as it should be read).",
+                       param="template")
+    if body.get("context"):
+        raise ApiError(400, "'context' (the deprecated token list) is not supported: send the "
+                       "conversation to /api/chat instead.", param="context")
+    base = _base(body)
+    if boolean(body, "raw") or suffix:
+        if system or body.get("images"):
+            raise ApiError(400, "'system' and 'images' need the chat template: leave them out "
+                           "of a raw or fill-in-the-middle request.", param="raw")
+        return ApiCall((Message("user", prompt + suffix),), raw=RawPrompt(prompt, suffix),
+                       **base)
     head = (Message("system", system),) if system else ()
     return ApiCall((*head, Message("user", prompt, images=_images(body, "", "user"))),
-                   **_base(body))
+                   **base)
 
 
 def _images(holder: dict[str, Any], where: str, role: str) -> tuple[ImageRef, ...]:
@@ -216,59 +287,61 @@ def _ollama(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request],
     return answer
 
 
-def _details(info: Any) -> dict[str, Any]:
-    return {"format": "gguf", "family": info.architecture if info else "",
-            "parameter_size": "", "quantization_level": info.quantization if info else ""}
+def _no_prompt(data: Any, key: str) -> bool:
+    """A request that only names a model: Ollama's load (or, with keep_alive 0, unload)."""
+    if not isinstance(data, dict) or not data.get("model"):
+        return False
+    if key == "messages":
+        return data.get("messages") == []
+    return not data.get("prompt") and not data.get("images") and not data.get("suffix")
 
 
 def routes(serving: Serving) -> list[Route]:
     link = serving.link
 
-    def listed_models() -> list[dict[str, Any]]:
-        info = link.model_info("")
-        return [{"name": name, "model": name, "modified_at": _now(), "size": 0,
-                 "digest": "", "details": _details(info if info and info.name == name
-                                                   else None)}
-                for name in link.model_names()]
+    async def answer(request: Request, key: str, parse: Callable[[Any], ApiCall],
+                     fmt: Callable[[str], Format]) -> Any:
+        data = await serving.body(request)
+        if _no_prompt(data, key):
+            base = _base(obj(data))
+            model = base["model"]
 
-    async def version(_request: Request) -> JSONResponse:
-        return JSONResponse({"version": VERSION})
+            def done(reason: str) -> dict[str, Any]:
+                head = {"model": model, "created_at": _now(), "done": True,
+                        "done_reason": reason}
+                return {**head, "message": {"role": "assistant", "content": ""}} \
+                    if key == "messages" else {**head, "response": ""}
 
-    async def tags(_request: Request) -> JSONResponse:
-        return JSONResponse({"models": listed_models()})
-
-    async def ps(_request: Request) -> JSONResponse:
-        loaded = {m.name for m in link.client.loaded_models()}
-        return JSONResponse({"models": [{**m, "expires_at": _now(), "size_vram": 0}
-                                        for m in listed_models() if m["name"] in loaded]})
-
-    async def show(request: Request) -> JSONResponse:
-        body = obj(await serving.body(request))
-        name = text(body, "model", 256) or text(body, "name", 256)
-        info = link.model_info(link.resolve(name))
-        if info is None:
-            raise ApiError(404, f"The model '{name[:100]}' is not loaded; /api/tags lists "
-                           "those that can be.", param="model", code="model_not_found")
-        capabilities = ["completion"] + (["tools"] if info.tool_format else []) + (
-            ["thinking"] if info.traits.reasoning else []) + (["vision"] if info.vision else [])
-        return JSONResponse({"modelfile": "", "parameters": "", "template": "",
-                             "details": _details(info), "capabilities": capabilities,
-                             "model_info": {"general.architecture": info.architecture,
-                                            f"{info.architecture}.context_length": info.n_ctx}})
+            return await load_or_unload(link, model, base["keep_alive"], done)
+        response = await serving.reply(request, parse, fmt, data)
+        asked = context_asked(obj(data))
+        info = link.model_info(response.group)
+        if asked and info is not None and asked > info.n_ctx:
+            # Ollama would load the model again with the larger context; here the model stays
+            # as loaded (the window may share it), and a prompt longer than its context is
+            # refused rather than cut: said in a header, as no Ollama field carries it.
+            response.headers["X-Inglenook-Warning"] = (
+                f"num_ctx {asked} is larger than the {info.n_ctx} tokens this model is "
+                "loaded with: replies use the loaded context.")
+        return response
 
     async def chat(request: Request) -> Any:
-        return await serving.reply(request, parse_chat, ChatFormat)
+        return await answer(request, "messages", parse_chat, ChatFormat)
 
     async def generate(request: Request) -> Any:
-        return await serving.reply(request, parse_generate, GenerateFormat)
+        return await answer(request, "prompt", parse_generate, GenerateFormat)
 
     embed, embed_legacy = embeddings.ollama_routes(serving)
 
+    wrapped = [Route(r.path, _ollama(r.endpoint), methods=list(r.methods or []))
+               for r in ollama_models.routes(link, serving.body)]
     return [Route("/api/version", _ollama(version), methods=["GET"]),
-            Route("/api/tags", _ollama(tags), methods=["GET"]),
-            Route("/api/ps", _ollama(ps), methods=["GET"]),
-            Route("/api/show", _ollama(show), methods=["POST"]),
+            *wrapped,
             Route("/api/chat", _ollama(chat), methods=["POST"]),
             Route("/api/generate", _ollama(generate), methods=["POST"]),
             Route("/api/embed", _ollama(embed), methods=["POST"]),
             Route("/api/embeddings", _ollama(embed_legacy), methods=["POST"])]
+
+
+async def version(_request: Request) -> JSONResponse:
+    return JSONResponse({"version": VERSION})

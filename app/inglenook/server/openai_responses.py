@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from starlette.routing import Route
 
-from inglenook.core.messages import ForcedCall, ImageRef, Message, Role, ToolCallTurn
+from inglenook.core.messages import JSON_OBJECT, ForcedCall, ImageRef, Message, Role, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
@@ -22,7 +22,7 @@ from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving, principal_of
 from inglenook.server.response_store import ResponseStore
 from inglenook.server.responses import Format, arguments_text, sse
-from inglenook.server.schemas import EFFORTS, ApiCall, sampling
+from inglenook.server.schemas import EFFORTS, ApiCall, sampling, schema_text
 from inglenook.server.tool_specs import checked_arguments, function_spec, name_of_call
 from inglenook.tools.formats import ToolCall
 from inglenook.tools.parsing import CallParsed, TextDelta
@@ -30,7 +30,7 @@ from inglenook.tools.parsing import CallParsed, TextDelta
 FIELDS = {"model", "input", "instructions", "tools", "tool_choice", "max_output_tokens",
           "temperature", "top_p", "stream", "parallel_tool_calls", "store", "metadata",
           "user", "reasoning", "text", "include", "truncation", "service_tier",
-          "prompt_cache_key", "previous_response_id", "background"}
+          "prompt_cache_key", "previous_response_id", "background", "safety_identifier"}
 _TEXT_PARTS = ("input_text", "output_text", "text")
 
 
@@ -46,8 +46,7 @@ def parse_responses(data: Any, earlier: Callable[[str], tuple[Message, ...] | No
         if body.get(name) not in allowed:
             raise ApiError(400, f"'{name}' is not supported: this server keeps no responses "
                            "and answers each request whole.", param=name)
-    if body.get("text") not in (None, {}, {"format": {"type": "text"}}):
-        raise ApiError(400, "Only text output is supported.", param="text")
+    reply_format = text_format(body.get("text"))
     include = listed(body.get("include") or [], "include")
     if not all(isinstance(i, str) for i in include):
         raise ApiError(400, "'include' must be a list of names.", param="include")
@@ -71,7 +70,34 @@ def parse_responses(data: Any, earlier: Callable[[str], tuple[Message, ...] | No
                    parallel_tool_calls=boolean(body, "parallel_tool_calls", default=True),
                    enable_thinking=False if off else None,
                    reasoning_effort="" if off else effort,
-                   thinking_field="reasoning.effort", forced_call=forced)
+                   thinking_field="reasoning.effort", forced_call=forced,
+                   reply_format=reply_format)
+
+
+def text_format(raw: Any) -> str:
+    """The Responses API's `text.format` (what `responses.parse()` and langchain's
+    structured output send): text, any JSON object, or a JSON schema, the schema beside
+    `type` rather than under `json_schema` as on the chat route. The same grammar enforces
+    it. `verbosity` only asks for shorter or longer prose: accepted, and left to the model."""
+    if raw is None:
+        return ""
+    holder = obj(raw, "text")
+    only_known(holder, {"format", "verbosity"}, "text")
+    if holder.get("verbosity") not in (None, "low", "medium", "high"):
+        raise ApiError(400, "'text.verbosity' must be low, medium or high.",
+                       param="text.verbosity")
+    if holder.get("format") is None:
+        return ""
+    fmt = obj(holder["format"], "text.format")
+    kind = fmt.get("type")
+    if kind in ("text", "json_object"):
+        only_known(fmt, {"type"}, "text.format")
+        return JSON_OBJECT if kind == "json_object" else ""
+    if kind == "json_schema":
+        only_known(fmt, {"type", "name", "schema", "strict", "description"}, "text.format")
+        return schema_text(fmt.get("schema", {}), "text.format.schema")
+    raise ApiError(400, "'text.format.type' must be \"text\", \"json_object\" or "
+                   "\"json_schema\".", param="text.format.type")
 
 
 def _earlier(previous: Any, earlier: Callable[[str], tuple[Message, ...] | None]

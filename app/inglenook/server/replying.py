@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -57,10 +58,12 @@ class Serving:
         return parse_json(await read_body(request, self.config.max_body_bytes))
 
     async def reply(self, request: Request, parse: Callable[[Any], ApiCall],
-                    fmt: Callable[[str], Format]) -> ReplyResponse:
-        """Parse the body into a call and start its reply; errors counted, then raised."""
+                    fmt: Callable[[str], Format], body: Any = None) -> ReplyResponse:
+        """Parse the body (read now unless given) into a call and start its reply; errors
+        counted, then raised."""
         try:
-            body = await self.body(request)
+            if body is None:
+                body = await self.body(request)
             call = await self.parse(request, parse, body)
             return self.start(request, call, fmt)
         except ApiError as exc:
@@ -106,6 +109,9 @@ class Serving:
     def start(self, request: Request, call: ApiCall,
               fmt: Callable[[str], Format]) -> ReplyResponse:
         link = self.link
+        if call.sampling.max_tokens < 0:  # the client named no limit: the server's
+            call = dataclasses.replace(call, sampling=call.sampling.replace(
+                max_tokens=self.config.default_max_tokens))
         principal = principal_of(request, self.config, call.user)
         owner = owner_of(request, call.user, principal)
         group = link.resolve(call.model)

@@ -52,6 +52,11 @@ MAX_KEEP_ALIVE_S = 7 * 24 * 3600
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
+# Fields that only name, cache or tag a request and never change what the model writes:
+# accepted and left unused (llama.cpp's cache_prompt: prompts are always cached here, per
+# principal; OpenAI's prompt_cache_key and safety_identifier). Fields that would change a
+# reply are refused by name (fields.only_known).
+NAMING_FIELDS = ("cache_prompt", "prompt_cache_key", "safety_identifier")
 _SAMPLING_NUMBERS = ("temperature", "top_p", "top_k", "min_p", "presence_penalty",
                      "frequency_penalty", "repeat_penalty")
 # OpenAI's defaults for what a request leaves out: temperature 1, top_p 1, no penalties; the
@@ -62,10 +67,11 @@ EFFORTS = ("none", "minimal", "low", "medium", "high")
 _COMMON = {"model", "stream", "stream_options", "user", "n", "seed", "stop", "max_tokens",
            "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
            "repeat_penalty", "logprobs", "logit_bias", "keep_alive",
-           "metadata", "store", "service_tier"}
+           "metadata", "store", "service_tier", *NAMING_FIELDS, "repetition_penalty"}
 CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "response_format", "tools",
                          "tool_choice", "parallel_tool_calls", "reasoning_effort",
-                         "chat_template_kwargs", "modalities", "top_logprobs"}
+                         "chat_template_kwargs", "modalities", "top_logprobs", "verbosity",
+                         "audio"}
 COMPLETION_FIELDS = _COMMON | {"prompt", "echo", "suffix", "best_of"}
 _MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id",
                    "reasoning_content", "refusal"}
@@ -210,9 +216,37 @@ def _call(body: dict[str, Any], messages: tuple[Message, ...], max_tokens_field:
     include_usage = boolean(options or {}, "include_usage", "stream_options.include_usage")
     model = text(body, "model", 256)
     user = text(body, "user", MAX_USER_LENGTH)
+    lenient(body)
+    body = aliased(body)
     return ApiCall(messages, sampling(body, max_tokens_field, default_max), stream,
                    include_usage, model, user, int(n or 1), keep_alive(body.get("keep_alive")),
                    logit_bias=logit_bias(body.get("logit_bias")))
+
+
+def lenient(body: dict[str, Any]) -> None:
+    """Fields accepted only with a value that changes nothing: `audio` null (no spoken
+    replies), `verbosity` (a request for shorter or longer prose, left to the model),
+    `cache_prompt` true."""
+    if body.get("audio") is not None:
+        raise ApiError(400, "Spoken replies ('audio') are not supported: leave it out or null.",
+                       param="audio")
+    if body.get("verbosity") not in (None, "low", "medium", "high"):
+        raise ApiError(400, "'verbosity' must be low, medium or high.", param="verbosity")
+    if body.get("cache_prompt") not in (None, True):
+        raise ApiError(400, "'cache_prompt' false is not supported: prompts are always cached "
+                       "(for their own client only).", param="cache_prompt")
+    for name in ("prompt_cache_key", "safety_identifier"):
+        text(body, name, 1024)
+
+
+def aliased(body: dict[str, Any]) -> dict[str, Any]:
+    """`repetition_penalty` (vLLM's and Hugging Face's name) is llama.cpp's repeat_penalty."""
+    if body.get("repetition_penalty") is None:
+        return body
+    if body.get("repeat_penalty") is not None:
+        raise ApiError(400, "Give 'repeat_penalty' or 'repetition_penalty', not both.",
+                       param="repetition_penalty")
+    return {**body, "repeat_penalty": body["repetition_penalty"]}
 
 
 def logit_bias(raw: Any) -> tuple[tuple[int, float], ...]:

@@ -49,8 +49,26 @@ def finish_error(finish: Finish) -> ApiError:
     if named:
         return ApiError(400, message, param=named[1])
     if "the context holds" in message:
-        return ApiError(400, message, param="messages", code="context_length_exceeded")
+        return ApiError(400, _for_a_client(message), param="messages",
+                        code="context_length_exceeded")
     return ApiError(400, message)  # the chat template refused this conversation
+
+
+_OVERFLOW = re.compile(r".* ([\d,]+) tokens (?:but|and) the context holds ([\d,]+)"
+                       r"(?: \(with ([\d,]+) kept for the reply\))?")
+
+
+def _for_a_client(message: str) -> str:
+    """The engine's context refusal, written for the window ("Start a new chat…"), as a
+    client needs it: the fields and the numbers."""
+    found = _OVERFLOW.match(message)
+    if found is None:
+        return message
+    prompt, n_ctx, kept = (int((g or "0").replace(",", "")) for g in found.groups())
+    return (f"The prompt ('messages', with the system prompt and tools) is {prompt:,} tokens; "
+            f"the model's context is {n_ctx:,} tokens" +
+            (f", of which {kept:,} are kept for the reply ('max_tokens')" if kept else "") +
+            ". Send fewer or shorter messages, or load the model with a longer context.")
 
 
 class ReplyResponse:
@@ -64,6 +82,7 @@ class ReplyResponse:
         self.client_left = False
         self.responded = False  # the whole response is sent
         self.error: ApiError | None = None
+        self.headers: dict[str, str] = {}  # added to the answer's (a dialect's notices)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -117,7 +136,7 @@ class ReplyResponse:
         if failed is None:
             body = self.fmt.complete([r.choice for r in readers],
                                      [s for s in stats if s is not None])
-            response = JSONResponse(body)
+            response = JSONResponse(body, headers=self.headers)
         else:
             response = self.fmt.error_response(self._fail(failed))
         await response(scope, receive, send)
@@ -137,7 +156,9 @@ class ReplyResponse:
                 started = True
                 await send({"type": "http.response.start", "status": 200,
                             "headers": [(b"content-type", self.fmt.media_type.encode()),
-                                        *SSE_HEADERS]})
+                                        *SSE_HEADERS,
+                                        *((k.lower().encode(), v.encode("latin-1", "replace"))
+                                          for k, v in self.headers.items())]})
                 chunks = [*self.fmt.begin(), *chunks]
             await send({"type": "http.response.body", "body": b"".join(chunks),
                         "more_body": more})

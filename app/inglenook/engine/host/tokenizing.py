@@ -149,9 +149,9 @@ class Tokenizer:
                 rendered[tuple(messages)] = prompt, self.tokenize_prompt(prompt)
             return len(rendered[tuple(messages)][1])
 
+        policy = policy_of("stop" if raw is not None else request.overflow)
         fit = fit_messages(request.messages, count_tokens, n_ctx,
-                           reply_reserve(n_ctx, request.sampling.max_tokens),
-                           policy_of("stop" if raw is not None else request.overflow))
+                           reply_reserve(n_ctx, request.sampling.max_tokens, policy), policy)
         prompt, tokens = rendered.get(fit.messages) or (self.render(fit.messages, context), [])
         return prompt, tokens or self.tokenize_prompt(prompt), fit
 
