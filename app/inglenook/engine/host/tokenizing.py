@@ -145,14 +145,15 @@ class Tokenizer:
                 prompt = RenderedPrompt((Segment(raw.prefix + raw.suffix, True),))
                 rendered[tuple(messages)] = prompt, self.raw_tokens(raw)
             else:
-                prompt = self.render(messages, context)
+                prompt = _prefilled(self.render(messages, context), request.prefill)
                 rendered[tuple(messages)] = prompt, self.tokenize_prompt(prompt)
             return len(rendered[tuple(messages)][1])
 
         fit = fit_messages(request.messages, count_tokens, n_ctx,
                            reply_reserve(n_ctx, request.sampling.max_tokens),
                            policy_of("stop" if raw is not None else request.overflow))
-        prompt, tokens = rendered.get(fit.messages) or (self.render(fit.messages, context), [])
+        prompt, tokens = rendered.get(fit.messages) or (
+            _prefilled(self.render(fit.messages, context), request.prefill), [])
         return prompt, tokens or self.tokenize_prompt(prompt), fit
 
     def raw_tokens(self, raw: RawPrompt) -> list[int]:
@@ -268,6 +269,14 @@ class Tokenizer:
                             dropped_messages=fit.dropped, defused=prompt.defused,
                             dropped_start=fit.dropped_start,
                             image_positions=sum(map(is_placeholder, tokens)))
+
+
+def _prefilled(prompt: RenderedPrompt, prefill: str) -> RenderedPrompt:
+    """The prompt with the reply so far after its generation prompt, as message text (it
+    cannot produce control tokens), so that the model continues it."""
+    if not prefill:
+        return prompt
+    return dataclasses.replace(prompt, segments=(*prompt.segments, Segment(prefill, True)))
 
 
 def _image_marks(tokens: Sequence[int], labels: dict[int, str]) -> dict[int, str]:

@@ -20,7 +20,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
 from inglenook.chat import images as chat_images
-from inglenook.chat import knowledge_turn
+from inglenook.chat import knowledge_turn, reply_edits
 from inglenook.chat.history import images_sent
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
@@ -238,16 +238,25 @@ class ChatController(QObject):
             self.view.remove_last()
         self.request_reply()
 
+    def continue_reply(self) -> None:
+        """Continue: the last reply, cut or stopped, goes on as a new version of it."""
+        session = self.session
+        if session.reply is None and self.can_send and session.path and \
+                reply_edits.can_continue(session.path[-1]):
+            self.view.remove_last()
+            self.request_reply(extend=True)
+
     def request_reply(self, session: ChatSession | None = None,
-                       continuing: bool = False) -> None:
+                      continuing: bool = False, extend: bool = False) -> None:
         """Ask for a reply in this chat (the one on screen by default): to its last question,
-        or, `continuing`, to the results of the tools the last reply called."""
+        or, `continuing`, to the results of the tools the last reply called, or, `extend`,
+        going on from the last reply (Continue)."""
         session = session or self.session
         if session in self._preparing:
             return
         self._preparing.add(session)
-        self.calls.prepare(session, self.model()[0],
-                           lambda options: self._search(session, options, continuing))
+        self.calls.prepare(session, self.model()[0], lambda options: self._search(
+            session, dataclasses.replace(options, extend=extend), continuing))
 
     def with_images_ready(self, session: ChatSession, vision: bool,
                           then: Callable[[], None]) -> None:
@@ -374,6 +383,7 @@ class ChatController(QObject):
         path = self.session.path
         for bubble in self.view.bubbles:
             bubble.regenerate_button.hide()  # only the last reply can be regenerated
+            bubble.set_continuable(False)  # or continued
         self.view.append(path.outline[path.index_of(message_id) or 0])
 
     def _make_bubble(self, session: ChatSession, index: int, parent: QWidget) -> MessageBubble:
@@ -383,6 +393,8 @@ class ChatController(QObject):
         bubble = self._bubble(message, parent)
         if index < len(session.path) - 1:
             bubble.regenerate_button.hide()
+        elif session.reply is None or session.reply.message_id != message.id:
+            bubble.set_continuable(reply_edits.can_continue(message))
         if session is self.session:
             self.reply.dress(bubble, message)
         return bubble
@@ -403,8 +415,8 @@ class ChatController(QObject):
         bubble.set_siblings(message.sibling_index, message.sibling_count)
         bubble.sibling_requested.connect(lambda step, b=bubble: self.actions.show_sibling(b, step))
         bubble.delete_requested.connect(lambda b=bubble: self.actions.delete_from(b))
+        bubble.edit_requested.connect(lambda b=bubble: self.actions.edit_message(b))
         if message.role == "user":
-            bubble.edit_requested.connect(lambda b=bubble: self.actions.edit_message(b))
             if message.attachments:
                 add_to_bubble(bubble, message.attachments, self._open_attachment)
             return bubble
@@ -414,6 +426,7 @@ class ChatController(QObject):
         self.calls.show(bubble, self.session, message)
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
+        bubble.continue_requested.connect(self.continue_reply)
         bubble.details_requested.connect(lambda b=bubble: self.actions.show_details(b))
         bubble.regenerate_button.setEnabled(self.can_send)
         return bubble
@@ -522,6 +535,7 @@ class ChatController(QObject):
         if visible:
             bubble = self.reply.finished(session, reply_id, finish, event.message)
             if bubble is not None and event.message is not None:
+                bubble.set_continuable(reply_edits.can_continue(event.message))
                 self._show_sources(bubble, event.message)
                 self.calls.show(bubble, session, event.message)
             self._update_controls()
