@@ -150,6 +150,7 @@ class MainWindow(QMainWindow):
         self.banner = Banner(self)
         self.find_bar = FindBar(self)
         self.chat = ChatView(self)
+        self.chat.set_zoom(self.app_settings.value.text_zoom)  # kept from the last run
         self.chat.empty.label.setText("Loading the model…")
         self.queue_notice = QueueNotice(self)
         self.composer = Composer(self)
@@ -300,6 +301,8 @@ class MainWindow(QMainWindow):
     def _setting_changed(self, name: str) -> None:
         if name == "theme":
             theme.manager().set_mode(self.app_settings.value.theme)
+        elif name == "text_zoom":
+            self.chat.set_zoom(self.app_settings.value.text_zoom)
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],
