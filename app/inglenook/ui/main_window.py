@@ -230,6 +230,7 @@ class MainWindow(QMainWindow):
         chats.session_changed.connect(lambda _s: self.finder.chat_changed())
         chats.conversations_changed.connect(history.refresh)
         chats.activity_changed.connect(self.sidebar.set_activity)
+        chats.unread_changed.connect(self.sidebar.set_unread)
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
         self.chat.empty.welcome_dismissed.connect(self.side.welcomed)

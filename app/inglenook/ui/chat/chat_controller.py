@@ -30,6 +30,7 @@ from inglenook.chat.session import (
     Sessions,
     conversation_of,
 )
+from inglenook.chat.unread import Unread
 from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
@@ -85,6 +86,7 @@ class ChatController(QObject):
         session_changed(object): another ChatSession is on screen.
         conversations_changed(): a conversation was created or retitled.
         activity_changed(object): {conversation id: "generating" | "waiting"}.
+        unread_changed(object): the frozenset of chats with a reply not seen yet.
     """
 
     reply_started = Signal(int)
@@ -92,6 +94,7 @@ class ChatController(QObject):
     session_changed = Signal(object)
     conversations_changed = Signal()
     activity_changed = Signal(object)
+    unread_changed = Signal(object)
 
     def __init__(self, worker: EngineWorker, store: Store, widgets: ChatWidgets,
                  tools: ToolController, model: Callable[[], tuple[ModelInfo | None, str]],
@@ -104,6 +107,7 @@ class ChatController(QObject):
         self.model, self._new_settings, self._presets = model, new_settings, presets
         self.window = parent
         self.sessions = Sessions()
+        self.unread = Unread()
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
         self._next_id = 0
@@ -171,6 +175,8 @@ class ChatController(QObject):
         self.reply.flush()
         self.session = session
         self.sessions.show(session)
+        if self.unread.viewed(session.conv_id):
+            self.unread_changed.emit(self.unread.ids)
         self.session_changed.emit(session)
         self.render()
 
@@ -545,6 +551,8 @@ class ChatController(QObject):
         if visible and finish.context_full and session.settings.overflow == "stop":
             self.banner.show_message(finish.message, "error",
                                      ("Leave out the middle", self._leave_out_middle))
+        if self.unread.reply_finished(session.conv_id, visible, finish.reason):
+            self.unread_changed.emit(self.unread.ids)
         self.reply_finished.emit(rid, finish)
         self.calls.reply_ended(session)  # its tool calls: asked about, run, then go on
 
