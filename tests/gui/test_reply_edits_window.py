@@ -48,6 +48,8 @@ def test_editing_a_reply_makes_a_version_the_next_turn_uses(qtbot: QtBot, window
     editor = reply.findChild(InlineEdit)
     assert editor is not None and editor.editor.toPlainText() == "Echo: Name a colour."
     assert editor.send_button.text() == "Save"
+    qtbot.waitUntil(lambda: editor.isVisible() and editor.height() > 40, timeout=5_000)
+    assert reply.height() > editor.height()  # the bubble makes room for it
     editor.editor.setPlainText("Green.")
     qtbot.keyClick(editor.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: window.chat.bubbles[-1].text == "Green.", timeout=5_000)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QBoxLayout,
     QFrame,
@@ -51,6 +51,9 @@ BUTTONS = {  # name: (label, tooltip)
     "copy": ("Copy", "Copy this message as Markdown"),
     "delete": ("Delete", "Delete this message and everything after it"),
 }
+# Shorter labels where a narrow bubble's footer has no room for the full ones (the tooltip and
+# the accessible name keep the full one).
+SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on"}
 AT_REST = {"user": ("edit", "copy", "delete"),
            "assistant": ("edit", "details", "regenerate", "copy", "delete")}
 EDIT_REPLY = "Rewrite this reply (a new version; what follows builds on it)"
@@ -257,6 +260,30 @@ class MessageBubble(QFrame):
         elif name == "details":
             widget.setVisible(self.role == "assistant")
 
+    def heightForWidth(self, width: int) -> int:
+        # With its Markdown hidden (edited in place) nothing in the layout has a height for
+        # a width, and Qt answers -1: the view would give the bubble no height at all.
+        height = super().heightForWidth(width)
+        return height if height >= 0 else self.sizeHint().height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_footer()
+
+    def _fit_footer(self) -> None:
+        """Short labels when the full ones would not fit beside each other."""
+        buttons = {n: w for n, w in self._widgets.items() if n in SHORT}
+        if self.role != "assistant" or not buttons:
+            return
+        for name, button in buttons.items():
+            cast(QToolButton, button).setText(BUTTONS[name][0])
+        room = self.width() - 28 - 80  # the frame's margins; some room for the figures
+        needed = sum(w.sizeHint().width() + 2 for n, w in self._widgets.items()
+                     if w.isVisibleTo(self) and n != "stats")
+        if needed > room:
+            for name, button in buttons.items():
+                cast(QToolButton, button).setText(SHORT[name])
+
     # --- state -----------------------------------------------------------------------------
 
     @property
@@ -281,6 +308,7 @@ class MessageBubble(QFrame):
             if count > 1:
                 self._widget(name)
             self._sync(name)
+        self._fit_footer()
 
     def set_text(self, text: str) -> None:
         self.text = text
@@ -320,6 +348,7 @@ class MessageBubble(QFrame):
                 self.reasoning.body.flush()
         for name in ("stop", "continue", "copy", "delete", "regenerate", "edit"):
             self._sync(name)
+        self._fit_footer()
 
     def set_continuable(self, continuable: bool) -> None:
         """Offer Continue (a reply cut or stopped, the last of its chat)."""
@@ -327,6 +356,7 @@ class MessageBubble(QFrame):
         if continuable:
             self._widget("continue")
         self._sync("continue")
+        self._fit_footer()
 
     def set_stats(self, stats: Stats) -> None:
         self.stats_label.set_forms(*compact_stats(stats))
