@@ -56,3 +56,4 @@ def test_a_prefill_is_message_text_not_markup(engine: EngineClient) -> None:
     assert view.prompt.endswith("<|im_start|>assistant\nHello<|im_end|>")
     controls = [t.piece for t in view.tokens if t.special]
     assert controls[-1] == "<|im_start|>" and not view.tokens[-1].special
+
