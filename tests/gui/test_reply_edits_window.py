@@ -29,6 +29,7 @@ def test_continue_goes_on_from_a_cut_reply(qtbot: QtBot, window: MainWindow,
     short_replies(window, 48)
     with qtbot.waitSignal(window.reply_started, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(cut.continue_button, Qt.MouseButton.LeftButton)
+    # (Chat ▸ Continue the last reply does the same: window.chats.continue_reply.)
     assert window.chats.last_request is not None
     assert window.chats.last_request.prefill == "one two three "
     wait_reply(qtbot, window)

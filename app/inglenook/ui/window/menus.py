@@ -88,6 +88,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
         )),
         Menu("&Chat", (
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
+            Command("continueReply", "Continue the last reply", chats.continue_reply,
+                    tip="Go on from where a stopped or cut reply ended"),
             Command("tools", "Tools…", chats.show_tools,
                     tip="MCP tool servers, their tools, and which this chat uses"),
             Command("knowledge", "Knowledge…", w.show_knowledge,
