@@ -18,11 +18,11 @@ EDITED = "edited"  # Provenance.extra: the reply's text was written or changed b
 
 
 def can_continue(message: StoredMessage | None) -> bool:
-    """A reply that was cut or stopped with something written, and that called no tools (a
-    call ends a reply on purpose)."""
+    """A reply that was cut, stopped or interrupted (the app ended while it was written) with
+    something written, and that called no tools (a call ends a reply on purpose)."""
     return (message is not None and message.role == "assistant"
-            and message.status != "streaming"
-            and message.provenance.finish in CONTINUABLE and not message.tool_cards
+            and (message.provenance.finish in CONTINUABLE or message.status == "interrupted")
+            and message.status != "streaming" and not message.tool_cards
             and bool(message.content or message.reasoning))
 
 

@@ -71,6 +71,25 @@ def test_continue_is_only_for_a_reply_cut_or_stopped(store: Store) -> None:
     assert session.begin_reply(9, CONTINUE) is not None
 
 
+def test_a_reply_interrupted_by_a_crash_can_be_continued(store: Store) -> None:
+    session = ChatSession(store)
+    session.add_user("Hi")
+    assert session.begin_reply(1) is not None
+    session.reply_delta("Half a rep")
+    session.reply = None  # the app ended here: the row stays 'streaming' with what was saved
+    store.update_message(session.path[-1].id, "Half a rep")
+    store.close()
+    again = Store(store.path)  # next start: marked interrupted
+    try:
+        assert session.conv_id is not None
+        reopened = ChatSession.open(again, session.conv_id, again.presets(), session.settings)
+        assert reopened.path[-1].status == "interrupted" and can_continue(reopened.path[-1])
+        request = reopened.begin_reply(2, CONTINUE)
+        assert request is not None and request.prefill == "Half a rep"
+    finally:
+        again.close()
+
+
 def test_continue_a_reply_cut_while_thinking_keeps_thinking() -> None:
     think = ReasoningFormat("think")
     assert written("", "Let me see", think) == "<think>\nLet me see"
