@@ -142,13 +142,13 @@ def test_a_bubble_makes_its_widgets_when_needed(qtbot: QtBot) -> None:
     bubble = MessageBubble("assistant", "Hello")
     qtbot.addWidget(bubble)
     made = {b.objectName() for b in bubble.findChildren(QToolButton)}
-    assert made == {"bubbleDetailsButton", "bubbleRegenerateButton", "bubbleCopyButton",
-                    "bubbleDeleteButton"}
+    assert made == {"bubbleEditButton", "bubbleDetailsButton", "bubbleRegenerateButton",
+                    "bubbleCopyButton", "bubbleDeleteButton"}
     bubble.show()
     bubble.set_siblings(1, 1)
     bubble.set_notice("")
     bubble.set_streaming(False)
-    assert len(bubble.findChildren(QToolButton)) == 4
+    assert len(bubble.findChildren(QToolButton)) == 5
 
     bubble.set_streaming(True)
     assert bubble.stop_button.isVisible() and not bubble.copy_button.isEnabled()
@@ -165,7 +165,7 @@ def test_a_bubble_makes_its_widgets_when_needed(qtbot: QtBot) -> None:
     bubble.set_stats(Stats(prompt_tokens=40, cached_tokens=0, generated_tokens=12, ttft_s=0.2,
                            decode_tok_s=30.0, prompt_tok_s=300.0, context_used=52, n_ctx=2048))
     assert bubble.stats_label.isVisible() and bubble.stats_label.text() == "12 tokens · 30.0 tok/s"
-    assert not bubble.notice.isVisible() and not bubble.edit_button.isVisible()
+    assert not bubble.notice.isVisible() and bubble.edit_button.isVisible()  # a reply, too
 
 
 def test_user_bubble_actions(qtbot: QtBot) -> None:

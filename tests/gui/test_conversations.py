@@ -122,6 +122,9 @@ def test_editing_a_question_in_place_makes_a_branch(qtbot: QtBot, window: MainWi
     qtbot.mouseClick(window.chat.bubbles[0].edit_button, Qt.MouseButton.LeftButton)
     editor = window.chat.bubbles[0].findChild(InlineEdit)
     assert editor is not None and editor.editor.toPlainText() == "Name a colour."
+    # In view, with room for it (the bubble's text hidden, Qt had no height for it: 0 px).
+    qtbot.waitUntil(lambda: editor.isVisible() and window.chat.bubbles[0].height()
+                    > editor.height() > 40, timeout=5_000)
     qtbot.keyClick(editor.editor, Qt.Key.Key_Escape)  # cancel: nothing changes
     qtbot.waitUntil(lambda: window.chat.bubbles[0].findChild(InlineEdit) is None, timeout=5_000)
     assert window.chat.bubbles[0].body.isVisibleTo(window.chat.bubbles[0])

@@ -161,6 +161,8 @@ class FakeHost:
         text = reply.get("text", "")
         for key, value in fill.items():
             text = text.replace(key, value)
+        if request.prefill and text.startswith(request.prefill):  # Continue: goes on from it
+            text = text[len(request.prefill):]
         pieces = reply.get("pieces") or re.findall(r"\S+\s*|\s+", text) or [""]
         prompt_tokens = sum(len(m.content.split()) + 4 for m in request.messages)
         started = time.perf_counter()

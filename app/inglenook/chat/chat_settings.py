@@ -20,6 +20,7 @@ from inglenook.tools.approval import ChatToolPolicy
 
 EFFORTS = ("low", "medium", "high")  # gpt-oss's reasoning_effort values
 MAX_SCHEMA = 64 * 1024  # characters of a chat's reply schema
+MAX_MODEL_PATH = 4096
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class ChatSettings:
     says which tool servers the chat uses and which tools run without asking; `knowledge`
     names the collections its replies search (chat/knowledge_turn.py). `reply_json`: replies
     are JSON, matching `reply_schema` when it is set (the text as typed, kept even when it is
-    not a schema yet: the reply then fails with the reason, and nothing typed is lost)."""
+    not a schema yet: the reply then fails with the reason, and nothing typed is lost).
+    `model`: the path of the model the chat was last answered with ("": none yet; see
+    chat/chat_model.py)."""
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -42,6 +45,7 @@ class ChatSettings:
     knowledge: tuple[str, ...] = ()
     reply_json: bool = False
     reply_schema: str = ""
+    model: str = ""
 
     @property
     def reply_format(self) -> str:
@@ -69,6 +73,8 @@ class ChatSettings:
             data["reply_json"] = True
         if self.reply_schema:
             data["reply_schema"] = self.reply_schema
+        if self.model:
+            data["model"] = self.model
         return data
 
     @classmethod
@@ -87,6 +93,7 @@ class ChatSettings:
             thinking, effort = values.get("thinking"), values.get("reasoning_effort")
             knowledge = values.get("knowledge")
             schema = values.get("reply_schema")
+            model = values.get("model")
             return cls(prompt if isinstance(prompt, str) else fallback.system_prompt,
                        SamplingParams.from_dict(sampling) if isinstance(sampling, dict)
                        else fallback.sampling, preset,
@@ -97,7 +104,8 @@ class ChatSettings:
                        tuple(k for k in knowledge if isinstance(k, str))
                        if isinstance(knowledge, list) else (),
                        reply_json=values.get("reply_json") is True,
-                       reply_schema=schema[:MAX_SCHEMA] if isinstance(schema, str) else "")
+                       reply_schema=schema[:MAX_SCHEMA] if isinstance(schema, str) else "",
+                       model=model[:MAX_MODEL_PATH] if isinstance(model, str) else "")
         named = next((p for p in presets if preset and p.name.casefold() == preset.casefold()),
                      None)
         if named is None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from inglenook.chat import knowledge_turn, tool_round
+from inglenook.chat import knowledge_turn, reply_edits, tool_round
 from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
 from inglenook.chat.chat_settings import ChatSettings as ChatSettings
 from inglenook.chat.history import sent_turns, turn_rows
@@ -79,6 +79,7 @@ class ReplyOptions:
     open_index: knowledge_turn.OpenIndex = knowledge_turn.default_index  # searched, if used
     knowledge: knowledge_turn.KnowledgeTurn | None = None  # searched beforehand, if it was
     vision: bool = False  # the model sees images: they are sent as images, not named
+    extend: bool = False  # Continue: the last reply goes on from where it was cut or stopped
 
     @property
     def offers_tools(self) -> bool:
@@ -296,6 +297,21 @@ class ChatSession:
         self.reload(at)
         return self.path[-1]
 
+    def edit_reply(self, message_id: int, text: str) -> StoredMessage:
+        """The user's version of a reply: a sibling branch, shown, that later turns build on
+        (the original and what followed it stay one ‹ › away)."""
+        at = self._index_of(message_id)
+        original = self.path[at]
+        if original.role != "assistant":
+            raise KeyError(f"message {message_id} is not a reply")
+        assert self.conv_id is not None
+        self.stop_calls()
+        self.store.add_message(self.conv_id, "assistant", text, original.parent_id,
+                               provenance=reply_edits.edited(original.provenance),
+                               reasoning=original.reasoning)
+        self.reload(at)
+        return self.path[-1]
+
     def select_sibling(self, message_id: int, step: int) -> None:
         """Show the version `step` away (‹ -1, › +1) of the message on screen."""
         self.stop_calls()  # another branch: what waits on this one is answered as stopped
@@ -331,13 +347,17 @@ class ChatSession:
                     continuing: bool = False) -> GenerationRequest | None:
         """Start a reply to the last question (a new version when the last message is already
         a reply: Regenerate), or, `continuing`, the model's reply to the results of the tool
-        calls the last reply made. Writes the empty reply; None when there is nothing to
-        answer."""
+        calls the last reply made, or (`options.extend`) a new version of the last reply that
+        goes on from where it was cut or stopped: Continue. Writes the reply (empty, or the
+        text continued); None when there is nothing to answer."""
         if self.reply is not None or self.conv_id is None or not self.path:
             return None
         if continuing and (self.tool_round is None or not self.tool_round.done):
             return None
         options = options or ReplyOptions()
+        extend = options.extend
+        if extend and (continuing or not reply_edits.can_continue(self.path[-1])):
+            return None
         traits, outline = options.traits, self.path.outline
         kept = len(outline) - (0 if continuing or outline.roles[-1] != "assistant" else 1)
         if kept == 0:
@@ -362,13 +382,18 @@ class ChatSession:
             enable_thinking=s.thinking if traits.thinking_switch else None,
             reasoning_effort=s.reasoning_effort if traits.effort else "",
             reply_format=s.reply_format)
-        parent = outline.ids[kept - 1]
-        message_id = self.store.add_message(self.conv_id, "assistant", "", parent,
-                                            status="streaming")
-        reasoned = any(outline.reasoning[i] for i in range(kept)
-                       if outline.roles[i] == "assistant")
         parts = ReplyParts(traits.reasoning, options.tool_format,
                            options.catalog if options.offers_tools else None, self.wall_clock)
+        if extend and replaced is not None:  # read again as streamed, then continued
+            prefill = reply_edits.written(replaced.content, replaced.reasoning,
+                                          traits.reasoning)
+            request = dataclasses.replace(request, prefill=prefill)
+            parts.feed(prefill)
+        parent = outline.ids[kept - 1]
+        message_id = self.store.add_message(self.conv_id, "assistant", parts.answer, parent,
+                                            status="streaming", reasoning=parts.reasoning)
+        reasoned = any(outline.reasoning[i] for i in range(kept)
+                       if outline.roles[i] == "assistant")
         self.reply = Reply(request, message_id, parts, catalog=options.catalog,
                            history_reasoning="" if not reasoned else "sent"
                            if traits.reads_reasoning else "left out", left_behind=behind,

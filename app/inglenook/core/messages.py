@@ -135,6 +135,9 @@ class GenerationRequest:
     # A plain completion of a text instead of the conversation (`messages` is then that text
     # as one user turn, for the context budget); None: the chat template renders `messages`.
     raw: RawPrompt | None = None
+    # Continue: the reply so far. The prompt ends inside the assistant turn with this text (no
+    # end of turn), and the model goes on from it; its deltas are only what follows.
+    prefill: str = ""
 
 
 JSON_OBJECT = "json"  # GenerationRequest.reply_format: any JSON object

@@ -188,6 +188,8 @@ class Provenance:
             outcome = "Interrupted: the app closed while it was written"
         if outcome:
             rows.append(("Outcome", outcome + (f": {self.error}" if self.error else "")))
+        if self.extra.get("edited") is True:  # chat/reply_edits.py
+            rows.append(("Edited", "by you: the text is not the model's as written"))
         m = self.model
         if m is not None:
             rows.append(("Model", m.name))

@@ -53,6 +53,7 @@ DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 LIMITS: dict[str, Number] = {
     "api_port": Number(int, 1, 65535),
     "model_idle_minutes": Number(int, -1, 7 * 24 * 60),
+    "text_zoom": Number(int, 50, 300),
 }
 MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
 MAX_PRESET_NAME = 256
@@ -91,6 +92,7 @@ class Settings:
     splitter_state: str = ""  # base64 of QSplitter.saveState(): the panels' widths
     welcomed: bool = False  # the first-run welcome was shown
     theme: str = "system"
+    text_zoom: int = 100  # the chat's text size, percent (View ▸ Larger / Smaller text)
     # The local API server (inglenook serve, from the window).
     api_enabled: bool = False  # serving when the window last closed: served again at start
     api_host: str = "127.0.0.1"

@@ -122,7 +122,7 @@ def unsendable(request: GenerationRequest) -> str:
     otherwise come back without it, as if it had been honoured."""
     asked = [("a reply format (JSON)", request.reply_format), ("logprobs", request.logprobs >= 0),
              ("logit_bias", request.logit_bias), ("a forced tool call", request.forced_call),
-             ("a raw completion", request.raw)]
+             ("a raw completion", request.raw), ("continuing a reply", request.prefill)]
     return ", ".join(name for name, wanted in asked if wanted)
 
 

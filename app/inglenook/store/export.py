@@ -19,7 +19,8 @@ when a chat has none, so files of chats without them are as before and older ver
 So is "attachments" (schema v4), a user's files in order: [{"name": str, "kind": str, "size": int,
 "text": str}], an image with "mime" and its bytes as base64 in "data". And "tool_cards" (schema v5),
 the tool calls a reply made: [ToolCard.to_json(): {"id", "function", "arguments", "server", "tool",
-"state", "decision"?, "result"?: {"status", "text", "detail"}}].
+"state", "decision"?, "result"?: {"status", "text", "detail"}}]. A reply the user edited has
+"edited": true in its provenance (its original is its sibling).
 """
 
 from __future__ import annotations
@@ -169,6 +170,8 @@ def export_markdown(conn: sqlite3.Connection, conv_id: int) -> str:
         if message.role == "assistant" and sources:
             parts.append(sources + "\n")
         note = _status_note(message.status, message.provenance.finish)
+        if message.provenance.extra.get("edited") is True:  # chat/reply_edits.py marks it
+            note = f"{note}, then edited" if note else "edited"
         if message.role == "assistant" and note:
             parts.append(f"*({note})*\n")
     return "\n".join(parts)

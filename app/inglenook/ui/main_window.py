@@ -8,7 +8,9 @@ conversation list). See ../shared/ARCHITECTURE.md.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent
@@ -20,13 +22,15 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
+from inglenook.chat import chat_model
 from inglenook.chat.forget import tidy_at_start
-from inglenook.chat.session import OWNER_PREFIX
+from inglenook.chat.session import OWNER_PREFIX, ChatSession
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
 from inglenook.engine.embedder import RoutedEmbedder
+from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.worker import EngineWorker
-from inglenook.store import Store
+from inglenook.store import Store, StoreError
 from inglenook.store.opening import open_store
 from inglenook.ui import tasks, theme
 from inglenook.ui.app_settings import AppSettings
@@ -90,6 +94,7 @@ class MainWindow(QMainWindow):
         self._owns_store = store is None
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False
+        self._switched_to = ""  # a model loaded because a chat that used it came on screen
         self._build()
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
 
@@ -151,6 +156,7 @@ class MainWindow(QMainWindow):
         self.banner = Banner(self)
         self.find_bar = FindBar(self)
         self.chat = ChatView(self)
+        self.chat.set_zoom(self.app_settings.value.text_zoom)  # kept from the last run
         self.chat.empty.label.setText("Loading the model…")
         self.queue_notice = QueueNotice(self)
         self.composer = Composer(self)
@@ -231,10 +237,12 @@ class MainWindow(QMainWindow):
         history.deleted.connect(chats.conversation_deleted)
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)
+        chats.session_changed.connect(self._chat_shown)
         chats.session_changed.connect(lambda s: self.sidebar.select(s.conv_id))
         chats.session_changed.connect(lambda _s: self.finder.chat_changed())
         chats.conversations_changed.connect(history.refresh)
         chats.activity_changed.connect(self.sidebar.set_activity)
+        chats.unread_changed.connect(self.sidebar.set_unread)
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
         self.chat.empty.welcome_dismissed.connect(self.side.welcomed)
@@ -273,8 +281,28 @@ class MainWindow(QMainWindow):
         AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
 
     # ---- reactions that span controllers -------------------------------------------------
+    def _chat_shown(self, session: ChatSession) -> None:
+        """A chat came on screen: the model it was answered with comes back with it."""
+        wanted = session.settings.model
+        loaded = self.models.model.path if self.models.model else ""
+        switch = chat_model.to_load(
+            session.settings, loaded, self.models.is_loading,
+            any(s is not session for s in self.chats.sessions.replying()),
+            bool(wanted) and (is_remote_ref(wanted) or Path(wanted).is_file()))
+        if switch.load:
+            self._switched_to = switch.load
+            self.models.load(switch.load)
+        elif switch.notice:
+            self.banner.show_message(switch.notice, "info")
+
     def _model_ready(self, info: ModelInfo) -> None:
         self.app_settings.set("last_model", info.path)
+        session = self.chats.session  # the model chosen for the chat on screen is its own
+        if self._switched_to != info.path or not session.settings.model:
+            session.set_settings(chat_model.answered_with(session.settings, info.path))
+            with contextlib.suppress(StoreError):  # saved with its next message then
+                session.save_settings()
+        self._switched_to = ""
         preset = self.side.model_defaults(info.path).preset
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)
@@ -309,6 +337,8 @@ class MainWindow(QMainWindow):
     def _setting_changed(self, name: str) -> None:
         if name == "theme":
             theme.manager().set_mode(self.app_settings.value.theme)
+        elif name == "text_zoom":
+            self.chat.set_zoom(self.app_settings.value.text_zoom)
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterator, Sequence
 
 from inglenook.core.context import Fit, fit_messages, policy_of, reply_reserve
 from inglenook.core.messages import GenerationRequest, ImageRef, Message, RawPrompt
+from inglenook.core.reasoning import ReasoningFormat
 from inglenook.core.template import (
     IMAGE_MARK,
     ControlStrings,
@@ -36,6 +37,9 @@ from inglenook.engine.host.vision import ImageError, Vision, is_placeholder
 from inglenook.engine.kv_states import common_prefix, pack
 from inglenook.engine.template_process import TemplateRenderer
 
+# A reply continued from its text (GenerationRequest.prefill) keeps its reasoning tags as tags.
+_TAGS = frozenset(t for kind in ("think", "bracket") for f in [ReasoningFormat(kind)]
+                  for t in (f.open, f.close))
 PREFIX_MIN_CHARS = 600  # a system prompt shorter than this cannot be MIN_PREFIX_TOKENS long
 _C_SPACE = b" \t\n\v\f\r"  # what C's isspace() strips next to an lstrip/rstrip token
 
@@ -53,6 +57,8 @@ class Tokenizer:
         self.vision: Vision | None = None  # the projector, when the model was loaded with one
         self._system_probes: dict[str, bytes] = {}
         self._markup, self.control = self._control_tokens()
+        self._prefill_control = ControlStrings(
+            in_plain_text=[t for t in self.control.texts[1] if t not in _TAGS])
         for token, (raw, attr) in self._markup.items():
             if attr & ATTR_CONTROL and raw.decode("utf-8") in markers:
                 self._pieces[token] = model.piece(token, special=True)  # what piece(token) gives
@@ -145,15 +151,25 @@ class Tokenizer:
                 prompt = RenderedPrompt((Segment(raw.prefix + raw.suffix, True),))
                 rendered[tuple(messages)] = prompt, self.raw_tokens(raw)
             else:
-                prompt = self.render(messages, context)
+                prompt = self._prefilled(self.render(messages, context), request.prefill)
                 rendered[tuple(messages)] = prompt, self.tokenize_prompt(prompt)
             return len(rendered[tuple(messages)][1])
 
         policy = policy_of("stop" if raw is not None else request.overflow)
         fit = fit_messages(request.messages, count_tokens, n_ctx,
                            reply_reserve(n_ctx, request.sampling.max_tokens, policy), policy)
-        prompt, tokens = rendered.get(fit.messages) or (self.render(fit.messages, context), [])
+        prompt, tokens = rendered.get(fit.messages) or (
+            self._prefilled(self.render(fit.messages, context), request.prefill), [])
         return prompt, tokens or self.tokenize_prompt(prompt), fit
+
+    def _prefilled(self, prompt: RenderedPrompt, prefill: str) -> RenderedPrompt:
+        """The prompt with the reply so far after its generation prompt, as message text (it
+        cannot produce control tokens, nor the markup tokens llama.cpp reads in plain text,
+        save reasoning tags), so that the model continues it. It may have been edited."""
+        if not prefill:
+            return prompt
+        text = defuse(prefill, self._prefill_control.in_plain_text)
+        return dataclasses.replace(prompt, segments=(*prompt.segments, Segment(text, True)))
 
     def raw_tokens(self, raw: RawPrompt) -> list[int]:
         """A plain completion's tokens: the text as plain text (never control tokens), or with

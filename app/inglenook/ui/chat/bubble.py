@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QBoxLayout,
     QFrame,
@@ -43,19 +43,24 @@ WAITING = "Waiting for its turn…"
 
 # The footer, left to right; "stretch" is the spacer between the figures and the actions.
 FOOTER = ("previous", "siblings", "next", "stats", "stretch",
-          "stop", "edit", "details", "regenerate", "copy", "delete")
+          "stop", "continue", "edit", "details", "regenerate", "copy", "delete")
 BUTTONS = {  # name: (label, tooltip)
     "previous": ("‹", "Previous version"),
     "next": ("›", "Next version"),
     "stop": ("Stop", "Stop this reply (Esc)"),
+    "continue": ("Continue", "Go on from where this reply stopped (a new version)"),
     "edit": ("Edit", "Ask this again differently (a new branch)"),
     "details": ("Details", "Model, settings, seed and timings"),
     "regenerate": ("Regenerate", "Write this reply again"),
     "copy": ("Copy", "Copy this message as Markdown"),
     "delete": ("Delete", "Delete this message and everything after it"),
 }
+# Shorter labels where a narrow bubble's footer has no room for the full ones (the tooltip and
+# the accessible name keep the full one).
+SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on"}
 AT_REST = {"user": ("edit", "copy", "delete"),
-           "assistant": ("details", "regenerate", "copy", "delete")}
+           "assistant": ("edit", "details", "regenerate", "copy", "delete")}
+EDIT_REPLY = "Rewrite this reply (a new version; what follows builds on it)"
 
 
 def compact_stats(stats: Stats) -> tuple[str, ...]:
@@ -115,7 +120,8 @@ class MessageBubble(QFrame):
         copy_requested(): Copy was clicked (the text is copied here; the signal is for tests).
         regenerate_requested(): Regenerate was clicked.
         stop_requested(): Stop was clicked while this reply streams.
-        edit_requested(): Edit was clicked (user messages).
+        edit_requested(): Edit was clicked.
+        continue_requested(): Continue was clicked (a reply cut or stopped).
         details_requested(): Details was clicked (how a reply was made).
         delete_requested(): Delete was clicked (this message and all after it).
         sibling_requested(int): ‹ or › was clicked: -1 or +1.
@@ -125,6 +131,7 @@ class MessageBubble(QFrame):
     regenerate_requested = Signal()
     stop_requested = Signal()
     edit_requested = Signal()
+    continue_requested = Signal()
     details_requested = Signal()
     delete_requested = Signal()
     sibling_requested = Signal(int)
@@ -133,6 +140,7 @@ class MessageBubble(QFrame):
     regenerate_button: _Lazy[QToolButton] = _Lazy("regenerate")
     stop_button: _Lazy[QToolButton] = _Lazy("stop")
     edit_button: _Lazy[QToolButton] = _Lazy("edit")
+    continue_button: _Lazy[QToolButton] = _Lazy("continue")
     details_button: _Lazy[QToolButton] = _Lazy("details")
     delete_button: _Lazy[QToolButton] = _Lazy("delete")
     previous_button: _Lazy[QToolButton] = _Lazy("previous")
@@ -149,6 +157,7 @@ class MessageBubble(QFrame):
         self.message_id: int | None = None
         self._widgets: dict[str, QWidget] = {}
         self._streaming = False
+        self._continuable = False
         self._siblings = (1, 1)
         self._notice_kind = ""
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
@@ -201,7 +210,7 @@ class MessageBubble(QFrame):
             label, tip = BUTTONS[name]
             widget = button = QToolButton(self)
             button.setText(label)
-            button.setToolTip(tip)
+            button.setToolTip(EDIT_REPLY if name == "edit" and self.role == "assistant" else tip)
             button.setAccessibleName(tip if name in ("previous", "next") else label)
             button.setObjectName(f"bubble{name.capitalize()}Button")
             button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -225,6 +234,7 @@ class MessageBubble(QFrame):
             "next": lambda: self.sibling_requested.emit(1),
             "stop": self.stop_requested.emit,
             "edit": self.edit_requested.emit,
+            "continue": self.continue_requested.emit,
             "details": self.details_requested.emit,
             "regenerate": self.regenerate_requested.emit,
             "copy": self._copy,
@@ -245,12 +255,38 @@ class MessageBubble(QFrame):
                 cast(QLabel, widget).setText(f"{index}/{count}")
         elif name == "stop":
             widget.setVisible(self._streaming)
-        elif name in ("copy", "delete", "regenerate"):
+        elif name == "continue":
+            widget.setVisible(self._continuable and not self._streaming)
+        elif name in ("copy", "delete", "regenerate", "edit"):
             widget.setEnabled(not self._streaming)
             if name == "regenerate":
                 widget.setVisible(self.role == "assistant")
-        elif name in ("edit", "details"):
-            widget.setVisible(self.role == ("user" if name == "edit" else "assistant"))
+        elif name == "details":
+            widget.setVisible(self.role == "assistant")
+
+    def heightForWidth(self, width: int) -> int:
+        # With its Markdown hidden (edited in place) nothing in the layout has a height for
+        # a width, and Qt answers -1: the view would give the bubble no height at all.
+        height = super().heightForWidth(width)
+        return height if height >= 0 else self.sizeHint().height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_footer()
+
+    def _fit_footer(self) -> None:
+        """Short labels when the full ones would not fit beside each other."""
+        buttons = {n: w for n, w in self._widgets.items() if n in SHORT}
+        if self.role != "assistant" or not buttons:
+            return
+        for name, button in buttons.items():
+            cast(QToolButton, button).setText(BUTTONS[name][0])
+        room = self.width() - 28 - 80  # the frame's margins; some room for the figures
+        needed = sum(w.sizeHint().width() + 2 for n, w in self._widgets.items()
+                     if w.isVisibleTo(self) and n != "stats")
+        if needed > room:
+            for name, button in buttons.items():
+                cast(QToolButton, button).setText(SHORT[name])
 
     # --- state -----------------------------------------------------------------------------
 
@@ -276,6 +312,7 @@ class MessageBubble(QFrame):
             if count > 1:
                 self._widget(name)
             self._sync(name)
+        self._fit_footer()
 
     def set_text(self, text: str) -> None:
         self.text = text
@@ -313,8 +350,17 @@ class MessageBubble(QFrame):
             self.body.flush()  # the last throttled update of a long reply
             if "reasoning" in self._widgets:
                 self.reasoning.body.flush()
-        for name in ("stop", "copy", "delete", "regenerate"):
+        for name in ("stop", "continue", "copy", "delete", "regenerate", "edit"):
             self._sync(name)
+        self._fit_footer()
+
+    def set_continuable(self, continuable: bool) -> None:
+        """Offer Continue (a reply cut or stopped, the last of its chat)."""
+        self._continuable = continuable
+        if continuable:
+            self._widget("continue")
+        self._sync("continue")
+        self._fit_footer()
 
     def set_stats(self, stats: Stats) -> None:
         self.stats_label.set_forms(*compact_stats(stats))

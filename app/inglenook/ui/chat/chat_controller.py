@@ -20,7 +20,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
 from inglenook.chat import images as chat_images
-from inglenook.chat import knowledge_turn
+from inglenook.chat import knowledge_turn, reply_edits
 from inglenook.chat.history import images_sent
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
@@ -30,6 +30,7 @@ from inglenook.chat.session import (
     Sessions,
     conversation_of,
 )
+from inglenook.chat.unread import Unread
 from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
@@ -85,6 +86,7 @@ class ChatController(QObject):
         session_changed(object): another ChatSession is on screen.
         conversations_changed(): a conversation was created or retitled.
         activity_changed(object): {conversation id: "generating" | "waiting"}.
+        unread_changed(object): the frozenset of chats with a reply not seen yet.
     """
 
     reply_started = Signal(int)
@@ -92,6 +94,7 @@ class ChatController(QObject):
     session_changed = Signal(object)
     conversations_changed = Signal()
     activity_changed = Signal(object)
+    unread_changed = Signal(object)
 
     def __init__(self, worker: EngineWorker, store: Store, widgets: ChatWidgets,
                  tools: ToolController, model: Callable[[], tuple[ModelInfo | None, str]],
@@ -104,6 +107,7 @@ class ChatController(QObject):
         self.model, self._new_settings, self._presets = model, new_settings, presets
         self.window = parent
         self.sessions = Sessions()
+        self.unread = Unread()
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
         self._next_id = 0
@@ -171,6 +175,8 @@ class ChatController(QObject):
         self.reply.flush()
         self.session = session
         self.sessions.show(session)
+        if self.unread.viewed(session.conv_id):
+            self.unread_changed.emit(self.unread.ids)
         self.session_changed.emit(session)
         self.render()
 
@@ -238,16 +244,25 @@ class ChatController(QObject):
             self.view.remove_last()
         self.request_reply()
 
+    def continue_reply(self) -> None:
+        """Continue: the last reply, cut or stopped, goes on as a new version of it."""
+        session = self.session
+        if session.reply is None and self.can_send and session.path and \
+                reply_edits.can_continue(session.path[-1]):
+            self.view.remove_last()
+            self.request_reply(extend=True)
+
     def request_reply(self, session: ChatSession | None = None,
-                       continuing: bool = False) -> None:
+                      continuing: bool = False, extend: bool = False) -> None:
         """Ask for a reply in this chat (the one on screen by default): to its last question,
-        or, `continuing`, to the results of the tools the last reply called."""
+        or, `continuing`, to the results of the tools the last reply called, or, `extend`,
+        going on from the last reply (Continue)."""
         session = session or self.session
         if session in self._preparing:
             return
         self._preparing.add(session)
-        self.calls.prepare(session, self.model()[0],
-                           lambda options: self._search(session, options, continuing))
+        self.calls.prepare(session, self.model()[0], lambda options: self._search(
+            session, dataclasses.replace(options, extend=extend), continuing))
 
     def with_images_ready(self, session: ChatSession, vision: bool,
                           then: Callable[[], None]) -> None:
@@ -374,6 +389,7 @@ class ChatController(QObject):
         path = self.session.path
         for bubble in self.view.bubbles:
             bubble.regenerate_button.hide()  # only the last reply can be regenerated
+            bubble.set_continuable(False)  # or continued
         self.view.append(path.outline[path.index_of(message_id) or 0])
 
     def _make_bubble(self, session: ChatSession, index: int, parent: QWidget) -> MessageBubble:
@@ -383,6 +399,8 @@ class ChatController(QObject):
         bubble = self._bubble(message, parent)
         if index < len(session.path) - 1:
             bubble.regenerate_button.hide()
+        elif session.reply is None or session.reply.message_id != message.id:
+            bubble.set_continuable(reply_edits.can_continue(message))
         if session is self.session:
             self.reply.dress(bubble, message)
         return bubble
@@ -403,8 +421,8 @@ class ChatController(QObject):
         bubble.set_siblings(message.sibling_index, message.sibling_count)
         bubble.sibling_requested.connect(lambda step, b=bubble: self.actions.show_sibling(b, step))
         bubble.delete_requested.connect(lambda b=bubble: self.actions.delete_from(b))
+        bubble.edit_requested.connect(lambda b=bubble: self.actions.edit_message(b))
         if message.role == "user":
-            bubble.edit_requested.connect(lambda b=bubble: self.actions.edit_message(b))
             if message.attachments:
                 add_to_bubble(bubble, message.attachments, self._open_attachment)
             return bubble
@@ -414,6 +432,7 @@ class ChatController(QObject):
         self.calls.show(bubble, self.session, message)
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
+        bubble.continue_requested.connect(self.continue_reply)
         bubble.details_requested.connect(lambda b=bubble: self.actions.show_details(b))
         bubble.regenerate_button.setEnabled(self.can_send)
         return bubble
@@ -522,6 +541,7 @@ class ChatController(QObject):
         if visible:
             bubble = self.reply.finished(session, reply_id, finish, event.message)
             if bubble is not None and event.message is not None:
+                bubble.set_continuable(reply_edits.can_continue(event.message))
                 self._show_sources(bubble, event.message)
                 self.calls.show(bubble, session, event.message)
             self._update_controls()
@@ -531,6 +551,8 @@ class ChatController(QObject):
         if visible and finish.context_full and session.settings.overflow == "stop":
             self.banner.show_message(finish.message, "error",
                                      ("Leave out the middle", self._leave_out_middle))
+        if self.unread.reply_finished(session.conv_id, visible, finish.reason):
+            self.unread_changed.emit(self.unread.ids)
         self.reply_finished.emit(rid, finish)
         self.calls.reply_ended(session)  # its tool calls: asked about, run, then go on
 

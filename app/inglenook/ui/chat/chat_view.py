@@ -25,9 +25,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QFontMetricsF, QKeyEvent, QResizeEvent, QShowEvent
-from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QScrollBar, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QFontMetricsF, QKeyEvent, QResizeEvent, QShowEvent
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QFrame, QScrollBar, QWidget
 
 from inglenook.store.branch import MessageOutline, Outline
 from inglenook.ui import theme
@@ -36,7 +36,7 @@ from inglenook.ui.chat.bubble_pool import BubblePool, Factory, Prepare
 from inglenook.ui.chat.empty_state import EmptyState
 from inglenook.ui.chat.jump_button import JumpButton
 from inglenook.ui.chat.loose_messages import LooseMessages
-from inglenook.ui.chat.rows import Metrics, RowGeometry
+from inglenook.ui.chat.rows import HeightCache, Metrics, RowGeometry
 
 BOTTOM_SLACK_PX = 40
 MAX_USER_WIDTH = 0.78  # user bubbles keep some room on the left, like a messenger
@@ -297,6 +297,28 @@ class ChatView(QAbstractScrollArea):
             index = self._geometry.index_at(value)
             self._anchor = (index, self._geometry.top(index) - value)
         self._arrange()
+
+    def set_zoom(self, percent: int) -> None:
+        """The messages' text at `percent` of the application's font size. A rule of this
+        view's style sheet: with the application's style sheet, Qt does not pass a font set
+        on a widget down to its children."""
+        font = QFont(QApplication.font())
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * percent / 100)
+            size = f"{font.pointSizeF():.2f}pt"
+        else:
+            font.setPixelSize(max(1, round(font.pixelSize() * percent / 100)))
+            size = f"{font.pixelSize()}px"
+        self.setStyleSheet("" if percent == 100 else f"#bubbleBody {{ font-size: {size}; }}")
+        self.setFont(font)  # the estimates of heights use it
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # every height measured is wrong now
+            self._metrics = None
+            self._geometry.cache = HeightCache()
+            self._reset_heights()
+            self._arrange()
 
     def _theme_changed(self, new: theme.Theme) -> None:
         for bubble in self._live.values():

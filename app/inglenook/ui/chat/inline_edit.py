@@ -1,7 +1,8 @@
 """Editing a question where it stands: the bubble's text becomes an editor with Send and
 Cancel (Ctrl+Enter sends, Esc cancels), above it the question's files and images, each with ✕
 to leave it out of the new version. Sending makes a new branch; the original stays, with all
-of them. (Files are added in the composer, with a new question.)"""
+of them. (Files are added in the composer, with a new question.) A reply is edited the same
+way, with Save: a new version, not sent anywhere."""
 
 from __future__ import annotations
 
@@ -46,25 +47,29 @@ class InlineEdit(QWidget):
     cancelled = Signal()
 
     def __init__(self, text: str, parent: QWidget | None = None,
-                 attachments: Sequence[Attachment] = ()) -> None:
+                 attachments: Sequence[Attachment] = (), reply: bool = False) -> None:
         super().__init__(parent)
         self.setObjectName("inlineEdit")
         self.attachments = list(attachments)
         self.strip = AttachmentStrip(self)
         self.editor = _Editor(self)
         self.editor.setObjectName("inlineEditor")
-        self.editor.setAccessibleName("Edit the question")
+        self.editor.setAccessibleName("Edit the reply" if reply else "Edit the question")
         self.editor.setTabChangesFocus(True)  # as in the message box: Tab reaches Send
-        self.editor.setToolTip("Ctrl+Enter sends it as a new version; Esc cancels")
+        self.editor.setToolTip(f"Ctrl+Enter {'saves' if reply else 'sends'} it as a new "
+                               "version; Esc cancels")
         self.editor.setPlainText(text)
         lines = max(2, min(10, text.count("\n") + 2))
         self.editor.setFixedHeight(self.editor.fontMetrics().lineSpacing() * lines + 16)
-        self.send_button = QPushButton("Send", self)
+        self.send_button = QPushButton("Save" if reply else "Send", self)
         self.send_button.setObjectName("inlineSendButton")
-        self.send_button.setToolTip("Ask this version (the original stays as a branch)")
+        self.send_button.setToolTip("Keep this version of the reply: later messages build on "
+                                    "it (the original stays as a branch)" if reply else
+                                    "Ask this version (the original stays as a branch)")
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.setObjectName("inlineCancelButton")
-        self.cancel_button.setToolTip("Keep the question as it was")
+        self.cancel_button.setToolTip("Keep the reply as it was" if reply
+                                      else "Keep the question as it was")
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.cancel_button)

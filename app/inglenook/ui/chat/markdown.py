@@ -31,8 +31,11 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.texmath import texmath_plugin
 
 from inglenook.ui.chat.code_highlight import highlight
+from inglenook.ui.chat.math_text import math_html
 
 __all__ = [
     "DEFAULT_PALETTE",
@@ -52,6 +55,7 @@ __all__ = [
 _SAFE_HREF = re.compile(r"(?:https?://|mailto:)", re.IGNORECASE)
 _CODE_TYPES = frozenset({"fence", "code_block"})
 _CONTAINERS = frozenset({"blockquote_open", "bullet_list_open", "ordered_list_open"})
+_MATH = ("math_inline", "math_inline_double", "math_block", "math_block_eqno", "math_single")
 # Deeper than this, indentation leaves no room for text in a bubble; shown as plain source.
 MAX_DISPLAY_DEPTH = 8
 # What a long message shows before "Show all": a bounded amount of work for Qt's layout.
@@ -224,6 +228,32 @@ class _SafeRenderer(RendererHTML):
             f"</td></tr></table>\n"
         )
 
+    def blockquote_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        # Qt draws no border on one side of a block: a narrow coloured cell is the rule.
+        p = self._palette(env)
+        return ('<table border="0" cellspacing="0" cellpadding="0"'
+                ' style="margin-top:4px; margin-bottom:4px"><tr>'
+                f'<td width="3" bgcolor="{p.table_border}"></td>'
+                f'<td style="padding-left:10px; color:{p.muted}">\n')
+
+    def blockquote_close(self, tokens: Sequence[Token], idx: int, options: Any, env: Any
+                         ) -> str:
+        return "</td></tr></table>\n"
+
+    # Math ($…$, $$…$$, \(…\), \[…\]) as rich text: see math_text.py.
+    def math_inline(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return math_html(tokens[idx].content)
+
+    def math_inline_double(self, tokens: Sequence[Token], idx: int, options: Any, env: Any
+                           ) -> str:
+        return math_html(tokens[idx].content)  # within a paragraph: inline
+
+    def math_block(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        return math_html(tokens[idx].content, display=True)
+
+    math_block_eqno = math_block
+    math_single = math_inline
+
     def table_open(self, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
         colour = self._palette(env).table_border
         return (
@@ -256,6 +286,15 @@ def _make_parser() -> MarkdownIt:
         renderer_cls=_SafeRenderer,
     )
     md.enable("table").enable("strikethrough")
+    # Math: "$5 and $10" stays text (no space inside the dollars, no digit after the closing
+    # one), as do labels and equation numbers' markup.
+    md.use(dollarmath_plugin, allow_space=False, allow_digits=False, double_inline=True,
+           allow_labels=False)
+    md.use(texmath_plugin, delimiters="brackets")
+    renderer = md.renderer
+    assert isinstance(renderer, _SafeRenderer)
+    for name in _MATH:  # ours, not the plugins' (which write <eq>, unknown to Qt)
+        renderer.rules[name] = getattr(renderer, name)
     # The stock validator drops javascript:/file: links back to literal "[x](...)" text; accept
     # every destination here and let the renderer decide, so all unsafe links look the same.
     md.validateLink = lambda url: True  # type: ignore[method-assign]

@@ -1,5 +1,6 @@
-"""What the user does to messages already in the chat on screen: edit a question in place,
-step through versions, delete from here on, and see how a reply was made (Details, the prompt).
+"""What the user does to messages already in the chat on screen: edit a question or a reply in
+place, step through versions, delete from here on, and see how a reply was made (Details, the
+prompt).
 """
 
 from __future__ import annotations
@@ -27,17 +28,24 @@ class MessageActions:
         self._inspecting = 0  # the request id of the prompt asked for last
 
     def edit_message(self, bubble: MessageBubble) -> None:
+        """Edit a question (sent again as a new version) or a reply (saved as a new version
+        that what follows builds on; no model is needed for that)."""
         chats = self.chats
-        if chats.session.reply is not None or bubble.message_id is None or not chats.can_send:
+        if chats.session.reply is not None or bubble.message_id is None:
             return
         message = chats.session.path.find(bubble.message_id)
+        reply = message is not None and message.role == "assistant"
+        if not reply and not chats.can_send:
+            return
         # In place of the text, until sent or cancelled; its files can be left out.
         sent = [s for s in bubble.findChildren(AttachmentStrip) if s.isVisibleTo(bubble)]
-        editor = InlineEdit(bubble.text, bubble, message.attachments if message else ())
+        editor = InlineEdit(bubble.text, bubble, message.attachments if message else (),
+                            reply=reply)
         bubble.body.hide()
         for strip in sent:  # the editor shows them, removable
             strip.hide()
-        cast(QBoxLayout, bubble.layout()).insertWidget(0, editor)
+        layout = cast(QBoxLayout, bubble.layout())
+        layout.insertWidget(layout.indexOf(bubble.body) if reply else 0, editor)
         editor.editor.setFocus()
         message_id = bubble.message_id
         self.chats.view.pin(message_id)  # scrolling away must not lose what is being typed
@@ -52,7 +60,11 @@ class MessageActions:
         def send(text: str) -> None:
             done()
             kept = editor.attachments
-            if self.chats.can_send and self.chats.session.reply is None and self._write(
+            if reply:
+                if self.chats.session.reply is None and self._write(
+                        lambda: self.chats.session.edit_reply(message_id, text)):
+                    self.chats.render(keep_position=True)
+            elif self.chats.can_send and self.chats.session.reply is None and self._write(
                     lambda: self.chats.session.edit_user(message_id, text, kept)):
                 self.chats.render()
                 self.chats.request_reply()

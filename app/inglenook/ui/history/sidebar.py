@@ -33,10 +33,12 @@ from inglenook.ui.plain import plain_tip
 ID_ROLE = Qt.ItemDataRole.UserRole
 ACTIVITY_TIPS = {"generating": "Writing a reply…",
                  "waiting": "Waiting for another chat's reply to finish"}
+UNREAD_TIP = "New reply, not seen yet"
 
 
 def activity_icon(kind: str) -> QIcon:
-    """A dot for a chat that is writing a reply, a ring for one whose reply waits its turn."""
+    """A dot for a chat that is writing a reply, a ring for one whose reply waits its turn, a
+    small dot in the link colour for one with a reply not seen yet."""
     size = 12
     pixmap = QPixmap(size, size)
     pixmap.fill(Qt.GlobalColor.transparent)
@@ -47,6 +49,10 @@ def activity_icon(kind: str) -> QIcon:
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(ember)
         painter.drawEllipse(QRectF(2, 2, size - 4, size - 4))
+    elif kind == "unread":
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(theme.current().colors.link))
+        painter.drawEllipse(QRectF(3, 3, size - 6, size - 6))
     else:
         painter.setPen(QPen(ember, 1.5))
         painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -129,7 +135,8 @@ class ConversationSidebar(QWidget):
         self._pinned: dict[int, bool] = {}
         self._titles: dict[int, str] = {}
         self._activity: dict[int, str] = {}
-        self._icons = {kind: activity_icon(kind) for kind in ACTIVITY_TIPS}
+        self._unread: frozenset[int] = frozenset()
+        self._icons = {kind: activity_icon(kind) for kind in (*ACTIVITY_TIPS, "unread")}
         self.setMinimumWidth(220)
         self.setMaximumWidth(320)
 
@@ -174,15 +181,30 @@ class ConversationSidebar(QWidget):
         for row in range(self.list.count()):
             self._decorate(self.list.item(row))
 
+    def set_unread(self, unread: frozenset[int]) -> None:
+        """Mark chats with a reply the user has not seen (bold, "New reply")."""
+        self._unread = frozenset(unread)
+        for row in range(self.list.count()):
+            self._decorate(self.list.item(row))
+
+    def is_unread(self, conv_id: int) -> bool:
+        return conv_id in self._unread
+
     def _decorate(self, item: QListWidgetItem) -> None:
         conv_id = item.data(ID_ROLE)
         if conv_id is None:
             return
         kind = self._activity.get(int(conv_id))
+        unread = int(conv_id) in self._unread
         title = self._titles.get(int(conv_id), "")
+        tip = ACTIVITY_TIPS[kind] if kind else UNREAD_TIP if unread else ""
         self.list.blockSignals(True)  # an icon is not an edit (itemChanged would end a rename)
-        item.setIcon(self._icons[kind] if kind else QIcon())
-        item.setToolTip(plain_tip(f"{title}\n{ACTIVITY_TIPS[kind]}" if kind else title))
+        item.setIcon(self._icons[kind] if kind else self._icons["unread"] if unread else QIcon())
+        font = item.font()
+        font.setBold(unread)
+        item.setFont(font)
+        item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, tip)
+        item.setToolTip(plain_tip(f"{title}\n{tip}" if tip else title))
         self.list.blockSignals(False)
 
     def activity(self, conv_id: int) -> str:

@@ -140,7 +140,7 @@ class SideController(QObject):
             values = values.replace(thinking=chat.thinking, tools=chat.tools,
                                     reasoning_effort=chat.reasoning_effort,
                                     knowledge=chat.knowledge, reply_json=chat.reply_json,
-                                    reply_schema=chat.reply_schema)
+                                    reply_schema=chat.reply_schema, model=chat.model)
         self._change(sampling=values.sampling, system_prompt=values.system_prompt,
                      overflow=values.overflow)
         if self.session is not None:

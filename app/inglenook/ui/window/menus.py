@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication
 from inglenook.ui import theme
 from inglenook.ui.window import edit_actions as edits
 from inglenook.ui.window.commands import Command, Menu
+from inglenook.ui.window.text_zoom import zoom
 
 if TYPE_CHECKING:
     from inglenook.ui.main_window import MainWindow
@@ -76,6 +77,12 @@ def window_menus(w: MainWindow) -> list[Menu]:
                     checked=w.panel_button.isChecked),
             Command("focusComposer", "Go to the message box", w.focus_composer, ["Ctrl+L"]),
             None,
+            Command("zoomIn", "Larger text", partial(zoom, w, 1), ["Ctrl+=", Std.ZoomIn],
+                    "Make the chat's text larger"),
+            Command("zoomOut", "Smaller text", partial(zoom, w, -1), [Std.ZoomOut]),
+            Command("zoomReset", "Actual size", partial(zoom, w, 0), ["Ctrl+0"],
+                    "The chat's text at its normal size"),
+            None,
             Menu("Theme", tuple(
                 Command(f"theme{mode.capitalize()}", text, partial(use_theme, w, mode), tip=tip,
                         group="theme", checked=partial(theme_is, mode))
@@ -83,6 +90,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
         )),
         Menu("&Chat", (
             Command("regenerate", "Regenerate the last reply", chats.regenerate, ["Ctrl+R"]),
+            Command("continueReply", "Continue the last reply", chats.continue_reply,
+                    tip="Go on from where a stopped or cut reply ended"),
             Command("tools", "Tools…", chats.show_tools,
                     tip="MCP tool servers, their tools, and which this chat uses"),
             Command("knowledge", "Knowledge…", w.show_knowledge,

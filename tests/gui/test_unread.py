@@ -1,0 +1,41 @@
+"""A chat whose reply finished while another was on screen is marked unread in the list."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import REPLY_TIMEOUT_MS, Script, chat, start_reply
+
+SLOW = {"match": "story", "text": " ".join(f"w{i}" for i in range(20)), "token_ms": 20}
+
+
+def item_of(window: MainWindow, conv_id: int):
+    for row in range(window.sidebar.list.count()):
+        item = window.sidebar.list.item(row)
+        if item.data(Qt.ItemDataRole.UserRole) == conv_id:
+            return item
+    raise AssertionError(f"chat {conv_id} is not in the list")
+
+
+def test_a_reply_finished_in_the_background_marks_its_chat_until_viewed(
+        qtbot: QtBot, window: MainWindow, script: Script) -> None:
+    chat(qtbot, window, "Something short first.")
+    other = window.chats.conv_id
+    assert other is not None and not window.sidebar.is_unread(other)  # seen as it came
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    script.write([SLOW])
+    start_reply(qtbot, window, "Tell me a story.")
+    story = window.chats.conv_id
+    assert story is not None
+    window.chats.open(other)
+    session = window.chats.sessions.find(story)
+    assert session is not None
+    qtbot.waitUntil(lambda: session.reply is None, timeout=REPLY_TIMEOUT_MS)
+    assert window.sidebar.is_unread(story)
+    item = item_of(window, story)
+    assert item.font().bold() and "New reply" in item.toolTip()
+    window.chats.open(story)
+    assert not window.sidebar.is_unread(story)
+    assert not item_of(window, story).font().bold()
