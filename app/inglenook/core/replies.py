@@ -49,6 +49,7 @@ class Finish:
     # For "error": the conversation does not fit the context (its overflow policy is "stop",
     # or even its newest message is too long), so the window can offer what to do.
     context_full: bool = False
+    stop: str = ""  # for "stop": the stop string that ended the reply ("": the model ended it)
 
 
 MAX_TOP_LOGPROBS = 20  # alternatives a token's log-probability may come with, as OpenAI

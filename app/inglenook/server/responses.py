@@ -143,7 +143,8 @@ class ChatFormat(Format):
 
     @staticmethod
     def _finish(c: Choice) -> str:
-        return "tool_calls" if c.calls else FINISH_REASONS[c.finish]
+        """The limit said before the calls: a call may have been cut after them."""
+        return "tool_calls" if c.calls and c.finish != "length" else FINISH_REASONS[c.finish]
 
     def event(self, index: int, event: ReaderEvent) -> list[bytes]:
         if isinstance(event, TextDelta):

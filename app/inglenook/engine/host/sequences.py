@@ -154,7 +154,7 @@ class Sequence:
         # A reply stopped while its prompt was read, or failed, has no figures to give.
         if reason != "error" and not (reason == "cancelled" and self.reading_stopped):
             send(p.ReplyStats(self.rid, self.stats()))
-        send(p.Finished(self.rid, Finish(reason, self.message)))
+        send(p.Finished(self.rid, Finish(reason, self.message, stop=self._stops.matched)))
 
     def stats(self) -> Stats:
         done = time.perf_counter()
