@@ -36,6 +36,9 @@ class Stats:
     # A reply in a format: tokens for which the likeliest candidates held too few the grammar
     # allows, so that it was applied to the whole vocabulary (the slow case).
     grammar_full_masks: int = 0
+    # Of generated_tokens, those the model thought in (its reasoning block, tags included):
+    # OpenAI's reasoning_tokens.
+    reasoning_tokens: int = 0
 
     @property
     def acceptance_rate(self) -> float:

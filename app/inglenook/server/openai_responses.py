@@ -284,7 +284,7 @@ class ResponseFormat(Format):
                     "input_tokens": s.prompt_tokens,
                     "input_tokens_details": {"cached_tokens": s.cached_tokens},
                     "output_tokens": s.generated_tokens,
-                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": s.reasoning_tokens},
                     "total_tokens": s.prompt_tokens + s.generated_tokens}}
 
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:

@@ -117,6 +117,7 @@ class Serving:
         owner = owner_of(request, call.user, principal)
         group = link.resolve(call.model)
         self._check_effort(call, group)
+        self._check_tools(call, group)
         self._check_vision(call, group)
         model = Path(group).stem if group else link.model_name or ""
         messages, prefill = continued(call)
@@ -139,6 +140,17 @@ class Serving:
         if info is not None and not info.vision and any(m.images for m in call.messages):
             raise ApiError(400, "This model cannot see images: it was loaded without a vision "
                            "projector (mmproj).", param="messages", code="model_cannot_see")
+
+    def _check_tools(self, call: ApiCall, group: str) -> None:
+        """Tools for a model whose chat template has no tool calls this server can read are
+        a 400, never a prompt sent without them as if they had been offered (a model loaded
+        for this request: trusted)."""
+        info = self.link.model_info(group)
+        if info is not None and call.tools and not info.tool_format:
+            raise ApiError(400, f"This model ({info.name}) cannot call tools: its chat template "
+                           "has no tool-call format this server reads. Leave 'tools' out, or "
+                           "load a model made for tool use.", param="tools",
+                           code="model_cannot_call_tools")
 
     def _check_effort(self, call: ApiCall, group: str) -> None:
         """A reasoning switch the model's template does not read is refused, not ignored

@@ -32,6 +32,8 @@ def usage(stats: Stats | list[Stats] | None) -> dict[str, Any]:
     completion = sum(s.generated_tokens for s in every)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            "completion_tokens_details": {
+                "reasoning_tokens": sum(s.reasoning_tokens for s in every)},
             # OpenAI's name for prompt tokens reused from the cache (the KV cache here): only
             # ever the caller's own, see engine/kv_reuse.py.
             "prompt_tokens_details": {"cached_tokens": every[0].cached_tokens if every else 0}}

@@ -155,3 +155,50 @@ def test_responses_routes_refuse_an_unknown_id(served: Served) -> None:
                          ("GET", "/v1/responses/resp_nope/input_items")):
         answer: Any = request(served.port, method, path)
         assert answer.status == 404 and answer.json()["error"]["code"] == "response_not_found"
+
+
+@pytest.fixture(scope="module")
+def plain_engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[EngineClient]:
+    """The bundled model with its own template: no tool calls, no thinking."""
+    folder = tmp_path_factory.mktemp("fake-plain")
+    script = folder / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    client = EngineClient(log_path=folder / "engine.log",
+                          command=[sys.executable, "-m", "tests.helpers.fake_host", str(script)])
+    client.load(LoadParams(str(bundled_model)))
+    yield client
+    client.close()
+
+
+def test_what_a_model_cannot_do_is_refused_by_name(plain_engine: EngineClient) -> None:
+    with serving(plain_engine) as plain, \
+            openai.OpenAI(base_url=plain.base_url, api_key="x", max_retries=0) as api, \
+            anthropic.Anthropic(base_url=plain.url, api_key="x", max_retries=0) as claude:
+        with pytest.raises(openai.BadRequestError) as caught:
+            api.chat.completions.create(model="", tools=[WEATHER],  # type: ignore[list-item]
+                                        messages=[{"role": "user", "content": ASK}])
+        assert caught.value.param == "tools" and "cannot call tools" in str(caught.value)
+        with pytest.raises(anthropic.BadRequestError, match="cannot call tools"):
+            claude.messages.create(model="", max_tokens=20, messages=[
+                {"role": "user", "content": ASK}], tools=[{
+                    "name": "get_weather", "input_schema": PARAMETERS}])
+        with pytest.raises(anthropic.BadRequestError, match="thinking"):
+            claude.messages.create(model="", max_tokens=2048, messages=[
+                {"role": "user", "content": ASK}],
+                thinking={"type": "enabled", "budget_tokens": 1024})
+        assert api.chat.completions.create(  # "none": nothing offered, nothing to refuse
+            model="", tools=[WEATHER], tool_choice="none",  # type: ignore[list-item]
+            messages=[{"role": "user", "content": ASK}]).choices[0].message.content
+
+
+def test_reasoning_tokens_are_counted_in_usage(oai: openai.OpenAI) -> None:
+    made = oai.chat.completions.create(model="", tools=[WEATHER],  # type: ignore[list-item]
+                                       messages=[{"role": "user", "content": ASK}])
+    details = made.usage and made.usage.completion_tokens_details
+    assert details is not None and details.reasoning_tokens == 7  # <think> … </think>: 7 words
+    plain = oai.chat.completions.create(model="", messages=[{"role": "user", "content": "hi"}])
+    assert plain.usage and plain.usage.completion_tokens_details
+    assert plain.usage.completion_tokens_details.reasoning_tokens == 0
+    response = oai.responses.create(model="", input=ASK)
+    assert response.usage and response.usage.output_tokens_details.reasoning_tokens == 7
