@@ -143,3 +143,15 @@ def test_anthropic_stop_sequences_say_which_one_stopped(claude: anthropic.Anthro
         final = stream.get_final_message()
     assert final.stop_reason == "stop_sequence" and final.stop_sequence == word
     assert plain.stop_reason in ("end_turn", "max_tokens") and plain.stop_sequence is None
+
+
+def test_seeded_choices_come_again_with_the_same_seed(api: openai.OpenAI) -> None:
+    def choices() -> list[str | None]:
+        made = api.chat.completions.create(
+            model="", n=3, seed=7, temperature=1.0, max_tokens=12,
+            messages=[{"role": "user", "content": "Name a colour."}])
+        return [c.message.content for c in sorted(made.choices, key=lambda c: c.index)]
+
+    first = choices()
+    assert choices() == first and choices() == first
+    assert len(set(first)) > 1  # each choice a sample of its own
