@@ -52,6 +52,7 @@ from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
+from inglenook.ui.widgets.window_size import fit_in_window
 from inglenook.ui.window import commands
 from inglenook.ui.window.drops import accept_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
@@ -138,7 +139,9 @@ class MainWindow(QMainWindow):
             notices.append(store_problem)
         if any(notices):
             self.banner.show_message("\n\n".join(n for n in notices if n))
-        self.resize(1240, 820)  # unless the last run's sizes say otherwise:
+        # 1240 × 820 within the screen (a 1366 × 768 laptop, a 700 × 600 screen), unless the
+        # last run's sizes say otherwise:
+        fit_in_window(self, 1240, 820)
         self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
         self.splitter.restoreState(QByteArray.fromBase64(settings.splitter_state.encode()))
         if not settings.welcomed:  # the first run: a short welcome above the starters,
