@@ -35,7 +35,7 @@ from pathlib import Path
 from inglenook.core.units import describe_size
 from inglenook.knowledge import embed_prompts, vectors
 from inglenook.knowledge.chunking import chunk_pages
-from inglenook.knowledge.convert import ConvertError, convert
+from inglenook.knowledge.convert import ConvertCancelled, ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Document
 from inglenook.knowledge.scanner import FoundFile, scan
@@ -78,6 +78,17 @@ class IndexReport:
 
 class UnreadableFile(Exception):
     """str() is the reason, for the problems list."""
+
+
+def _reason(exc: Exception) -> str:
+    """Why a file was not indexed: our own errors say it in words; anything else (a parser's
+    refusal we did not foresee) by its kind and first line."""
+    if isinstance(exc, (UnreadableFile, ConvertError)):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "reading it needed more memory than a document may use"
+    detail = (str(exc).splitlines() or [""])[0][:200]
+    return f"it could not be read ({type(exc).__name__}{': ' + detail if detail else ''})"
 
 
 CHANGED = "it was replaced while being indexed (by a link, or another file): not read"
@@ -172,6 +183,8 @@ class Indexer:
                 report.cancelled = True
                 break
             self._one(file, known.get(file.path), report)
+            if report.cancelled:
+                break
             self.progress(Progress(done, total, file.path))
         if not report.cancelled:
             seen = {file.path for file in found.files}
@@ -243,14 +256,17 @@ class Indexer:
                     known.note))
                 report.unchanged += 1
                 return
-            converted = convert(file.kind, data, Path(file.path))
+            converted = convert(file.kind, data, Path(file.path), self.cancelled)
             chunks = chunk_pages(converted.pages,
                                  markdown=file.kind in ("markdown", "html", "docx", "text"),
-                                 code=file.kind == "code")
+                                 code=file.kind == "code", cancelled=self.cancelled)
             if not chunks:
                 raise UnreadableFile("it has no text (a scanned PDF is pictures of pages)")
-        except (UnreadableFile, ConvertError) as exc:
-            report.problems.append((file.path, str(exc)))
+        except ConvertCancelled:
+            report.cancelled = True  # the file keeps what it had; the next run reads it
+            return
+        except Exception as exc:  # any one file's failure is that file's
+            report.problems.append((file.path, _reason(exc)))
             if known is not None:
                 self.index.remove_document(self.name, file.path)
             return
