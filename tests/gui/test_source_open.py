@@ -23,8 +23,12 @@ from inglenook.ui.chat.passage_dialog import PassageDialog
 @pytest.fixture
 def handed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     opened: list[str] = []
-    monkeypatch.setattr(QDesktopServices, "openUrl",
-                        lambda url: opened.append(QUrl(url).toLocalFile()) or True)
+
+    def open_url(url: QUrl) -> bool:
+        opened.append(QUrl(url).toLocalFile())
+        return True
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", open_url)
     return opened
 
 

@@ -181,6 +181,7 @@ def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
                 f"{p.done:,} of {p.total:,} files"
             print(f"\rIndexing {name}: {where}\x1b[K", end="", file=sys.stderr, flush=True)
 
+    stopping: tuple[type[Exception], ...] = (KnowledgeError, OSError, *DATABASE_ERRORS)
     failed: list[str] = []
     embedder = _embedder(index, name, failed)
     try:
@@ -188,7 +189,7 @@ def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
                          no_embedder=" ".join(failed), rebuild=rebuild).run()
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
-    except (KnowledgeError, OSError, *DATABASE_ERRORS) as exc:
+    except stopping as exc:
         if shows:
             print(file=sys.stderr)
             shows = False
