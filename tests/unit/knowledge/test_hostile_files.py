@@ -82,6 +82,12 @@ def test_inflation_is_bounded_per_part_and_in_total(monkeypatch: pytest.MonkeyPa
         check_inflation(archive(1_500_000, 1_400_000, 200_000))
     with pytest.raises(DocxError, match="not a Word document"):
         check_inflation(b"PK\x03\x04 nothing more")
+    # The ratio is that of what has streamed so far: 200 MB deflated into ~200 kB is refused
+    # within its first MBs, long before 100 times its whole compressed size (~24 MB).
+    monkeypatch.setattr(docx_reader, "MAX_MEMBER_BYTES", 4_000_000)
+    monkeypatch.setattr(docx_reader, "MAX_TOTAL_BYTES", 4_000_000)
+    with pytest.raises(DocxError, match=r"'word/document\.xml' inflates more than 100-fold"):
+        check_inflation(zip_bomb(200))
 
 
 @posix_only
