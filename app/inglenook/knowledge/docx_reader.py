@@ -4,9 +4,9 @@ A .docx is a zip archive, and a zip's sizes are the author's word: 2 MB of defla
 2 GB of `word/document.xml`. Every member is inflated here first, as a stream, and the archive
 is refused as soon as a member passes MAX_MEMBER_BYTES, all of them together MAX_TOTAL_BYTES,
 or a member has inflated more than MAX_RATIO times the compressed bytes read so far, once past
-RATIO_GRACE_BYTES (real documents' XML stays near 10:1; bombs are hundreds to thousands to one). Only then is it given to
-python-docx, whose XML parser (lxml, without entity expansion) refuses deep nesting and huge
-text nodes: any such refusal is this file's, said in words.
+RATIO_GRACE_BYTES (real documents' XML stays near 10:1; bombs are hundreds to thousands to
+one). Only then is it given to python-docx, whose XML parser (lxml, without entity expansion)
+refuses deep nesting and huge text nodes: any such refusal is this file's, said in words.
 
 This runs in the converter's child process (knowledge/convert_process.py), capped in memory and
 time: what the bounds miss costs a killed child, never the window.
