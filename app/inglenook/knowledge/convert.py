@@ -5,11 +5,11 @@ valid UTF-8 is binary, whatever its name says, and a name without a suffix (READ
 when its bytes are. HTML loses its tags, scripts and styles, and its headings become Markdown
 headings; CSV rows become lines of `column: value`; DOCX paragraphs keep their heading levels.
 
-PDFs, Word documents and HTML are parsed in a child process, never in the window's: the PDF
-reader's (core/attachments_pdf.py) or the converter's (convert_process.py), each capped in
-address space and CPU, killed after its time budget or on Cancel, given the bytes the indexer
-read and checked (never the path again, which may point elsewhere by now). A Word document is
-inflated within bounds first (docx_reader.py: a zip bomb is refused as it streams).
+PDFs, Word documents and HTML pages over 256 kB are parsed in a child process, never in the
+window's: the PDF reader's (core/attachments_pdf.py) or the converter's (convert_process.py),
+each capped in address space and CPU, killed after its time budget or on Cancel, given the bytes
+the indexer read and checked (never the path again, which may point elsewhere by now). A Word
+document is inflated within bounds first (docx_reader.py: a zip bomb is refused as it streams).
 
 Two kinds are read only up to a cap, and say so (Converted.cut), so that the file is listed as
 read in part, never passed off as whole: a PDF's text stops after the page that passes
@@ -34,6 +34,10 @@ from inglenook.knowledge import convert_process
 
 PDF_TIMEOUT_S = 60.0
 CONVERT_TIMEOUT_S = 60.0  # a Word document or an HTML page, in the converter's child
+# A page up to this is parsed here: a child's start costs more than parsing it (a folder of
+# 1,000 small pages would take a minute more), and Python's HTML parser, linear on pages like
+# these, is slow (quadratic at worst) only on large hostile ones, which go to the child.
+HTML_IN_PROCESS_BYTES = 256_000
 PDF_MAX_CHARS = attachments_pdf.MAX_CHARS - 1  # the reader's cap: ~400 pages of prose
 CSV_MAX_ROWS = 100_000
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".log", ".org", ".tex"})
@@ -78,14 +82,16 @@ def kind_of(name: str) -> str | None:
 def convert(kind: str, data: bytes, path: Path,
             cancelled: Callable[[], bool] = lambda: False) -> Converted:
     """The text of a file already read (data), by its kind; path only names it (its suffix).
-    PDFs, Word documents and HTML are converted in a child process (given the bytes on its
-    stdin), capped in memory and time, killed as soon as `cancelled()` says so
+    PDFs, Word documents and large HTML pages are converted in a child process (given the bytes
+    on its stdin), capped in memory and time, killed as soon as `cancelled()` says so
     (ConvertCancelled)."""
     if kind == "pdf":
         return _pdf(data, cancelled)
-    if kind in ("docx", "html"):
+    if kind == "docx" or (kind == "html" and len(data) > HTML_IN_PROCESS_BYTES):
         return _isolated(kind, data, cancelled)
     text = decode(data)
+    if kind == "html":
+        return Converted([Page(html_text(text))])
     if kind == "csv":
         table, cut = _csv(text, "\t" if path.suffix.lower() == ".tsv" else ",")
         return Converted([Page(table)], cut)

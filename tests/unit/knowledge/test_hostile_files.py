@@ -141,7 +141,7 @@ def test_a_conversion_past_its_time_is_killed(tmp_path: Path,
     monkeypatch.setattr(convert_process, "command", lambda: hanging_converter(pid_file))
     monkeypatch.setattr(convert_module, "CONVERT_TIMEOUT_S", 1.0)
     with pytest.raises(ConvertError, match=r"took more than 1 s"):
-        convert("html", b"<p>x</p>", Path("k.html"))
+        convert("html", b"<p>x</p>" * 40_000, Path("k.html"))  # large: in the child
     assert not psutil.pid_exists(int(pid_file.read_text()))
 
 
