@@ -268,3 +268,17 @@ def test_cancel_is_heard_inside_a_file(tmp_path: Path, monkeypatch: pytest.Monke
     report = Indexer(index, "Docs", cancelled=cancelled).run()
     assert report.cancelled and asked_inside == [True]  # once, inside the file, and it ends
     assert indexed(index) == set()
+
+
+def test_the_converter_command_and_the_bundles_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This Python and the module; a frozen bundle runs itself with --knowledge-convert, which
+    inglenook/__main__.py dispatches (checked here through `python -m inglenook`)."""
+    assert convert_process.command() == [sys.executable, "-m",
+                                         "inglenook.knowledge.convert_process",
+                                         "--memory-mb", str(convert_process.MEMORY_LIMIT_MB)]
+    done = subprocess.run([sys.executable, "-m", "inglenook", convert_process.FLAG,
+                           "--memory-mb", "512", "html"], input=b"<h1>Tea</h1><p>hot</p>",
+                          capture_output=True, check=True)
+    assert done.stdout == b'{"pages": [["# Tea\\n\\nhot", null]]}'
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert convert_process.command()[:2] == [sys.executable, "--knowledge-convert"]
