@@ -7,6 +7,12 @@ one read). Reading is bounded (MAX_FILE_BYTES), through a descriptor opened with
 a final link and without blocking, checked to be a regular file; a file whose size or mtime
 moves while it is read is read again, and listed if it keeps moving. Files gone from the folders
 leave the index. Cancelling keeps what was indexed so far; the next run goes on from there.
+Cancel is heard inside a file too: a converter's child process is killed, chunking stops.
+
+Any one file's failure is that file's: whatever reading, converting or chunking it raises (a
+parser's refusal, a converter killed for its memory or time, a bug) lists it with the reason,
+and the run goes on with the next file. Only the index's own failures (a full disk, the
+collection removed by another process) end the run.
 
 Each document records READER_VERSION, the version of converting and chunking that made its
 passages: one made by an older reader is read again however unchanged the file is, and keeps its
@@ -146,7 +152,8 @@ class Indexer:
     """Brings one collection's index in step with its folders.
 
     `progress` is called from the thread that runs `run` (the window hands it to a queued
-    signal); `cancelled` is asked between files and between folders."""
+    signal); `cancelled` is asked between files and folders, and while a file is converted
+    and chunked."""
 
     def __init__(self, index: SqliteFtsIndex, name: str,
                  progress: Callable[[Progress], None] = lambda p: None,
