@@ -53,7 +53,12 @@ KINDS = {**{s: "text" for s in TEXT_SUFFIXES}, **{s: "markdown" for s in MARKDOW
 
 
 class ConvertError(Exception):
-    """str() says why, as the end of "<file> was not indexed: …"."""
+    """str() says why, as the end of "<file> was not indexed: …". `lasting`: the same bytes
+    would fail again (False where the converter could not even start)."""
+
+    def __init__(self, message: str, lasting: bool = True) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 class ConvertCancelled(Exception):
@@ -185,8 +190,8 @@ def _in_child(argv: list[str], data: bytes, what: str, cancelled: Callable[[], b
         raise ConvertError(f"reading its text took more than {timeout_s:.0f} s (the file "
                            f"may be damaged, or built to do that)") from None
     except OSError as exc:  # the child could not be started
-        raise ConvertError(f"the {what} could not be started: {exc.strerror or exc}") \
-            from exc
+        raise ConvertError(f"the {what} could not be started: {exc.strerror or exc}",
+                           lasting=False) from exc
     try:
         result = json.loads(out.decode("ascii"))
     except (UnicodeDecodeError, ValueError):

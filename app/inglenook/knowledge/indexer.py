@@ -82,6 +82,19 @@ class IndexReport:
     embed_error: str = ""  # why vectors were not made ("" they were, or none were asked)
 
 
+# Contents a converter refused (by kind and SHA-256), with why: in this process they are listed
+# again without being converted again, so a file that takes a converter its whole minute, or
+# is a zip bomb, costs that once per session, not at every change the watcher sees.
+_REFUSED: dict[tuple[str, str], str] = {}
+REFUSALS_KEPT = 1000
+
+
+def _remember_refusal(kind: str, sha: str, why: str) -> None:
+    if len(_REFUSED) >= REFUSALS_KEPT:
+        del _REFUSED[next(iter(_REFUSED))]  # the oldest
+    _REFUSED[(kind, sha)] = why
+
+
 class UnreadableFile(Exception):
     """str() is the reason, for the problems list."""
 
@@ -263,7 +276,14 @@ class Indexer:
                     known.note))
                 report.unchanged += 1
                 return
-            converted = convert(file.kind, data, Path(file.path), self.cancelled)
+            if (refused := _REFUSED.get((file.kind, sha))) is not None:
+                raise ConvertError(refused)  # these very bytes failed before: not again
+            try:
+                converted = convert(file.kind, data, Path(file.path), self.cancelled)
+            except ConvertError as exc:
+                if exc.lasting:
+                    _remember_refusal(file.kind, sha, str(exc))
+                raise
             chunks = chunk_pages(converted.pages,
                                  markdown=file.kind in ("markdown", "html", "docx", "text"),
                                  code=file.kind == "code", cancelled=self.cancelled)

@@ -282,3 +282,25 @@ def test_the_converter_command_and_the_bundles_flag(monkeypatch: pytest.MonkeyPa
     assert done.stdout == b'{"pages": [["# Tea\\n\\nhot", null]]}'
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert convert_process.command()[:2] == [sys.executable, "--knowledge-convert"]
+
+
+def test_a_refused_file_is_not_converted_again_while_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that takes a converter its whole budget would take it at every run the watcher
+    starts: its refusal is remembered (by content) for the session, and listed each run."""
+    calls = tmp_path / "calls"
+    refusing = [sys.executable, "-c", "import sys; sys.stdin.buffer.read(); "
+                f"open({str(calls)!r}, 'a').write('x'); "
+                "print('{\"error\": \"it took the converter its whole minute\"}')"]
+    monkeypatch.setattr(convert_process, "command", lambda: refusing)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "slow.docx").write_bytes(paragraphs("Slow."))
+    index = collection(docs)
+    for _ in range(3):
+        report = Indexer(index, "Docs").run()
+        assert reasons(report.problems) == {"slow.docx": "it took the converter its whole minute"}
+    assert calls.read_text() == "x"
+    (docs / "slow.docx").write_bytes(paragraphs("Changed."))  # other bytes: converted again
+    Indexer(index, "Docs").run()
+    assert calls.read_text() == "xx"
