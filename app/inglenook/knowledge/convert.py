@@ -79,9 +79,12 @@ class Converted:
 
 def kind_of(name: str) -> str | None:
     """The kind by the name's suffix; a name without one (README, LICENSE, NOTES) is read as
-    text, and refused as binary if its bytes say so (decode)."""
+    text, and refused as binary if its bytes say so (decode). Hidden files without one
+    (.env, .netrc, .bash_history) are not read: they hold settings and secrets, not notes."""
     suffix = Path(name).suffix.lower()
-    return KINDS.get(suffix) if suffix else "text"
+    if suffix:
+        return KINDS.get(suffix)
+    return None if name.startswith(".") else "text"
 
 
 def convert(kind: str, data: bytes, path: Path,
