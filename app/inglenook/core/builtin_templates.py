@@ -109,9 +109,12 @@ def _builtins() -> tuple[Builtin, ...]:
         Builtin("llama2", "Llama 2", llama2, ("</s>", "[INST]")),
         Builtin("phi3", "Phi 3", phi3, ("<|end|>", "<|user|>")),
         Builtin("phi4", "Phi 4", phi4, ("<|im_end|>", "<|im_start|>")),
-        Builtin("deepseek3", "DeepSeek V3 / R1", deepseek3, ("<｜end▁of▁sentence｜>", "<｜User｜>")),
+        Builtin("deepseek3", "DeepSeek V3 / R1", deepseek3,
+                ("<｜end▁of▁sentence｜>", "<｜User｜>")),
         Builtin("deepseek2", "DeepSeek V2", deepseek2, ("<｜end▁of▁sentence｜>", "\nUser:")),
-        Builtin("plain", "Plain text (USER: / ASSISTANT:)", plain, ("\nUSER:", "\nASSISTANT:")),
+        # A base model writes the transcript on: the next line of either side ends the reply.
+        Builtin("plain", "Plain text (USER: / ASSISTANT:)", plain,
+                ("\nUSER:", "\nASSISTANT:")),
     )
 
 
@@ -255,3 +258,24 @@ def choose(file_template: str | None, override: str | None, template_name: str,
         return Choice(file_template, "gguf")
     found = detected()
     return Choice(BUILTINS[found.name].source, "detected", found.name, found.reason)
+
+
+def describe(kind: str, label: str = "", reason: str = "") -> str:
+    """What a model's template is, in a sentence (the load notice, the model's tooltip)."""
+    if kind == "detected":
+        return f"No chat template in the file: using {label}, {reason}."
+    if kind == "chosen":
+        return f"Using the built-in {label} chat template (Defaults for this model)."
+    if kind == "override":
+        return "Using your own chat template (Defaults for this model)."
+    if kind == "chatml":  # older versions' fallback, in records of replies
+        return "No chat template in the file: using ChatML."
+    return "Using the chat template in the model file."
+
+
+def short(kind: str, label: str = "") -> str:
+    """The same in a few words, for a reply's Details."""
+    return {"gguf": "from the model file", "override": "your override",
+            "chatml": "ChatML (the file has none)",
+            "detected": f"{label}, built in (the file has none)",
+            "chosen": f"{label}, built in (your choice)"}.get(kind, kind)
