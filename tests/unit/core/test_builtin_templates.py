@@ -133,3 +133,23 @@ def test_the_template_name_is_a_load_option_kept_per_model() -> None:
     assert ModelDefaults.from_dict(defaults.to_dict()) == defaults
     assert ModelDefaults.from_dict({"template_name": "klingon"}).empty
     assert ModelDefaults().apply(LoadParams("m.gguf")).template_name == "auto"
+
+
+def test_details_name_the_built_in_template_a_reply_was_written_with() -> None:
+    from inglenook.core.load import ModelInfo
+    from inglenook.core.provenance import ModelRecord, Provenance
+
+    info = ModelInfo(path="/m/gemma.gguf", name="gemma", architecture="gemma3", size_bytes=1,
+                     n_ctx=2048, n_ctx_train=32768, n_threads=2, n_gpu_layers=0,
+                     gpu_offload_supported=False, flash_attn=False, kv_cache_type="f16",
+                     template_source="detected", template_name="Gemma",
+                     template_reason="chosen from its <start_of_turn> and <end_of_turn> tokens")
+    record = ModelRecord.from_value(Provenance(model=ModelRecord.from_info(info)).to_dict()
+                                    ["model"])
+    assert record is not None
+    rows = dict(Provenance(model=record).describe())
+    assert rows["Chat template"] == "Gemma, built in (the file has none)"
+    older = ModelRecord.from_value({"name": "m", "template": "chatml"})  # older versions' records
+    assert older is not None
+    assert dict(Provenance(model=older).describe())["Chat template"] == \
+        "ChatML (the file has none)"
