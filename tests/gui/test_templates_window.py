@@ -21,6 +21,7 @@ from tests.gui.conftest import (
 )
 
 PLAIN = BUILTINS["plain"].label
+SLOW = 3  # Gemma's 262k vocabulary: a longer load than the bundled model's, on a busy machine
 
 
 def test_the_gemma_base_file_says_its_template_and_its_reply_stops(
@@ -29,7 +30,7 @@ def test_the_gemma_base_file_says_its_template_and_its_reply_stops(
     settings.sampling = settings.sampling.replace(max_tokens=300)  # a run-on would reach it
     window = open_window(qtbot, None, settings)
     try:
-        with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
+        with qtbot.waitSignal(window.model_ready, timeout=SLOW * LOAD_TIMEOUT_MS) as ready:
             window.models.load(str(gemma_model))
         assert ready.args[0].template_source == "detected"
         assert window.model_label.text() == f"{gemma_model.stem}  ·  {PLAIN} template"
@@ -37,7 +38,8 @@ def test_the_gemma_base_file_says_its_template_and_its_reply_stops(
         assert notice.startswith(f"No chat template in the file: using {PLAIN}, chosen for a "
                                  "base model (its vocabulary is Gemma's)")
         assert notice in window.model_label.toolTip()
-        with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
+        with qtbot.waitSignal(window.reply_finished,
+                              timeout=SLOW * REPLY_TIMEOUT_MS) as finished:
             start_reply(qtbot, window, "What is the capital of France?")
         assert finished.args[1].reason == "stop"
         reply = window.chat.bubbles[-1].text
@@ -75,3 +77,11 @@ def test_the_template_chosen_in_defaults_for_this_model_is_used_and_shown(
     again.template_choice.setCurrentIndex(0)  # back to Automatic
     again._save()
     qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).empty)
+
+
+def test_automatic_says_what_it_chose_for_the_model_loaded(
+        qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
+    window.side.edit_model_defaults(str(bundled_model))
+    dialog = window.findChild(ModelDefaultsDialog)
+    assert dialog.template_choice.itemText(0) == "Automatic (recommended): the file's own"
+    assert dialog.template_choice.findData(FILE_OWN) >= 0  # known from the load already

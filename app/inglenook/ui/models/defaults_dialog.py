@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.builtin_templates import BUILTINS, FILE_OWN
-from inglenook.core.load import LOAD_SPECS, ModelDefaults
+from inglenook.core.load import LOAD_SPECS, ModelDefaults, ModelInfo
 from inglenook.core.template import ChatTemplate, TemplateError
 from inglenook.models.gguf import GGUFHeader, read_header
 from inglenook.ui import tasks
@@ -33,6 +33,14 @@ _PANEL_DEFAULTS = ModelDefaults()  # every option left to the side panel
 CUSTOM = "custom"  # the chat template choice that is your Jinja (ModelDefaults.chat_template)
 CUSTOM_TEMPLATE = "Your own (Jinja)…"
 FILE_TEMPLATE = "The file's own"
+AUTOMATIC_TEMPLATE = "Automatic (recommended)"
+
+
+def _automatic(loaded: ModelInfo | None) -> str:
+    """The Automatic choice, with what it chose for the model loaded now (when it chose)."""
+    now = {"gguf": FILE_TEMPLATE.lower(), "detected": loaded.template_name}.get(
+        loaded.template_source, "") if loaded is not None else ""
+    return AUTOMATIC_TEMPLATE + (f": {now}" if now else "")
 
 
 class ModelDefaultsDialog(QDialog):
@@ -40,7 +48,9 @@ class ModelDefaultsDialog(QDialog):
     uses the side panel's."""
 
     def __init__(self, model_path: str, defaults: ModelDefaults, presets: Sequence[str],
-                 gpu_offload: bool, parent: QWidget | None = None) -> None:
+                 gpu_offload: bool, parent: QWidget | None = None,
+                 loaded: ModelInfo | None = None) -> None:
+        """`loaded`: this model as loaded now, whose template Automatic chose."""
         super().__init__(parent)
         self.setObjectName("modelDefaultsDialog")
         self.setWindowTitle(f"Defaults for {Path(model_path).stem}")
@@ -70,10 +80,12 @@ class ModelDefaultsDialog(QDialog):
             "The format this model's conversations are written in. Automatic: the file's own "
             "template, else a built-in one chosen from its vocabulary (the load notice and "
             "the model's tooltip say which and why).")
-        self.template_choice.addItem("Automatic (recommended)", "")
+        self.template_choice.addItem(_automatic(loaded), "")
         for builtin in BUILTINS.values():
             self.template_choice.addItem(builtin.label, builtin.name)
         self.template_choice.addItem(CUSTOM_TEMPLATE, CUSTOM)
+        if loaded is not None and loaded.template_source == "gguf":
+            self._offer_file_own()
         if defaults.template_name == FILE_OWN:  # kept, whether or not the file still has one
             self._offer_file_own()
         current = CUSTOM if defaults.chat_template.strip() else defaults.template_name
