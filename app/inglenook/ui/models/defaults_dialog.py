@@ -119,7 +119,9 @@ class ModelDefaultsDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.template, 1)
         layout.addWidget(self.error)
+        layout.addStretch(0)  # takes the room the Jinja box leaves while it is hidden
         layout.addWidget(buttons)
+        self._layout = layout
         self.result_defaults = defaults
         self._show_custom()
 
@@ -132,7 +134,9 @@ class ModelDefaultsDialog(QDialog):
             self._offer_file_own()
 
     def _show_custom(self) -> None:
-        self.template.setVisible(self.template_choice.currentData() == CUSTOM)
+        custom = self.template_choice.currentData() == CUSTOM
+        self.template.setVisible(custom)
+        self._layout.setStretch(self._layout.count() - 2, 0 if custom else 1)
 
     def _add_row(self, form: QFormLayout, field: LoadField, value: object) -> None:
         name = field.spec.name
