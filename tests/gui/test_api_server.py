@@ -9,7 +9,7 @@ import socket
 import threading
 
 import pytest
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.settings import load_settings
@@ -156,3 +156,24 @@ def test_fetching_images_by_url_is_off_until_ticked_and_kept(
     assert not dialog.fetch.isEnabled()  # changed with the server off, like the address
     window.close()
     assert load_settings().api_fetch_images is True
+
+
+def test_the_dialog_says_tokenless_clients_share_a_cache_and_can_keep_them_apart(
+        qtbot: QtBot, window: MainWindow) -> None:
+    """Issue 39 #15: the side channel is said where the server is turned on, with the switch
+    that closes it, kept in the settings and given to the server."""
+    window.command_actions["apiServer"].trigger()
+    dialog = window.findChild(ServerDialog)
+    note = dialog.findChild(QLabel, "serverIsolation")
+    assert "Clients without a token share one cache" in note.text()
+    assert "keep clients apart" in note.text()
+    assert not dialog.isolate.isChecked()  # off by default: reuse between tools is faster
+    dialog.isolate.setChecked(True)
+    dialog.port.setValue(free_port())
+    dialog.enabled.setChecked(True)
+    qtbot.waitUntil(lambda: window.server.running, timeout=REPLY_TIMEOUT_MS)
+    assert window.server.server is not None and window.server.server.config.isolate_clients
+    assert not dialog.isolate.isEnabled()  # changed with the server off
+    dialog.enabled.setChecked(False)
+    window.close()
+    assert load_settings().api_isolate_clients is True

@@ -33,6 +33,7 @@ def test_connect_an_app_shows_each_apps_settings_and_follows_the_server(
     window.command_actions["connectApp"].trigger()
     dialog = window.findChild(ConnectDialog)
     assert dialog.isVisible() and "is off" in dialog.intro.text()
+    assert dialog.start_button.isVisible()  # the server it needs, one click away
     aider = shlex.split(choose(dialog, "Aider"))
     assert aider[aider.index("--model") + 1] == f"openai/{model.name}"
     assert aider[aider.index("--openai-api-base") + 1] == (
@@ -55,3 +56,14 @@ def test_connect_an_app_shows_each_apps_settings_and_follows_the_server(
     aider = shlex.split(choose(dialog, "Aider"))
     assert aider[aider.index("--openai-api-key") + 1] == "a-token-for-the-tools-0123"
     assert f"127.0.0.1:{port}/v1" in aider[aider.index("--openai-api-base") + 1]
+
+
+def test_connect_an_app_turns_the_server_on(qtbot: QtBot, window: MainWindow) -> None:
+    window.app_settings.update(api_port=free_port())
+    window.command_actions["connectApp"].trigger()
+    dialog = window.findChild(ConnectDialog)
+    dialog.start_button.click()
+    qtbot.waitUntil(lambda: window.server.running, timeout=REPLY_TIMEOUT_MS)
+    assert "is on" in dialog.intro.text() and not dialog.start_button.isVisible()
+    assert window.app_settings.value.api_enabled  # kept on, as the server dialog's switch does
+    window.server.stop()

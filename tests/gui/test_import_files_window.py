@@ -12,6 +12,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 from pytestqt.qtbot import QtBot
 
+from inglenook.core.attachments import Attachment
+from inglenook.store import Store, native
 from inglenook.ui.history import dialogs
 from inglenook.ui.main_window import MainWindow
 from tests.unit.store.test_import_files import chatgpt_conversation
@@ -71,10 +73,10 @@ def test_an_import_can_be_cancelled_while_the_file_is_read(
     reading, go_on = threading.Event(), threading.Event()
     real_read = dialogs.read_import
 
-    def slow_read(name: str):  # a big file: still reading when the user cancels
+    def slow_read(name: str, cancelled: threading.Event):  # a big file: still being read
         reading.set()
         assert go_on.wait(30)
-        return real_read(name)
+        return real_read(name, cancelled)
 
     monkeypatch.setattr(dialogs, "read_import", slow_read)
     window.history.import_conversations(str(path))
@@ -84,3 +86,48 @@ def test_an_import_can_be_cancelled_while_the_file_is_read(
     go_on.set()
     qtbot.waitUntil(lambda: not window.history.importing, timeout=30_000)
     assert "cancelled" in window.banner.text() and window.store.conversations() == []
+
+
+def test_cancel_stops_an_imports_image_decoding_at_the_next_image(
+        qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """Issue 39 #11: an archive of 40 images (bomb-sized ones took 74 s) is cancelled while the
+    first is decoded: no other is decoded after it, and nothing is added."""
+    with Store(tmp_path / "other.db") as other:
+        conv = other.create_conversation("Pictures")
+        other.add_message(conv, "user", "look", None, attachments=[
+            Attachment(name=f"p{n}.png", kind="image", size=len(png), mime="image/png",
+                       data=png) for n, png in enumerate(pngs(40))])
+        path = tmp_path / "archive.json"
+        path.write_text(json.dumps(other.export_all()), encoding="utf-8")
+    decoding, go_on = threading.Event(), threading.Event()
+    decoded: list[int] = []
+    real_decode = native.decode_image
+
+    def slow_decode(data: bytes, name: str = "The image"):  # a big image, being decoded
+        decoded.append(len(data))
+        decoding.set()
+        assert go_on.wait(30)
+        return real_decode(data, name)
+
+    monkeypatch.setattr(native, "decode_image", slow_decode)
+    window.history.import_conversations(str(path))
+    qtbot.waitUntil(decoding.is_set, timeout=30_000)
+    qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    go_on.set()
+    qtbot.waitUntil(lambda: not window.history.importing, timeout=30_000)
+    assert len(decoded) == 1  # the one under way when Cancel came; none after it
+    assert "cancelled" in window.banner.text() and window.store.conversations() == []
+
+
+def pngs(n: int) -> list[bytes]:
+    import io
+
+    from PIL import Image
+
+    out = []
+    for i in range(n):
+        buffer = io.BytesIO()
+        Image.new("RGB", (4, 4), (i, 0, 0)).save(buffer, "PNG")
+        out.append(buffer.getvalue())
+    return out

@@ -76,6 +76,7 @@ def test_loaded_models_lists_the_model_and_unloads_it(qtbot: QtBot, window: Main
 
 def test_lanes_text() -> None:
     assert lanes_text(QueueState(None, (), (), 1)) == ""
+    assert lanes_text(QueueState(None, (), (), 4)) == ""  # idle: nothing, not "0 of 4"
     assert lanes_text(QueueState(("a", 1), (), (("a", 1),), 4)) == "1 of 4 replies at once"
     assert lanes_text(QueueState(("a", 1), (("b", 2),), (("a", 1),), 1)) == (
         "1 of 1 replies at once, 1 waiting")

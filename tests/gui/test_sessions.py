@@ -138,7 +138,7 @@ def test_cancelling_a_waiting_reply_never_runs_it(
     assert cancelled.args[1].reason == "cancelled"
     assert window.chats.session.reply is None and not window.queue_notice.isVisible()
     reply = window.chat.bubbles[-1]
-    assert reply.text == "" and "Stopped" in reply.notice.text()
+    assert reply.text == "" and "Cancelled before it started" in reply.notice.text()
     assert window.composer.button.text() == "Send"
 
 

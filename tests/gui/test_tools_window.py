@@ -227,6 +227,26 @@ def test_the_dialog_lists_the_servers_tools_and_turns_them_on_per_chat(
     assert win.chats.last_request.tools == ()  # the chat uses no server now
 
 
+def test_enter_adds_a_server_and_a_removed_one_takes_its_tools_along(
+        qtbot: QtBot, win: MainWindow) -> None:
+    """Issue 35, point 8: the removed server's tools stayed listed; Enter added nothing."""
+    dialog = ToolsDialog(win.chats.tools, win.chats.session, win.models.model, win)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.servers.setCurrentRow(0)
+    qtbot.waitUntil(lambda: dialog.tool_list.count() >= 7, timeout=WAIT_MS)
+    qtbot.mouseClick(dialog.remove_button, Qt.MouseButton.LeftButton)
+    assert dialog.servers.count() == 0 and dialog.tool_list.count() == 0
+    assert "calc" not in dialog.state.text()
+    dialog.name_edit.setText("web")
+    dialog.target_edit.setText("https://example.org/mcp")
+    qtbot.keyClick(dialog.target_edit, Qt.Key.Key_Return)
+    saved = json.loads(paths.mcp_config_file().read_text())["mcpServers"]
+    assert saved == {"web": {"url": "https://example.org/mcp"}}
+    assert dialog.isVisible() and dialog.name_edit.text() == dialog.target_edit.text() == ""
+    dialog.close()
+
+
 def test_a_template_without_tool_support_says_so_instead_of_offering_tools(
         qtbot: QtBot, window: MainWindow, mcp_json: Path) -> None:
     window.chats.tools.reload()  # the mcp.json written after the window opened

@@ -136,7 +136,7 @@ def test_a_client_leaving_mid_stream_stops_the_engine(served: Served) -> None:
     body = chat_body("Count from 1 to 1000, one number per line.", max_tokens=2000, **SAMPLING)
     with open_stream(served.port, body) as stream:
         first_event(stream)
-    ended = served.status.wait_for(lambda s: s.requests == before.requests + 1)
+    ended = served.status.wait_for(lambda s: s.requests == before.requests + 1 and s.active == 0)
     assert ended.tokens - before.tokens < 100  # the engine's count, of up to 2000
     assert request(served.port, "GET", "/v1/models").status == 200
 

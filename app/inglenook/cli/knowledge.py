@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from inglenook.cli.common import INTERRUPTED_EXIT, UsageError, fail
+from inglenook.core.escape import printable
 from inglenook.core.units import count
 
 if TYPE_CHECKING:
@@ -235,7 +236,7 @@ def _print_files(files: Sequence[tuple[str, str]], heading: str) -> None:
         return
     print(f"{len(files):,} {heading}:")
     for path, why in files[:SHOWN_PROBLEMS]:
-        print(f"  {plain(path)}: {why}")
+        print(f"  {printable(path)}: {why}")
     if len(files) > SHOWN_PROBLEMS:
         print(f"  … and {len(files) - SHOWN_PROBLEMS:,} more "
               f"(inglenook knowledge list shows them all)")
@@ -263,9 +264,9 @@ def _list(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
         for root in c.roots:
             print(f"  {plain(root)}")
         for path, reason in c.problems:
-            print(f"  not indexed: {plain(path)}: {reason}")
+            print(f"  not indexed: {printable(path)}: {reason}")
         for path, note in c.partial:
-            print(f"  read in part: {plain(path)}: {note}")
+            print(f"  read in part: {printable(path)}: {note}")
     return 0
 
 
@@ -284,9 +285,9 @@ def _search(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
     if not hits:
         print("Nothing found.")
     for n, hit in enumerate(hits, start=1):
-        print(f"[{n}] {plain(hit.citation)}")
+        print(f"[{n}] {printable(hit.citation)}")
         if hit.chunk.heading:
-            print(f"    § {plain(hit.chunk.heading)}")
+            print(f"    § {printable(hit.chunk.heading)}")
         for line in plain(hit.chunk.text).splitlines()[:8]:
             print(f"    {line}")
     return 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from inglenook.cli.chat import model_path, wont_load
 from inglenook.cli.common import UsageError, engine_session, fail
 from inglenook.cli.options import add_load_arguments, read_load_params
+from inglenook.core.escape import printable
 from inglenook.core.load import LoadParams
 from inglenook.models.projector import with_projector
 from inglenook.server.config import (
@@ -26,6 +27,10 @@ from inglenook.server.config import (
     ServerConfig,
     token_from_env,
 )
+
+SHARED_CACHE = ("Note: clients without a token share one prompt cache: one can tell, by how "
+                "fast a prompt is read, what another sent. Give each tool its own token "
+                "(--token 'A B'), or keep clients apart with --isolate-clients.")
 
 if TYPE_CHECKING:
     from inglenook.engine.router import EngineRouter
@@ -58,6 +63,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                        help="fetch an image a request names by http(s) URL (public addresses "
                        "only, up to 32 MiB); without it only data: URLs are read and nothing "
                        "is fetched")
+    serve.add_argument("--isolate-clients", action="store_true",
+                       help="keep each client's KV cache to itself on a server without a token "
+                       "(by its address and `user`, else its connection): clients then cannot "
+                       "learn what another sent by timing the prompt cache, at the cost of "
+                       "reuse between them (for a machine shared with others)")
     add_load_arguments(serve)  # a model a request names loads with the same options
 
 
@@ -68,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     config = ServerConfig(host=args.host, port=port, token=token_from_env(args.token),
                           ollama=args.ollama,
                           cors_origins=tuple(args.cors_origin),
-                          extra_hosts=tuple(args.allow_host), fetch_images=args.fetch_images)
+                          extra_hosts=tuple(args.allow_host), fetch_images=args.fetch_images,
+                          isolate_clients=args.isolate_clients)
     try:
         config.check()  # refused before a model is loaded for nothing
         load = read_load_params(args, model_path(args))
@@ -79,12 +90,25 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if problem := wont_load(load.model_path):
         return fail(problem)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    handler = logging.StreamHandler()
+    handler.setFormatter(OneLine("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     logging.getLogger("uvicorn").setLevel(logging.WARNING)
     client = EngineRouter(api_params=api_params(load))
     with engine_session(client) as end:
         return _serve(client, load, config)
     return end.code
+
+
+class OneLine(logging.Formatter):
+    """Every log message on one line, nothing in it a terminal acts on, whoever wrote it
+    (what the server logs escapes what clients sent already; this is the net under it). A
+    traceback stays as it is: it follows the message, written by the app."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        if not record.message.isprintable():
+            record.message = printable(record.message)
+        return super().formatMessage(record)
 
 
 def api_params(load: LoadParams) -> Callable[[str], LoadParams]:
@@ -103,8 +127,11 @@ def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
     from inglenook.engine.client import EngineError
     from inglenook.engine.scheduler import Job, Scheduler
     from inglenook.server import ApiServer
+    from inglenook.server.image_cache import request_image_cache
 
     print(f"Loading {load.model_path} …", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # the last run's request images that are past their age
+        request_image_cache().prune()
     info = client.load(load)
     scheduler = Scheduler(client.cancel, lanes=client.lanes)
 
@@ -135,6 +162,10 @@ def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
           flush=True)
     if config.token:
         print("Clients must send 'Authorization: Bearer <token>'.", flush=True)
+    elif config.isolate_clients:
+        print("Each client's prompt cache is its own (--isolate-clients).", flush=True)
+    else:
+        print(SHARED_CACHE, flush=True)
     if config.fetch_images:
         print("Images named by URL are fetched (public addresses only).", flush=True)
     try:

@@ -23,6 +23,9 @@ from inglenook.engine.router import EngineRouter
 from inglenook.engine.scheduler import Job, QueueState, Scheduler
 
 DELTA_INTERVAL_S = 0.03  # the GUI repaints at most ~30 times a second
+# A reply stopped while it waited for a lane: nothing was written, and "Stopped." would say
+# the model had begun.
+DROPPED = "Cancelled before it started: taken out of the queue."
 RESTARTED = "The engine was restarted to stop a reply that would not stop."
 
 
@@ -93,7 +96,7 @@ class EngineWorker(QObject):
         rid = request.request_id
         self.scheduler.submit(Job(
             lambda: self._generate(request), owner=owner, request_id=rid,
-            dropped=lambda: self.generation_finished.emit(rid, Finish("cancelled"))))
+            dropped=lambda: self.generation_finished.emit(rid, Finish("cancelled", DROPPED))))
 
     def unload_model(self, key: str) -> None:
         """Unload a model the API loaded ("": the window's), once its replies ended."""

@@ -41,6 +41,9 @@ class ServerConfig:
     # Images named by http(s) URL are fetched (server/image_fetch.py): off unless asked, since
     # the app otherwise never reaches the network on its own. `fetch_policy`: tests only.
     fetch_images: bool = False
+    # Clients without a token share one principal (their KV states reused across them: a side
+    # channel, see engine/kv_reuse.py) unless this keeps each client's to itself.
+    isolate_clients: bool = False
     fetch_policy: FetchPolicy | None = field(default=None, compare=False, repr=False)
 
     def check(self) -> None:

@@ -367,18 +367,21 @@ def routes(serving: Serving) -> list[Route]:
     store = ResponseStore()
 
     async def responses(request: Any) -> Any:
-        principal = principal_of(request, serving.config)
+        principal = [principal_of(request, serving.config)]
         turns: list[tuple[Message, ...]] = []  # this request's, without its instructions
 
         def parse(data: Any) -> ApiCall:
-            call = parse_responses(data, lambda rid: store.get(rid, principal))
+            user = data.get("user") if isinstance(data, dict) else None
+            if isinstance(user, str) and user:  # a principal of its own with isolate_clients
+                principal[0] = principal_of(request, serving.config, user)
+            call = parse_responses(data, lambda rid: store.get(principal[0], rid))
             if data.get("store") is not False:
                 turns.append(call.messages[1:] if data.get("instructions") else call.messages)
             return call
 
         def keep(rid: str, output: tuple[Message, ...]) -> None:
             if turns:
-                store.put(rid, principal, (*turns[0], *output))
+                store.put(principal[0], rid, (*turns[0], *output))
 
         return await serving.reply(request, parse, lambda model: ResponseFormat(model, keep))
 

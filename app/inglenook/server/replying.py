@@ -10,7 +10,7 @@ import hashlib
 import hmac
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,9 @@ from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import Ask, EngineLink
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import parse_json
+from inglenook.server.image_decoding import ImageDecoding
 from inglenook.server.image_fetch import FetchDeferred, FetchPolicy, ImageFetcher
-from inglenook.server.images import fetching
+from inglenook.server.images import RequestImages, collecting, fetching
 from inglenook.server.request_log import note_fetched
 from inglenook.server.responses import Format
 from inglenook.server.schemas import ApiCall
@@ -31,6 +32,7 @@ from inglenook.server.streaming import ReplyResponse
 
 API_ANONYMOUS = "api"  # the principal of every client of a server without tokens
 API_TOKEN = "api-token:"  # + a hash of the token: one principal per token
+API_CLIENT = "api-client:"  # + a hash of the client's address and user: --isolate-clients
 BODY_TIMEOUT_S = 30.0  # for a whole request body: 4 MB arrives in far less on any link
 FETCH_THREADS = 4  # requests whose images are being fetched at once; more wait their turn
 
@@ -49,6 +51,7 @@ class Serving:
     link: EngineLink
     config: ServerConfig
     board: StatusBoard
+    decoding: ImageDecoding = field(default_factory=ImageDecoding)
 
     async def body(self, request: Request) -> Any:
         return parse_json(await read_body(request, self.config.max_body_bytes))
@@ -66,8 +69,10 @@ class Serving:
 
     async def parse(self, request: Request, parse: Callable[[Any], ApiCall],
                     body: Any) -> ApiCall:
-        """The body as a call, in a thread: an image part is decoded and written (and, with
-        fetching on, fetched) while the parse checks it. What was fetched goes to the log.
+        """The body as a call, in a thread: an image part is read (and, with fetching on,
+        fetched) while the parse checks it, then, once a model that cannot see images has
+        refused the request, decoded and written by self.decoding (never on the parse's pool).
+        What was fetched goes to the log.
 
         The parse runs on the default pool, which every request's parse and the embeddings
         share, so it must not wait on the network there: a fetcher starts `deferred`, and a
@@ -76,25 +81,32 @@ class Serving:
         deadline), never another request's parse."""
         fetcher = ImageFetcher(self.config.fetch_policy or FetchPolicy(), deferred=True) \
             if self.config.fetch_images else None
-        token = fetching.set(fetcher)  # both pools run parse in this context
-        try:
+        images = RequestImages()
+        token, collected = fetching.set(fetcher), collecting.set(images)  # both pools run
+        try:  # parse in this context
             try:
-                return await asyncio.to_thread(parse, body)
+                call = await asyncio.to_thread(parse, body)
             except FetchDeferred:
                 assert fetcher is not None
                 fetcher.deferred = False
+                images.clear()
                 context = contextvars.copy_context()
-                return await asyncio.get_running_loop().run_in_executor(
+                call = await asyncio.get_running_loop().run_in_executor(
                     _fetching_pool(), context.run, parse, body)
         finally:
+            collecting.reset(collected)
             fetching.reset(token)
             if fetcher is not None and fetcher.notes:
                 note_fetched(request.scope, fetcher.notes)
+        if images.pending:
+            self._check_vision(call, self.link.resolve(call.model))  # before a byte is written
+            await self.decoding.finish(client_of(request, self.config), images)
+        return call
 
     def start(self, request: Request, call: ApiCall,
               fmt: Callable[[str], Format]) -> ReplyResponse:
         link = self.link
-        principal = principal_of(request, self.config)
+        principal = principal_of(request, self.config, call.user)
         owner = owner_of(request, call.user, principal)
         group = link.resolve(call.model)
         self._check_effort(call, group)
@@ -165,22 +177,43 @@ async def read_body(request: Request, limit: int) -> bytes:
 def owner_of(request: Request, user: str, principal: str = API_ANONYMOUS) -> str:
     """Whose turn a reply is on the scheduler: the `user` the client names (within its
     principal), or else its connection, so that two clients take turns like two chats do."""
-    within = "" if principal == API_ANONYMOUS else f"{principal[len(API_TOKEN):]}/"
+    within = "" if principal == API_ANONYMOUS else f"{principal.split(':', 1)[1]}/"
     if user:
         return f"api:{within}{user}"
     client = request.client
     return f"api:{client.host}:{client.port}" if client else "api:"
 
 
-def principal_of(request: Request, config: ServerConfig) -> str:
+def client_of(request: Request, config: ServerConfig) -> str:
+    """Who a request is, for its share of the server's work (image decoding): its token's
+    principal, or its address on a server without tokens (never its connection: a client
+    may open many)."""
+    if config.tokens:
+        return principal_of(request, config)
+    return f"address:{request.client.host}" if request.client else "address:"
+
+
+def principal_of(request: Request, config: ServerConfig, user: str = "") -> str:
     """Whose KV cache a request may reuse: the token it was let in with (the server may give
-    each tool its own), or, on a server without tokens, every client's together. Never the
-    window's chats (core.messages.WINDOW)."""
+    each tool its own), or, on a server without tokens, every client's together, unless it
+    keeps clients apart (`isolate_clients`): then each its own (`user`: the one the body
+    names). Never the window's chats (core.messages.WINDOW)."""
     tokens = config.tokens
     if not tokens:
-        return API_ANONYMOUS
+        return isolated(request, user) if config.isolate_clients else API_ANONYMOUS
     presented = (presented_token(request.headers) or "").encode("utf-8", errors="replace")
     for token in tokens:
         if hmac.compare_digest(presented, token.encode()):
             return API_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:16]
     return API_ANONYMOUS  # not reached: the security middleware let only tokens in
+
+
+def isolated(request: Request, user: str) -> str:
+    """A principal of the client's own on a server that keeps clients apart: its address and
+    the `user` it names, or else its connection. Clients on one machine share its address: one
+    that names no user keeps its states while it keeps its connection (the SDKs keep theirs),
+    and another reuses them only by naming the same user, a name it would have to guess."""
+    client = request.client
+    address = client.host if client else ""
+    who = f"user:{user}" if user else f"port:{client.port if client else 0}"
+    return API_CLIENT + hashlib.sha256(f"{address}\0{who}".encode()).hexdigest()[:16]

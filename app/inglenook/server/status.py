@@ -35,12 +35,14 @@ class RequestRecord:
 class ServerStatus:
     running: bool = False
     url: str = ""
-    requests: int = 0  # requests answered since the server started (any outcome)
+    # Requests answered since the server started, any route and outcome: those its log lists
+    # (a model list, a refusal and a reply each count once, when they end).
+    requests: int = 0
     active: int = 0  # replies generating or waiting for the engine now
     tokens: int = 0  # tokens generated for API clients in total
     tokens_per_s: float = 0.0  # decode speed of the latest reply
     errors: int = 0  # requests answered with an error (4xx/5xx), cancellations excluded
-    last_error: str = ""
+    last_error: str = ""  # cleared by the next request that succeeds
     recent: tuple[RequestRecord, ...] = ()  # the latest requests, oldest first
 
 
@@ -75,7 +77,7 @@ class StatusBoard:
         with self._lock:
             s = self._status
             self._status = replace(
-                s, active=max(0, s.active - 1), requests=s.requests + 1,
+                s, active=max(0, s.active - 1),
                 tokens=s.tokens + (stats.generated_tokens if stats else 0),
                 tokens_per_s=stats.decode_tok_s if stats and stats.generated_tokens > 1
                 else s.tokens_per_s)
@@ -92,15 +94,17 @@ class StatusBoard:
         """A request answered with an error before it reached the engine."""
         with self._lock:
             s = self._status
-            self._status = replace(s, requests=s.requests + 1, errors=s.errors + 1,
-                                   last_error=message)
+            self._status = replace(s, errors=s.errors + 1, last_error=message)
         self._changed()
 
     def logged(self, record: RequestRecord) -> None:
         """A request ended (any route, any outcome)."""
+        ok = record.status < 400 and not record.outcome
         with self._lock:
             self._recent.append(record)
-            self._status = replace(self._status, recent=tuple(self._recent))
+            s = self._status
+            self._status = replace(s, recent=tuple(self._recent), requests=s.requests + 1,
+                                   last_error="" if ok else s.last_error)
         self._changed()
 
     def _changed(self) -> None:

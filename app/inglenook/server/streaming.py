@@ -15,6 +15,7 @@ import anyio
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from inglenook.core.escape import printable
 from inglenook.core.replies import Finish, Stats
 from inglenook.engine import protocol as p
 from inglenook.server.engine_link import ENGINE_LOST, NOT_LOADED, EngineLink, Reply
@@ -194,5 +195,6 @@ class ReplyResponse:
         figures = (f", {s.prompt_tokens} prompt ({s.cached_tokens} cached) + "
                    f"{s.generated_tokens} tokens, TTFT {s.ttft_s * 1000:.0f} ms, "
                    f"{s.decode_tok_s:.1f} tok/s" if s else "")
-        log.info("%s %s%s: %s", self.reply.owner, path, figures, outcome)
+        log.info("%s %s%s: %s", printable(self.reply.owner), printable(path), figures,
+                 printable(outcome))  # the client's `user`, path and quoted names escaped
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import threading
 from typing import Any, TypeGuard
 
 from inglenook.core.sampling import SamplingParams
@@ -24,6 +25,10 @@ _NUMERIC = {f.name for f in dataclasses.fields(SamplingParams)} - {"stop"}
 
 class InvalidImport(ValueError):
     """The file cannot be imported; the message (one line) says where and why."""
+
+
+class ImportCancelled(Exception):
+    """The user cancelled the import while it was read: nothing is written."""
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -83,10 +88,15 @@ def is_number(value: object) -> TypeGuard[int | float]:
 class Repairs:
     """How many values were replaced by sane ones, for the import's summary."""
 
-    def __init__(self) -> None:
+    def __init__(self, cancelled: threading.Event | None = None) -> None:
+        self.cancelled = cancelled  # Cancel, checked before each costly step (an image)
         self.timestamps = 0
         self.numbers = 0
         self.images: list[str] = []  # images left out: "“name” (where: why)"
+
+    def check_cancelled(self) -> None:
+        if self.cancelled is not None and self.cancelled.is_set():
+            raise ImportCancelled
 
     def timestamp(self, value: object, default: float) -> float:
         """Seconds since 1970 between 1970 and 3000; missing (None) gives `default` quietly,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import threading
 import time
 
 from inglenook.core.attachments import ATTACHMENT_KINDS, Attachment
@@ -39,22 +40,24 @@ def check_format(data: object, expected: str) -> dict:
     return data
 
 
-def read_conversation_export(data: object) -> ImportBatch:
-    """{"format": "inglenook.conversation", …}"""
-    repairs = Repairs()
+def read_conversation_export(data: object,
+                             cancelled: threading.Event | None = None) -> ImportBatch:
+    """{"format": "inglenook.conversation", …}; ImportCancelled once `cancelled` is set."""
+    repairs = Repairs(cancelled)
     batch = ImportBatch("an Inglenook conversation",
                         [read_conversation(data, "", repairs)])
     batch.notes += repairs.sentences()
     return batch
 
 
-def read_archive(data: object) -> ImportBatch:
-    """{"format": "inglenook.archive", "conversations": […], "presets": […]}"""
+def read_archive(data: object, cancelled: threading.Event | None = None) -> ImportBatch:
+    """{"format": "inglenook.archive", "conversations": […], "presets": […]}; ImportCancelled
+    once `cancelled` is set (checked before each conversation and each image)."""
     data = check_format(data, ARCHIVE_FORMAT)
     convs, found = data.get("conversations", []), data.get("presets", [])
     if not isinstance(convs, list) or not isinstance(found, list):
         raise InvalidImport("“conversations” and “presets” must be lists")
-    repairs = Repairs()
+    repairs = Repairs(cancelled)
     batch = ImportBatch("an Inglenook archive")
     for n, item in enumerate(found, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
@@ -65,6 +68,7 @@ def read_archive(data: object) -> ImportBatch:
             string(item.get("system_prompt"), f"{where}: its system_prompt", default=""),
             repairs.sampling(item.get("sampling") or {}, where)))
     for n, item in enumerate(convs, start=1):
+        repairs.check_cancelled()
         title = item.get("title") if isinstance(item, dict) else None
         where = f"conversation {n}" + (f" (“{one_line(title)}”)" if isinstance(title, str)
                                        else "")
@@ -102,6 +106,7 @@ def read_attachments(value: object, what: str, repairs: Repairs | None = None
         name = string(item.get("name"), f"{where}: its name")
         mime = string(item.get("mime"), f"{where}: its mime type", default="")
         if kind == "image":
+            repairs.check_cancelled()  # a decode may take a second: Cancel stops before it
             mime, why = _checked_image(data)
             if why:
                 repairs.images.append(f"“{one_line(name)}” ({what}: {why})")

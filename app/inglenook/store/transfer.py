@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,13 +23,14 @@ MAX_IMPORT_BYTES = 512 * 2**20
 _MAX_INT_DIGITS = 30  # int() of a 5,000-digit literal raises; no count or time needs 30
 
 
-def read_import(path: Path | str) -> ImportBatch:
+def read_import(path: Path | str, cancelled: threading.Event | None = None) -> ImportBatch:
     """Read and check an Inglenook export (one conversation or an archive) or a ChatGPT
-    conversations.json. InvalidImport (a ValueError) says, in one line, why not."""
+    conversations.json. InvalidImport (a ValueError) says, in one line, why not;
+    ImportCancelled comes soon after `cancelled` is set (before the next image is decoded)."""
     path = Path(path)
     try:
         with path.open("rb") as f:
-            return read_import_stream(f, path.name)
+            return read_import_stream(f, path.name, cancelled)
     except FileNotFoundError:
         raise InvalidImport(f"{path} does not exist.") from None
     except IsADirectoryError:
@@ -37,14 +39,15 @@ def read_import(path: Path | str) -> ImportBatch:
         raise InvalidImport(f"Could not read {path}: {exc.strerror or exc}.") from None
 
 
-def read_import_stream(stream: BinaryIO, name: str) -> ImportBatch:
+def read_import_stream(stream: BinaryIO, name: str,
+                       cancelled: threading.Event | None = None) -> ImportBatch:
     """The same for an open file (e.g. standard input); `name` is used in messages."""
     raw = stream.read(MAX_IMPORT_BYTES + 1)  # never more, whatever the file claims
     if len(raw) > MAX_IMPORT_BYTES:
         raise InvalidImport(f"{name} is larger than {MAX_IMPORT_BYTES // 2**20} MB, more than "
                             "Inglenook imports.")
     try:
-        return parse_import(decode(raw))
+        return parse_import(decode(raw), cancelled)
     except InvalidImport as exc:
         raise InvalidImport(f"{name}: {exc}") from None
 
@@ -76,13 +79,13 @@ def _parse_int(literal: str) -> int | float:
     return int(literal)
 
 
-def parse_import(data: object) -> ImportBatch:
+def parse_import(data: object, cancelled: threading.Event | None = None) -> ImportBatch:
     """Which format the decoded JSON is in, and its checked contents."""
     if isinstance(data, dict):
         if data.get("format") == ARCHIVE_FORMAT:
-            return native.read_archive(data)
+            return native.read_archive(data, cancelled)
         if data.get("format") == CONVERSATION_FORMAT:
-            return native.read_conversation_export(data)
+            return native.read_conversation_export(data, cancelled)
         if "mapping" in data:  # one conversation cut out of a ChatGPT export
             return read_chatgpt([data])
     if looks_like_chatgpt(data):

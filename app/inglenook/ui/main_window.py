@@ -54,6 +54,7 @@ from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
 from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
 from inglenook.ui.window.menus import window_menus
 from inglenook.ui.window.status_bar import fill_status_bar
+from inglenook.ui.window.tab_order import step as tab_step
 from inglenook.ui.window.top_bar import TopBar
 
 
@@ -176,6 +177,11 @@ class MainWindow(QMainWindow):
 
         (self.model_label, self.status_text, self.server_label, self.progress,
          self.context_label, self.lanes_label) = fill_status_bar(self.statusBar())
+        # Tab's way round the window (window/tab_order.py); True: by place on screen.
+        self._tab_parts = ((top, False), (self.sidebar, False), (self.banner, False),
+                           (self.find_bar, False), (self.chat, True),
+                           (self.queue_notice, False), (self.composer, False),
+                           (self.side_panel, False))
 
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history
@@ -237,6 +243,9 @@ class MainWindow(QMainWindow):
     def toggle_sidebar(self) -> None:
         self.folder.want("sidebar", self.sidebar.isHidden(), self.width())
         self._remember_panels()
+
+    def focusNextPrevChild(self, next: bool) -> bool:
+        return tab_step(self, self._tab_parts, next)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

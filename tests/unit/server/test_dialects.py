@@ -420,15 +420,17 @@ def test_a_kept_response_is_its_principals_only_and_the_store_is_bounded() -> No
     from inglenook.core.messages import Message
     from inglenook.server.response_store import ResponseStore
 
-    store = ResponseStore(max_responses=2, max_chars=100)
-    store.put("a", "api-token:1", (Message("user", "hi"),))
-    assert store.get("a", "api-token:2") is None and store.get("a", "api-token:1")
-    store.put("b", "p", (Message("user", "x" * 60),))
-    store.put("c", "p", (Message("user", "y" * 60),))  # over 100 characters: the oldest go
-    assert store.get("a", "api-token:1") is None and store.get("b", "p") is None
-    store.put("d", "p", ())
-    store.put("e", "p", ())  # over 2 responses
-    assert store.get("c", "p") is None and len(store) == 2
+    store = ResponseStore(max_responses=2, max_chars=100, max_principals=2)
+    store.put("api-token:1", "a", (Message("user", "hi"),))
+    assert store.get("api-token:2", "a") is None and store.get("api-token:1", "a")
+    store.put("p", "b", (Message("user", "x" * 60),))
+    store.put("p", "c", (Message("user", "y" * 60),))  # over 100 characters: p's oldest go
+    assert store.get("p", "b") is None and store.get("p", "c")
+    store.put("p", "d", ())
+    store.put("p", "e", ())  # over 2 responses: p's oldest go, never another's
+    assert store.get("p", "c") is None and store.get("api-token:1", "a") and len(store) == 3
+    store.put("q", "f", ())  # a third principal: the shelf used least recently goes
+    assert store.get("p", "d") is None and store.get("api-token:1", "a")
 
 
 @pytest.mark.parametrize(("fields", "param"), [

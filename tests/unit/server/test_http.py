@@ -133,6 +133,11 @@ def test_an_engine_error_is_a_clear_error_not_a_traceback(
         api.chat.completions.create(model="", messages=[{"role": "user", "content": "boom"}])
     assert "kaput" in str(caught.value) and "Traceback" not in str(caught.value)
     assert served.server.status().last_error == "The engine failed: kaput"
+    api.models.list()
+    api.chat.completions.create(model="", messages=[{"role": "user", "content": "fine"}])
+    status = served.server.status()
+    assert status.last_error == ""  # an error is the last one until a request succeeds
+    assert status.requests == len(status.recent) == 3  # what its log shows (issue 35)
 
 
 def test_without_a_model_requests_get_503_and_no_models_are_listed(tmp_path: Path) -> None:
@@ -298,7 +303,7 @@ def test_a_client_leaving_mid_stream_stops_its_reply(served: Served) -> None:
     with open_stream(served.port, chat_body("long story")) as stream:
         first_event(stream)
         assert served.scheduler.state().running is not None
-    ended = served.status.wait_for(lambda s: s.requests == 1)
+    ended = served.status.wait_for(lambda s: s.requests == 1 and s.active == 0)
     assert ended.active == 0 and ended.tokens < 100  # of 400, at 20 ms each
     served.queue.wait_for(lambda q: q.running is None)
     assert request(served.port, "POST", "/v1/chat/completions", chat_body("still")).status == 200

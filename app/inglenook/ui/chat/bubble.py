@@ -36,6 +36,10 @@ from inglenook.ui.chat.reasoning_block import ReasoningBlock
 from inglenook.ui.widgets.elided_label import ElidedLabel
 
 W = TypeVar("W", bound=QWidget)
+# A reply's notice before its first word: reading the prompt (what every model does first),
+# or waiting for another chat's reply to finish.
+READING = "Reading the prompt…"
+WAITING = "Waiting for its turn…"
 
 # The footer, left to right; "stretch" is the spacer between the figures and the actions.
 FOOTER = ("previous", "siblings", "next", "stats", "stretch",
@@ -300,7 +304,7 @@ class MessageBubble(QFrame):
 
     def set_streaming(self, streaming: bool) -> None:
         if streaming and not self.text:
-            self.set_notice("Thinking…", "waiting")
+            self.set_notice(READING, "waiting")
         self._streaming = streaming
         self.body.live = streaming
         if streaming:
@@ -330,7 +334,7 @@ class MessageBubble(QFrame):
 
     @property
     def waiting(self) -> bool:
-        """The notice says the reply is on its way ("Thinking…", "Waiting for its turn…")."""
+        """The notice says the reply is on its way (READING, WAITING)."""
         return self._notice_kind == "waiting"
 
     def set_finish(self, finish: Finish) -> None:

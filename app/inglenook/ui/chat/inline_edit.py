@@ -54,6 +54,7 @@ class InlineEdit(QWidget):
         self.editor = _Editor(self)
         self.editor.setObjectName("inlineEditor")
         self.editor.setAccessibleName("Edit the question")
+        self.editor.setTabChangesFocus(True)  # as in the message box: Tab reaches Send
         self.editor.setToolTip("Ctrl+Enter sends it as a new version; Esc cancels")
         self.editor.setPlainText(text)
         lines = max(2, min(10, text.count("\n") + 2))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QMimeData, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -21,14 +21,21 @@ from PySide6.QtWidgets import (
 from inglenook.engine.protocol import PromptView
 from inglenook.ui import theme
 
+# Between the characters of a control token: a line never breaks inside <|im_start|> (Qt's
+# rich text ignores white-space: nowrap on a span). Taken out again when text is copied.
+WORD_JOINER = "\u2060"
+
 
 def prompt_html(view: PromptView) -> str:
-    """The prompt as HTML: control tokens highlighted, everything else escaped as text."""
+    """The prompt as HTML: control tokens highlighted and kept whole on a line, everything else
+    escaped as text."""
     c = theme.current().colors
     control = f"color:{c.accent_strong};background:{c.accent_soft};font-weight:600"
     parts = []
     for token in view.tokens:
-        text = html.escape(token.piece).replace("\n", "↵<br>")
+        piece = WORD_JOINER.join(token.piece) if token.special and "\n" not in token.piece \
+            else token.piece
+        text = html.escape(piece).replace("\n", "↵<br>")
         parts.append(f'<span style="{control}">{text}</span>' if token.special else text)
     return f'<pre style="white-space:pre-wrap">{"".join(parts)}</pre>'
 
@@ -47,6 +54,13 @@ def summary(view: PromptView) -> str:
     return text
 
 
+class PromptText(QTextBrowser):
+    def createMimeDataFromSelection(self) -> QMimeData:
+        data = QMimeData()
+        data.setText(self.textCursor().selection().toPlainText().replace(WORD_JOINER, ""))
+        return data
+
+
 class PromptDialog(QDialog):
     def __init__(self, view: PromptView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,7 +71,7 @@ class PromptDialog(QDialog):
         self.summary = QLabel(summary(view), self)
         self.summary.setObjectName("promptSummary")
         self.summary.setWordWrap(True)
-        self.text = QTextBrowser(self)
+        self.text = PromptText(self)
         self.text.setObjectName("promptText")
         self.text.setOpenLinks(False)
         self.text.setHtml(prompt_html(view))

@@ -16,7 +16,7 @@ from inglenook.chat.sessions import Sessions, conversation_of
 from inglenook.core.replies import Finish
 from inglenook.engine.scheduler import QueueState
 from inglenook.store import StoredMessage
-from inglenook.ui.chat.bubble import MessageBubble
+from inglenook.ui.chat.bubble import READING, WAITING, MessageBubble
 from inglenook.ui.chat.chat_view import ChatView
 from inglenook.ui.chat.context_meter import left_out_marker
 from inglenook.ui.chat.presenter import mark_stopped_thinking, show_answer
@@ -43,6 +43,8 @@ class ReplyOnScreen(QObject):
         self._flush_timer.stop()
         self.bubble, self._marker, self._session = None, None, session
         self._writing = False
+        self.status.setText("")  # the last chat's "Reading the prompt…" is not this one's
+        self.progress.hide()
 
     # ---- bubbles as the view makes them ---------------------------------------------------
     def dress(self, bubble: MessageBubble, message: StoredMessage) -> None:
@@ -84,22 +86,47 @@ class ReplyOnScreen(QObject):
             return
         if not self._writing and (reply.text or reply.reasoning or reply.parts.calling):
             self._writing = True
-            self.status.setText("")  # "Thinking…" or the prompt's progress
+            self.status.setText("")  # "Reading the prompt…" or its progress
             self.progress.hide()
         self.draw(self.bubble, reply)
 
     # ---- the engine's events, for the chat on screen --------------------------------------
     def started(self) -> None:
         self._writing = False
-        self.queue_notice.hide()
-        self.status.setText("Thinking…")
-        if self.bubble is not None and not self.bubble.text:
-            self.bubble.set_notice("Thinking…", "waiting")
+        self.show_phase()
 
     def prompt_read(self, done: int, total: int) -> None:
+        if self._behind() is not None:
+            return  # its bubble and the queue notice say it waits
         self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
         self.progress.setValue(int(100 * done / max(total, 1)))
         self.progress.setVisible(done < total)
+
+    def show_phase(self) -> None:
+        """Before its first word, what the reply on screen is doing, said once on its bubble
+        and the status line: waiting for another chat's reply, or reading its prompt (every
+        model does that first; "Thinking…" belongs to a reasoning model's thoughts)."""
+        session = self._session
+        reply = session.reply if session is not None else None
+        if reply is None or self._writing or reply.text or reply.reasoning:
+            return
+        if self._behind() is not None:
+            if self.bubble is not None:
+                self.bubble.set_notice(WAITING, "waiting")
+            self.status.setText("")  # the queue notice says for whom, with Stop
+            self.progress.hide()
+            return
+        if self.bubble is not None and not self.bubble.text and not reply.parts.calling:
+            self.bubble.set_notice(READING, "waiting")
+        if reply.phase == "streaming" and not self.status.text().startswith(READING[:-1]):
+            self.status.setText(READING)
+
+    def _behind(self) -> tuple[str, int] | None:
+        session = self._session
+        reply = session.reply if session is not None else None
+        if session is None or reply is None:
+            return None
+        return self.queue.ahead_of(session.owner, reply.request_id)
 
     def text_arrived(self) -> None:
         if not self._flush_timer.isActive():
@@ -155,16 +182,12 @@ class ReplyOnScreen(QObject):
         """Whether the reply on screen waits for another, and for whose."""
         if state is not None:
             self.queue = state
-        session = self._session
-        reply = session.reply if session is not None else None
-        behind = self.queue.ahead_of(session.owner, reply.request_id) \
-            if session is not None and reply is not None else None
+        behind = self._behind()
         if behind is None:
             self.queue_notice.hide()
         else:
             self.queue_notice.show_waiting(self._title_of(behind[0]), behind[1])
-            if self.bubble is not None and not self.bubble.text:
-                self.bubble.set_notice("Waiting for its turn…", "waiting")
+        self.show_phase()
 
     def _title_of(self, owner: str) -> str:
         if owner.startswith("api:"):

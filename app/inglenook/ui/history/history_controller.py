@@ -144,11 +144,16 @@ class HistoryController(QObject):
     def export_conversation(self, conv_id: int | None = None) -> None:
         conv_id = conv_id or self._current()
         if conv_id is not None:
-            self._file_action(lambda: dialogs.export_conversation(self.store, conv_id,
-                                                                   self._parent), "export")
+            self._file_action(lambda: self._exported(dialogs.export_conversation(
+                self.store, conv_id, self._parent)), "export")
 
     def export_all(self) -> None:
-        self._file_action(lambda: dialogs.export_everything(self.store, self._parent), "export")
+        self._file_action(lambda: self._exported(dialogs.export_everything(
+            self.store, self._parent)), "export")
+
+    def _exported(self, path: Path | None) -> None:
+        if path is not None:  # else cancelled: nothing to say
+            self.banner.show_message(f"Exported to {path}.", "info")
 
     def import_conversations(self, path: str = "") -> None:
         """Read, check and write the file on a worker thread (a 100 MB export takes a while);

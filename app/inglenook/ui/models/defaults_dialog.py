@@ -96,6 +96,7 @@ class ModelDefaultsDialog(QDialog):
         self.template.setAccessibleName("Your chat template (Jinja)")
         self.template.setPlaceholderText("Your chat template, in Jinja (as in a GGUF file's "
                                          "tokenizer.chat_template)")
+        self.template.setTabChangesFocus(True)
         self.template.setPlainText(defaults.chat_template)
         self.template_choice.currentIndexChanged.connect(self._show_custom)
         # Offered only when the file has a template of its own: its header is read off the GUI

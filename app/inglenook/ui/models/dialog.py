@@ -28,6 +28,7 @@ from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.discover import DiscoverPage
 from inglenook.ui.models.downloads import DownloadsPage
 from inglenook.ui.models.library import LibraryPage
+from inglenook.ui.widgets.window_size import fit_in_window
 
 PAGES = ("library", "discover", "downloads")
 _TITLES = {"library": "Library", "discover": "Discover", "downloads": "Downloads"}
@@ -54,13 +55,13 @@ class ModelsDialog(QDialog):
         self.setObjectName("modelsDialog")
         self.setWindowTitle("Models")
         self.setModal(False)
-        self.resize(1040, 680)
         self.bridge = bridge
         bridge.adopt_partials()  # first, so that the Downloads page starts with them
         self.library = LibraryPage(self, chosen_projector)
         self.discover = DiscoverPage(bridge, self)
         self.downloads = DownloadsPage(bridge, self)
         self._build()
+        fit_in_window(self, 1040, 680)
         self.library.model_chosen.connect(self._choose)
         self.library.defaults_requested.connect(self.defaults_requested)
         self.library.models_changed.connect(self._models_changed)

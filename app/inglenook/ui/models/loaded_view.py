@@ -32,10 +32,11 @@ REFRESH_MS = 1000  # idle times tick while the dialog is open
 
 
 def lanes_text(state: QueueState) -> str:
-    """'2 of 4 replies at once' while more than one lane exists or replies wait; '' else."""
+    """'2 of 4 replies at once' while replies are written and more than one lane exists or
+    replies wait; '' else (idle, "0 of 4" says nothing worth the room)."""
     busy = len(state.busy)
     waiting = sum(1 for _owner, rid in state.waiting if rid is not None)
-    if state.lanes <= 1 and not waiting:
+    if (state.lanes <= 1 and not waiting) or not (busy or state.running or waiting):
         return ""
     text = f"{busy} of {state.lanes} replies at once"
     return text + (f", {waiting} waiting" if waiting else "")

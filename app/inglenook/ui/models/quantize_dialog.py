@@ -79,6 +79,9 @@ class QuantizeDialog(QDialog):
         self._plan_now: Plan | None = None
         self._headers: list[GGUFHeader] | None = None
         self._plan()
+        smaller = self._smaller_kinds()
+        if smaller and self.type.currentText() not in smaller:
+            self.type.setCurrentText(smaller[0])  # opens on a type it will make, not refuse
         self._height = fit_to_content(self, 480)
 
     def _plan(self) -> None:
@@ -110,14 +113,21 @@ class QuantizeDialog(QDialog):
 
     def _smaller_choices(self) -> list[str]:
         """The offered types whose copy of this model is smaller, with their sizes."""
-        found = []
+        return [f"{kind} ({describe_size(size)})" for kind, size in self._smaller().items()]
+
+    def _smaller_kinds(self) -> list[str]:
+        return list(self._smaller()) if self._headers is not None else []
+
+    def _smaller(self) -> dict[str, int]:
+        """Type -> estimated size, for the offered types that make this model smaller."""
+        found = {}
         for kind in CHOICES:
             try:
                 other = plan(self.source, kind, allow_requantize=True, headers=self._headers)
             except QuantizeError:
                 continue
             if other.smaller:
-                found.append(f"{kind} ({describe_size(other.estimate_bytes)})")
+                found[kind] = other.estimate_bytes
         return found
 
     @property

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -18,9 +19,16 @@ from PySide6.QtWidgets import (
 
 from inglenook.server.connect import Guide
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.window_size import fit_in_window
 
 
 class ConnectDialog(QDialog):
+    """Signals:
+    start_requested(): turn the API server on (with the options it is set to).
+    """
+
+    start_requested = Signal()
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("connectDialog")
@@ -29,6 +37,13 @@ class ConnectDialog(QDialog):
         self.running = False
         self.intro = plain_label("", self, name="connectIntro")
         self.intro.setWordWrap(True)
+        # What these settings need, one click away (else: Models → Local API server).
+        self.start_button = QPushButton("Turn the server on", self)
+        self.start_button.setObjectName("connectStart")
+        self.start_button.setToolTip("Start the local API server with the options it is set "
+                                     "to (Models → Local API server changes them)")
+        self.start_button.clicked.connect(self.start_requested)
+        self.start_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.apps = QListWidget(self)
         self.apps.setObjectName("connectApps")
         self.apps.setAccessibleName("Apps")
@@ -61,20 +76,26 @@ class ConnectDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         buttons.rejected.connect(self.reject)
+        top = QHBoxLayout()
+        top.addWidget(self.intro, 1)
+        top.addWidget(self.start_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.intro)
+        layout.addLayout(top)
         layout.addLayout(row, 1)
         layout.addWidget(buttons)
         self.apps.currentRowChanged.connect(self._show)
-        self.resize(820, 480)
+        fit_in_window(self, 820, 480)
 
-    def set_guides(self, guides: list[Guide], running: bool, url: str) -> None:
-        """The guides for the server as it is (or will be, when it is off)."""
+    def set_guides(self, guides: list[Guide], running: bool, url: str,
+                   problem: str = "") -> None:
+        """The guides for the server as it is (or will be, when it is off); `problem`: why it
+        did not start."""
         self.intro.setText(
             (f"The API server is on at {url}." if running else
-             f"The API server is off: turn it on in Models → Local API server; these settings "
-             f"are for {url}.")
-            + " Paste into the app what is shown for it.")
+             f"The API server is off; these settings are for {url}.")
+            + " Paste into the app what is shown for it."
+            + (f"\n{problem}" if problem and not running else ""))
+        self.start_button.setVisible(not running)
         row = max(0, self.apps.currentRow())
         self.guides, self.running = guides, running
         self.apps.blockSignals(True)

@@ -59,6 +59,7 @@ class ServerController(QObject):
         """Connect an app…: the settings for the server as it runs, or as it is set."""
         if self._connect is None:
             self._connect = ConnectDialog(self._parent)
+            self._connect.start_requested.connect(self._start_for_connect)
         self._fill_connect()
         self._connect.show()
 
@@ -73,7 +74,11 @@ class ServerController(QObject):
         self._connect.set_guides(
             guides(url, model.name if model else "", (s.api_token.split() or [""])[0],
                    model.n_ctx if model else 8192),
-            self.server is not None, url)
+            self.server is not None, url, self.error)
+
+    def _start_for_connect(self) -> None:
+        self.switch(True)
+        self._fill_connect()  # on, with its address; or why it did not start
 
     def switch(self, on: bool) -> None:
         changes = self._dialog.changes() if self._dialog is not None else {}
@@ -119,7 +124,8 @@ class ServerController(QObject):
         s = self.settings
         return ServerConfig(host=s.api_host, port=s.api_port, token=s.api_token,
                             cors_origins=tuple(s.api_cors_origins.split()), ollama=s.api_ollama,
-                            fetch_images=s.api_fetch_images)
+                            fetch_images=s.api_fetch_images,
+                            isolate_clients=s.api_isolate_clients)
 
     def _show(self, status: ServerStatus) -> None:
         if self._dialog is not None:

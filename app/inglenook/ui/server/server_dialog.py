@@ -71,8 +71,10 @@ class ServerDialog(QDialog):
         isolation = plain_label(
             "What is kept apart: a request never reuses your chats' KV cache, and each token "
             "has a cache of its own (give each tool its own token: several, separated by "
-            "spaces). Clients without a token share one cache between them: one can learn "
-            "what another sent it, never what your chats hold.", self, name="serverIsolation")
+            "spaces). Clients without a token share one cache between them: by timing how "
+            "fast a prompt is read, one can learn what another sent, never what your chats "
+            "hold. On a computer shared with others, give tokens or keep clients apart.", self,
+            name="serverIsolation")
         isolation.setWordWrap(True)
         self.enabled = QCheckBox("Serve the loaded model", self)
         self.enabled.setObjectName("serverSwitch")
@@ -116,6 +118,8 @@ class ServerDialog(QDialog):
         ollama_row.addWidget(use_port)
         self.fetch = QCheckBox("Fetch images that requests name by an http(s) URL", self)
         self.fetch.setObjectName("serverFetchImages")
+        self.isolate = QCheckBox("Keep each client's cache to itself", self)
+        self.isolate.setObjectName("serverIsolateClients")
         self.origins = QLineEdit(self)
         self.origins.setObjectName("serverOrigins")
         self.origins.setPlaceholderText("e.g. http://localhost:3000 (none: no browser pages)")
@@ -130,6 +134,11 @@ class ServerDialog(QDialog):
                              "is fetched. On: this computer downloads an image a request names "
                              "by URL (public addresses only, up to 32 MiB), on the client's "
                              "behalf"),
+                (self.isolate, "For a computer shared with others: clients without a token "
+                               "never reuse one another's prompt cache (each by its address "
+                               "and 'user', else its connection), so none can learn what "
+                               "another sent; repeated prompts between clients are read "
+                               "again"),
                 (self.ollama, "For tools that speak only Ollama's API (VS Code Copilot's Ollama "
                               "provider, Goose, n8n, Raycast…): the same security, a second "
                               "dialect on the same port")):
@@ -141,6 +150,7 @@ class ServerDialog(QDialog):
         form.addRow("Browser origins", self.origins)
         form.addRow("Dialects", ollama_row)
         form.addRow("Images", self.fetch)
+        form.addRow("Prompt cache", self.isolate)
         self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -182,6 +192,7 @@ class ServerDialog(QDialog):
         self.origins.setText(settings.api_cors_origins)
         self.ollama.setChecked(settings.api_ollama)
         self.fetch.setChecked(settings.api_fetch_images)
+        self.isolate.setChecked(settings.api_isolate_clients)
 
     def config(self) -> ServerConfig:
         host = self.host.currentData() if self.host.currentText() == self.host.itemText(
@@ -189,17 +200,19 @@ class ServerDialog(QDialog):
         return ServerConfig(host=host or LOCAL, port=self.port.value(),
                             token=self.token.text().strip(),
                             cors_origins=tuple(self.origins.text().split()),
-                            ollama=self.ollama.isChecked(), fetch_images=self.fetch.isChecked())
+                            ollama=self.ollama.isChecked(), fetch_images=self.fetch.isChecked(),
+                            isolate_clients=self.isolate.isChecked())
 
     def changes(self) -> dict[str, object]:
         """The settings this dialog shows, for AppSettings.update()."""
         config = self.config()
         return {"api_host": config.host, "api_port": config.port, "api_token": config.token,
                 "api_cors_origins": " ".join(config.cors_origins), "api_ollama": config.ollama,
-                "api_fetch_images": config.fetch_images}
+                "api_fetch_images": config.fetch_images,
+                "api_isolate_clients": config.isolate_clients}
 
     def show_status(self, status: ServerStatus, error: str = "") -> None:
-        for widget in (self.host, self.port, self.token, self.origins, self.fetch):
+        for widget in (self.host, self.port, self.token, self.origins, self.fetch, self.isolate):
             widget.setEnabled(not status.running)  # change them with the server off
         if error:
             self.status.setText(error)

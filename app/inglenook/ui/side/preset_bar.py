@@ -97,10 +97,26 @@ class PresetBar(QWidget):
 
     def _ask_save(self) -> None:
         current = self.current()
-        name, ok = QInputDialog.getText(self, "Save preset", "Name:",
-                                        text=current.name if current else "")
-        if ok and name.strip():
-            self.save_requested.emit(name.strip())
+        label, name = "Name:", current.name if current else ""
+        if current is not None and current.builtin:
+            name = f"{current.name} (mine)"
+        while True:
+            name, ok = QInputDialog.getText(self, "Save preset", label, text=name)
+            name = name.strip()
+            if not ok or not name:
+                return
+            builtin = self.builtin_named(name)
+            if builtin is None:
+                break
+            # A built-in keeps its values: say so, and offer a name of the user's own.
+            label = (f"“{builtin.name}” is a built-in preset and keeps its settings. "
+                     "Save yours under another name:")
+            name = f"{builtin.name} (mine)"  # saved again: that one is updated
+        self.save_requested.emit(name)
+
+    def builtin_named(self, name: str) -> Preset | None:
+        return next((p for p in self._presets
+                     if p.builtin and p.name.casefold() == name.casefold()), None)
 
     def _ask_delete(self) -> None:
         preset = self.current()

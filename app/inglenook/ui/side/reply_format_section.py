@@ -5,8 +5,10 @@ chat either way (ChatSettings.reply_schema), so nothing is lost."""
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFocusEvent, QFontDatabase, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
 
 from inglenook.chat.chat_settings import MAX_SCHEMA, ChatSettings
@@ -16,6 +18,31 @@ from inglenook.ui.widgets.narrow import WrappingCheckBox
 
 ANY_OBJECT = "Replies are a JSON object. A JSON Schema here makes them match it."
 MATCHING = "Replies will match this schema."
+
+
+def pretty(text: str) -> str:
+    """Valid JSON laid out with two-space indents; anything else as it is."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
+
+
+class SchemaEdit(QPlainTextEdit):
+    """A schema box in a narrow panel: lines scroll sideways rather than wrap (indents stay
+    readable), and a valid schema is laid out when the box is left."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        text = self.toPlainText()
+        if text.strip() and (laid_out := pretty(text)) != text:
+            cursor = self.textCursor()  # one undo step, so Ctrl+Z brings the typing back
+            cursor.select(QTextCursor.SelectionType.Document)
+            cursor.insertText(laid_out)
 
 
 class ReplyFormatSection(CollapsibleSection):
@@ -34,14 +61,16 @@ class ReplyFormatSection(CollapsibleSection):
         self.json_check.setToolTip("The model can only write JSON (a grammar holds it to it "
                                    "while it writes). Kept with this chat.")
         self.json_check.toggled.connect(self._edited)
-        self.schema_edit = QPlainTextEdit(self.body)
+        self.schema_edit = SchemaEdit(self.body)
         self.schema_edit.setObjectName("reply_schema_edit")
         self.schema_edit.setAccessibleName("JSON Schema of the replies")
+        self.schema_edit.setTabChangesFocus(True)
         self.schema_edit.setPlaceholderText('Optional JSON Schema, e.g. {"type": "object", '
                                             '"properties": {"name": {"type": "string"}}}')
         self.schema_edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.schema_edit.setToolTip("Laid out as indented JSON when you leave the box")
         line = self.schema_edit.fontMetrics().lineSpacing()
-        self.schema_edit.setFixedHeight(line * 6 + 14)
+        self.schema_edit.setFixedHeight(line * 10 + 14)
         self.schema_edit.textChanged.connect(self._edited)
         self.note = helper_label("", self.body, name="replyFormatNote")
         layout = QVBoxLayout(self.body)

@@ -107,6 +107,8 @@ class SamplingPanel(QWidget):
 
         scroll = VerticalScrollArea(self)
         scroll.setObjectName("samplingPanelScroll")
+        # Not a tab stop of its own: Tab goes to its controls, and scrolls them into view.
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         scroll.setWidget(content)
 
         self.reset_button = QPushButton("Reset to defaults")
@@ -140,6 +142,7 @@ class SamplingPanel(QWidget):
         self.system_prompt_edit.setObjectName("system_prompt_edit")
         self.system_prompt_edit.setPlaceholderText("Instructions the model sees before the chat")
         self.system_prompt_edit.setAccessibleName("System prompt")
+        self.system_prompt_edit.setTabChangesFocus(True)  # Tab typed no tab into the prompt
         self.system_prompt_edit.setToolTip(
             "Instructions sent before the conversation. Applies to the next reply.")
         line = self.system_prompt_edit.fontMetrics().lineSpacing()
@@ -237,6 +240,7 @@ class SamplingPanel(QWidget):
         self.seed_dice_button.setObjectName("seed_dice_button")
         self.seed_dice_button.setText("⚄")
         self.seed_dice_button.setToolTip("Pick a new fixed seed")
+        self.seed_dice_button.setAccessibleName("New random seed")
         self.seed_dice_button.clicked.connect(
             lambda: seed.set_value(random.randrange(0, 2**31 - 1)))
         self._lines["seed"].addWidget(self.seed_dice_button)

@@ -87,6 +87,8 @@ class ToolsDialog(QDialog):
             "or its streamable HTTP address")
         self.add_button = self._button("Add", "toolAddButton", "Add this server to mcp.json",
                                        self._add)
+        for edit in (self.name_edit, self.target_edit):
+            edit.returnPressed.connect(self._add)  # Enter in either box adds it
         self._build()
         self.servers.currentRowChanged.connect(self._show_tools)
         self.servers.itemChanged.connect(self._use_in_chat)
@@ -98,6 +100,9 @@ class ToolsDialog(QDialog):
         button.setObjectName(name)
         button.setToolTip(tip)
         button.setAccessibleName(text)
+        # Not the dialog's default: Enter in the boxes adds a server, it never turned the
+        # selected one off (QDialog presses its first auto-default button on Enter).
+        button.setAutoDefault(False)
         button.clicked.connect(slot)
         return button
 
@@ -127,6 +132,7 @@ class ToolsDialog(QDialog):
         add.addWidget(self.add_button)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         close.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
+        close.button(QDialogButtonBox.StandardButton.Close).setAutoDefault(False)
         close.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.notice)
@@ -162,6 +168,8 @@ class ToolsDialog(QDialog):
         self.notice.setVisible(bool(notes))
         names = [s.name for s in self.tools.servers()]
         self.servers.setCurrentRow(names.index(current) if current in names else -1)
+        if current not in names:  # removed: its tools go with it (no row change says so)
+            self._show_tools()
         self._update_buttons()
 
     def _selected(self) -> str:
@@ -193,6 +201,7 @@ class ToolsDialog(QDialog):
         self.tool_list.clear()
         server = self._server()
         if server is None:
+            self.state.setText("Select a server to see its tools.")
             return
         if not server.enabled:
             self.state.setText(f"{server.name} is turned off.")

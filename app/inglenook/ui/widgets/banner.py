@@ -28,6 +28,7 @@ class Banner(QWidget):
         self.close_button.setObjectName("bannerCloseButton")
         self.close_button.setText("✕")
         self.close_button.setToolTip("Dismiss")
+        self.close_button.setAccessibleName("Dismiss")  # "✕" is no name to read out
         self.close_button.setAutoRaise(True)
         self.close_button.clicked.connect(self.clear)
         layout = QHBoxLayout(self)

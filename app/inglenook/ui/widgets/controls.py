@@ -214,6 +214,7 @@ class StopStringsEdit(QPlainTextEdit):
         self.setPlaceholderText("One per line, e.g. ###")
         self.setToolTip(STOP_TOOLTIP)
         self.setAccessibleName("Stop strings")
+        self.setTabChangesFocus(True)  # Tab goes on; a tab in a stop string is written \t
         self.setFixedHeight(self.fontMetrics().lineSpacing() * 3 + 14)
 
     def stop_strings(self) -> tuple[str, ...]:

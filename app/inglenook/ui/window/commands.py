@@ -3,7 +3,8 @@ sheet are all built from it, so a key shown is a key that works.
 
 A Menu may hold another Menu (a submenu). Commands that share a `group` are a set of choices,
 one of them checked; `checked` says which, and is asked again each time the menu opens, so the
-marks follow changes made elsewhere."""
+marks follow changes made elsewhere. A command with `checked` and no group is a toggle (a panel
+shown or hidden): checked while it is on, its slot flips it."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def _fill(window: QMainWindow, qmenu: QMenu, menu: Menu, actions: dict[str, QAct
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         action.setToolTip(command.tip or command.text.rstrip("…"))
         action.setStatusTip(command.tip)
-        action.setCheckable(command.checkable or bool(command.group))
+        action.setCheckable(command.checkable or bool(command.group)
+                            or command.checked is not None)
         action.setMenuRole(command.role)
         if command.group:
             if command.group not in groups:

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, qVersion
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
+    QHeaderView,
     QLabel,
     QTableWidget,
     QTableWidgetItem,
@@ -57,8 +58,13 @@ class ShortcutsDialog(QDialog):
         for row, values in enumerate(rows):
             for column, value in enumerate(values):
                 self.table.setItem(row, column, QTableWidgetItem(value))
-        self.table.resizeColumnsToContents()
-        self.table.horizontalHeader().setStretchLastSection(True)
+        # The keys whole, always; the command's words wrap in what is left.
+        header = self.table.horizontalHeader()
+        fit, stretch = QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.Stretch
+        for column, mode in enumerate((fit, stretch, fit)):
+            header.setSectionResizeMode(column, mode)
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setSectionResizeMode(fit)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

@@ -69,9 +69,11 @@ def window_menus(w: MainWindow) -> list[Menu]:
         )),
         Menu("&View", (
             Command("toggleSidebar", "Conversations sidebar", w.toggle_sidebar,
-                    ["Ctrl+Shift+B"], "Show or hide the list of conversations"),
+                    ["Ctrl+Shift+B"], "Show or hide the list of conversations",
+                    checked=lambda: not w.sidebar.isHidden()),
             Command("toggleSidePanel", "Settings panel", w.panel_button.toggle,
-                    ["Ctrl+Shift+P"], "Show or hide the sampling and model settings"),
+                    ["Ctrl+Shift+P"], "Show or hide the sampling and model settings",
+                    checked=w.panel_button.isChecked),
             Command("focusComposer", "Go to the message box", w.focus_composer, ["Ctrl+L"]),
             None,
             Menu("Theme", tuple(

@@ -24,6 +24,7 @@ class TopBar(QWidget):
         self.menu_button.setObjectName("menuButton")
         self.menu_button.setText("⋯")
         self.menu_button.setToolTip("Search, export and import conversations")
+        self.menu_button.setAccessibleName("More: search, export and import")
         self.menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.menu_button.setMenu(QMenu(self.menu_button))
         self.panel_button = QToolButton(self)
@@ -31,6 +32,7 @@ class TopBar(QWidget):
         self.panel_button.setText("Settings")
         self.panel_button.setCheckable(True)
         self.panel_button.setToolTip("Show or hide the sampling and model settings")
+        self.panel_button.setAccessibleName("Settings panel")
         bar.addWidget(title)
         bar.addWidget(self.picker, 3)  # as wide as its names, up to its maximum, when there is room
         bar.addStretch(1)
