@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.builtin_templates import BUILTINS
+from inglenook.core.load import ModelDefaults
 from inglenook.core.settings import load_settings
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.models.defaults_dialog import CUSTOM, FILE_OWN, ModelDefaultsDialog
@@ -53,12 +54,11 @@ def test_the_template_chosen_in_defaults_for_this_model_is_used_and_shown(
     window.side.edit_model_defaults(str(bundled_model))
     dialog = window.findChild(ModelDefaultsDialog)
     combo = dialog.template_choice
-    assert combo.currentText() == "Automatic (recommended)"
+    assert combo.currentIndex() == 0 and combo.currentText().startswith("Automatic (recommended)")
     names = [combo.itemData(i) for i in range(combo.count())]
     assert set(BUILTINS) <= set(names) and CUSTOM in names
     assert not dialog.template.isVisibleTo(dialog)  # the Jinja box is for your own only
-    # The bundled file has a template of its own: offered once its header is read.
-    qtbot.waitUntil(lambda: combo.findData(FILE_OWN) >= 0)
+    assert combo.findData(FILE_OWN) >= 0  # the bundled file has a template of its own
     combo.setCurrentIndex(combo.findData("gemma"))
     dialog._save()
     assert not dialog.isVisible()
@@ -85,3 +85,12 @@ def test_automatic_says_what_it_chose_for_the_model_loaded(
     dialog = window.findChild(ModelDefaultsDialog)
     assert dialog.template_choice.itemText(0) == "Automatic (recommended): the file's own"
     assert dialog.template_choice.findData(FILE_OWN) >= 0  # known from the load already
+
+
+def test_the_files_own_template_is_offered_once_its_header_is_read(
+        qtbot: QtBot, bundled_model: Path) -> None:
+    """A model not loaded: whether its file has a template is read off the GUI thread."""
+    dialog = ModelDefaultsDialog(str(bundled_model), ModelDefaults(), [], gpu_offload=False)
+    qtbot.addWidget(dialog)
+    assert dialog.template_choice.itemText(0) == "Automatic (recommended)"
+    qtbot.waitUntil(lambda: dialog.template_choice.findData(FILE_OWN) == 1)
