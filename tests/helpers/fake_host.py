@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from inglenook.core.builtin_templates import choose, detect
 from inglenook.core.load import ModelInfo, choose_context
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.template import TemplateError, for_model
@@ -75,7 +76,9 @@ class FakeHost:
             self.send(p.LoadProgress(step / 4))
         n_ctx = script.get("n_ctx") or choose_context(params.n_ctx, header.context_length)
         try:
-            template, _ = for_model(header.chat_template, params.chat_template, "", "")
+            choice = choose(header.chat_template, params.chat_template, params.template_name,
+                            lambda: detect(CHATML_TOKENS.__contains__))  # what it speaks
+            template = for_model(choice, "", "")
         except TemplateError as exc:
             self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
             return
@@ -86,8 +89,8 @@ class FakeHost:
             n_ctx_train=header.context_length, n_threads=1, n_gpu_layers=0,
             gpu_offload_supported=False, flash_attn=params.flash_attn,
             kv_cache_type=params.kv_cache_type,
-            template_source="override" if params.chat_template
-            else "gguf" if header.chat_template else "chatml",
+            template_source=choice.kind, template_name=choice.label,
+            template_reason=choice.reason,
             quantization=header.quantization, traits=traits, tool_format=tool_format,
             vision=bool(script.get("vision")), image_tokens=int(script.get("vision") or 0),
             projector=(params.mmproj_path or f"fake-mmproj-{script['vision']}.gguf")
@@ -192,6 +195,9 @@ class FakeHost:
         self.send(p.Finished(rid, Finish(reason)))  # type: ignore[arg-type]
         with self.lock:
             self.cancelled.discard(rid)
+
+
+CHATML_TOKENS = ("<|im_start|>", "<|im_end|>")
 
 
 def _chatml_tokens(messages: Any) -> list[p.PromptToken]:

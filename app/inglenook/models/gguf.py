@@ -123,6 +123,11 @@ class GGUFHeader:
         return self._str("tokenizer.chat_template")
 
     @property
+    def tokenizer_model(self) -> str:
+        """tokenizer.ggml.model: "llama" (SentencePiece), "gpt2" (BPE)..."""
+        return self._str("tokenizer.ggml.model") or ""
+
+    @property
     def quantization(self) -> str:
         """Human name of general.file_type, e.g. "Q4_K_M"; "" when absent or unknown."""
         if "general.file_type" not in self.metadata:

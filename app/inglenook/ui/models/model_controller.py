@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
+from inglenook.core.builtin_templates import describe
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
@@ -208,9 +209,11 @@ class ModelController(QObject):
         self.is_loading = False
         self.model = info
         self.progress.hide()
-        chatml = info.template_source == "chatml"
-        tags = ("  ·  ChatML template" if chatml else "") + (
+        built_in = info.template_source in ("detected", "chosen")
+        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
             f"  ·  {VISION_TAG}" if info.vision else "")
+        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
+            info.template_source, info.template_name, info.template_reason)
         self.model_label.setText(info.name + tags)
         self.model_label.setToolTip(plain_tip(
             f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
@@ -221,8 +224,9 @@ class ModelController(QObject):
                f"{info.image_tokens:,} tokens" if info.vision and info.projector
                else "\nSees images (the server says so, or you marked it)" if info.vision
                else "")
-            + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else "")))
-        self.status.setText("This model has no chat template; using ChatML." if chatml else "")
+            + (f"\n{notice}" if notice else "")))
+        # The file has none: said in the status bar until it moves on (and in the tooltip).
+        self.status.setText(notice if info.template_source == "detected" else "")
         self.sha256 = ""
         if self._restarting and self.banner.kind == "info":
             self.banner.clear()

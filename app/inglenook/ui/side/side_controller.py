@@ -45,6 +45,8 @@ class SideController(QObject):
         self.app = app_settings
         self._gpu_supported = gpu_supported
         self._parent = parent
+        # The model loaded last: the defaults dialog says what Automatic chose for it.
+        self.loaded: ModelInfo | None = None
         self.session: ChatSession | None = None
         self._save_chat = tasks.debounce(SAVE_DELAY_MS, self.flush, self)
         # One user action may pass through states the settings refuse (flash attention off
@@ -91,6 +93,7 @@ class SideController(QObject):
 
     def model_loaded(self, info: ModelInfo) -> None:
         """Show the switches this model's template reads, and whether it can call tools."""
+        self.loaded = info
         self.panel.reply_section.show_model(info.traits, info.tool_format)
         self.panel.speed.show_state_budget(info.kv_state_ram_budget, info.kv_state_disk_budget)
         self.panel.show_slots_in_use(info.n_slots)
@@ -235,9 +238,12 @@ class SideController(QObject):
         """Per-model context, GPU layers, preset and template; applied on the next load."""
         if not path:
             return
+        loaded = self.loaded
         dialog = ModelDefaultsDialog(path, self.app.value.defaults_for(path),
                                      [p.name for p in self.presets], self._gpu_supported(),
-                                     self._parent)
+                                     self._parent,
+                                     loaded if loaded is not None and loaded.path == path
+                                     else None)
         dialog.accepted.connect(lambda: self._save_model_defaults(path, dialog.result_defaults))
         dialog.open()
 
