@@ -14,7 +14,7 @@ from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
-from inglenook.models.projector import opened_files
+from inglenook.models.projector import opened_files, with_projector
 from inglenook.ui import tasks
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
@@ -63,6 +63,7 @@ class ModelController(QObject):
         self._downloads = downloads
         self._dialog: ModelsDialog | None = None
         self._hashing: tasks.Task | None = None  # the loaded model's fingerprint, being read
+        self._preparing: tasks.Task | None = None  # files opened or a load, read off the GUI
         downloads.completed.connect(lambda _status: self.refresh())
         self._parent = parent
         self.model: ModelInfo | None = None
@@ -94,21 +95,31 @@ class ModelController(QObject):
             self.open_paths(chosen)
 
     def open_paths(self, chosen: list[str]) -> None:
-        """A model, or a model and its projector (kept as that model's own default)."""
-        try:
-            path, projector = opened_files(chosen)
-        except ValueError as exc:
-            self.banner.show_message(str(exc))
-            return
+        """A model, or a model and its projector (kept as that model's own default). Which
+        file is which is read from their headers off the GUI thread (a 262k vocabulary's
+        header took seconds to read there)."""
+        self._preparing = tasks.run(opened_files, chosen, owner=self, name="opened files",
+                                    on_done=self._opened, replaces=self._preparing,
+                                    on_failed=lambda exc: self.banner.show_message(
+                                        str(exc) if isinstance(exc, ValueError)
+                                        else f"Could not open the file: {exc}"))
+
+    def _opened(self, pair: tuple[str, str]) -> None:
+        path, projector = pair
         if projector:
             self.projector_chosen.emit(path, projector)
         self.load(path)
 
     def load(self, path: str) -> None:
+        """Load a model with the panel's options and its own defaults; the projector beside
+        it is looked for off the GUI thread first (it reads GGUF headers)."""
         self.is_loading = True
         self.picker.select(path)
         self.loading.emit(path)
-        self.worker.load(self._load_params(path))
+        params = self._load_params(path)
+        self._preparing = tasks.run(with_projector, params, owner=self, name="find projector",
+                                    on_done=self.worker.load, replaces=self._preparing,
+                                    on_failed=lambda _exc: self.worker.load(params))
 
     def reload(self) -> None:
         if self.path:
