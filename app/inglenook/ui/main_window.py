@@ -216,6 +216,7 @@ class MainWindow(QMainWindow):
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.unloaded.connect(self._model_unloaded)
+        self.composer.load_requested.connect(models.load_again)
         models.engine_started.connect(side.engine_started)
         history.open_requested.connect(chats.open)
         history.hit_chosen.connect(chats.open)
@@ -287,6 +288,7 @@ class MainWindow(QMainWindow):
 
     def _model_unloaded(self) -> None:
         self.chat.empty.label.setText("Choose a model above to start.")
+        self.composer.offer_load(self.models.unloaded_name)
         self.composer.model_changed()
         self.chats.set_can_send(False)
         self.composer.set_loading(False)

@@ -71,6 +71,7 @@ class ModelController(QObject):
         self.sha256 = ""
         self._restarting = False
         self._tune_id = -1  # tune requests count down: they never meet a reply's id
+        self.unloaded_path = ""  # the model unloaded as asked, offered to load again
         worker.engine_ready.connect(self.engine_started)
         worker.engine_ready.connect(self._on_engine_ready)
         worker.model_loading.connect(self._on_loading)
@@ -198,6 +199,7 @@ class ModelController(QObject):
             self._dialog.model_chosen.connect(self.load)
             self._dialog.models_changed.connect(self.refresh)
             self._dialog.defaults_requested.connect(self.defaults_requested)
+            self._dialog.library.set_loaded(self.model.path if self.model is not None else "")
         self._dialog.show()
         self._dialog.activateWindow()
 
@@ -218,6 +220,8 @@ class ModelController(QObject):
     def _on_loaded(self, info: ModelInfo) -> None:
         self.is_loading = False
         self.model = info
+        self.unloaded_path = ""
+        self._mark_loaded(info)
         self.progress.hide()
         chatml = info.template_source == "chatml"
         tags = ("  ·  ChatML template" if chatml else "") + (
@@ -253,6 +257,7 @@ class ModelController(QObject):
     def _on_failed(self, path: str, message: str, refusal: LoadRefusal | None) -> None:
         self.is_loading = False
         self.model = None
+        self._mark_loaded(None)
         self.progress.hide()
         self.status.setText("")
         self.model_label.setText("No model")
@@ -270,9 +275,31 @@ class ModelController(QObject):
         self.banner.show_message(f"Could not load {name}. {message}", "error", action)
         self.failed.emit(path, message)
 
+    @property
+    def unloaded_name(self) -> str:
+        """The name of the model unloaded last ("" none)."""
+        path = self.unloaded_path
+        return model_name_of(path) if is_remote_ref(path) else Path(path).stem if path else ""
+
+    def load_again(self) -> None:
+        """The model unloaded last, loaded again (the composer's "Load <model>")."""
+        if self.unloaded_path and self.model is None and not self.is_loading:
+            self.load(self.unloaded_path)
+
+    def _mark_loaded(self, info: ModelInfo | None, none_chosen: bool = False) -> None:
+        """Which model is loaded, marked in the picker and the Library; `none_chosen`: the
+        picker shows that none is (after Unload) rather than the model that failed."""
+        path = info.path if info is not None else ""
+        self.picker.set_loaded(path, info.quantization if info is not None else "", none_chosen)
+        if self._dialog is not None:
+            self._dialog.library.set_loaded(path)
+
     def _on_unloaded(self) -> None:
         self.is_loading = False
+        if self.model is not None:
+            self.unloaded_path = self.model.path
         self.model = None
+        self._mark_loaded(None, none_chosen=True)
         self.model_label.setText("No model")
         self.status.setText("")
         self.unloaded.emit()
