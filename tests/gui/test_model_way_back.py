@@ -58,8 +58,8 @@ def test_the_library_marks_the_loaded_model_and_the_embedding_model(
     os.symlink(minilm_model, paths.models_dir() / "all-minilm-l6-v2-embedding.gguf")
     window.models.show_dialog()
     library = window.models._dialog.library  # type: ignore[union-attr]
-    names = {library.table.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole):
-             library.table.topLevelItem(i).text(0) for i in range(library.table.topLevelItemCount())}
+    items = [library.table.topLevelItem(i) for i in range(library.table.topLevelItemCount())]
+    names = {item.data(0, Qt.ItemDataRole.UserRole): item.text(0) for item in items}
     loaded = window.models.model.path
     assert names[loaded].startswith(f"{LOADED_MARK} ")
     embedding = str(paths.models_dir() / "all-minilm-l6-v2-embedding.gguf")
