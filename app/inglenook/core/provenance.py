@@ -54,6 +54,9 @@ class ModelRecord:
     kv_cache_type: str = ""
     flash_attn: bool = False
     template: str = ""  # gguf | override | chatml
+    n_threads: int = 0  # 0: not recorded (replies made before these were)
+    n_threads_batch: int = 0
+    n_batch: int = 0
 
     @classmethod
     def from_info(cls, info: ModelInfo, sha256: str = "") -> ModelRecord:
@@ -61,7 +64,8 @@ class ModelRecord:
                    quantization=info.quantization, size_bytes=info.size_bytes,
                    architecture=info.architecture, n_ctx=info.n_ctx,
                    kv_cache_type=info.kv_cache_type, flash_attn=info.flash_attn,
-                   template=info.template_source)
+                   template=info.template_source, n_threads=info.n_threads,
+                   n_threads_batch=info.n_threads_batch, n_batch=info.n_batch)
 
     @classmethod
     def from_value(cls, value: object) -> ModelRecord | None:
@@ -201,6 +205,10 @@ class Provenance:
             if m.n_ctx:
                 load = f"context {m.n_ctx:,}, KV cache {m.kv_cache_type or 'f16'}"
                 rows.append(("Loaded with", load + (", flash attention" if m.flash_attn else "")))
+            if m.n_threads:
+                prompt = m.n_threads_batch or m.n_threads
+                rows.append(("Threads", f"{m.n_threads} for the reply, {prompt} for the prompt"
+                             + (f" (batch {m.n_batch})" if m.n_batch else "")))
             if m.template:
                 rows.append(("Chat template", {"gguf": "from the model file",
                                                "override": "your override",

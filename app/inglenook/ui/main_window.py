@@ -198,6 +198,10 @@ class MainWindow(QMainWindow):
         self.panel_button.toggled.connect(self._remember_panels)
         self.panel.reload_requested.connect(models.reload)
         self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
+        self.panel.speed.tune_kept.connect(lambda: models.keep_tuned(self.panel))
+        self.panel.speed.tune_dismissed.connect(lambda: models.dismiss_tuned(self.panel))
+        self.panel.speed.tune_restore_requested.connect(
+            lambda: models.restore_untuned(self.panel))
         settings.changed.connect(self._setting_changed)
         settings.save_failed.connect(self.banner.show_message)
         if settings.value.api_enabled:

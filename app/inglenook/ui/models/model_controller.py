@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
+from inglenook.engine.tune import compare
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
@@ -72,6 +73,9 @@ class ModelController(QObject):
         self._restarting = False
         self._tune_id = -1  # tune requests count down: they never meet a reply's id
         self.unloaded_path = ""  # the model unloaded as asked, offered to load again
+        self._tuning = False
+        self._tuned: p.TuneResult | None = None  # found, not kept or dismissed yet
+        self._untuned: tuple[int, int, int] | None = None  # before the tune kept: the way back
         worker.engine_ready.connect(self.engine_started)
         worker.engine_ready.connect(self._on_engine_ready)
         worker.model_loading.connect(self._on_loading)
@@ -145,34 +149,81 @@ class ModelController(QObject):
             self.reload()
 
     def tune(self, panel: SamplingPanel) -> None:
-        """Tune: measure with the loaded model, then show the fastest settings in the panel
-        (saved with the settings; the batch size applies at the next load)."""
+        """Tune (or, while it measures, stop it): measure with the loaded model, showing its
+        progress, then the figures before and after, and ask; nothing changes until Keep."""
         speed = panel.speed
+        if self._tuning:
+            self.worker.cancel(self._tune_id)
+            return
         if self.model is None:
             speed.show_tune("Load a model first: tuning measures it.")
             return
-        speed.show_tune("Measuring… (a few seconds)", busy=True)
+        self._tuning = True
+        speed.show_tune("Measuring… (about ten seconds; longer on a busy machine)", busy=True)
+
+        def progress(done: int, total: int) -> None:
+            speed.show_tune_progress(done, total, f"Measuring… {done} of {total} trials "
+                                                  "(longer on a busy machine)")
 
         def done(result: p.TuneResult | str) -> None:
             self.worker.tuned.disconnect(done)
+            self.worker.tune_progress.disconnect(progress)
+            self._tuning = False
             if isinstance(result, str) or result.error:
                 why = result if isinstance(result, str) else result.error
                 speed.show_tune(f"Could not tune: {why}")
                 return
-            best = result
-            if best.cancelled:
+            if result.cancelled:
                 speed.show_tune("Stopped: nothing was changed.")
                 return
-            panel.n_threads_spin.setValue(best.n_threads)
-            speed.threads_batch.setValue(best.n_threads_batch)
-            panel.n_batch_spin.setValue(best.n_batch)
-            speed.show_tune(f"Fastest here: {best.n_threads} threads for replies "
-                            f"({best.decode_tok_s:.0f} tok/s), {best.n_threads_batch} for "
-                            f"prompts, batch {best.n_batch}. Kept.")
+            text, changed = compare(result)
+            if changed:
+                self._tuned = result
+                speed.offer_tuned(text + "\nKeep these? The model is loaded again with them.")
+            else:
+                speed.show_tune(text + " Nothing to change.")
 
         self.worker.tuned.connect(done)
+        self.worker.tune_progress.connect(progress)
         self._tune_id -= 1
-        self.worker.tune(self._tune_id)
+        self.worker.tune(self._tune_id, apply=False)
+
+    def keep_tuned(self, panel: SamplingPanel) -> None:
+        """Tune's answer kept: the panel takes its settings, the model loads with them, and
+        the way back is offered."""
+        best = self._tuned
+        if best is None:
+            return
+        self._tuned = None
+        before = (best.before_n_threads, best.before_n_threads_batch or best.before_n_threads,
+                  best.before_n_batch)
+        self._untuned = before
+        self._set_speed(panel, best.n_threads, best.n_threads_batch, best.n_batch)
+        panel.speed.offer_restore(
+            f"Kept: {best.n_threads} threads for replies, {best.n_threads_batch} and batch "
+            f"{best.n_batch} for prompts.", f"{before[0]} / {before[1]} threads, batch {before[2]}")
+
+    def dismiss_tuned(self, panel: SamplingPanel) -> None:
+        self._tuned = None
+        panel.speed.show_tune("Not kept: nothing was changed.")
+
+    def restore_untuned(self, panel: SamplingPanel) -> None:
+        """Back to the threads and batch size from before the tune that was kept."""
+        if self._untuned is None:
+            return
+        threads, batch_threads, batch = self._untuned
+        self._untuned = None
+        self._set_speed(panel, threads, batch_threads, batch)
+        panel.speed.show_tune(f"Restored: {threads} threads for replies, {batch_threads} and "
+                              f"batch {batch} for prompts.")
+
+    def _set_speed(self, panel: SamplingPanel, threads: int, batch_threads: int,
+                   batch: int) -> None:
+        panel.n_threads_spin.setValue(threads)
+        panel.speed.threads_batch.setValue(batch_threads)
+        panel.n_batch_spin.setValue(batch)
+        if self.model is not None:
+            self.reload()  # threads and batch size take effect at a load
 
     def defaults_saved(self, path: str) -> None:
         """New defaults for a model: offer to reload it now when it is the one loaded."""
