@@ -14,6 +14,7 @@ from pytestqt.qtbot import QtBot
 
 from inglenook import paths
 from inglenook.ui.main_window import MainWindow
+from inglenook.ui.models.library import COLUMNS, NAME_ROOM
 from inglenook.ui.models.picker import LOADED_MARK
 from tests.gui.conftest import LOAD_TIMEOUT_MS, wait_reply
 
@@ -32,8 +33,8 @@ def test_after_unload_the_composer_offers_to_load_the_model_again(
     assert window.picker.placeholderText() == "No model loaded"
     composer = window.composer
     assert composer.no_model.isVisible()
-    assert composer.no_model_label.text() == f"No model loaded — Load {name} to chat"
-    assert composer.load_button.text() == f"Load {name}"
+    assert composer.no_model_label.text() == f"No model loaded — Load {name} to chat."
+    assert composer.load_button.text() == "Load" and name in composer.load_button.toolTip()
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
         qtbot.mouseClick(composer.load_button, Qt.MouseButton.LeftButton)
     assert not composer.no_model.isVisible()
@@ -65,6 +66,10 @@ def test_the_library_marks_the_loaded_model_and_the_embedding_model(
     embedding = str(paths.models_dir() / "all-minilm-l6-v2-embedding.gguf")
     assert names[embedding].endswith("Embedding") and LOADED_MARK not in names[embedding]
     assert library.table.textElideMode() == Qt.TextElideMode.ElideRight
+    window.models._dialog.resize(640, 560)  # type: ignore[union-attr]
+    library.fit_columns()
+    assert library.table.header().sectionSize(0) >= NAME_ROOM  # Source gave way, not the name
+    assert library.table.header().isSectionHidden(COLUMNS.index("Source"))
     library.select(loaded)
     assert library.use_button.text() == "Loaded" and not library.use_button.isEnabled()
     library.select(embedding)

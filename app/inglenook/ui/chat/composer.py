@@ -109,6 +109,7 @@ class Composer(QWidget):
         self.no_model.setObjectName("noModelBar")
         self.no_model_label = plain_label("No model loaded", self.no_model,
                                           name="noModelLabel")
+        self.no_model_label.setWordWrap(True)  # a model's name can be long
         self.load_button = QPushButton("Load", self.no_model)
         self.load_button.setObjectName("loadModelButton")
         self.load_button.clicked.connect(self.load_requested)
@@ -407,8 +408,7 @@ class Composer(QWidget):
         """No model is loaded: say so, with a button (and Enter) that loads `name` again; ""
         takes the offer away (a model is loaded or loading)."""
         self._unloaded = name
-        self.no_model_label.setText(f"No model loaded — Load {name} to chat")
-        self.load_button.setText(f"Load {name}")
+        self.no_model_label.setText(f"No model loaded — Load {name} to chat.")
         self.load_button.setToolTip(f"Load {name} again (or press Enter to load it and send "
                                     "your message)")
         self.no_model.setVisible(bool(name))

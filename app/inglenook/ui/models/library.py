@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import cast
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -55,6 +55,8 @@ from inglenook.ui.plain import plain_box, plain_label, plain_tip
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Vision",
            "Source")
 PENDING = "…"
+NAME_ROOM = 220  # pixels the Model column keeps before other columns are hidden
+OPTIONAL_COLUMNS = (8, 6, 7, 5, 1)  # Source, Template, Vision, Context, Architecture
 EMBEDDING_NOTE = ("An embedding model: Knowledge makes its vectors with it (and the API serves "
                   "/v1/embeddings); it does not chat.")
 
@@ -220,6 +222,28 @@ class LibraryPage(QWidget):
         layout.addWidget(self.table, 1)
         layout.addWidget(card)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Room for the names first: in a narrow window the columns the details card also
+        shows are hidden, least useful first, so that a name is not cut to a few letters."""
+        header, table = self.table.header(), self.table
+        for column in OPTIONAL_COLUMNS:
+            header.setSectionHidden(column, False)
+
+        def width(column: int) -> int:
+            return max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
+
+        room = table.viewport().width()
+        shown = [c for c in range(1, len(COLUMNS))]
+        for column in OPTIONAL_COLUMNS:
+            if room - sum(width(c) for c in shown) >= NAME_ROOM:
+                break
+            header.setSectionHidden(column, True)
+            shown.remove(column)
+
     # -- listing ----------------------------------------------------------------------------------
     def refresh(self) -> None:
         """List the installed models again; headers not read before are read in the background."""
@@ -257,6 +281,7 @@ class LibraryPage(QWidget):
         if current is not None:
             self.table.setCurrentItem(current)
         self._show_selected()
+        self.fit_columns()
 
     @property
     def reading(self) -> bool:
@@ -339,6 +364,7 @@ class LibraryPage(QWidget):
             if entry.path == path and item is not None:
                 self._fill(item, entry)
         self._show_selected()
+        self.fit_columns()
 
     # -- the selected model -----------------------------------------------------------------------
     def selected_entry(self) -> ModelEntry | None:
