@@ -87,6 +87,7 @@ class FakeHost:
             path=params.model_path, name=Path(params.model_path).stem,
             architecture=header.architecture, size_bytes=header.file_size, n_ctx=n_ctx,
             n_ctx_train=header.context_length, n_threads=1, n_gpu_layers=0,
+            n_threads_batch=params.n_threads_batch or 1, n_batch=params.n_batch,
             gpu_offload_supported=False, flash_attn=params.flash_attn,
             kv_cache_type=params.kv_cache_type,
             template_source=choice.kind, template_name=choice.label,
@@ -113,9 +114,15 @@ class FakeHost:
             return
         with self.lock:
             stopped = request.request_id in self.cancelled
-        trials = (p.TuneTrial("decode", 1, 1, 100.0), p.TuneTrial("prompt", 1, 512, 1000.0))
+        trials = (p.TuneTrial("decode", 1, 1, 80.0), p.TuneTrial("prompt", 1, 512, 900.0),
+                  p.TuneTrial("decode", 2, 1, 100.0), p.TuneTrial("prompt", 2, 256, 1000.0))
+        if not stopped:
+            for done in range(1, len(trials) + 1):
+                self.send(p.TuneProgress(request.request_id, done, len(trials)))
         self.send(p.TuneResult(request.request_id, cancelled=True) if stopped else p.TuneResult(
-            request.request_id, 1, 1, 512, 100.0, 1000.0, trials, applied=request.apply))
+            request.request_id, 2, 2, 256, 100.0, 1000.0, trials, applied=request.apply,
+            before_n_threads=self.model.n_threads, before_n_threads_batch=1,
+            before_n_batch=512, before_decode_tok_s=80.0, before_prompt_tok_s=900.0))
 
     def quantize(self, request: p.Quantize) -> None:
         from tests.gguf_tools import rewrite_metadata

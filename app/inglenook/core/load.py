@@ -368,6 +368,7 @@ class ModelInfo:
     kv_state_ram_budget: int = 0
     kv_state_disk_budget: int = 0
     n_threads_batch: int = 0
+    n_batch: int = 0  # tokens of a prompt evaluated at once (0: not known)
     speculation: str = ""  # Speculation: what the engine guesses tokens with ("" none)
     draft_model: str = ""  # the draft model's name, with "draft model"
     # What the chat template does with reasoning (and its switches), and how it writes tool

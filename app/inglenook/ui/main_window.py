@@ -213,6 +213,10 @@ class MainWindow(QMainWindow):
         self.panel_button.toggled.connect(self._remember_panels)
         self.panel.reload_requested.connect(models.reload)
         self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
+        self.panel.speed.tune_kept.connect(lambda: models.keep_tuned(self.panel))
+        self.panel.speed.tune_dismissed.connect(lambda: models.dismiss_tuned(self.panel))
+        self.panel.speed.tune_restore_requested.connect(
+            lambda: models.restore_untuned(self.panel))
         settings.changed.connect(self._setting_changed)
         settings.save_failed.connect(self.banner.show_message)
         if settings.value.api_enabled:
@@ -231,6 +235,7 @@ class MainWindow(QMainWindow):
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.unloaded.connect(self._model_unloaded)
+        self.composer.load_requested.connect(models.load_again)
         models.engine_started.connect(side.engine_started)
         history.open_requested.connect(chats.open)
         history.hit_chosen.connect(chats.open)
@@ -327,6 +332,7 @@ class MainWindow(QMainWindow):
 
     def _model_unloaded(self) -> None:
         self.chat.empty.label.setText("Choose a model above to start.")
+        self.composer.offer_load(self.models.unloaded_name)
         self.composer.model_changed()
         self.chats.set_can_send(False)
         self.composer.set_loading(False)

@@ -159,7 +159,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         template_source=choice.kind, template_name=choice.label,
         template_reason=choice.reason,
         load_seconds=time.perf_counter() - started, quantization=header.quantization,
-        n_threads_batch=n_threads_batch,
+        n_threads_batch=n_threads_batch, n_batch=ctx.n_batch,
         speculation=params.speculation if proposer is not None else "",
         draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,

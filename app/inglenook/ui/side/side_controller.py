@@ -14,7 +14,6 @@ from inglenook.chat.session import ChatSession, ChatSettings
 from inglenook.core.load import LoadParams, LoadRefusal, ModelDefaults, ModelInfo
 from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine import protocol as p
-from inglenook.models.projector import with_projector
 from inglenook.store import Preset, Store, StoreError
 from inglenook.ui import tasks
 from inglenook.ui.app_settings import AppSettings
@@ -209,10 +208,10 @@ class SideController(QObject):
         self.panel.set_physical_cores(ready.physical_cores)
 
     def load_params(self, path: str) -> LoadParams:
-        """The panel's load options with this model's own defaults over them, and the vision
-        projector beside the model when none was chosen."""
-        return with_projector(self.app.value.defaults_for(path).apply(
-            self.panel.load_params(path)))
+        """The panel's load options with this model's own defaults over them (the vision
+        projector beside the model is looked for off the GUI thread: models/projector.py's
+        with_projector, which ModelController.load applies)."""
+        return self.app.value.defaults_for(path).apply(self.panel.load_params(path))
 
     def load_fix(self, refusal: LoadRefusal | None) -> tuple[str, Callable[[], None]] | None:
         """For a load refused as too large or beyond the trained length: the change that
