@@ -77,7 +77,7 @@ def test_a_reply_ended_on_a_full_disk_is_saved_once_there_is_room(tmp_path: Path
 def test_a_reply_the_store_refused_is_written_before_the_next_question(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Store(tmp_path / "inglenook.db") as store:
-        session, sessions, clock = replying(store)
+        session, sessions, _ = replying(store)
         conv = session.conv_id
         assert conv is not None
         real_update = store.update_message
