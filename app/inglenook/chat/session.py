@@ -478,6 +478,9 @@ class ChatSession:
         except StoreError as exc:
             self.unsaved = dataclasses.replace(ended, problem=str(exc))
             raise
+        except KeyError:  # the reply (or its chat) was deleted meanwhile: nothing to save
+            self.unsaved = None
+            return None
         self.unsaved = None
         at = self.path.index_of(ended.message_id)
         self.reload(0 if at is None else at)

@@ -103,3 +103,22 @@ def test_a_reply_the_store_refused_is_written_before_the_next_question(
             ("user", "And then?")]
         assert stored_reply(store, conv) == ("And then?", "complete")
         assert session.unsaved is None and sessions.unsaved() == []
+
+
+def test_a_reply_deleted_before_it_could_be_saved_is_let_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(tmp_path / "inglenook.db") as store:
+        session, sessions, _ = replying(store)
+        real_update = store.update_message
+
+        def refused(*_args: object, **_kwargs: object) -> None:
+            raise StoreError("The database is busy.", "busy")
+
+        monkeypatch.setattr(store, "update_message", refused)
+        session.reply_delta("Soon gone.")
+        sessions.finished(1, Finish("stop"), None, "")
+        assert session.unsaved is not None
+        session.delete_from(session.unsaved.message_id)
+        monkeypatch.setattr(store, "update_message", real_update)
+        assert sessions.save_unsaved() == ([(session, None)], "")
+        assert session.unsaved is None and not session.busy
