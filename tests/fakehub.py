@@ -12,7 +12,8 @@ shapes the real Hub returns them:
 
 File bytes are generated from a seeded PRNG, so a test needs no real model; the server computes the
 sha256. Range requests (206 + Content-Range) and If-Range are honoured. Faults are injected per file
-and per request (see `Fault`); every request is logged (`FakeHub.requests`). Every loop on the
+and per request (see `Fault`), or for every answer of a server (`trickle_headers`: its header
+lines a little at a time); every request is logged (`FakeHub.requests`). Every loop on the
 server side is bounded in count and time, and `stop()` ends connections that are still open.
 """
 
