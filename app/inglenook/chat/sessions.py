@@ -36,9 +36,10 @@ class Event:
 
 
 def not_saved_yet(session: ChatSession, exc: StoreError) -> str:
+    when = "once there is room" if exc.reason == "full" else "as soon as it can be"
     return (f"The reply in «{session.title}» is not saved yet: {str(exc).rstrip('.')}. It is "
-            f"kept, and saved once there is room: tried again every {RETRY_UNSAVED_S} s and "
-            "when Inglenook closes.")
+            f"kept, and saved {when}: tried again every {RETRY_UNSAVED_S} s and when "
+            "Inglenook closes.")
 
 
 class Sessions:
