@@ -15,7 +15,10 @@ else (another chat's state with its tokens rewritten and a valid checksum) or on
 another conversation's name is never restored (the prompt is evaluated instead) and is deleted.
 States are never read across engine processes, so the key needs no file of its own. Files are
 opened without following links and without blocking, and only regular files are read: a FIFO
-put in a state's place cannot stall the engine.
+put in a state's place cannot stall the engine. Removing a folder opens nothing but folders
+(O_DIRECTORY, without following links): a FIFO, socket or link named like a folder, or inside
+one, is unlinked unopened (shutil.rmtree opens what it removes, and opening a FIFO for reading
+waits for a writer: one named like a dead engine's folder stalled every engine start).
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ _MAGIC = b"INGLKV02"
 _HEADER = struct.Struct("<8sQQ32s")  # magic, tokens, state bytes, HMAC of key + tokens + state
 _READ_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+              | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+# Removing by descriptors (never opening what is not a folder) needs *at() calls; where there
+# are none (Windows), there are no FIFOs to fear either and shutil.rmtree does.
+_BY_DESCRIPTOR = (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+                  and os.rmdir in os.supports_dir_fd and os.listdir in os.supports_fd)
+_MAX_DEPTH = 8  # a state folder holds files only; anything deeper is not ours to walk
 _WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 TOKEN_BYTES = array("i").itemsize
@@ -166,7 +176,7 @@ class StateCache:
         """Forget every state (a model or its load settings changed); spilled ones are deleted."""
         self._states.clear()
         if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+            _remove(self._folder.parent, self._folder.name)
             self._folder = None
 
     # ---- disk ----------------------------------------------------------------------------
@@ -266,12 +276,63 @@ def _write_all(fd: int, data: bytes | bytearray) -> None:
 
 
 def _remove_dead_engines(root: Path) -> None:
-    """Folders left by engine processes that no longer run (a crash, a kill)."""
-    for folder in root.iterdir():
-        pid, _, started = folder.name.partition("-")
+    """Folders left by engine processes that no longer run (a crash, a kill); anything else
+    named like one (a FIFO, a link) is unlinked, never opened."""
+    for name in os.listdir(root):
+        pid, _, started = name.partition("-")
         if not (pid.isdigit() and started.isdigit()) or _running(int(pid), int(started)):
             continue
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(root, name)
+
+
+def _remove(parent: Path, name: str) -> None:
+    """Remove `parent/name`, a folder with what it holds or anything else, opening nothing but
+    folders; what cannot be removed is left."""
+    if not _BY_DESCRIPTOR:
+        path = parent / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return
+    try:
+        fd = os.open(parent, _DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        _remove_at(fd, name, 0)
+    finally:
+        os.close(fd)
+
+
+def _remove_at(dir_fd: int, name: str, depth: int) -> None:
+    try:
+        info = os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return
+    if not stat.S_ISDIR(info.st_mode):  # a file, FIFO, socket, device or link: unlinked only
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        return
+    if depth >= _MAX_DEPTH:
+        return
+    try:  # swapped since for a FIFO or a link: O_DIRECTORY | O_NOFOLLOW refuse it, unopened
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            return  # another folder than the one looked at
+        for child in os.listdir(fd):
+            _remove_at(fd, child, depth + 1)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=dir_fd)
 
 
 def _running(pid: int, started_ms: int) -> bool:

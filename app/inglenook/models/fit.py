@@ -401,6 +401,7 @@ def recommend(models: Sequence[tuple[str, int]], shape: ModelShape, n_ctx: int, 
 # -- a Hub file's header, over HTTP Range requests ------------------------------------------------
 FIRST_BYTES = 8 * 2**20  # enough for most headers, tokenizer included
 MAX_HEADER_BYTES = 64 * 2**20  # never more than this of a file, whatever its header says
+RANGE_SECONDS = 120.0  # for one Range request, from asking to the last byte
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
 
@@ -464,41 +465,52 @@ def remote_header(repo: str, filename: str, revision: str = "main", *,
     return dataclasses.replace(header, path=url, file_size=size)
 
 
-def _fetch_range(c: httpx2.Client, url: str, repo: str, what: str, f: BinaryIO,
+def _fetch_range(c: hub.HubClient, url: str, repo: str, what: str, f: BinaryIO,
                  end: int) -> int | None:
     """Append bytes [f.tell(), end) of the file to f; return the file's total size if the server
-    said. A server that ignores Range (200) is read from the start, and only up to `end`."""
+    said. A server that ignores Range (200) is read from the start, and only up to `end`.
+    Within RANGE_SECONDS, however slowly the answer comes."""
+    with c.deadline(RANGE_SECONDS) as watchdog:
+        try:
+            total = _read_range(c, url, repo, what, f, end)
+        except httpx2.RequestError as exc:
+            raise (hub.too_slow(url, RANGE_SECONDS) if watchdog.fired
+                   else hub.request_error(exc, url)) from None
+    if watchdog.fired:  # a body without a length ends where the watchdog cut it
+        raise hub.too_slow(url, RANGE_SECONDS)
+    return total
+
+
+def _read_range(c: hub.HubClient, url: str, repo: str, what: str, f: BinaryIO,
+                end: int) -> int | None:
     start = f.tell()
     headers = {"Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"}
-    try:
-        with c.stream("GET", url, headers=headers) as response:
-            code = response.status_code
-            if code == 416:  # nothing at `start`: the file ends there
-                m = re.match(r"^bytes \*/(\d+)$", response.headers.get("Content-Range", ""))
-                return int(m[1]) if m else None
-            if code >= 400:
-                raise hub.status_error(response, what, repo)
-            total: int | None = None
-            if code == 206:
-                m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
-                if m is None or int(m[1]) != start:
-                    raise hub.HubError(f"The server sent a different part of {what} than asked.")
-                total = int(m[3]) if m[3] != "*" else None
-            elif code == 200:
-                length = response.headers.get("Content-Length", "")
-                total = int(length) if length.isdigit() else None
-                f.seek(0)
-                f.truncate()
-                start = 0
-            else:
-                raise hub.HubError(f"The Hub answered HTTP {code} for {what}.", status=code)
-            pos = start
-            for chunk in response.iter_raw():
-                chunk = chunk[:end - pos]
-                f.write(chunk)
-                pos += len(chunk)
-                if pos >= end:
-                    break  # leaving the block closes the connection: the rest is never read
-            return total
-    except httpx2.RequestError as exc:
-        raise hub.request_error(exc, url) from None
+    with c.stream("GET", url, headers=headers) as response:
+        code = response.status_code
+        if code == 416:  # nothing at `start`: the file ends there
+            m = re.match(r"^bytes \*/(\d+)$", response.headers.get("Content-Range", ""))
+            return int(m[1]) if m else None
+        if code >= 400:
+            raise hub.status_error(response, what, repo)
+        total: int | None = None
+        if code == 206:
+            m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+            if m is None or int(m[1]) != start:
+                raise hub.HubError(f"The server sent a different part of {what} than asked.")
+            total = int(m[3]) if m[3] != "*" else None
+        elif code == 200:
+            length = response.headers.get("Content-Length", "")
+            total = int(length) if length.isdigit() else None
+            f.seek(0)
+            f.truncate()
+            start = 0
+        else:
+            raise hub.HubError(f"The Hub answered HTTP {code} for {what}.", status=code)
+        pos = start
+        for chunk in response.iter_raw():
+            chunk = chunk[:end - pos]
+            f.write(chunk)
+            pos += len(chunk)
+            if pos >= end:
+                break  # leaving the block closes the connection: the rest is never read
+        return total

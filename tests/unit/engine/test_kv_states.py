@@ -3,7 +3,9 @@ prompt reuses is tests/unit/engine/test_kv_reuse.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import struct
 import threading
 import zlib
@@ -106,6 +108,46 @@ def test_states_of_an_engine_that_was_killed_are_removed_when_the_next_starts() 
     (dead / "x.kv").write_bytes(b"a chat")
     cache(ram=10**9)  # an engine's start: nothing spilled yet
     assert not dead.exists()
+
+
+def _start_engine_unblocking(fifos: list[Path]) -> bool:
+    """A StateCache made as an engine's start makes it, in a thread; True when it blocked (it
+    is then released by opening the FIFOs for writing, so the test fails rather than hangs)."""
+    starter = threading.Thread(target=cache, daemon=True)
+    starter.start()
+    starter.join(timeout=5)
+    blocked = starter.is_alive()
+    while starter.is_alive():
+        for fifo in fifos:
+            with contextlib.suppress(OSError):  # ENXIO: nobody reads it (yet, or any more)
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        starter.join(timeout=0.05)
+    return blocked
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_things_named_like_a_dead_engines_folder_are_removed_unopened(tmp_path: Path) -> None:
+    """shutil.rmtree opens what it removes: a FIFO named like the folder of an engine that died
+    held every later engine start in open(), waiting for a writer."""
+    root = paths.kv_state_dir()
+    fifo, link, folder = root / "999999999-1", root / "999999998-1", root / "999999997-1"
+    os.mkfifo(fifo)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the engine's")
+    link.symlink_to(outside, target_is_directory=True)
+    folder.mkdir()
+    os.mkfifo(folder / "x.kv")
+    (folder / "inner").mkdir()
+    os.mkfifo(folder / "inner" / "y.part")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(root / "999999996-1"))
+        assert not _start_engine_unblocking([fifo, folder / "x.kv", folder / "inner" / "y.part"])
+    finally:
+        sock.close()
+    assert sorted(p.name for p in root.iterdir()) == []
+    assert (outside / "keep.txt").read_text() == "not the engine's"  # the link went, not this
 
 
 def test_spilled_states_are_the_users_alone() -> None:

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
@@ -30,6 +30,7 @@ from inglenook.chat.session import (
     Sessions,
     conversation_of,
 )
+from inglenook.chat.sessions import RETRY_UNSAVED_S
 from inglenook.chat.unread import Unread
 from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
@@ -107,6 +108,9 @@ class ChatController(QObject):
         self.model, self._new_settings, self._presets = model, new_settings, presets
         self.window = parent
         self.sessions = Sessions()
+        # Replies the store refused (a full disk) are written again on this beat (chat/).
+        self._unsaved_timer = QTimer(self, interval=RETRY_UNSAVED_S * 1000)
+        self._unsaved_timer.timeout.connect(self.save_unsaved)
         self.unread = Unread()
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
@@ -538,6 +542,8 @@ class ChatController(QObject):
         assert event is not None
         if event.problem:
             self.banner.show_message(event.problem)
+        if session.unsaved is not None:
+            self._unsaved_timer.start()
         if visible:
             bubble = self.reply.finished(session, reply_id, finish, event.message)
             if bubble is not None and event.message is not None:
@@ -556,6 +562,17 @@ class ChatController(QObject):
         self.reply_finished.emit(rid, finish)
         self.calls.reply_ended(session)  # its tool calls: asked about, run, then go on
 
+    def save_unsaved(self) -> None:
+        """Try again to write the replies the store refused; say when they are saved."""
+        saved, problem = self.sessions.save_unsaved()
+        if not self.sessions.unsaved():
+            self._unsaved_timer.stop()
+        if saved and not problem:
+            titles = ", ".join(f"«{session.title}»" for session, _ in saved)
+            self.banner.show_message(f"The reply in {titles} is saved now.", "info")
+        if any(session is self.session for session, _ in saved):
+            self.render(keep_position=True)
+
     def _leave_out_middle(self) -> None:
         """The fix offered when a chat set to stop is full: leave history out, and retry."""
         self.session.set_settings(self.session.settings.replace(overflow="middle"))
@@ -571,6 +588,8 @@ class ChatController(QObject):
                 continue
             rid = session.reply.request_id
             self.worker.cancel(rid)
-            with contextlib.suppress(StoreError):  # else it is marked interrupted on next start
+            with contextlib.suppress(StoreError):  # kept in memory, tried again below
                 session.finish_reply(Finish("cancelled", CLOSED), model, sha256)
             self.sessions.reply_ended(rid)
+        self._unsaved_timer.stop()
+        self.sessions.save_unsaved()  # a last try; else marked interrupted on next start
