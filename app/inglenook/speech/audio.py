@@ -107,7 +107,7 @@ def _open(source: Source) -> Any:  # an av InputContainer
                          f"({type(exc).__name__}).") from None
     if not container.streams.audio:
         container.close()
-        raise AudioError("The file holds no audio: it is not a sound file.")
+        raise AudioError("This is not an audio file (nothing in it is sound).")
     stream = container.streams.audio[0]
     try:
         _check_shape(stream.codec_context.sample_rate or 0, stream.codec_context.channels or 0)
@@ -115,6 +115,11 @@ def _open(source: Source) -> Any:  # an av InputContainer
         container.close()
         raise
     return container
+
+
+def probe(source: Source) -> None:
+    """AudioError unless the file opens as audio of a sane shape (cheap: nothing decoded)."""
+    _open(source).close()
 
 
 def windows(source: Source, window_s: float, max_seconds: float) -> Iterator[np.ndarray]:

@@ -14,7 +14,7 @@ import re
 # Reasoning as models write it in their text (the engine also sends it apart; this catches
 # what arrives inline). An open block hides everything after it until it closes.
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^\s*(`{3,}[^`]*|~{3,}.*)$")  # "```x``` more" is inline code
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _URL = re.compile(r"https?://\S+")

@@ -29,7 +29,7 @@ def test_a_wav_decodes_to_16_khz_mono() -> None:
 @pytest.mark.parametrize("data, message", [
     (b"", "empty"),
     (b"Dear diary, today I uploaded a text file as audio.", "not an audio file"),
-    (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "not an audio file|not a sound file"),
+    (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "not an audio file"),
 ], ids=["empty", "text", "png"])
 def test_what_is_not_audio_is_refused_plainly(data: bytes, message: str) -> None:
     with pytest.raises(AudioError, match=message):

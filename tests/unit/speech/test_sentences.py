@@ -47,3 +47,7 @@ def test_an_unclosed_think_block_is_never_read() -> None:
 def test_a_run_on_sentence_is_cut_so_speech_need_not_wait() -> None:
     pieces = speakable("word " * 300)
     assert len(pieces) > 1 and all(len(p) <= 401 for p in pieces)
+
+
+def test_inline_triple_backticks_are_not_a_fence() -> None:
+    assert speakable("Hello. ```x``` This is read.") == ["Hello.", "x This is read."]
