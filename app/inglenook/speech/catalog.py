@@ -150,7 +150,7 @@ def voice_files(name: str | None) -> VoiceFiles:
 
 class LoadedModels:
     """Models loaded once and kept (loading whisper takes seconds): by folder or voice file.
-    Thread-safe; the API server and the window each keep one."""
+    Thread-safe; the API server and the window share `loaded` (one copy in memory)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -171,3 +171,6 @@ class LoadedModels:
             if key not in self._voices:
                 self._voices[key] = Voice.load(files.model, files.config)
             return self._voices[key]
+
+
+loaded = LoadedModels()

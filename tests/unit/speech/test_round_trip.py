@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 
 import numpy as np
 import pytest
 
 from inglenook.speech.audio import SAMPLE_RATE, decode, wav_bytes
-from inglenook.speech.stt import Transcriber
+from inglenook.speech.stt import Transcriber, TranscriptionTimeout
 from inglenook.speech.tts import Voice
 from inglenook.speech.wer import word_error_rate
 
@@ -66,3 +67,10 @@ def test_a_second_voice_espeak_ng_is_heard_too(transcriber: Transcriber) -> None
 def test_a_wav_of_what_piper_says_is_well_formed(voice: Voice) -> None:
     pcm = b"".join(voice.speak(["Hi."]))
     assert len(pcm) % 2 == 0 and wav_bytes(pcm, voice.sample_rate)[:4] == b"RIFF"
+
+
+def test_a_transcription_past_its_deadline_stops(spoken: bytes,
+                                                 transcriber: Transcriber) -> None:
+    with pytest.raises(TranscriptionTimeout):
+        transcriber.transcribe(decode(spoken, 60).samples, language="en",
+                               deadline=time.monotonic() - 1)
