@@ -43,7 +43,7 @@ WAITING = "Waiting for its turn…"
 
 # The footer, left to right; "stretch" is the spacer between the figures and the actions.
 FOOTER = ("previous", "siblings", "next", "stats", "stretch",
-          "stop", "edit", "details", "regenerate", "copy", "delete")
+          "stop", "edit", "details", "regenerate", "speak", "copy", "delete")
 BUTTONS = {  # name: (label, tooltip)
     "previous": ("‹", "Previous version"),
     "next": ("›", "Next version"),
@@ -51,11 +51,13 @@ BUTTONS = {  # name: (label, tooltip)
     "edit": ("Edit", "Ask this again differently (a new branch)"),
     "details": ("Details", "Model, settings, seed and timings"),
     "regenerate": ("Regenerate", "Write this reply again"),
+    "speak": ("Read aloud", "Read this reply aloud (Esc stops)"),
     "copy": ("Copy", "Copy this message as Markdown"),
     "delete": ("Delete", "Delete this message and everything after it"),
 }
 AT_REST = {"user": ("edit", "copy", "delete"),
-           "assistant": ("details", "regenerate", "copy", "delete")}
+           "assistant": ("details", "regenerate", "speak", "copy", "delete")}
+STOP_READING = "Stop reading"
 
 
 def compact_stats(stats: Stats) -> tuple[str, ...]:
@@ -119,6 +121,7 @@ class MessageBubble(QFrame):
         details_requested(): Details was clicked (how a reply was made).
         delete_requested(): Delete was clicked (this message and all after it).
         sibling_requested(int): ‹ or › was clicked: -1 or +1.
+        speak_requested(): Read aloud (or Stop reading) was clicked (replies).
     """
 
     copy_requested = Signal()
@@ -128,6 +131,7 @@ class MessageBubble(QFrame):
     details_requested = Signal()
     delete_requested = Signal()
     sibling_requested = Signal(int)
+    speak_requested = Signal()
 
     copy_button: _Lazy[QToolButton] = _Lazy("copy")
     regenerate_button: _Lazy[QToolButton] = _Lazy("regenerate")
@@ -135,6 +139,7 @@ class MessageBubble(QFrame):
     edit_button: _Lazy[QToolButton] = _Lazy("edit")
     details_button: _Lazy[QToolButton] = _Lazy("details")
     delete_button: _Lazy[QToolButton] = _Lazy("delete")
+    speak_button: _Lazy[QToolButton] = _Lazy("speak")
     previous_button: _Lazy[QToolButton] = _Lazy("previous")
     next_button: _Lazy[QToolButton] = _Lazy("next")
     sibling_label: _Lazy[QLabel] = _Lazy("siblings")
@@ -228,6 +233,7 @@ class MessageBubble(QFrame):
             "details": self.details_requested.emit,
             "regenerate": self.regenerate_requested.emit,
             "copy": self._copy,
+            "speak": self.speak_requested.emit,
             "delete": self.delete_requested.emit,
         }[name]
 
@@ -245,9 +251,9 @@ class MessageBubble(QFrame):
                 cast(QLabel, widget).setText(f"{index}/{count}")
         elif name == "stop":
             widget.setVisible(self._streaming)
-        elif name in ("copy", "delete", "regenerate"):
+        elif name in ("copy", "delete", "regenerate", "speak"):
             widget.setEnabled(not self._streaming)
-            if name == "regenerate":
+            if name in ("regenerate", "speak"):
                 widget.setVisible(self.role == "assistant")
         elif name in ("edit", "details"):
             widget.setVisible(self.role == ("user" if name == "edit" else "assistant"))
@@ -313,7 +319,7 @@ class MessageBubble(QFrame):
             self.body.flush()  # the last throttled update of a long reply
             if "reasoning" in self._widgets:
                 self.reasoning.body.flush()
-        for name in ("stop", "copy", "delete", "regenerate"):
+        for name in ("stop", "copy", "delete", "regenerate", "speak"):
             self._sync(name)
 
     def set_stats(self, stats: Stats) -> None:
@@ -346,6 +352,12 @@ class MessageBubble(QFrame):
             self.set_notice("The reply reached its length limit.", "info")
         elif finish.reason == "error":
             self.set_notice(finish.message, "error")
+
+    def set_speaking(self, speaking: bool) -> None:
+        """Read aloud becomes Stop reading while this reply is being read."""
+        button = self.speak_button
+        button.setText(STOP_READING if speaking else BUTTONS["speak"][0])
+        button.setAccessibleName(button.text())
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)

@@ -52,6 +52,7 @@ from inglenook.ui.chat.message_actions import MessageActions
 from inglenook.ui.chat.passage_dialog import PassageDialog
 from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.queue_notice import QueueNotice
+from inglenook.ui.chat.read_aloud_control import ReadAloudControl
 from inglenook.ui.chat.reply_on_screen import ReplyOnScreen
 from inglenook.ui.chat.source_chips import show_sources
 from inglenook.ui.tools.chat_tools import ChatTools
@@ -118,6 +119,10 @@ class ChatController(QObject):
         self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
                                    self.sessions, self)
         self.actions = MessageActions(self)
+        self.read_aloud = ReadAloudControl(view.bubble_of, self)
+        self.read_aloud.failed.connect(lambda message: self.banner.show_message(
+            f"Could not read aloud: {message}"))
+        composer.edit.escape.connect(self.read_aloud.stop)  # Esc in the message box too
         self.can_send = False
         self.context = ContextMeter(widgets.meter)
         meter = tasks.debounce(150, self.show_context, self)
@@ -321,8 +326,9 @@ class ChatController(QObject):
             self.status.setText("Copied the last reply.")
 
     def escape(self) -> None:
-        """Esc: a message waiting for the model becomes editable again, else the reply stops."""
-        if not self.composer.cancel_pending():
+        """Esc: reading aloud stops; else a message waiting for the model becomes editable
+        again; else the reply stops."""
+        if not self.read_aloud.stop() and not self.composer.cancel_pending():
             self.stop()
 
     def model_loading(self, _path: str) -> None:
@@ -415,6 +421,8 @@ class ChatController(QObject):
         bubble.stop_requested.connect(self.stop)
         bubble.regenerate_requested.connect(self.regenerate)
         bubble.details_requested.connect(lambda b=bubble: self.actions.show_details(b))
+        bubble.speak_requested.connect(lambda b=bubble: self.read_aloud.toggle(b))
+        bubble.set_speaking(message.id == self.read_aloud.reader.reading)
         bubble.regenerate_button.setEnabled(self.can_send)
         return bubble
 

@@ -1,0 +1,62 @@
+"""Read aloud in the window: binds the bubbles' Read aloud buttons to speech/read_aloud.py,
+whose thread loads the voice and plays; the GUI thread only starts and stops it. Stop is a
+direct call (Esc reaches it through ChatController.escape before stopping a reply).
+
+Signals:
+    changed(object): the message id now being read, or None (queued from the reading thread).
+    failed(str): reading could not go on (no voice, no sound device): one sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+from PySide6.QtCore import QObject, Signal
+
+from inglenook.speech import player as players
+from inglenook.speech.player import Player
+from inglenook.speech.read_aloud import ReadAloud
+from inglenook.speech.tts import Voice
+from inglenook.ui.chat.bubble import MessageBubble
+
+
+def default_voice() -> Voice:
+    from inglenook.speech import catalog
+
+    return catalog.loaded.voice(None)
+
+
+class ReadAloudControl(QObject):
+    changed = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, bubble_of: Callable[[int], MessageBubble | None],
+                 parent: QObject | None = None,
+                 load_voice: Callable[[], Voice] = default_voice,
+                 player: Callable[[int], Player] | None = None) -> None:
+        super().__init__(parent)
+        self._bubble_of = bubble_of
+        self._shown: Hashable | None = None
+        self.reader = ReadAloud(load_voice, player or (lambda rate: players.open_player(rate)),
+                                self.changed.emit, self.failed.emit)
+        self.changed.connect(self._show)
+
+    def toggle(self, bubble: MessageBubble) -> None:
+        """Read this reply aloud, or stop when it is the one being read."""
+        if bubble.message_id is None:
+            return
+        if self.reader.reading == bubble.message_id:
+            self.stop()
+            return
+        self.reader.read(bubble.message_id, bubble.text)
+
+    def stop(self) -> bool:
+        """Silence at once; True when something was being read (Esc is then spent)."""
+        return self.reader.stop()
+
+    def _show(self, key: Hashable | None) -> None:
+        for old in (self._shown, key):
+            bubble = self._bubble_of(old) if isinstance(old, int) else None
+            if bubble is not None:
+                bubble.set_speaking(old == key and key is not None)
+        self._shown = key
