@@ -18,6 +18,7 @@ from inglenook.speech.player import Player
 from inglenook.speech.read_aloud import ReadAloud
 from inglenook.speech.tts import Voice
 from inglenook.ui.chat.bubble import MessageBubble
+from inglenook.ui.chat.mic_button import unless_gone
 
 
 def default_voice() -> Voice:
@@ -38,7 +39,8 @@ class ReadAloudControl(QObject):
         self._bubble_of = bubble_of
         self._shown: Hashable | None = None
         self.reader = ReadAloud(load_voice, player or (lambda rate: players.open_player(rate)),
-                                self.changed.emit, self.failed.emit)
+                                unless_gone(self.changed.emit), unless_gone(self.failed.emit))
+        self.destroyed.connect(self.reader.stop)
         self.changed.connect(self._show)
 
     def toggle(self, bubble: MessageBubble) -> None:
