@@ -5,6 +5,7 @@ says so and nothing crashes. The sound card is the only stand-in (as the house r
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 from PySide6.QtCore import Qt
@@ -74,3 +75,37 @@ def test_no_sound_device_is_said_and_nothing_crashes(qtbot: QtBot, window: MainW
     qtbot.waitUntil(lambda: bubble.speak_button.text() == BUTTONS["speak"][0],
                     timeout=REPLY_TIMEOUT_MS)
     chat(qtbot, window, "Still here?")  # the window goes on
+
+
+class KeptPlayer:
+    def __init__(self) -> None:
+        self.pcm = bytearray()
+        self.heard_while_writing: bool | None = None
+        self.replying: Callable[[], bool] = lambda: False
+
+    def write(self, pcm: bytes) -> None:
+        if self.heard_while_writing is None:
+            self.heard_while_writing = self.replying()
+        self.pcm += pcm
+
+    def close(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def test_replies_are_read_as_they_are_written(qtbot: QtBot, window: MainWindow, script: Script,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = KeptPlayer()
+    kept.replying = lambda: window.chats.session.reply is not None
+    monkeypatch.setattr(players, "open_player", lambda _rate: kept)
+    window.command_actions["readRepliesAloud"].trigger()
+    assert window.app_settings.value.read_replies_aloud
+    words = " ".join(["and then more words"] * 60)
+    script.write(default={"text": f"The first sentence comes quickly. {words}.", "token_ms": 20})
+    chat(qtbot, window, "Tell me a long story")
+    qtbot.waitUntil(lambda: window.chats.read_aloud.reader.reading is None,
+                    timeout=REPLY_TIMEOUT_MS * 4)
+    assert kept.heard_while_writing is True  # it spoke before the reply was done
+    assert len(kept.pcm) > 0

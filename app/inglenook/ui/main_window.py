@@ -110,6 +110,7 @@ class MainWindow(QMainWindow):
             self.worker, self.store, widgets, self.tools,
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
+        self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
                                    self.side.load_params, self)
@@ -309,6 +310,8 @@ class MainWindow(QMainWindow):
     def _setting_changed(self, name: str) -> None:
         if name == "theme":
             theme.manager().set_mode(self.app_settings.value.theme)
+        elif name == "read_replies_aloud":
+            self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],

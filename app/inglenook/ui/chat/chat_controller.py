@@ -494,6 +494,8 @@ class ChatController(QObject):
         event = self.sessions.started(rid)
         if event is not None and event.on_screen:
             self.reply.started()
+            if event.session.reply is not None:
+                self.read_aloud.reply_started(rid, event.session.reply.message_id)
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
         event = self.sessions.prompt_read(rid, done, total)
@@ -508,6 +510,7 @@ class ChatController(QObject):
             self.banner.show_message(event.problem)
         if event.on_screen:
             self.reply.text_arrived()
+            self.read_aloud.reply_delta(rid, text)
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         event = self.sessions.stats(rid, stats)
@@ -520,6 +523,7 @@ class ChatController(QObject):
         if session is None:
             return
         visible = session is self.session
+        self.read_aloud.reply_ended(rid, finish.reason in ("stop", "length"))
         if visible:
             self.reply.flush()
         reply_id = session.reply.message_id if session.reply is not None else 0

@@ -52,8 +52,31 @@ class ReadAloudControl(QObject):
             return
         self.reader.read(bubble.message_id, bubble.text)
 
+    # A reply read as it is written (when `follow_replies`): its request id while it streams.
+    follow_replies = False
+    _live: int | None = None
+
+    def reply_started(self, request_id: int, message_id: int) -> None:
+        if self.follow_replies:
+            self._live = request_id
+            self.reader.begin(message_id)
+
+    def reply_delta(self, request_id: int, text: str) -> None:
+        if request_id == self._live:
+            self.reader.feed(text)
+
+    def reply_ended(self, request_id: int, complete: bool) -> None:
+        """The reply ended: what is left of it is read, unless it was stopped or failed."""
+        if request_id == self._live:
+            self._live = None
+            if complete:
+                self.reader.end()
+            else:
+                self.reader.stop()
+
     def stop(self) -> bool:
         """Silence at once; True when something was being read (Esc is then spent)."""
+        self._live = None
         return self.reader.stop()
 
     def _show(self, key: Hashable | None) -> None:
