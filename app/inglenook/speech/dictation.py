@@ -25,16 +25,42 @@ CHUNK_BYTES = SAMPLE_RATE // 10 * 2  # 100 ms of 16-bit mono
 MAX_SECONDS = 600.0  # a dictation is a message, not a meeting: ten minutes at most
 
 
+class EndOfSpeech:
+    """When someone has finished speaking, from the loudness alone: speech has begun once
+    `onset_s` of sound is above `threshold` (RMS), and has ended after `silence_s` below it.
+    Silence before speech never ends it (the microphone waits)."""
+
+    def __init__(self, threshold: float = 0.02, silence_s: float = 0.9,
+                 onset_s: float = 0.2) -> None:
+        self.threshold, self.silence_s, self.onset_s = threshold, silence_s, onset_s
+        self.loud = self.quiet = 0.0
+
+    @property
+    def started(self) -> bool:
+        return self.loud >= self.onset_s
+
+    def push(self, rms: float, seconds: float) -> bool:
+        """One stretch of audio's loudness; True once speech has begun and then ended."""
+        if rms >= self.threshold:
+            self.loud += seconds
+            self.quiet = 0.0
+        elif self.started:
+            self.quiet += seconds
+        return self.started and self.quiet >= self.silence_s
+
+
 class Dictation:
     def __init__(self, open_recorder: Callable[[int], Recorder],
                  load_transcriber: Callable[[], Transcriber],
                  on_level: Callable[[float], None], on_text: Callable[[str], None],
                  on_error: Callable[[str], None], on_done: Callable[[], None],
-                 max_seconds: float = MAX_SECONDS) -> None:
+                 max_seconds: float = MAX_SECONDS,
+                 end_of_speech: Callable[[], EndOfSpeech] | None = None) -> None:
         self._open, self._load = open_recorder, load_transcriber
         self._on_level, self._on_text = on_level, on_text
         self._on_error, self._on_done = on_error, on_done
         self.max_seconds = max_seconds
+        self._end_of_speech = end_of_speech  # hands-free: stop by itself when speech ends
         self._stop = threading.Event()
         self._cancelled = False
         self._thread: threading.Thread | None = None
@@ -85,6 +111,7 @@ class Dictation:
         recorder = self._recorder = self._open(SAMPLE_RATE)
         heard = bytearray()
         cap = int(self.max_seconds * SAMPLE_RATE) * 2
+        ending = self._end_of_speech() if self._end_of_speech else None
         try:
             while not self._stop.is_set() and len(heard) < cap:
                 chunk = recorder.read(CHUNK_BYTES)
@@ -94,6 +121,8 @@ class Dictation:
                 level = np.frombuffer(chunk[:len(chunk) // 2 * 2], np.int16)
                 rms = float(np.sqrt(np.mean(np.square(level / 32768.0)))) if len(level) else 0.0
                 self._on_level(min(1.0, rms * 4))  # speech sits around 0.05-0.25 rms
+                if ending is not None and ending.push(rms, len(level) / SAMPLE_RATE):
+                    break
         finally:
             self._recorder = None
             recorder.stop()

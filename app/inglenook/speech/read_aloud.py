@@ -48,10 +48,12 @@ class ReadAloud:
         self._put(_END)
         self._stream = None
 
-    def begin(self, key: Hashable) -> None:
+    def begin(self, key: Hashable, on_finished: Callable[[], None] | None = None) -> None:
+        """Start reading a reply that streams; `on_finished()` once it has all been read
+        (not when stopped)."""
         self.stop()
         with self._lock:
-            self._job = _Job(key)
+            self._job = _Job(key, on_finished)
             self._stream = SentenceStream()
             threading.Thread(target=self._run, args=(self._job,), daemon=True,
                              name="read-aloud").start()
@@ -104,6 +106,7 @@ class ReadAloud:
             if not job.cancelled and job.player is not None:
                 job.player.close()  # the last sentence is heard to its end
         except (PlayerError, VoiceError) as exc:
+            job.failed = True
             if not job.cancelled:
                 self._on_error(str(exc))
         finally:
@@ -111,11 +114,14 @@ class ReadAloud:
             if job.player is not None:
                 job.player.stop()
             self._on_change(self.reading)  # None, or the reading that replaced this one
+        if not job.cancelled and job.failed is False and job.on_finished is not None:
+            job.on_finished()
 
 
 class _Job:
-    def __init__(self, key: Hashable) -> None:
-        self.key = key
+    def __init__(self, key: Hashable, on_finished: Callable[[], None] | None = None) -> None:
+        self.key, self.on_finished = key, on_finished
+        self.failed = False
         self.sentences: queue.Queue[str | None] = queue.Queue()
         self.done = threading.Event()
         self.cancelled = False
