@@ -55,6 +55,7 @@ from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.chat.read_aloud_control import ReadAloudControl
 from inglenook.ui.chat.reply_on_screen import ReplyOnScreen
 from inglenook.ui.chat.source_chips import show_sources
+from inglenook.ui.chat.voice_conversation import VoiceConversation
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
@@ -122,7 +123,11 @@ class ChatController(QObject):
         self.read_aloud = ReadAloudControl(view.bubble_of, self)
         self.read_aloud.failed.connect(lambda message: self.banner.show_message(
             f"Could not read aloud: {message}"))
-        composer.edit.escape.connect(self.read_aloud.stop)  # Esc in the message box too
+        self.voice = VoiceConversation(self.read_aloud, composer,
+                                       lambda: self.session.reply is None and self.can_send,
+                                       self.status, self.banner, self)
+        composer.edit.escape.connect(self.voice.stop)  # Esc in the message box too
+        composer.edit.escape.connect(self.read_aloud.stop)
         self.can_send = False
         self.context = ContextMeter(widgets.meter)
         meter = tasks.debounce(150, self.show_context, self)
@@ -328,7 +333,8 @@ class ChatController(QObject):
     def escape(self) -> None:
         """Esc: reading aloud stops; else a message waiting for the model becomes editable
         again; else the reply stops."""
-        if not self.read_aloud.stop() and not self.composer.cancel_pending():
+        if not self.voice.stop() and not self.read_aloud.stop() \
+                and not self.composer.cancel_pending():
             self.stop()
 
     def model_loading(self, _path: str) -> None:
@@ -496,6 +502,7 @@ class ChatController(QObject):
             self.reply.started()
             if event.session.reply is not None:
                 self.read_aloud.reply_started(rid, event.session.reply.message_id)
+                self.voice.turns.reply_started(rid, event.session.reply.message_id)
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
         event = self.sessions.prompt_read(rid, done, total)
@@ -511,6 +518,7 @@ class ChatController(QObject):
         if event.on_screen:
             self.reply.text_arrived()
             self.read_aloud.reply_delta(rid, text)
+            self.voice.turns.reply_delta(rid, text)
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         event = self.sessions.stats(rid, stats)
@@ -524,6 +532,7 @@ class ChatController(QObject):
             return
         visible = session is self.session
         self.read_aloud.reply_ended(rid, finish.reason in ("stop", "length"))
+        self.voice.turns.reply_ended(rid, finish.reason in ("stop", "length"))
         if visible:
             self.reply.flush()
         reply_id = session.reply.message_id if session.reply is not None else 0
