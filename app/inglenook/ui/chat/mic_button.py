@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QProgressBar, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from inglenook.speech import recorder as recorders
 from inglenook.speech.dictation import Dictation
@@ -46,7 +46,7 @@ class MicButton(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.button = QToolButton(self)
+        self.button = QPushButton(self)  # as Attach beside it
         self.button.setObjectName("micButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.meter = QProgressBar(self)
