@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Hashable
 
 from inglenook.speech.player import Player, PlayerError
-from inglenook.speech.sentences import SentenceStream, speakable
+from inglenook.speech.sentences import SentenceStream, lead_in, speakable
 from inglenook.speech.tts import Voice, VoiceError
 
 _END = None
@@ -72,8 +72,14 @@ class ReadAloud:
 
     def _put(self, sentence: str | None) -> None:
         job = self._job
-        if job is not None:
-            job.sentences.put(sentence)
+        if job is None:
+            return
+        if sentence is not None and not job.started:
+            job.started = True
+            for piece in lead_in(sentence):  # the first sound comes sooner
+                job.sentences.put(piece)
+            return
+        job.sentences.put(sentence)
 
     def stop(self) -> bool:
         """Stop reading now; True when something was being read."""
@@ -122,6 +128,7 @@ class _Job:
     def __init__(self, key: Hashable, on_finished: Callable[[], None] | None = None) -> None:
         self.key, self.on_finished = key, on_finished
         self.failed = False
+        self.started = False  # its first sentence was queued
         self.sentences: queue.Queue[str | None] = queue.Queue()
         self.done = threading.Event()
         self.cancelled = False

@@ -49,6 +49,18 @@ def split(text: str) -> list[str]:
     return out
 
 
+def lead_in(sentence: str, longer_than: int = 48) -> list[str]:
+    """A long first sentence as its first clause and the rest: a voice synthesizes a whole
+    piece before any of it sounds, so a short first piece is heard sooner."""
+    if len(sentence) <= longer_than:
+        return [sentence]
+    for mark in (", ", "; ", ": ", " – ", " — "):
+        cut = sentence.find(mark, 12, longer_than + 20)
+        if cut > 0:
+            return [sentence[:cut + 1].strip(), sentence[cut + 1:].strip()]
+    return [sentence]
+
+
 def speakable(markdown: str) -> list[str]:
     stream = SentenceStream()
     return stream.feed(markdown) + stream.finish()

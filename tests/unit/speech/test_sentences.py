@@ -3,7 +3,7 @@ reasoning, the same whether the reply comes whole or in pieces."""
 
 from __future__ import annotations
 
-from inglenook.speech.sentences import SentenceStream, speakable
+from inglenook.speech.sentences import SentenceStream, lead_in, speakable
 
 REPLY = """<think>The user wants a greeting. I will not say this aloud.</think>Hello **there**!
 See [the guide](https://example.com/guide). Here is the code:
@@ -51,3 +51,10 @@ def test_a_run_on_sentence_is_cut_so_speech_need_not_wait() -> None:
 
 def test_inline_triple_backticks_are_not_a_fence() -> None:
     assert speakable("Hello. ```x``` This is read.") == ["Hello.", "x This is read."]
+
+
+def test_a_long_first_sentence_is_spoken_clause_first() -> None:
+    long = "When the rain finally stopped, we walked down to the harbour to see the boats."
+    assert lead_in(long) == ["When the rain finally stopped,",
+                             "we walked down to the harbour to see the boats."]
+    assert lead_in("Short and sweet.") == ["Short and sweet."]
