@@ -90,6 +90,15 @@ def models_dir() -> Path:
     return path
 
 
+def speech_models_dir() -> Path:
+    """Where speech models live (speech/catalog.py): one folder per faster-whisper model
+    (model.bin, config.json, tokenizer.json), and Piper voices as `NAME.onnx` beside
+    `NAME.onnx.json`."""
+    path = data_dir() / "speech"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def settings_file() -> Path:
     return config_dir() / "settings.json"
 

@@ -107,6 +107,8 @@ class Settings:
     # A model an API request named (loaded for it) is unloaded when idle this long; -1: never.
     model_idle_minutes: int = 5
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
+    # Voice: replies on screen read aloud sentence by sentence as they are written.
+    read_replies_aloud: bool = False
 
     def defaults_for(self, model_path: str) -> ModelDefaults:
         return ModelDefaults.from_dict(self.model_defaults.get(model_path))
