@@ -58,7 +58,7 @@ BUTTONS = {  # name: (label, tooltip)
 }
 # Shorter labels where a narrow bubble's footer has no room for the full ones (the tooltip and
 # the accessible name keep the full one).
-SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on"}
+SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on", "speak": "Read"}
 AT_REST = {"user": ("edit", "copy", "delete"),
            "assistant": ("edit", "details", "regenerate", "speak", "copy", "delete")}
 EDIT_REPLY = "Rewrite this reply (a new version; what follows builds on it)"
@@ -163,6 +163,7 @@ class MessageBubble(QFrame):
         self._widgets: dict[str, QWidget] = {}
         self._streaming = False
         self._continuable = False
+        self._speaking = False  # Read aloud shows Stop reading
         self._siblings = (1, 1)
         self._notice_kind = ""
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
@@ -286,13 +287,18 @@ class MessageBubble(QFrame):
         if self.role != "assistant" or not buttons:
             return
         for name, button in buttons.items():
-            cast(QToolButton, button).setText(BUTTONS[name][0])
+            cast(QToolButton, button).setText(self._label(name))
         room = self.width() - 28 - 80  # the frame's margins; some room for the figures
         needed = sum(w.sizeHint().width() + 2 for n, w in self._widgets.items()
                      if w.isVisibleTo(self) and n != "stats")
         if needed > room:
             for name, button in buttons.items():
-                cast(QToolButton, button).setText(SHORT[name])
+                cast(QToolButton, button).setText(self._label(name, short=True))
+
+    def _label(self, name: str, short: bool = False) -> str:
+        if name == "speak" and self._speaking:
+            return "Stop" if short else STOP_READING
+        return SHORT[name] if short else BUTTONS[name][0]
 
     # --- state -----------------------------------------------------------------------------
 
@@ -401,9 +407,11 @@ class MessageBubble(QFrame):
 
     def set_speaking(self, speaking: bool) -> None:
         """Read aloud becomes Stop reading while this reply is being read."""
+        self._speaking = speaking
         button = self.speak_button
-        button.setText(STOP_READING if speaking else BUTTONS["speak"][0])
+        button.setText(self._label("speak"))
         button.setAccessibleName(button.text())
+        self._fit_footer()
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)
