@@ -82,6 +82,7 @@ class Settings:
     draft_model_path: str = _LOAD.draft_model_path
     mmproj_path: str = _LOAD.mmproj_path
     n_slots: int = _LOAD.n_slots
+    kv_pool: int = _LOAD.kv_pool
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
