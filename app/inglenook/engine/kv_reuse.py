@@ -2,13 +2,13 @@
 hold it.
 
 The engine decodes several sequences at once, each in a slot of its own (a llama.cpp sequence
-id) drawing cells from one shared KV pool. A slot keeps what it holds after its reply, so a conversation that comes back while its
-slot was not needed continues at once. When a slot is given to something else, what it holds
-is saved in the StateCache first (only then: never after every reply). A request starts from
-whichever holds more of its prompt: what its slot holds, what another slot holds (shared, not
-read again: llama_memory_seq_cp gives the pool's cells a second owner), or a saved state (a conversation's, or a long system
-prompt's), found by the longest common prefix of tokens. Only the common prefix is kept; the
-rest is evaluated.
+id) drawing cells from one shared KV pool. A slot keeps what it holds after its reply, so a
+conversation that comes back while its slot was not needed continues at once. When a slot is
+given to something else, what it holds is saved in the StateCache first (only then: never after
+every reply). A request starts from whichever holds more of its prompt: what its slot holds,
+what another slot holds (shared, not read again: llama_memory_seq_cp gives the pool's cells a
+second owner), or a saved state (a conversation's, or a long system prompt's), found by the
+longest common prefix of tokens. Only the common prefix is kept; the rest is evaluated.
 
 Every key is scoped to a principal (the window; one API token; clients without a token): a
 slot's cells and a saved state are reused only by requests of the same principal. A cache

@@ -11,7 +11,6 @@ import pytest
 
 from inglenook import paths
 from inglenook.engine.kv_reuse import (
-    MIN_COPY_TOKENS,
     MIN_PREFIX_TOKENS,
     MIN_SAVE_TOKENS,
     KvMemory,

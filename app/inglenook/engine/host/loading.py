@@ -32,9 +32,9 @@ from inglenook.engine import protocol as p
 from inglenook.engine.host.drafting import DraftModel, vocab_mismatch
 from inglenook.engine.host.llama import (
     Context,
-    build_id,
     Model,
     SeqMemory,
+    build_id,
     gpu_memory,
     gpu_offload_supported,
     max_sequences,

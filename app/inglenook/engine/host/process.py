@@ -118,13 +118,20 @@ class EngineHost:
         while True:
             # What has arrived; wait for something only when there is nothing to do.
             if _collect(inbox, backlog, block=not self.busy and not backlog):
-                return
+                return self._forget_before_exit(backlog)
             while backlog and not (isinstance(backlog[0], _EXCLUSIVE) and self.busy):
                 self.handle(backlog.popleft())
                 # Requests sent together arrive a frame at a time: those that came while one
                 # was handled join the same first step rather than wait behind its prompt.
                 if _collect(inbox, backlog, block=False):
-                    return
+                    return self._forget_before_exit(backlog)
+
+    def _forget_before_exit(self, backlog: deque[Any]) -> None:
+        """Shutdown came: a deleted conversation's state must not be kept for the next engine
+        (the rest of the backlog is dropped)."""
+        for message in backlog:
+            if isinstance(message, p.DropState):
+                self.handle(message)
             if self.busy:
                 self.step()
 

@@ -47,5 +47,5 @@ from inglenook.engine.host.llama.sampler import Odds, Sampler, odds_of
 
 __all__ = ["ATTR_CONTROL", "ATTR_LSTRIP", "ATTR_RSTRIP", "ATTR_USER_DEFINED", "DECODE_ABORTED",
            "KV_TYPES", "LOG_ERROR", "Batch", "Context", "EmbeddingContext", "Model", "Odds",
-           "Sampler", "SeqMemory", "abort_callback", "build_id", "gpu_memory", "gpu_offload_supported",
-           "log_to", "max_sequences", "odds_of", "quantize"]
+           "Sampler", "SeqMemory", "abort_callback", "build_id", "gpu_memory",
+           "gpu_offload_supported", "log_to", "max_sequences", "odds_of", "quantize"]
