@@ -125,6 +125,8 @@ class EngineHost:
                 # was handled join the same first step rather than wait behind its prompt.
                 if _collect(inbox, backlog, block=False):
                     return self._forget_before_exit(backlog)
+            if self.busy:
+                self.step()
 
     def _forget_before_exit(self, backlog: deque[Any]) -> None:
         """Shutdown came: a deleted conversation's state must not be kept for the next engine
@@ -132,8 +134,6 @@ class EngineHost:
         for message in backlog:
             if isinstance(message, p.DropState):
                 self.handle(message)
-            if self.busy:
-                self.step()
 
     def handle(self, message: Any) -> None:
         if isinstance(message, p.Load):
