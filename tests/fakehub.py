@@ -12,7 +12,8 @@ shapes the real Hub returns them:
 
 File bytes are generated from a seeded PRNG, so a test needs no real model; the server computes the
 sha256. Range requests (206 + Content-Range) and If-Range are honoured. Faults are injected per file
-and per request (see `Fault`); every request is logged (`FakeHub.requests`). Every loop on the
+and per request (see `Fault`), or for every answer of a server (`trickle_headers`: its header
+lines a little at a time); every request is logged (`FakeHub.requests`). Every loop on the
 server side is bounded in count and time, and `stop()` ends connections that are still open.
 """
 
@@ -54,6 +55,11 @@ ApiAnswer = Literal["normal", "endless_list", "endless_error", "gzip_bomb"]
 # than any bound the client should set, less than what would hurt the machine running the tests.
 _ENDLESS_SECONDS = 20.0
 _ENDLESS_BYTES = 320 << 20
+# With FakeHub.trickle_headers, every answer of those servers sends its status line, then a
+# header line every TRICKLE_EVERY_S, TRICKLE_LINES of them (each read well within any read
+# timeout; 4 s in all, longer than a test's deadline), then its own headers and body.
+TRICKLE_EVERY_S = 0.1
+TRICKLE_LINES = 40
 
 
 @dataclass
@@ -216,6 +222,8 @@ class FakeHub:
         self.repos: dict[str, FakeRepo] = {}
         self.api_faults: list[tuple[int, str | None]] = []  # (status, Retry-After) for /api calls
         self.api_answer: ApiAnswer = "normal"
+        self.trickle_headers: set[Literal["hub", "cdn"]] = set()
+        self.trickled: list[int] = []  # header lines sent, per trickled answer, once it ended
         self._log: list[RequestRecord] = []
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -341,6 +349,10 @@ class _Server(ThreadingHTTPServer):
 
 
 
+class _ClientLeft(Exception):
+    """The client went away while an answer was trickled: the answer ends."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like the real Hub
     timeout = 10  # an idle keep-alive connection is closed after this long
@@ -350,10 +362,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_HEAD(self) -> None:
-        self._dispatch("HEAD")
+        with contextlib.suppress(_ClientLeft):
+            self._dispatch("HEAD")
 
     def do_GET(self) -> None:
-        self._dispatch("GET")
+        with contextlib.suppress(_ClientLeft):
+            self._dispatch("GET")
 
     # -- routing ---------------------------------------------------------------------------------
     def _dispatch(self, method: str) -> None:
@@ -614,9 +628,29 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_head(self, status: int, headers: dict[str, str]) -> None:
         self._rec.status = status
         self.send_response(status)
+        if self.server.role in self.server.hub.trickle_headers:
+            self._trickle()
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
+
+    def _trickle(self) -> None:
+        """The status line, then header lines a little at a time (see TRICKLE_LINES); the
+        answer ends here when the client goes away meanwhile."""
+        hub, sent = self.server.hub, 0
+        try:
+            self.flush_headers()
+            for i in range(TRICKLE_LINES):
+                if hub.stopping.wait(TRICKLE_EVERY_S):
+                    break
+                self.wfile.write(f"X-Slow-{i}: a\r\n".encode())
+                sent += 1
+        except OSError:
+            self.close_connection = True
+            raise _ClientLeft from None
+        finally:
+            with hub._lock:
+                hub.trickled.append(sent)
 
     def _json(self, payload: object) -> None:
         body = json.dumps(payload).encode()

@@ -143,12 +143,13 @@ def test_a_bubble_makes_its_widgets_when_needed(qtbot: QtBot) -> None:
     qtbot.addWidget(bubble)
     made = {b.objectName() for b in bubble.findChildren(QToolButton)}
     assert made == {"bubbleEditButton", "bubbleDetailsButton", "bubbleRegenerateButton",
+                    "bubbleSpeakButton",
                     "bubbleCopyButton", "bubbleDeleteButton"}
     bubble.show()
     bubble.set_siblings(1, 1)
     bubble.set_notice("")
     bubble.set_streaming(False)
-    assert len(bubble.findChildren(QToolButton)) == 5
+    assert len(bubble.findChildren(QToolButton)) == 6
 
     bubble.set_streaming(True)
     assert bubble.stop_button.isVisible() and not bubble.copy_button.isEnabled()

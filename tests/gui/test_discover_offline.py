@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from inglenook.models import hub
 from inglenook.models.catalog import load_catalog
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
@@ -167,3 +168,22 @@ def test_embedding_models_are_listed_apart_under_their_own_heading(
     assert ids[-len(embedding):] == embedding  # after the heading, chat models before it
     assert heading == discover.results.count() - len(embedding) - 1
     assert not any(e.is_embedding for e in load_catalog() if e.repo in ids[:-len(embedding)])
+
+
+def test_a_hub_that_trickles_its_answer_ends_the_search_with_its_own_notice(
+        qtbot: QtBot, discover: DiscoverPage, fake_hub: FakeHub,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header line every 0.1 s, each read within its timeout: the search's deadline ends
+    it (one every 2 s held Discover for good), and the page says so, not that it is offline."""
+    fake_hub.add_repo("a/Qwen-Tiny-GGUF", downloads=5)
+    fake_hub.trickle_headers = {"hub"}
+    monkeypatch.setattr(hub, "MAX_JSON_SECONDS", 1.0)
+    search(qtbot, discover, "qwen")
+    host = fake_hub.url.split("//")[1]
+    assert discover.notice.text() == (f"Search failed. {host} did not finish answering within "
+                                      "1 s; try again later.")
+    assert discover.retry_button.isVisible()
+    fake_hub.trickle_headers = set()
+    discover.retry_button.click()
+    qtbot.waitUntil(lambda: not discover.busy, timeout=WAIT_MS)
+    assert discover.result_ids() == ["a/Qwen-Tiny-GGUF"]

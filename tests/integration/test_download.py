@@ -169,6 +169,33 @@ def test_stalled_server_times_out_and_resumes(fake_hub: FakeHub) -> None:
     assert (fake_hub.byte_requests(NAME)[-1].range_start or 0) > 0
 
 
+def test_metadata_trickled_a_header_line_at_a_time_ends_at_its_deadline(
+        fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    serve(fake_hub)
+    fake_hub.trickle_headers = {"hub"}
+    monkeypatch.setattr(hub, "HEAD_SECONDS", 0.5)
+    policy = dl.RetryPolicy(base_delay_s=0.01, max_failures=2)
+    with pytest.raises(dl.DownloadError, match=r"after 2 tries: .* did not finish answering "
+                                               r"within 0\.5 s"):
+        fetch(policy=policy)
+    assert leftovers() == []
+    fake_hub.stop()
+    assert fake_hub.trickled and max(fake_hub.trickled) < fakehub.TRICKLE_LINES // 2
+
+
+def test_bytes_whose_headers_trickle_are_asked_for_again(fake_hub: FakeHub) -> None:
+    """The CDN sends its headers a line every 0.1 s, each read within the read timeout: the
+    answer's deadline ends each try, and the download gives up with the reason."""
+    serve(fake_hub)
+    fake_hub.trickle_headers = {"cdn"}
+    policy = dl.RetryPolicy(base_delay_s=0.01, max_failures=2, answer_deadline_s=0.5)
+    with pytest.raises(dl.DownloadError, match=r"after 2 tries: .* did not finish answering "
+                                               r"within 0\.5 s"):
+        fetch(policy=policy)
+    fake_hub.trickle_headers = set()
+    assert sha256(fetch()) == fake_hub.file(REPO, NAME).sha256  # the Hub answers again: done
+
+
 def test_pause_keeps_the_partial_and_resume_continues(fake_hub: FakeHub) -> None:
     served = serve(fake_hub, Fault("slow", chunk=32 << 10, delay=0.02))  # ~1.6 MB/s, once
     cancel = threading.Event()

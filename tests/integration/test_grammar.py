@@ -49,10 +49,16 @@ def test_json_object_replies_are_an_object(api: openai.OpenAI) -> None:
     assert isinstance(json.loads(answer.choices[0].message.content or ""), dict)
 
 
+# 55,000 values, 2.6 MB: the engine was held for half a minute, every other request with it.
+LONG_ENUM = {"type": "object", "properties": {"pick": {
+    "enum": [f"choice {i:05d} of a list that is far too long" for i in range(55_000)]}}}
+
+
 @pytest.mark.parametrize(("schema", "reason"), [
     ({"type": "object", "properties": 5}, "grammar"),
     ({"type": "integer", "minimum": 0}, "minimum cannot be enforced"),
-])
+    (LONG_ENUM, r"makes a grammar of \d MB; at most 256 KB is allowed"),
+], ids=["malformed", "unenforced", "too-large"])
 def test_a_schema_that_cannot_be_a_grammar_is_refused_with_the_reason(
         api: openai.OpenAI, schema: dict, reason: str) -> None:
     with pytest.raises(openai.BadRequestError, match=reason):

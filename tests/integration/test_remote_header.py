@@ -144,3 +144,15 @@ def test_a_file_smaller_than_the_first_request(fake_hub: FakeHub, bundled_model:
     with pytest.raises(GGUFError, match="truncated"):
         fit.remote_header(REPO, NAME)
     assert len(fake_hub.byte_requests(NAME)) == 1
+
+
+def test_a_range_answer_trickled_a_header_line_at_a_time_ends_at_its_deadline(
+        fake_hub: FakeHub, served: FakeFile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Discover reads a file's header to say whether it fits: a CDN that sends a header line
+    every 0.1 s (each read within its timeout) held that for as long as it liked."""
+    fake_hub.trickle_headers = {"cdn"}
+    monkeypatch.setattr(fit, "RANGE_SECONDS", 0.5)
+    with pytest.raises(hub.HubTooSlow, match=r"did not finish answering within 0\.5 s"):
+        fit.remote_header(REPO, NAME)
+    fake_hub.stop()
+    assert fake_hub.trickled and fake_hub.trickled[0] < fakehub.TRICKLE_LINES // 2

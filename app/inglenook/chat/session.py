@@ -5,7 +5,10 @@ on while the user looks at another chat (chat.sessions.Sessions keeps them). Eve
 owns is here and saved with it: the system prompt and sampling values (the preset they came
 from, or none when edited by hand), the messages, and the reply as it streams — written in
 batches (at most every SAVE_INTERVAL_S), so a crash keeps what the user saw; the store marks a
-reply left 'streaming' as 'interrupted' when it next opens.
+reply left 'streaming' as 'interrupted' when it next opens. A reply that ends while the store
+cannot take it (a full disk) is kept whole in memory (UnsavedReply) and written when it can:
+save_unsaved() (the window tries again every few seconds and when it closes), and before
+anything else of the chat is written, so that what follows it never sees it empty.
 
 A reply is read as it streams (chat/reply_parts.py): reasoning and answer apart, each saved in
 its own column, and tool calls as cards. A reply that called tools is followed by its tool round
@@ -37,7 +40,7 @@ from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.replies import Finish, Stats
-from inglenook.store import Preset, Store, StoredMessage
+from inglenook.store import Preset, Store, StoredMessage, StoreError
 from inglenook.store.branch import Branch
 from inglenook.tools.approval import Decision
 from inglenook.tools.catalog import ToolCatalog
@@ -66,6 +69,20 @@ def unique_title(title: str, taken: set[str]) -> str:
 
 
 ReplyPhase = Literal["waiting", "streaming"]
+
+
+@dataclass(frozen=True)
+class UnsavedReply:
+    """A reply that ended when the store refused to write it (`problem`: the store's words):
+    what finish_reply would have written, kept until the store takes it."""
+
+    message_id: int
+    content: str
+    status: str
+    provenance: Provenance
+    reasoning: str
+    tool_cards: tuple
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,7 @@ class ChatSession:
         self.path = Branch()  # the branch on screen, read page by page
         self.reply: Reply | None = None
         self.tool_round: ToolRound | None = None  # calls waiting for approval or answers
+        self.unsaved: UnsavedReply | None = None  # an ended reply the store could not take yet
         self.settings_dirty = False
         self._clock = clock
         self.wall_clock: Callable[[], float] = time.time  # reasoning times are stored as dates
@@ -172,8 +190,9 @@ class ChatSession:
 
     @property
     def busy(self) -> bool:
-        """A reply is in flight or its tool calls are: the session must be kept."""
-        return self.reply is not None or self.tool_round is not None
+        """A reply is in flight, or its tool calls are, or it is not saved yet: the session
+        must be kept."""
+        return self.reply is not None or self.tool_round is not None or self.unsaved is not None
 
     @property
     def owner(self) -> str:
@@ -287,6 +306,7 @@ class ChatSession:
         """The user's message: what was typed, and the files attached to it (inlined into
         what the model reads, shown apart in the transcript). Tool calls still waiting for
         approval are answered as stopped: the user moved on."""
+        self.save_unsaved()  # first: the reply before this question must not read as empty
         self.stop_calls()
         if self.conv_id is None:
             first = text if text.strip() or not attachments else attachments[0].name
@@ -312,6 +332,7 @@ class ChatSession:
         at = self._index_of(message_id)
         original = self.path[at]
         assert self.conv_id is not None
+        self.save_unsaved()
         self.stop_calls()
         self.store.add_message(self.conv_id, "user", text, original.parent_id,
                                attachments=original.attachments if attachments is None
@@ -376,6 +397,7 @@ class ChatSession:
             return None
         if continuing and (self.tool_round is None or not self.tool_round.done):
             return None
+        self.save_unsaved()  # the history sent must hold the reply kept in memory
         options = options or ReplyOptions()
         extend = options.extend
         if extend and (continuing or not reply_edits.can_continue(self.path[-1])):
@@ -477,16 +499,44 @@ class ChatSession:
         provenance = knowledge_turn.recording(provenance, reply.knowledge)
         tools = ToolRound.after_reply(reply.message_id, parts.cards, finish.reason == "stop",
                                       reply.catalog) if parts.cards else None
+        ended = UnsavedReply(reply.message_id, parts.answer, status, provenance, parts.reasoning,
+                             tuple(tools.cards) if tools else ())
         try:
-            self.store.update_message(reply.message_id, parts.answer, status=status,
-                                      provenance=provenance, reasoning=parts.reasoning,
-                                      tool_cards=tools.cards if tools else ())
-            # Every call answered at once (an unknown tool) still needs the model to go on.
-            self.tool_round = tools if finish.reason == "stop" else None
+            self._write(ended)
+        except StoreError as exc:
+            # Kept whole until the store takes it; its tool calls are not run meanwhile.
+            self.unsaved = dataclasses.replace(ended, problem=str(exc))
+            raise
         finally:
             at = self.path.index_of(reply.message_id)
             self.reload(0 if at is None else at)
+        # Every call answered at once (an unknown tool) still needs the model to go on.
+        self.tool_round = tools if finish.reason == "stop" else None
         return self.path.find(reply.message_id)
+
+    def save_unsaved(self) -> StoredMessage | None:
+        """Write the reply kept since the store refused it, if there is one; the message as
+        saved. StoreError (and the reply still kept) while the store refuses."""
+        ended = self.unsaved
+        if ended is None:
+            return None
+        try:
+            self._write(ended)
+        except StoreError as exc:
+            self.unsaved = dataclasses.replace(ended, problem=str(exc))
+            raise
+        except KeyError:  # the reply (or its chat) was deleted meanwhile: nothing to save
+            self.unsaved = None
+            return None
+        self.unsaved = None
+        at = self.path.index_of(ended.message_id)
+        self.reload(0 if at is None else at)
+        return self.path.find(ended.message_id)
+
+    def _write(self, ended: UnsavedReply) -> None:
+        self.store.update_message(ended.message_id, ended.content, status=ended.status,
+                                  provenance=ended.provenance, reasoning=ended.reasoning,
+                                  tool_cards=ended.tool_cards)
 
     # ---- tool calls -----------------------------------------------------------------------
     def decide_call(self, index: int, decision: Decision) -> None:

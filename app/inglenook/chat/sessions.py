@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from inglenook.core.load import ModelInfo
 
 OWNER_PREFIX = "chat:"  # the engine scheduler's name for a chat: chats take turns by owner
+RETRY_UNSAVED_S = 5  # how often the window tries again to write a reply the store refused
 
 
 def conversation_of(owner: str) -> int | None:
@@ -32,6 +33,13 @@ class Event:
     on_screen: bool
     problem: str = ""
     message: StoredMessage | None = None
+
+
+def not_saved_yet(session: ChatSession, exc: StoreError) -> str:
+    when = "once there is room" if exc.reason == "full" else "as soon as it can be"
+    return (f"The reply in «{session.title}» is not saved yet: {str(exc).rstrip('.')}. It is "
+            f"kept, and saved {when}: tried again every {RETRY_UNSAVED_S} s and when "
+            "Inglenook closes.")
 
 
 class Sessions:
@@ -100,11 +108,33 @@ class Sessions:
         try:
             message = session.finish_reply(finish, model, sha256)
         except StoreError as exc:
-            problem = f"Could not save the reply: {exc}"
+            problem = not_saved_yet(session, exc)
         event = self._event(request_id, problem, message)
         self.reply_ended(request_id)
         self.release(session, self.shown)
         return event
+
+    # ---- replies the store refused -----------------------------------------------------------
+
+    def unsaved(self) -> list[ChatSession]:
+        """Sessions holding an ended reply that is not saved yet (they are kept: busy)."""
+        shown = [self.shown] if self.shown is not None else []
+        return [s for s in dict.fromkeys([*self._by_conv.values(), *shown])
+                if s.unsaved is not None]
+
+    def save_unsaved(self) -> tuple[list[tuple[ChatSession, StoredMessage | None]], str]:
+        """Try again to write every reply the store refused: those now saved (with the message
+        as saved), and what to tell the user about those still not ("" when none)."""
+        saved: list[tuple[ChatSession, StoredMessage | None]] = []
+        problem = ""
+        for session in self.unsaved():
+            try:
+                saved.append((session, session.save_unsaved()))
+            except StoreError as exc:
+                problem = problem or not_saved_yet(session, exc)
+                continue
+            self.release(session, self.shown)
+        return saved, problem
 
     # ---- keeping ---------------------------------------------------------------------------
 

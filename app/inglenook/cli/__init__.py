@@ -16,7 +16,17 @@ import sys
 from collections.abc import Sequence
 
 from inglenook import __version__
-from inglenook.cli import chat, connect, conversations, knowledge, models, prompt, serve
+from inglenook.cli import (
+    chat,
+    connect,
+    conversations,
+    knowledge,
+    models,
+    prompt,
+    say,
+    serve,
+    transcribe,
+)
 
 ENGINE_HOST_FLAG = "--engine-host"
 SELF_TEST_FLAG = "--self-test"
@@ -37,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"chat": chat, "models": models, "conversations": conversations,
-            "prompt": prompt, "serve": serve, "connect": connect, "knowledge": knowledge}
+            "prompt": prompt, "serve": serve, "connect": connect, "knowledge": knowledge,
+            "transcribe": transcribe, "say": say}
 
 
 # Qt's own command-line options, for the window (QGuiApplication's and QApplication's).

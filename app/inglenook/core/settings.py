@@ -85,6 +85,7 @@ class Settings:
     mmproj_path: str = _LOAD.mmproj_path
     template_name: str = _LOAD.template_name  # per model in practice (Defaults for this model)
     n_slots: int = _LOAD.n_slots
+    kv_pool: int = _LOAD.kv_pool
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
@@ -107,6 +108,8 @@ class Settings:
     # A model an API request named (loaded for it) is unloaded when idle this long; -1: never.
     model_idle_minutes: int = 5
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
+    # Voice: replies on screen read aloud sentence by sentence as they are written.
+    read_replies_aloud: bool = False
 
     def defaults_for(self, model_path: str) -> ModelDefaults:
         return ModelDefaults.from_dict(self.model_defaults.get(model_path))

@@ -87,6 +87,10 @@ class RetryPolicy:
     max_retry_after_s: float = 60.0  # a longer Retry-After is cut to this
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 30.0
+    # From a request to its answer's last header line, however slowly they trickle in (the
+    # metadata's exchanges have hub.py's deadlines). The bytes then have the read timeout:
+    # a large file takes as long as it takes, and the user can pause it.
+    answer_deadline_s: float = 60.0
 
     def delay(self, failures: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -197,7 +201,7 @@ class _Download:
                             discard_partial(self.final)
                     raise
 
-    def _metadata(self, c: httpx2.Client) -> None:
+    def _metadata(self, c: hub.HubClient) -> None:
         meta = hub.file_metadata(c, self.repo, self.filename, self.revision)
         self.url, self.commit = meta.url, meta.commit
         sha, size = meta.sha256 or self.expected_sha256, meta.size
@@ -300,7 +304,7 @@ class _Download:
             self.commit, self.url))
 
     # -- the bytes -------------------------------------------------------------------------------
-    def _transfer(self, c: httpx2.Client, f: BinaryIO, hasher: Sha256Worker) -> None:
+    def _transfer(self, c: hub.HubClient, f: BinaryIO, hasher: Sha256Worker) -> None:
         meter = ProgressMeter(self.size, self.done, self.progress)
         failures = 0
         while self.done < self.size:
@@ -313,7 +317,7 @@ class _Download:
                 self._backoff(failures, str(exc), exc.retry_after)
         meter.update(self.done, force=True)
 
-    def _fetch(self, c: httpx2.Client, f: BinaryIO, hasher: Sha256Worker,
+    def _fetch(self, c: hub.HubClient, f: BinaryIO, hasher: Sha256Worker,
                meter: ProgressMeter) -> None:
         headers = {"Accept-Encoding": "identity"}
         if self.done:
@@ -323,8 +327,10 @@ class _Download:
         write = f.write
         batch: list[bytes] = []  # handed to the hasher ~1 MiB at a time: fewer thread hand-offs
         batched = 0
+        c.watchdog.arm(self.policy.answer_deadline_s)
         try:
             with c.stream("GET", self.url, headers=headers) as response:
+                c.watchdog.disarm()
                 self._accept(response, f, hasher)
                 for chunk in response.iter_raw():
                     # Never past the size the Hub announced: a body that does not end (no
@@ -345,8 +351,11 @@ class _Download:
                 hasher.update(batch)
                 batch = []
         except httpx2.RequestError as exc:
+            if c.watchdog.fired:
+                raise _Retry(str(hub.too_slow(self.url, self.policy.answer_deadline_s))) from None
             raise _Retry(str(hub.request_error(exc, self.url))) from None
         finally:
+            c.watchdog.disarm()
             if batch:  # what was written before a failure is part of the partial: hash it
                 hasher.update(batch)
         if self.done < self.size:

@@ -9,7 +9,9 @@ huggingface_hub 2.x
 - retries with backoff inside `list_models` and sleeps for whatever Retry-After says;
 - builds its user agent (`build_hf_headers`) by fetching `/api/agent-harnesses` once a day from
   the import-time endpoint: a request to huggingface.co even when HF_ENDPOINT points elsewhere.
-Here every request has a timeout, nothing is retried behind the caller's back (a search is
+Here every exchange has a deadline that holds in every phase (connecting, the headers, the body:
+a read timeout is per read, and a server that sent a header line every 2 s held a listing for
+ever; core/socket_watchdog.py), nothing is retried behind the caller's back (a search is
 interactive: the user retries), and offline mode refuses before any connection is attempted.
 Proxies come from the environment (httpx2's trust_env).
 """
@@ -19,7 +21,8 @@ from __future__ import annotations
 import os
 import platform
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +35,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from inglenook import __version__
 from inglenook.core.jsonload import JsonLoadError, loads
+from inglenook.core.socket_watchdog import SocketWatchdog
 from inglenook.models.filenames import (
     is_safe,
     looks_like_projector,
@@ -49,7 +53,10 @@ _MAX_REDIRECTS = 5
 # An answer is read up to these bounds and no further: a repository with thousands of files is a
 # few MB of JSON; an endless list or error page would otherwise fill the memory.
 MAX_JSON_BYTES = 32_000_000
+# Deadlines for a whole exchange, from the request to the last byte of the answer (redirects
+# included); each read has its timeout besides (TIMEOUT).
 MAX_JSON_SECONDS = 120.0
+HEAD_SECONDS = 30.0
 MAX_JSON_DEPTH = 200  # model cards nest a few levels; json.loads recurses once per level
 MAX_ERROR_BYTES = 2000
 
@@ -63,6 +70,11 @@ class HubError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.retryable = retryable
+
+
+class HubTooSlow(HubError):
+    """The Hub (or a server it sent us to) did not finish answering within the deadline: it
+    answered, slowly, so this is not a network failure."""
 
 
 class HubOffline(HubError):
@@ -98,12 +110,31 @@ def endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
-def client(timeout: httpx2.Timeout = TIMEOUT) -> httpx2.Client:
+class HubClient(httpx2.Client):
+    """An httpx2 client whose sockets its `watchdog` sees (every request, redirects too, carries
+    its trace), so that `deadline` can end an exchange in any phase."""
+
+    def __init__(self, **kwargs: object) -> None:
+        self.watchdog = SocketWatchdog()
+        super().__init__(event_hooks={"request": [self._watched]}, **kwargs)  # type: ignore[arg-type]
+
+    def _watched(self, request: httpx2.Request) -> None:
+        request.extensions["trace"] = self.watchdog.trace
+
+    @contextmanager
+    def deadline(self, seconds: float) -> Iterator[SocketWatchdog]:
+        """The exchanges within end when `seconds` have passed: their sockets are shut down
+        (they then fail with an httpx2 error, or a body without a length ends early), and
+        `watchdog.fired` says so; turn it into `too_slow`."""
+        with self.watchdog.deadline(seconds) as watchdog:
+            yield watchdog
+
+
+def client(timeout: httpx2.Timeout = TIMEOUT) -> HubClient:
     """A client for the Hub: token and user agent, proxies from the environment, redirects
     followed (httpx2 drops the token when a redirect leaves the Hub's origin). Close it."""
     ensure_online()
-    return httpx2.Client(headers=_headers(), timeout=timeout, trust_env=True,
-                         follow_redirects=True)
+    return HubClient(headers=_headers(), timeout=timeout, trust_env=True, follow_redirects=True)
 
 
 def _headers() -> dict[str, str]:
@@ -136,6 +167,12 @@ def request_error(exc: httpx2.RequestError, url: str) -> HubError:
         return HubError(f"Cannot connect to {host} ({_reason(exc)}). Check the network, or set "
                         "HF_HUB_OFFLINE=1 to work offline.", retryable=True)
     return HubError(f"The connection to {host} failed ({_reason(exc)}).", retryable=True)
+
+
+def too_slow(url: str, seconds: float) -> HubTooSlow:
+    host = urlsplit(url).netloc or url
+    return HubTooSlow(f"{host} did not finish answering within {seconds:g} s; try again later.",
+                      retryable=True)
 
 
 def _reason(exc: BaseException) -> str:
@@ -188,17 +225,22 @@ def _body(response: httpx2.Response) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _get_json(c: httpx2.Client, url: str, what: str, params: Any = None,
+def _get_json(c: HubClient, url: str, what: str, params: Any = None,
               repo: str | None = None) -> Any:
-    try:
-        with c.stream("GET", url, params=params, headers=SMALL_ANSWER_HEADERS) as response:
-            if response.status_code >= 400:
-                raise status_error(response, what, repo)
-            raw = read_bounded(response, MAX_JSON_BYTES, seconds=MAX_JSON_SECONDS)
-    except httpx2.RequestError as exc:
-        raise request_error(exc, url) from None
-    except BodyRefused as exc:
-        raise HubError(f"{what}: the Hub's answer {exc}; it was not read further.") from None
+    seconds = MAX_JSON_SECONDS
+    with c.deadline(seconds) as watchdog:
+        try:
+            with c.stream("GET", url, params=params, headers=SMALL_ANSWER_HEADERS) as response:
+                if response.status_code >= 400:
+                    raise status_error(response, what, repo)
+                raw = read_bounded(response, MAX_JSON_BYTES)
+        except httpx2.RequestError as exc:
+            raise (too_slow(url, seconds) if watchdog.fired else request_error(exc, url)
+                   ) from None
+        except BodyRefused as exc:
+            raise HubError(f"{what}: the Hub's answer {exc}; it was not read further.") from None
+    if watchdog.fired:  # a body without a length ends where the watchdog cut it
+        raise too_slow(url, seconds)
     try:
         return loads(raw.decode("utf-8"), MAX_JSON_DEPTH)
     except (UnicodeDecodeError, JsonLoadError):
@@ -358,28 +400,31 @@ def file_url(repo: str, filename: str, revision: str) -> str:
             f"{quote(filename, safe='/')}")
 
 
-def file_metadata(c: httpx2.Client, repo: str, filename: str,
+def file_metadata(c: HubClient, repo: str, filename: str,
                   revision: str = "main") -> FileMetadata:
     """HEAD the file's resolve URL, as huggingface_hub does: follow redirects only while they stay
-    on the Hub; a redirect to the CDN carries the metadata itself (X-Linked-Size, X-Linked-Etag)."""
+    on the Hub; a redirect to the CDN carries the metadata itself (X-Linked-Size, X-Linked-Etag).
+    All the hops within HEAD_SECONDS."""
     url = file_url(repo, filename, revision)
     what = f"{filename} in {repo} ({revision})"
     headers = {"Accept-Encoding": "identity"}
-    for _ in range(_MAX_REDIRECTS):
-        try:
-            response = c.head(url, headers=headers, follow_redirects=False)
-        except httpx2.RequestError as exc:
-            raise request_error(exc, url) from None
-        if response.status_code >= 400:
-            raise status_error(response, what, repo)
-        if not response.has_redirect_location:
-            break
-        target = urljoin(url, response.headers["Location"])
-        if httpx2.URL(target).origin != httpx2.URL(url).origin:
-            break
-        url = target
-    else:
-        raise HubError(f"Too many redirects for {what}.")
+    with c.deadline(HEAD_SECONDS) as watchdog:
+        for _ in range(_MAX_REDIRECTS):
+            try:
+                response = c.head(url, headers=headers, follow_redirects=False)
+            except httpx2.RequestError as exc:
+                raise (too_slow(url, HEAD_SECONDS) if watchdog.fired
+                       else request_error(exc, url)) from None
+            if response.status_code >= 400:
+                raise status_error(response, what, repo)
+            if not response.has_redirect_location:
+                break
+            target = urljoin(url, response.headers["Location"])
+            if httpx2.URL(target).origin != httpx2.URL(url).origin:
+                break
+            url = target
+        else:
+            raise HubError(f"Too many redirects for {what}.")
     h = response.headers
     etag = (h.get("X-Linked-Etag") or h.get("ETag") or "").removeprefix("W/").strip('"')
     size_text = h.get("X-Linked-Size") or ("" if response.is_redirect else h.get("Content-Length"))
@@ -390,7 +435,7 @@ def file_metadata(c: httpx2.Client, repo: str, filename: str,
         size=int(size_text) if size_text and size_text.isdigit() else None)
 
 
-def lfs_sha256(c: httpx2.Client, repo: str, filename: str, revision: str) -> HubFile | None:
+def lfs_sha256(c: HubClient, repo: str, filename: str, revision: str) -> HubFile | None:
     """The file's size and LFS sha256 from the repository description, when HEAD gave none."""
     url = f"{endpoint()}/api/models/{repo}/revision/{quote(revision, safe='')}"
     data = _get_json(c, url, f"The repository {repo}", {"blobs": "true"}, repo)

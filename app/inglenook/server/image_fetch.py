@@ -34,21 +34,18 @@ request log.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx2
 
 from inglenook import __version__
 from inglenook.core.images import MAX_FILE_BYTES
+from inglenook.core.socket_watchdog import SocketWatchdog
 from inglenook.core.units import describe_size
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -116,62 +113,6 @@ class FetchPolicy:
     request_deadline_s: float = REQUEST_DEADLINE_S
 
 
-class _Watchdog:
-    """Ends a fetch when its deadline passes, whatever it is waiting for: the sockets it opened
-    (seen through httpcore's `trace` extension once connected) are shut down, so that a blocked
-    read or TLS handshake returns at once; a connect under way is bounded by its timeout, cut to
-    what is left. Shut down, not closed: closing a socket another thread is reading does not
-    wake the read on Linux, and frees its descriptor number for reuse under it."""
-
-    def __init__(self, seconds: float) -> None:
-        self.fired = False
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> _Watchdog:
-        self._timer.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self._timer.cancel()
-        with self._lock:  # after this, the sockets are the client's to close
-            self._stopped = True
-            self._sockets.clear()
-
-    def trace(self, event: str, info: dict[str, Any]) -> None:
-        """httpcore's trace callback: notes each connection's socket (TCP, then TLS)."""
-        if not event.endswith((".connect_tcp.complete", ".start_tls.complete")):
-            return
-        stream = info.get("return_value")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if not isinstance(sock, socket.socket):
-            return
-        with self._lock:
-            if self.fired and not self._stopped:
-                _shut(sock)
-            elif not self._stopped:
-                self._sockets.append(sock)
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self.fired = True
-            for sock in self._sockets:
-                _shut(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    # socket.socket's own shutdown, also for an SSLSocket: SSLSocket.shutdown drops its SSL
-    # object, and a read under way in the fetch thread would then fail with ValueError.
-    with contextlib.suppress(OSError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
 @dataclass
 class ImageFetcher:
     """Fetches the images of one request; `notes` says what it fetched or refused. While
@@ -223,8 +164,9 @@ class ImageFetcher:
         policy = self.policy
         late = FetchRefused(f"{_shown(urlsplit(url).hostname or '?')} took longer than "
                             f"{deadline - time.monotonic():.3g} s.")
+        watchdog = SocketWatchdog()
         with httpx2.Client(trust_env=False, follow_redirects=False) as client, \
-                _Watchdog(deadline - time.monotonic()) as watchdog:
+                watchdog.deadline(deadline - time.monotonic()):
             for _hop in range(policy.max_redirects + 1):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or watchdog.fired:

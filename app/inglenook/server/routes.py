@@ -1,6 +1,6 @@
 """The endpoints of every dialect, under one security middleware (server/security.py):
 OpenAI's (GET /v1/models, POST /v1/chat/completions, POST /v1/completions) here, POST
-/v1/embeddings in embeddings.py, Anthropic's
+/v1/embeddings in embeddings.py, /v1/audio/* in audio.py, Anthropic's
 (POST /v1/messages, /v1/messages/count_tokens) in anthropic.py, Ollama's (/api/*, only when
 turned on) in ollama.py."""
 
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from inglenook.server import anthropic, embeddings, ollama, openai_responses
+from inglenook.server import anthropic, audio, embeddings, ollama, openai_responses
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink
 from inglenook.server.errors import (
@@ -84,6 +84,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 Route("/v1/completions", completions, methods=["POST"]),
                 Route("/v1/embeddings", embeddings.openai_route(serving), methods=["POST"]),
                 *openai_responses.routes(serving, kept),
+                *audio.routes(serving),
                 *anthropic.routes(serving),
                 *(ollama.routes(serving) if config.ollama else [])],
         middleware=[Middleware(RequestLogMiddleware, board=board),

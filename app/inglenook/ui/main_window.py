@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
             self.worker, self.store, widgets, self.tools,
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
+        self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
                                    self.side.load_params, self)
@@ -348,6 +349,8 @@ class MainWindow(QMainWindow):
             theme.manager().set_mode(self.app_settings.value.theme)
         elif name == "text_zoom":
             self.chat.set_zoom(self.app_settings.value.text_zoom)
+        elif name == "read_replies_aloud":
+            self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],

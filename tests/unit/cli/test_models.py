@@ -1,4 +1,5 @@
-"""`inglenook models rm` through the CLI's main(): the Library page's removal rules."""
+"""`inglenook models` through the CLI's main(): the Library page's removal rules, and a Hub that
+trickles its answer."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import pytest
 
 from inglenook import paths
 from inglenook.cli import main
+from inglenook.models import hub
+from tests import fakehub
+from tests.fakehub import FakeFile, FakeHub
+
+fake_hub = fakehub.fake_hub  # the fixture, under its own name
 
 
 def split_model(folder: Path, count: int = 3) -> list[Path]:
@@ -85,3 +91,15 @@ def test_list_says_which_models_wont_load_as_the_library_does(
     assert block.splitlines()[2].strip() == verdict.sentence  # the Library's words
     bundled = out[out.index(bundled_model.stem):]
     assert compat.WONT_LOAD not in bundled.split("\n\n")[0].splitlines()[1]
+
+
+def test_files_ends_with_a_message_when_the_hub_trickles_its_answer(
+        fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    fake_hub.add_repo("alice/Tiny-GGUF", [FakeFile("tiny.Q4_0.gguf", 100)])
+    fake_hub.trickle_headers = {"hub"}
+    monkeypatch.setattr(hub, "MAX_JSON_SECONDS", 1.0)
+    assert main(["models", "files", "alice/Tiny-GGUF"]) == 1
+    host = fake_hub.url.removeprefix("http://")
+    assert capsys.readouterr().err == (f"inglenook: {host} did not finish answering within 1 s; "
+                                       "try again later.\n")

@@ -167,3 +167,39 @@ def test_answers_that_never_end_are_read_only_up_to_a_bound(
     assert peak < 3 * hub.MAX_JSON_BYTES  # the bound and its copies; read whole: 320 MB
     for request in hub_with_repos.requests:  # each read stopped, the connection closed
         assert request.body_bytes < hub.MAX_JSON_BYTES + (64 << 20)
+
+
+@pytest.mark.parametrize("call", ["search", "files"])
+def test_an_answer_trickled_a_header_line_at_a_time_ends_at_the_deadline(
+        hub_with_repos: FakeHub, monkeypatch: pytest.MonkeyPatch, call: str) -> None:
+    """A header line every 0.1 s keeps each read within its timeout: the deadline for the whole
+    exchange alone ends it (Discover's search and listing, `inglenook models files`)."""
+    monkeypatch.setattr(hub, "MAX_JSON_SECONDS", 1.0)
+    hub_with_repos.trickle_headers = {"hub"}
+    with pytest.raises(hub.HubTooSlow, match=r"did not finish answering within 1 s") as info:
+        if call == "search":
+            hub.search_models("tiny")
+        else:
+            hub.list_gguf_files("alice/Tiny-Chat-GGUF")
+    assert info.value.retryable and info.value.status is None
+    hub_with_repos.stop()  # the trickle's count is in once its handler ended
+    assert len(hub_with_repos.trickled) == 1
+    assert hub_with_repos.trickled[0] < fakehub.TRICKLE_LINES // 2  # the client went away
+
+
+def test_the_deadline_covers_each_exchange_not_the_client(
+        hub_with_repos: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One client, several exchanges, each within its own deadline (the client's pooled
+    connection is reused: the watchdog knows its socket from the first exchange)."""
+    monkeypatch.setattr(hub, "MAX_JSON_SECONDS", 1.0)
+    with hub.client() as c:
+        url = f"{hub.endpoint()}/api/models/alice/Tiny-Chat-GGUF"
+        assert hub._get_json(c, url, "it")["id"] == "alice/Tiny-Chat-GGUF"
+        hub_with_repos.trickle_headers = {"hub"}
+        with pytest.raises(hub.HubTooSlow):
+            hub._get_json(c, url, "it")
+        hub_with_repos.trickle_headers = set()
+        assert hub._get_json(c, url, "it")["id"] == "alice/Tiny-Chat-GGUF"
+    hub_with_repos.stop()
+    assert len(hub_with_repos.requests) == 3
+    assert hub_with_repos.trickled[0] < fakehub.TRICKLE_LINES // 2  # its socket was shut down

@@ -1,12 +1,28 @@
 """A reply's format as a grammar: llama.cpp samples only tokens that keep the reply inside it,
-so a JSON reply parses and matches its schema whatever the model would rather write."""
+so a JSON reply parses and matches its schema whatever the model would rather write.
+
+A grammar is bounded (`check_size`): llama.cpp follows every alternative that fits what was
+written so far, for each token it checks, at every step of the reply. A 55,000-value enum
+(3.8 MB) held the engine for 34 s, and every other reply with it. At most MAX_GRAMMAR_BYTES of
+grammar (repetitions such as minLength and maxItems are written out in it) and
+MAX_ALTERNATIVES alternatives (an enum's values, anyOf's branches, a pattern's `|`): about
+what OpenAI's structured outputs allow (1,000 enum values, 120,000 characters of names and
+values), at a few milliseconds a step on a small CPU.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 
 from inglenook.core.messages import JSON_OBJECT
 from inglenook.core.reply_format import unenforced
+from inglenook.core.units import describe_size
+
+MAX_GRAMMAR_BYTES = 256_000
+MAX_ALTERNATIVES = 2_000
+# What is not an alternative's `|`: string literals, character classes, comments.
+_NOT_SYNTAX = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|#[^\n]*')
 
 
 class RequestRefused(ValueError):
@@ -36,10 +52,35 @@ def grammar_for(reply_format: str) -> str:
         raise GrammarError("The JSON schema cannot be turned into a grammar: "
                            f"{', '.join(problems)} cannot be enforced while sampling.")
     try:
-        return llama_grammar.json_schema_to_gbnf(reply_format)
+        grammar = llama_grammar.json_schema_to_gbnf(reply_format)
     except (ValueError, KeyError, TypeError, AttributeError, AssertionError,
             RecursionError) as exc:
         raise GrammarError(f"The JSON schema cannot be turned into a grammar: {exc}") from None
+    check_size(grammar, "The JSON schema")
+    return grammar
+
+
+def alternatives(grammar: str) -> int:
+    """How many alternatives a GBNF grammar's rules hold: one per rule, and one more per `|`
+    outside literals, classes and comments."""
+    syntax = _NOT_SYNTAX.sub("", grammar)
+    return syntax.count("::=") + syntax.count("|")
+
+
+def check_size(grammar: str, what: str) -> None:
+    """GrammarError, saying the limit, when the grammar made of `what` is too large."""
+    size = len(grammar.encode("utf-8"))
+    if size > MAX_GRAMMAR_BYTES:
+        raise GrammarError(
+            f"{what} makes a grammar of {describe_size(size)}; at most "
+            f"{describe_size(MAX_GRAMMAR_BYTES)} is allowed (long enums, and lengths or item "
+            "counts of thousands, are written out in it). Make it smaller.")
+    count = alternatives(grammar)
+    if count > MAX_ALTERNATIVES:
+        raise GrammarError(
+            f"{what} makes a grammar of {count:,} alternatives (an enum's values, anyOf's "
+            f"branches); at most {MAX_ALTERNATIVES:,} are allowed, as each is checked at "
+            "every token. Use a plain string for a long list of choices.")
 
 
 class BiasError(RequestRefused):

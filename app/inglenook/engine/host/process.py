@@ -6,11 +6,13 @@ Cancel requests as they arrive (the main thread is busy decoding), so a stop lan
 step, and mid-prompt through llama.cpp's abort callback.
 
 The main thread answers requests between steps of the batch loop. A reply waits in line when
-every slot is busy (the window's scheduler sends no more than there are slots), and one whose
+every slot is busy (the window's scheduler sends no more than there are slots) or when the KV
+pool has no room for its prompt beside the replies in progress, and one whose
 prompt starts like a prompt another sequence is reading now waits for that reading, then copies
 it (an API request for `n` choices is n requests of one prompt). A load, unload, tune or
 quantize waits until no reply runs. An Embed is answered between two steps, in a context of its
-own (embedding.py).
+own (embedding.py). A reply held to a grammar first has its sampler made on a thread of its own
+(preparing.py), so that the replies decoding meanwhile keep going; it then waits for a slot.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import IO, Any
 
 from inglenook.core.context import ContextOverflow, Fit
@@ -40,11 +43,12 @@ from inglenook.engine.host.jobs import run_quantize, run_tune
 from inglenook.engine.host.llama import Sampler, abort_callback, gpu_memory, gpu_offload_supported
 from inglenook.engine.host.loading import LoadedModel, LoadFailure, load
 from inglenook.engine.host.machine import physical_cores
+from inglenook.engine.host.preparing import Prepared, SamplerMaker
 from inglenook.engine.host.sequences import Sequence
 from inglenook.engine.host.tool_grammar import reply_grammar
 from inglenook.engine.host.vision import ImageError
 from inglenook.engine.kv_reuse import principal_of, scoped
-from inglenook.engine.kv_states import common_prefix, pack
+from inglenook.engine.kv_states import common_prefix, forget_kept_states, pack
 from inglenook.engine.speculative import DraftLength, Guesser, Tally
 
 _EXCLUSIVE = (p.Load, p.Unload, p.Tune, p.Quantize)  # wait until no reply runs
@@ -58,7 +62,13 @@ class _Waiting:
     fit: Fit
     received: float
     images: tuple[ImageRef, ...] = ()  # the prompt's images, in order
-    grammar: str = ""  # the reply's format as GBNF ("" free text)
+    seed: int = 0
+    sampler: Sampler | None = None  # made beforehand (a grammar's: preparing.py), or at admission
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.close()
+            self.sampler = None
 
 
 class EngineHost:
@@ -68,6 +78,9 @@ class EngineHost:
         self.loop: BatchLoop | None = None
         self.embedder: Embedder | None = None  # made on the first Embed
         self.waiting: deque[_Waiting] = deque()
+        self.preparing: dict[int, _Waiting] = {}  # their grammar's sampler being made
+        self._inbox: queue.Queue[Any] | None = None
+        self._maker: SamplerMaker | None = None
         self._lock = threading.Lock()
         self._cancels: set[int] = set()
         self._finished: deque[int] = deque(maxlen=_RECENT)
@@ -84,7 +97,12 @@ class EngineHost:
 
     @property
     def busy(self) -> bool:
+        """Replies wait for a slot or decode: the batch loop has steps to take."""
         return bool(self.waiting or (self.loop is not None and self.loop.active))
+
+    def _held(self, message: Any) -> bool:
+        """A load, unload, tune or quantize waits for the replies, those being prepared too."""
+        return isinstance(message, _EXCLUSIVE) and (self.busy or bool(self.preparing))
 
     # ---- stopping (the reader thread) ---------------------------------------------------------
     def cancel(self, request_id: int) -> None:
@@ -114,19 +132,38 @@ class EngineHost:
     # ---- the loop -----------------------------------------------------------------------------
     def run(self, inbox: queue.Queue[Any]) -> None:
         """Until Shutdown (or the end of the pipe)."""
+        self._inbox = inbox
         backlog: deque[Any] = deque()
         while True:
-            # What has arrived; wait for something only when there is nothing to do.
-            if _collect(inbox, backlog, block=not self.busy and not backlog):
-                return
-            while backlog and not (isinstance(backlog[0], _EXCLUSIVE) and self.busy):
+            # What has arrived; wait for something only when there is nothing to do (a Load
+            # waiting for a sampler being made is not something to do: its arrival is).
+            held = bool(backlog) and self._held(backlog[0])
+            if _collect(inbox, backlog, block=not self.busy and (held or not backlog)):
+                return self._forget_before_exit(backlog)
+            self._take_prepared(backlog)
+            while backlog and not self._held(backlog[0]):
                 self.handle(backlog.popleft())
                 # Requests sent together arrive a frame at a time: those that came while one
                 # was handled join the same first step rather than wait behind its prompt.
                 if _collect(inbox, backlog, block=False):
-                    return
+                    return self._forget_before_exit(backlog)
+                self._take_prepared(backlog)
             if self.busy:
                 self.step()
+
+    def _take_prepared(self, backlog: deque[Any]) -> None:
+        """Made samplers are taken at once, ahead of the requests that came before them: a
+        Load waits for them."""
+        for prepared in [m for m in backlog if isinstance(m, Prepared)]:
+            backlog.remove(prepared)
+            self.prepared(prepared)
+
+    def _forget_before_exit(self, backlog: deque[Any]) -> None:
+        """Shutdown came: a deleted conversation's state must not be kept for the next engine
+        (the rest of the backlog is dropped)."""
+        for message in backlog:
+            if isinstance(message, p.DropState):
+                self.handle(message)
 
     def handle(self, message: Any) -> None:
         if isinstance(message, p.Load):
@@ -139,7 +176,9 @@ class EngineHost:
         elif isinstance(message, p.Inspect):
             self.inspect(message.request)
         elif isinstance(message, p.DropState):
-            if self.loaded is not None:
+            if message.everything:
+                self.forget_states()
+            elif self.loaded is not None:
                 self.loaded.slots.forget(scoped(message.principal, message.conversation))
         elif isinstance(message, p.StateUsage):
             self.send(self.state_report())
@@ -165,6 +204,7 @@ class EngineHost:
             seq.cancelled = seq.cancelled or seq.rid in cancels
         for waiting in [w for w in self.waiting if w.request.request_id in cancels]:
             self.waiting.remove(waiting)
+            waiting.close()
             rid = waiting.request.request_id
             self.send(p.Started(rid))
             self.send(p.Finished(rid, Finish("cancelled")))
@@ -191,11 +231,13 @@ class EngineHost:
 
     def unload(self) -> None:
         """Also forgets every kept conversation state: it belongs to this model and settings."""
-        for waiting in self.waiting:
+        for waiting in [*self.waiting, *self.preparing.values()]:
+            waiting.close()
             rid = waiting.request.request_id
             self.send(p.Started(rid))
             self.send(p.Finished(rid, Finish("cancelled", "The model was unloaded.")))
         self.waiting.clear()
+        self.preparing.clear()  # a sampler made for one of them later is closed on arrival
         if self.loop is not None:
             self.loop.close()
             self.loop = None
@@ -205,6 +247,13 @@ class EngineHost:
         if self.loaded is not None:
             self.loaded.close()
             self.loaded = None
+
+    def forget_states(self) -> None:
+        if self.loaded is not None:
+            self.loaded.slots.reset()
+            self.loaded.slots.cache.forget_all()
+        else:
+            forget_kept_states()
 
     def state_report(self) -> p.StateReport:
         if self.loaded is None:
@@ -223,7 +272,6 @@ class EngineHost:
             return
         try:
             check_biases(request.logit_bias, self.loaded.model.n_vocab)
-            grammar = reply_grammar(request, self.loaded.info)
             prompt, tokens, fit = self.loaded.tokenizer.fit(request, self.loaded.ctx.n_ctx_seq)
             failure = None if tokens else Finish(
                 "error", "The chat template produced an empty prompt.")
@@ -237,7 +285,50 @@ class EngineHost:
             self.send(p.Started(rid))
             self.send(p.Finished(rid, failure))
             return
-        self.waiting.append(_Waiting(request, tokens, fit, received, prompt.images, grammar))
+        sp = request.sampling
+        seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
+        waiting = _Waiting(request, tokens, fit, received, prompt.images, seed)
+        if not request.reply_format and request.forced_call is None:
+            self.waiting.append(waiting)
+            return
+        loaded = self.loaded
+
+        def make() -> Sampler:
+            grammar = reply_grammar(request, loaded.info)
+            return Sampler(loaded.model, sp, seed, grammar, request.logit_bias,
+                           request.logprobs)
+
+        if self._inbox is None:  # not running (a test's host): made here, at once
+            self.preparing[rid] = waiting
+            self._prepared_now(rid, make)
+            return
+        if self._maker is None:
+            self._maker = SamplerMaker(self._inbox.put)
+        self.preparing[rid] = waiting
+        self._maker.submit(rid, make)
+
+    def _prepared_now(self, rid: int, make: Callable[[], Sampler]) -> None:
+        try:
+            self.prepared(Prepared(rid, sampler=make()))
+        except Exception as exc:
+            self.prepared(Prepared(rid, error=exc))
+
+    def prepared(self, prepared: Prepared) -> None:
+        """A reply's sampler was made (or refused): it waits for a slot (or fails)."""
+        waiting = self.preparing.pop(prepared.request_id, None)
+        if waiting is None:  # unloaded meanwhile
+            if prepared.sampler is not None:
+                prepared.sampler.close()
+            return
+        if prepared.sampler is not None:
+            waiting.sampler = prepared.sampler
+            self.waiting.append(waiting)
+            return
+        exc = prepared.error
+        rid = prepared.request_id
+        self.send(p.Started(rid))
+        self.send(p.Finished(rid, Finish("error", str(exc) if isinstance(
+            exc, RequestRefused) else f"The engine failed: {exc}")))
 
     def _admit(self) -> None:
         """Waiting replies into free slots, in the order they came."""
@@ -248,16 +339,27 @@ class EngineHost:
             busy = loop.busy
             if len(busy) >= len(loaded.slots.memories):
                 return
+            if busy and not self._pool_room(loaded, busy, len(waiting.tokens)):
+                return  # it waits for room in the KV pool (and those after it, in order)
             if self._reading_alike(waiting):
                 continue
             self.waiting.remove(waiting)
             try:
                 loop.add(self._sequence(loaded, waiting, busy))
             except Exception as exc:  # the reply fails; the host and the model stay up
+                waiting.close()
                 rid = waiting.request.request_id
                 self.send(p.Started(rid))
                 self.send(p.Finished(rid, Finish("error", str(exc) if isinstance(
                     exc, RequestRefused) else f"The engine failed: {exc}")))
+
+    @staticmethod
+    def _pool_room(loaded: LoadedModel, busy: set[int], n_prompt: int) -> bool:
+        """Whether the KV pool has room for a prompt beside the replies in progress (idle
+        slots' cells are saved and freed when needed). Counted generously: a prefix another
+        slot shares is counted twice."""
+        held = sum(loaded.memories[s].n for s in busy)
+        return held + n_prompt <= loaded.ctx.n_pool
 
     def _reading_alike(self, waiting: _Waiting) -> bool:
         """Whether a sequence of the same principal is reading a prompt that starts as this
@@ -275,16 +377,14 @@ class EngineHost:
 
     def _sequence(self, loaded: LoadedModel, waiting: _Waiting, busy: set[int]) -> Sequence:
         request, tokens, fit = waiting.request, waiting.tokens, waiting.fit
-        sp = request.sampling
-        seed = sp.seed if sp.seed >= 0 else random.getrandbits(31)
-        sampler = Sampler(loaded.model, sp, seed, waiting.grammar,  # first: it may refuse
-                          request.logit_bias, request.logprobs)
+        sp, seed = request.sampling, waiting.seed
+        if waiting.sampler is None:  # first: it may refuse
+            waiting.sampler = Sampler(loaded.model, sp, seed, "", request.logit_bias,
+                                      request.logprobs)
+        sampler = waiting.sampler
         key = scoped(request.principal, request.conversation)
-        try:
-            slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
-        except Exception:
-            sampler.close()  # the reply fails before it has a sequence to close it
-            raise
+        # On failure the caller closes the sampler: the reply has no sequence to close it.
+        slot, reuse = loaded.slots.admit(key, tokens, may_shift=fit.dropped > 0, busy=busy)
         assert principal_of(reuse.key) == request.principal
         boundary = loaded.tokenizer.system_prefix(request.messages, tokens)
         keep_at = boundary if loaded.slots.wants_prefix(slot, tokens, boundary,

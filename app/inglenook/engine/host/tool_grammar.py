@@ -21,7 +21,7 @@ from inglenook.core.load import ModelInfo
 from inglenook.core.messages import ForcedCall, GenerationRequest
 from inglenook.core.reasoning import ReasoningFormat
 from inglenook.core.reply_format import unenforced
-from inglenook.engine.host.grammar import GrammarError, grammar_for
+from inglenook.engine.host.grammar import GrammarError, check_size, grammar_for
 
 FORCED_FORMATS = ("hermes", "llama")
 _HERMES_OPEN, _HERMES_CLOSE = json.dumps("<tool_call>\n"), json.dumps("\n</tool_call>")
@@ -92,7 +92,9 @@ def tool_call_grammar(tools: tuple[dict[str, Any], ...], forced: ForcedCall, too
     rules = [f"root ::= {head}tool-call-block{more}", f"tool-call-block ::= {call}"]
     if think:
         rules.append(f"tool-thinking ::= {think}")
-    return "\n".join(rules) + "\n" + body
+    grammar = "\n".join(rules) + "\n" + body
+    check_size(grammar, "The tools' schemas")
+    return grammar
 
 
 def _thinking(reasoning: ReasoningFormat | None) -> str:

@@ -43,7 +43,7 @@ WAITING = "Waiting for its turn…"
 
 # The footer, left to right; "stretch" is the spacer between the figures and the actions.
 FOOTER = ("previous", "siblings", "next", "stats", "stretch",
-          "stop", "continue", "edit", "details", "regenerate", "copy", "delete")
+          "stop", "continue", "edit", "details", "regenerate", "speak", "copy", "delete")
 BUTTONS = {  # name: (label, tooltip)
     "previous": ("‹", "Previous version"),
     "next": ("›", "Next version"),
@@ -52,15 +52,17 @@ BUTTONS = {  # name: (label, tooltip)
     "edit": ("Edit", "Ask this again differently (a new branch)"),
     "details": ("Details", "Model, settings, seed and timings"),
     "regenerate": ("Regenerate", "Write this reply again"),
+    "speak": ("Read aloud", "Read this reply aloud (Esc stops)"),
     "copy": ("Copy", "Copy this message as Markdown"),
     "delete": ("Delete", "Delete this message and everything after it"),
 }
 # Shorter labels where a narrow bubble's footer has no room for the full ones (the tooltip and
 # the accessible name keep the full one).
-SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on"}
+SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on", "speak": "Read"}
 AT_REST = {"user": ("edit", "copy", "delete"),
-           "assistant": ("edit", "details", "regenerate", "copy", "delete")}
+           "assistant": ("edit", "details", "regenerate", "speak", "copy", "delete")}
 EDIT_REPLY = "Rewrite this reply (a new version; what follows builds on it)"
+STOP_READING = "Stop reading"
 
 
 def compact_stats(stats: Stats) -> tuple[str, ...]:
@@ -125,6 +127,7 @@ class MessageBubble(QFrame):
         details_requested(): Details was clicked (how a reply was made).
         delete_requested(): Delete was clicked (this message and all after it).
         sibling_requested(int): ‹ or › was clicked: -1 or +1.
+        speak_requested(): Read aloud (or Stop reading) was clicked (replies).
     """
 
     copy_requested = Signal()
@@ -135,6 +138,7 @@ class MessageBubble(QFrame):
     details_requested = Signal()
     delete_requested = Signal()
     sibling_requested = Signal(int)
+    speak_requested = Signal()
 
     copy_button: _Lazy[QToolButton] = _Lazy("copy")
     regenerate_button: _Lazy[QToolButton] = _Lazy("regenerate")
@@ -143,6 +147,7 @@ class MessageBubble(QFrame):
     continue_button: _Lazy[QToolButton] = _Lazy("continue")
     details_button: _Lazy[QToolButton] = _Lazy("details")
     delete_button: _Lazy[QToolButton] = _Lazy("delete")
+    speak_button: _Lazy[QToolButton] = _Lazy("speak")
     previous_button: _Lazy[QToolButton] = _Lazy("previous")
     next_button: _Lazy[QToolButton] = _Lazy("next")
     sibling_label: _Lazy[QLabel] = _Lazy("siblings")
@@ -158,6 +163,7 @@ class MessageBubble(QFrame):
         self._widgets: dict[str, QWidget] = {}
         self._streaming = False
         self._continuable = False
+        self._speaking = False  # Read aloud shows Stop reading
         self._siblings = (1, 1)
         self._notice_kind = ""
         self.setObjectName("userBubble" if role == "user" else "assistantBubble")
@@ -238,6 +244,7 @@ class MessageBubble(QFrame):
             "details": self.details_requested.emit,
             "regenerate": self.regenerate_requested.emit,
             "copy": self._copy,
+            "speak": self.speak_requested.emit,
             "delete": self.delete_requested.emit,
         }[name]
 
@@ -257,9 +264,9 @@ class MessageBubble(QFrame):
             widget.setVisible(self._streaming)
         elif name == "continue":
             widget.setVisible(self._continuable and not self._streaming)
-        elif name in ("copy", "delete", "regenerate", "edit"):
+        elif name in ("copy", "delete", "regenerate", "edit", "speak"):
             widget.setEnabled(not self._streaming)
-            if name == "regenerate":
+            if name in ("regenerate", "speak"):
                 widget.setVisible(self.role == "assistant")
         elif name == "details":
             widget.setVisible(self.role == "assistant")
@@ -280,13 +287,18 @@ class MessageBubble(QFrame):
         if self.role != "assistant" or not buttons:
             return
         for name, button in buttons.items():
-            cast(QToolButton, button).setText(BUTTONS[name][0])
+            cast(QToolButton, button).setText(self._label(name))
         room = self.width() - 28 - 80  # the frame's margins; some room for the figures
         needed = sum(w.sizeHint().width() + 2 for n, w in self._widgets.items()
                      if w.isVisibleTo(self) and n != "stats")
         if needed > room:
             for name, button in buttons.items():
-                cast(QToolButton, button).setText(SHORT[name])
+                cast(QToolButton, button).setText(self._label(name, short=True))
+
+    def _label(self, name: str, short: bool = False) -> str:
+        if name == "speak" and self._speaking:
+            return "Stop" if short else STOP_READING
+        return SHORT[name] if short else BUTTONS[name][0]
 
     # --- state -----------------------------------------------------------------------------
 
@@ -350,7 +362,7 @@ class MessageBubble(QFrame):
             self.body.flush()  # the last throttled update of a long reply
             if "reasoning" in self._widgets:
                 self.reasoning.body.flush()
-        for name in ("stop", "continue", "copy", "delete", "regenerate", "edit"):
+        for name in ("stop", "continue", "copy", "delete", "regenerate", "edit", "speak"):
             self._sync(name)
         self._fit_footer()
 
@@ -392,6 +404,14 @@ class MessageBubble(QFrame):
             self.set_notice("The reply reached its length limit.", "info")
         elif finish.reason == "error":
             self.set_notice(finish.message, "error")
+
+    def set_speaking(self, speaking: bool) -> None:
+        """Read aloud becomes Stop reading while this reply is being read."""
+        self._speaking = speaking
+        button = self.speak_button
+        button.setText(self._label("speak"))
+        button.setAccessibleName(button.text())
+        self._fit_footer()
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
@@ -30,6 +30,7 @@ from inglenook.chat.session import (
     Sessions,
     conversation_of,
 )
+from inglenook.chat.sessions import RETRY_UNSAVED_S
 from inglenook.chat.unread import Unread
 from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
@@ -53,8 +54,10 @@ from inglenook.ui.chat.message_actions import MessageActions
 from inglenook.ui.chat.passage_dialog import PassageDialog
 from inglenook.ui.chat.presenter import present
 from inglenook.ui.chat.queue_notice import QueueNotice
+from inglenook.ui.chat.read_aloud_control import ReadAloudControl
 from inglenook.ui.chat.reply_on_screen import ReplyOnScreen
 from inglenook.ui.chat.source_chips import show_sources
+from inglenook.ui.chat.voice_conversation import VoiceConversation
 from inglenook.ui.tools.chat_tools import ChatTools
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
@@ -107,6 +110,9 @@ class ChatController(QObject):
         self.model, self._new_settings, self._presets = model, new_settings, presets
         self.window = parent
         self.sessions = Sessions()
+        # Replies the store refused (a full disk) are written again on this beat (chat/).
+        self._unsaved_timer = QTimer(self, interval=RETRY_UNSAVED_S * 1000)
+        self._unsaved_timer.timeout.connect(self.save_unsaved)
         self.unread = Unread()
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
@@ -122,6 +128,14 @@ class ChatController(QObject):
         self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
                                    self.sessions, self)
         self.actions = MessageActions(self)
+        self.read_aloud = ReadAloudControl(view.bubble_of, self)
+        self.read_aloud.failed.connect(lambda message: self.banner.show_message(
+            f"Could not read aloud: {message}"))
+        self.voice = VoiceConversation(self.read_aloud, composer,
+                                       lambda: self.session.reply is None and self.can_send,
+                                       self.status, self.banner, self)
+        composer.edit.escape.connect(self.voice.stop)  # Esc in the message box too
+        composer.edit.escape.connect(self.read_aloud.stop)
         self.can_send = False
         self.context = ContextMeter(widgets.meter)
         meter = tasks.debounce(150, self.show_context, self)
@@ -336,8 +350,10 @@ class ChatController(QObject):
             self.status.setText("Copied the last reply.")
 
     def escape(self) -> None:
-        """Esc: a message waiting for the model becomes editable again, else the reply stops."""
-        if not self.composer.cancel_pending():
+        """Esc: reading aloud stops; else a message waiting for the model becomes editable
+        again; else the reply stops."""
+        if not self.voice.stop() and not self.read_aloud.stop() \
+                and not self.composer.cancel_pending():
             self.stop()
 
     def model_loading(self, _path: str) -> None:
@@ -434,6 +450,8 @@ class ChatController(QObject):
         bubble.regenerate_requested.connect(self.regenerate)
         bubble.continue_requested.connect(self.continue_reply)
         bubble.details_requested.connect(lambda b=bubble: self.actions.show_details(b))
+        bubble.speak_requested.connect(lambda b=bubble: self.read_aloud.toggle(b))
+        bubble.set_speaking(message.id == self.read_aloud.reader.reading)
         bubble.regenerate_button.setEnabled(self.can_send)
         return bubble
 
@@ -505,6 +523,9 @@ class ChatController(QObject):
         event = self.sessions.started(rid)
         if event is not None and event.on_screen:
             self.reply.started()
+            if event.session.reply is not None:
+                self.read_aloud.reply_started(rid, event.session.reply.message_id)
+                self.voice.turns.reply_started(rid, event.session.reply.message_id)
 
     def _on_prompt_progress(self, rid: int, done: int, total: int) -> None:
         event = self.sessions.prompt_read(rid, done, total)
@@ -519,6 +540,8 @@ class ChatController(QObject):
             self.banner.show_message(event.problem)
         if event.on_screen:
             self.reply.text_arrived()
+            self.read_aloud.reply_delta(rid, text)
+            self.voice.turns.reply_delta(rid, text)
 
     def _on_stats(self, rid: int, stats: Stats) -> None:
         event = self.sessions.stats(rid, stats)
@@ -531,6 +554,8 @@ class ChatController(QObject):
         if session is None:
             return
         visible = session is self.session
+        self.read_aloud.reply_ended(rid, finish.reason in ("stop", "length"))
+        self.voice.turns.reply_ended(rid, finish.reason in ("stop", "length"))
         if visible:
             self.reply.flush()
         reply_id = session.reply.message_id if session.reply is not None else 0
@@ -538,6 +563,8 @@ class ChatController(QObject):
         assert event is not None
         if event.problem:
             self.banner.show_message(event.problem)
+        if session.unsaved is not None:
+            self._unsaved_timer.start()
         if visible:
             bubble = self.reply.finished(session, reply_id, finish, event.message)
             if bubble is not None and event.message is not None:
@@ -556,6 +583,17 @@ class ChatController(QObject):
         self.reply_finished.emit(rid, finish)
         self.calls.reply_ended(session)  # its tool calls: asked about, run, then go on
 
+    def save_unsaved(self) -> None:
+        """Try again to write the replies the store refused; say when they are saved."""
+        saved, problem = self.sessions.save_unsaved()
+        if not self.sessions.unsaved():
+            self._unsaved_timer.stop()
+        if saved and not problem:
+            titles = ", ".join(f"«{session.title}»" for session, _ in saved)
+            self.banner.show_message(f"The reply in {titles} is saved now.", "info")
+        if any(session is self.session for session, _ in saved):
+            self.render(keep_position=True)
+
     def _leave_out_middle(self) -> None:
         """The fix offered when a chat set to stop is full: leave history out, and retry."""
         self.session.set_settings(self.session.settings.replace(overflow="middle"))
@@ -571,6 +609,8 @@ class ChatController(QObject):
                 continue
             rid = session.reply.request_id
             self.worker.cancel(rid)
-            with contextlib.suppress(StoreError):  # else it is marked interrupted on next start
+            with contextlib.suppress(StoreError):  # kept in memory, tried again below
                 session.finish_reply(Finish("cancelled", CLOSED), model, sha256)
             self.sessions.reply_ended(rid)
+        self._unsaved_timer.stop()
+        self.sessions.save_unsaved()  # a last try; else marked interrupted on next start

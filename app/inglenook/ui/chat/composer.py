@@ -52,6 +52,7 @@ from inglenook.ui.chat.image_parts import (
     read_counted,
     read_part,
 )
+from inglenook.ui.chat.mic_button import MicButton
 from inglenook.ui.chat.prompt_edit import MAX_PROMPT_CHARS, PromptEdit, files_in
 from inglenook.ui.plain import plain_label
 
@@ -91,6 +92,9 @@ class Composer(QWidget):
         self.setObjectName("composer")
         self.setAcceptDrops(True)
         self.edit = PromptEdit(self)
+        # Room to read what is typed beside Attach, Dictate and Send: the window folds its
+        # panels before the message box gets narrower (window/layout.py reads this minimum).
+        self.edit.setMinimumWidth(200)
         self.attach_button = QPushButton("Attach", self)
         self.attach_button.setObjectName("attachButton")
         self.attach_button.setToolTip(f"Attach {FILE_TYPES}, or images (or drop them here, "
@@ -128,6 +132,9 @@ class Composer(QWidget):
         layout = QHBoxLayout()
         layout.setSpacing(10)
         layout.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
+        self.mic = MicButton(self)  # dictation: the words arrive in the box, editable
+        self.mic.heard.connect(self._dictated)
+        layout.addWidget(self.mic, 0, Qt.AlignmentFlag.AlignBottom)
         layout.addWidget(self.edit, 1)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addLayout(layout)
@@ -442,6 +449,13 @@ class Composer(QWidget):
     def _escape(self) -> None:
         if not self.cancel_pending() and self._generating:
             self.stop_requested.emit()
+
+    def _dictated(self, text: str) -> None:
+        if text:
+            cursor = self.edit.textCursor()
+            before = self.edit.toPlainText()[:cursor.position()]
+            cursor.insertText(("" if not before or before[-1].isspace() else " ") + text)
+            self.edit.setFocus()
 
     def cancel_pending(self) -> bool:
         """Esc on a message waiting for the model: it becomes editable again, unsent."""

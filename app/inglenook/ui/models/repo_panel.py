@@ -57,7 +57,7 @@ Retry = Callable[[], None] | None
 def is_unreachable(exc: object) -> bool:
     """A network failure (no connection, no DNS, no answer) rather than an answer from the Hub:
     models/hub.py reports those as retryable HubErrors without an HTTP status."""
-    if isinstance(exc, HubOffline):
+    if isinstance(exc, (HubOffline, hub.HubTooSlow)):  # it answered, slowly: its own words
         return False
     if isinstance(exc, hub.HubError):
         return exc.status is None and exc.retryable

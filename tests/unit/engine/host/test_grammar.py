@@ -12,7 +12,13 @@ import pytest
 from inglenook.core.messages import GenerationRequest, Message
 from inglenook.core.replies import TokenLogprob, TokenOdds
 from inglenook.engine import protocol as p
-from inglenook.engine.host.grammar import BiasError, GrammarError, check_biases, grammar_for
+from inglenook.engine.host.grammar import (
+    BiasError,
+    GrammarError,
+    alternatives,
+    check_biases,
+    grammar_for,
+)
 from inglenook.engine.host.llama import odds_of
 
 
@@ -65,3 +71,26 @@ def test_logprobs_and_biases_cross_the_pipe_typed() -> None:
     ask = p.Generate(GenerationRequest(1, (Message("user", "x"),), logit_bias=((5, -100.0),),
                                        logprobs=2))
     assert p.decode(p.encode(ask)[4:]) == ask
+
+
+def test_a_grammar_of_too_many_alternatives_is_refused_with_the_limit() -> None:
+    """A 55,000-value enum (3.8 MB) held the engine for 34 s, every other reply with it."""
+    schema = {"type": "object", "properties": {"pick": {
+        "enum": [f"choice number {i:05d} of a list far too long" for i in range(55_000)]}}}
+    assert len(json.dumps(schema)) > 2_500_000
+    with pytest.raises(GrammarError, match=r"The JSON schema makes a grammar of 3 MB; at most "
+                                           r"256 KB is allowed"):
+        grammar_for(json.dumps(schema))
+    few_bytes = {"enum": [f"{i}" for i in range(5_000)]}  # 5,000 short values: under 256 KB
+    with pytest.raises(GrammarError, match=r"makes a grammar of 5,00\d alternatives .* at most "
+                                           r"2,000 are allowed"):
+        grammar_for(json.dumps(few_bytes))
+    written_out = {"type": "string", "minLength": 100_000}  # each character a rule element
+    with pytest.raises(GrammarError, match="at most 256 KB is allowed"):
+        grammar_for(json.dumps(written_out))
+    assert grammar_for(json.dumps({"enum": [f"{i}" for i in range(1_500)]}))
+
+
+def test_alternatives_are_counted_outside_literals_classes_and_comments() -> None:
+    assert alternatives('root ::= "a|b" | [|] # x | y\n') == 2
+    assert alternatives('root ::= "\\"|" | other\nother ::= "q"') == 3

@@ -1,0 +1,114 @@
+"""A voice conversation, hands-free, Qt-free: listen until the speaker stops, send the words as
+an ordinary message, read the reply aloud as it streams, then listen again, until stopped.
+Esc (stop()) ends it at any point; each turn is a message in the chat like any other, since
+sending goes through `send`, the same path as typing.
+
+    turns = VoiceTurns(dictation_for, reader, send, on_state)
+    turns.start()                       # "listening"
+    # the chat tells it about the reply it asked for:
+    turns.reply_started(rid, message_id); turns.reply_delta(rid, text); turns.reply_ended(rid, ok)
+    turns.stop()                        # "off"
+
+States (on_state): off, listening, transcribing, waiting (for the reply), speaking.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+
+from inglenook.speech.dictation import Dictation
+from inglenook.speech.read_aloud import ReadAloud
+
+OFF, LISTENING, TRANSCRIBING, WAITING, SPEAKING = (
+    "off", "listening", "transcribing", "waiting", "speaking")
+
+
+class VoiceTurns:
+    def __init__(self, make_dictation: Callable[[Callable[[str], None], Callable[[str], None],
+                                                 Callable[[], None]], Dictation],
+                 reader: ReadAloud, send: Callable[[str], bool],
+                 on_state: Callable[[str], None] = lambda _s: None,
+                 on_error: Callable[[str], None] = lambda _m: None) -> None:
+        """`make_dictation(on_text, on_error, on_done)`: a Dictation that stops by itself at the
+        end of speech. `send(text)`: the message sent; False when the chat cannot take it."""
+        self._make = make_dictation
+        self.reader, self._send = reader, send
+        self._on_state, self._on_error = on_state, on_error
+        self._lock = threading.Lock()
+        self.state = OFF
+        self._dictation: Dictation | None = None
+        self._reply: int | None = None
+        self._heard = ""
+
+    def _set(self, state: str) -> None:
+        self.state = state
+        self._on_state(state)
+
+    def start(self) -> None:
+        if self.state == OFF:
+            self._listen()
+
+    def stop(self) -> None:
+        with self._lock:
+            was, self.state = self.state, OFF
+            dictation, self._dictation, self._reply = self._dictation, None, None
+        if dictation is not None:
+            dictation.cancel()
+        self.reader.stop()
+        if was != OFF:
+            self._on_state(OFF)
+
+    def _listen(self) -> None:
+        self._heard = ""
+        dictation = self._make(self._got_text, self._failed, self._dictation_done)
+        with self._lock:
+            self._dictation = dictation
+        self._set(LISTENING)
+        dictation.start()
+
+    # --- the dictation's thread -----------------------------------------------------------
+    def _got_text(self, text: str) -> None:
+        self._heard = text.strip()
+
+    def _failed(self, message: str) -> None:
+        if self.state != OFF and not message.startswith("Nothing was heard"):
+            self._on_error(message)
+            self.stop()
+
+    def _dictation_done(self) -> None:
+        """Listening ended: send what was heard, or listen again when it was nothing."""
+        if self.state == OFF:
+            return
+        if not self._heard:
+            self._listen()
+            return
+        self._set(WAITING)
+        if not self._send(self._heard):
+            self._on_error("The chat cannot take a message now.")
+            self.stop()
+
+    # --- the chat's reply (on the GUI thread in the window) ------------------------------
+    def reply_started(self, request_id: int, key: Hashable) -> None:
+        if self.state == WAITING:
+            self._reply = request_id
+            self._set(SPEAKING)
+            self.reader.begin(key, on_finished=self._spoken)
+
+    def reply_delta(self, request_id: int, text: str) -> None:
+        if request_id == self._reply:
+            self.reader.feed(text)
+
+    def reply_ended(self, request_id: int, complete: bool) -> None:
+        if request_id != self._reply:
+            return
+        self._reply = None
+        if complete:
+            self.reader.end()
+        else:
+            self.stop()
+
+    def _spoken(self) -> None:
+        """The reply has been read to its end: the next turn."""
+        if self.state == SPEAKING:
+            self._listen()
