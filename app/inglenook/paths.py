@@ -132,6 +132,12 @@ def database_file() -> Path:
     return data_dir() / "inglenook.db"
 
 
+def api_responses_file() -> Path:
+    """The API server's stored Responses (server/response_store.py): per token, bounded; its
+    own file, so forgetting them never touches a chat."""
+    return data_dir() / "api-responses.db"
+
+
 def knowledge_database_file() -> Path:
     """The knowledge index: collections, their files' text in chunks, the full-text index
     (see knowledge/). Its own file, apart from the conversations: it can be rebuilt from the

@@ -40,6 +40,7 @@ from typing import IO, Any
 
 from inglenook.core.builtin_templates import choose, detect
 from inglenook.core.load import ModelInfo, choose_context
+from inglenook.core.reasoning import ReasoningCount
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.template import TemplateError, for_model
 from inglenook.engine import protocol as p
@@ -179,6 +180,7 @@ class FakeHost:
         reason = "stop"
         n = 0
         hang_until = started + reply.get("hang_ms", 0) / 1000
+        thought = ReasoningCount(self.model.traits.reasoning, request.enable_thinking)
         for n, piece in enumerate(pieces, start=1):
             if reply.get("crash") and n > 1:
                 os._exit(3)
@@ -190,6 +192,7 @@ class FakeHost:
                 n -= 1
                 break
             self.send(p.Delta(rid, piece))
+            thought.feed(piece)
             if request.sampling.max_tokens > 0 and n >= request.sampling.max_tokens:
                 reason = "length"
                 break
@@ -198,7 +201,8 @@ class FakeHost:
             prompt_tokens=prompt_tokens, cached_tokens=0, generated_tokens=n,
             ttft_s=0.001, decode_tok_s=n / elapsed, prompt_tok_s=1000.0,
             context_used=prompt_tokens + n, n_ctx=self.model.n_ctx,
-            seed=request.sampling.seed if request.sampling.seed >= 0 else 1234)))
+            seed=request.sampling.seed if request.sampling.seed >= 0 else 1234,
+            reasoning_tokens=thought.count)))
         self.send(p.Finished(rid, Finish(reason)))  # type: ignore[arg-type]
         with self.lock:
             self.cancelled.discard(rid)

@@ -128,3 +128,30 @@ def test_claude_codes_max_tokens_does_not_refuse_a_prompt_that_fits(
         stream.get_final_message()
     message = str(caught.value)
     assert "Start a new chat" not in message and "max_tokens" in message
+
+
+def test_anthropic_stop_sequences_say_which_one_stopped(claude: anthropic.Anthropic) -> None:
+    ask: dict = {"model": "", "max_tokens": 40, "extra_body": {"temperature": 0},
+                 "messages": [{"role": "user", "content": "Count from one to ten in words."}]}
+    plain = claude.messages.create(**ask)
+    said = plain.content[0].text  # type: ignore[union-attr]
+    word = said.split()[2].strip(",.")  # greedy: the same text comes again, up to this word
+    stopped = claude.messages.create(**ask, stop_sequences=["never-said-zz", word])
+    assert stopped.stop_reason == "stop_sequence" and stopped.stop_sequence == word
+    assert stopped.content[0].text == said[:said.index(word)]  # type: ignore[union-attr]
+    with claude.messages.stream(**ask, stop_sequences=[word]) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == "stop_sequence" and final.stop_sequence == word
+    assert plain.stop_reason in ("end_turn", "max_tokens") and plain.stop_sequence is None
+
+
+def test_seeded_choices_come_again_with_the_same_seed(api: openai.OpenAI) -> None:
+    def choices() -> list[str | None]:
+        made = api.chat.completions.create(
+            model="", n=3, seed=7, temperature=1.0, max_tokens=12,
+            messages=[{"role": "user", "content": "Name a colour."}])
+        return [c.message.content for c in sorted(made.choices, key=lambda c: c.index)]
+
+    first = choices()
+    assert choices() == first and choices() == first
+    assert len(set(first)) > 1  # each choice a sample of its own

@@ -227,3 +227,20 @@ def test_a_vision_model_comes_with_its_projector(fake_hub: FakeHub, tmp_path: Pa
     assert "its projector mmproj-model-f16.gguf comes with it" in result.stderr
     saved = paths.models_dir() / "Tiny-mmproj-model-f16.gguf"  # named after its repository
     assert sha256(saved) == hashlib.sha256(projector).hexdigest()
+
+
+def test_files_label_a_model_this_engine_cannot_load(fake_hub: FakeHub, tmp_path: Path) -> None:
+    """As the window's Hub panel does: the smallest file's header, read from its first
+    megabytes, names an architecture the bundled llama.cpp does not know."""
+    unknown = write_gguf(tmp_path / "x.gguf", {"general.architecture": "qwen9"}).read_bytes()
+    known = write_gguf(tmp_path / "y.gguf", {"general.architecture": "llama"}).read_bytes()
+    fake_hub.add_repo(REPO, [FakeFile("tiny.Q4_K_M.gguf", content=unknown),
+                             FakeFile("tiny.Q8_0.gguf", content=unknown + b"\0" * 4096)])
+    listed = run_cli("files", REPO)
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.splitlines()[:2]
+    assert all(row.endswith("Won't load") for row in rows), rows
+    assert "architecture qwen9" in listed.stdout
+    fake_hub.add_repo("org/Fine-GGUF", [FakeFile("fine.Q4_K_M.gguf", content=known)])
+    fine = run_cli("files", "org/Fine-GGUF")
+    assert fine.returncode == 0 and "Won't load" not in fine.stdout

@@ -153,3 +153,19 @@ def test_markers_written_as_control_tokens_keep_their_text_in_replies(
         assert [t for t in typed if t in control] == [t for t in plain if t in control]
     finally:
         host.unload()
+
+
+def test_the_engine_counts_the_tokens_a_reply_thought_in(
+        client: EngineClient, models: dict[str, Path], bundled_model: Path) -> None:
+    """DeepSeek-R1's generation prompt opens the think block: the tiny model, cut at 12
+    tokens, never closes it, so every token it wrote was reasoning (OpenAI's
+    reasoning_tokens); the bundled model's own template has no reasoning: none."""
+    load(client, models, "deepseek-r1")
+    request = GenerationRequest(8, (Message("user", "Say hello."),), GREEDY)
+    events = list(client.generate(request))
+    stats = next(e.stats for e in events if isinstance(e, p.ReplyStats))
+    text = "".join(e.text for e in events if isinstance(e, p.Delta))
+    assert "</think>" not in text and stats.reasoning_tokens == stats.generated_tokens > 0
+    client.load(LoadParams(str(bundled_model), n_ctx=2048, n_threads=2))
+    events = list(client.generate(GenerationRequest(9, (Message("user", "Say hello."),), GREEDY)))
+    assert next(e.stats for e in events if isinstance(e, p.ReplyStats)).reasoning_tokens == 0

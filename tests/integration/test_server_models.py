@@ -180,3 +180,25 @@ def test_the_windows_chats_are_never_reused_for_an_api_request(router: EngineRou
     with served_router(router) as url, client(url) as api:
         first, wrong, right = probe(api, "0000"), probe(api, "1111"), probe(api, "4827")
         assert first == 0 and wrong == right
+
+
+def test_an_embedding_model_named_by_a_request_loads_at_its_own_context(
+        bundled_model: Path, minilm_model: Path, tmp_path: Path) -> None:
+    """`inglenook serve --ctx 2048`: the MiniLM embedder (trained on 512) a request names is
+    loaded at 512, not refused as beyond its training (on main: a 400 naming 512 tokens)."""
+    from inglenook.cli.serve import api_params
+
+    served = LoadParams(str(bundled_model), n_ctx=2048, n_slots=1, prompt_lookup=False)
+    r = EngineRouter(EngineClient(log_path=tmp_path / "engine.log"),
+                     library=lambda: [(minilm_model.stem, str(minilm_model))],
+                     api_params=api_params(served))
+    try:
+        r.load(served)
+        with served_router(r) as url, client(url) as api:
+            made = api.embeddings.create(model=minilm_model.stem, input="a lighthouse")
+            assert len(made.data[0].embedding) == 384
+            hosted = r.engine_of(str(minilm_model))
+            assert hosted is not None and hosted.model is not None
+            assert hosted.model.n_ctx == 512
+    finally:
+        r.close()

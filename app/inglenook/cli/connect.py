@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for i, guide in enumerate(found):
         print(("\n" if i else "") + f"## {guide.app} — {guide.where}")
-        for note in (guide.unserved, guide.note):
+        for note in (guide.unserved, guide.works, guide.note):
             if note:
                 print(f"# {note}")
         print(guide.text, end="")

@@ -12,7 +12,9 @@ from inglenook.cli.common import fail
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from inglenook.models.compat import Compatibility
     from inglenook.models.download import RetryNotice
+    from inglenook.models.hub import RepoListing
     from inglenook.models.library import ModelEntry
 
 
@@ -94,14 +96,34 @@ def _models_files(args: argparse.Namespace) -> int:
     if not listing.models:
         print(f"{args.repo} has no GGUF files.")
         return 0
+    verdict = _verdict(args.repo, listing)
+    label = "  Won't load" if verdict is not None and verdict.wont_load else ""
     for quant, models in listing.by_quant().items():
         for m in models:
             parts = f"  ({len(m.parts)} of {m.parts_expected} parts)" if m.is_split else ""
-            print(f"{quant or '?':<10} {describe_size(m.size):>9}  {m.parts[0].path}{parts}")
+            print(f"{quant or '?':<10} {describe_size(m.size):>9}  {m.parts[0].path}{parts}"
+                  f"{label}")
+    if label and verdict is not None:
+        print(f"\n{verdict.sentence}")
     if listing.projector is not None:
         print(f"\n{vision_note(listing)}")
     print(f"\nDownload one with: inglenook models download {args.repo} FILE")
     return 0
+
+
+def _verdict(repo: str, listing: RepoListing) -> Compatibility | None:
+    """Whether the bundled llama.cpp can load the repository's model, from the smallest file's
+    header (its first megabytes), as the window's Hub panel labels it; None when the header
+    cannot be read (offline, not a GGUF header): the listing stands without it."""
+    from inglenook.models import compat, fit, hub
+    from inglenook.models.advice import header_file
+    from inglenook.models.gguf import GGUFError
+
+    try:
+        header = fit.remote_header(repo, header_file(listing), listing.commit or "main")
+    except (hub.HubError, GGUFError, OSError):
+        return None
+    return compat.check(header)
 
 
 class _ProgressLine:

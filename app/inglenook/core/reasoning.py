@@ -165,3 +165,40 @@ def split_reasoning(text: str, fmt: ReasoningFormat | None = None) -> tuple[str,
     if splitter.in_reasoning and not (fmt and fmt.starts_open):
         return "", text  # an opening tag never closed: not a reasoning block after all
     return reasoning.strip(), answer.strip() if reasoning else answer
+
+
+class ReasoningCount:
+    """Counts a reply's tokens that are reasoning, fed each token's text as it is generated:
+    those of a leading think block (its tags included), opened by the model or by the
+    generation prompt (`starts_open`). gpt-oss's channels are not counted here (0)."""
+
+    def __init__(self, fmt: ReasoningFormat | None, thinking: bool | None = None) -> None:
+        self._fmt = fmt if fmt is not None and fmt.kind != "channels" else None
+        self.count = 0
+        self._inside = self._fmt is not None and fmt is not None and fmt.starts_open \
+            and thinking is not False
+        self._done = self._fmt is None
+        self._seen = ""
+        self._pending = 0  # tokens that may be the opening tag's start
+
+    def feed(self, piece: str) -> None:
+        fmt = self._fmt
+        if self._done or fmt is None:
+            return
+        self._seen += piece
+        if self._inside:
+            self.count += 1
+            if fmt.close in self._seen:
+                self._done = True
+            self._seen = self._seen[-len(fmt.close):]
+            return
+        head = self._seen.lstrip()
+        if head.startswith(fmt.open):
+            self._inside, self.count = True, self._pending + 1
+            self._seen = head[len(fmt.open):]
+            if fmt.close in self._seen:
+                self._done = True
+        elif fmt.open.startswith(head):
+            self._pending += 1
+        else:
+            self._done = True

@@ -36,6 +36,9 @@ class Stats:
     # A reply in a format: tokens for which the likeliest candidates held too few the grammar
     # allows, so that it was applied to the whole vocabulary (the slow case).
     grammar_full_masks: int = 0
+    # Of generated_tokens, those the model thought in (its reasoning block, tags included):
+    # OpenAI's reasoning_tokens.
+    reasoning_tokens: int = 0
 
     @property
     def acceptance_rate(self) -> float:
@@ -49,6 +52,7 @@ class Finish:
     # For "error": the conversation does not fit the context (its overflow policy is "stop",
     # or even its newest message is too long), so the window can offer what to do.
     context_full: bool = False
+    stop: str = ""  # for "stop": the stop string that ended the reply ("": the model ended it)
 
 
 MAX_TOP_LOGPROBS = 20  # alternatives a token's log-probability may come with, as OpenAI

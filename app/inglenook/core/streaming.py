@@ -36,6 +36,7 @@ class StopMatcher:
         self._longest_prefix = max((len(p) for p in self._prefixes), default=0)
         self._held = ""
         self._stopped = False
+        self.matched = ""  # the stop string reached (the first in the text)
 
     def feed(self, text: str) -> tuple[str, bool]:
         """Returns (text safe to show now, whether a stop string was reached)."""
@@ -46,8 +47,9 @@ class StopMatcher:
         buffer = self._held + text
         # Only the held suffix and the new text can contain a stop: anything already shown
         # was checked, and any stop starting in it would have been held back.
-        cut = min((i for i in (buffer.find(s) for s in self._stops) if i >= 0), default=-1)
-        if cut >= 0:
+        found = [(i, s) for s in self._stops if (i := buffer.find(s)) >= 0]
+        if found:
+            cut, self.matched = min(found, key=lambda f: f[0])
             self._held = ""
             self._stopped = True
             return buffer[:cut], True

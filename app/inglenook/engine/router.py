@@ -274,7 +274,7 @@ class EngineRouter:
                     self._reaper.start()
         with hosted.lock:
             if hosted.client.model is None or not hosted.client.alive:
-                params = self.api_params(group)
+                params = own_context(self.api_params(group))
                 hosted.estimate = self._make_room(group, params)
                 try:
                     hosted.client.load(params)
@@ -462,6 +462,24 @@ def _installed() -> list[tuple[str, str]]:
     from inglenook.models.library import installed_models
 
     return [(m.name, m.path) for m in installed_models()]
+
+
+def own_context(params: LoadParams) -> LoadParams:
+    """An embedding model (its header names a pooling) loads at its own trained context when
+    the options ask for more, as the window loads one: a server started with `--ctx 8192` must
+    not have its 512-token embedder refused as beyond its training. Chat models keep the
+    options' context (a longer one is refused, unless allowed, as the window refuses it)."""
+    from inglenook.models.gguf import GGUFError, read_header
+
+    try:
+        header = read_header(params.model_path)
+    except (GGUFError, OSError):
+        return params  # the load says why
+    trained = header.context_length
+    if (f"{header.architecture}.pooling_type" not in header.metadata or trained <= 0
+            or params.allow_beyond_trained or params.n_ctx <= trained):
+        return params
+    return params.replace(n_ctx=trained)
 
 
 def _estimate(params: LoadParams) -> int:

@@ -225,6 +225,7 @@ class MessageFormat(Format):
         self._block = -1
         self._kind = ""
         self._stop_reason = "end_turn"
+        self._stop_sequence: str | None = None
 
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
         c = choices[0]
@@ -236,15 +237,24 @@ class MessageFormat(Format):
             content.append({"type": "text", "text": c.text.strip() if c.calls else c.text})
         content += [{"type": "tool_use", "id": f"toolu_{call.id}", "name": call.name,
                      "input": dict(call.arguments)} for call in c.calls]
-        return {**self._message(content, self._stop(c)), "usage": usage(stats)}
+        return {**self._message(content, self._stop(c)), "stop_sequence": self._sequence(c),
+                "usage": usage(stats)}
 
     def _message(self, content: list[dict[str, Any]], stop: str | None) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model,
                 "content": content, "stop_reason": stop, "stop_sequence": None}
 
     @staticmethod
+    def _sequence(c: Choice) -> str | None:
+        return c.stop if c.stop and c.finish == "stop" else None
+
+    @staticmethod
     def _stop(c: Choice) -> str:
-        return "tool_use" if c.calls else STOP_REASONS[c.finish]
+        """The limit said before the calls (one may have been cut after them), and which of
+        `stop_sequences` ended the text."""
+        if c.stop and c.finish == "stop":
+            return "stop_sequence"
+        return "tool_use" if c.calls and c.finish != "length" else STOP_REASONS[c.finish]
 
     def begin(self) -> list[bytes]:
         return [_event("message_start", {"type": "message_start", "message": {
@@ -289,12 +299,14 @@ class MessageFormat(Format):
 
     def end(self, index: int, choice: Choice) -> list[bytes]:
         self._stop_reason = self._stop(choice)
+        self._stop_sequence = self._sequence(choice)
         opened = [] if self._block >= 0 else self._open("text", {"type": "text", "text": ""})
         return [*opened, *self._close_block()]
 
     def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
         return [_event("message_delta", {"type": "message_delta", "delta": {
-            "stop_reason": self._stop_reason, "stop_sequence": None}, "usage": usage(stats)}),
+            "stop_reason": self._stop_reason, "stop_sequence": self._stop_sequence},
+            "usage": usage(stats)}),
             _event("message_stop", {"type": "message_stop"})]
 
     def error_event(self, error: ApiError) -> bytes:

@@ -16,6 +16,31 @@ DIALECT_NAMES = {OPENAI: "OpenAI chat completions (/v1/chat/completions)",
                  OLLAMA: "Ollama's API (/api/chat)"}
 SERVED = (OPENAI, ANTHROPIC, RESPONSES)  # and OLLAMA where it is turned on
 NO_TOKEN = "none"  # what a client sends as its key when the server asks for no token
+OLLAMA_APPS = "Ollama clients (the ollama library, Goose, n8n, Raycast, Copilot Chat…)"
+# What works with each app, as the tests measure it (through its official SDK, or its exact
+# request shapes): README's table of clients × features says the same, and a test holds them
+# together (tests/unit/server/test_connect.py).
+WORKS = {
+    "OpenAI client (Python)": "chat and completions, streamed or whole; tools (a forced call "
+    "too; cut by `max_tokens`: `length`); `response_format`, `responses.parse()`; reasoning "
+    "and `reasoning_tokens`; images; seeded `n`; Responses kept, with retrieve, delete and "
+    "`input_items`; embeddings",
+    "Anthropic client (Python)": "messages, streamed or whole; tools; `output_config`, "
+    "`messages.parse()`; thinking (refused where the model cannot); `stop_sequences` with "
+    "`stop_sequence`; a prefilled reply continued; `count_tokens`",
+    OLLAMA_APPS: "`/api/chat`, `/api/generate` (`raw` too), `/api/embed`, `show` for every "
+    "model, tags, the root check, the load, unload and preload idioms, `num_ctx`; `pull` is "
+    "not done here (501)",
+    "Claude Code": "its requests: streaming, tools, thinking, `max_tokens: 32000` a cap, not "
+    "a reservation (a model that calls tools and a long context make it useful)",
+    "Codex": "Responses: streamed events in order, `previous_response_id` (kept in the "
+    "profile, per token), function tools, `text.format`",
+    "Continue": "OpenAI chat; or its Ollama provider: chat with `num_ctx`, autocomplete with "
+    "`raw` and `suffix`",
+    "Open WebUI": "OpenAI chat and models; or Ollama's API, with its `:latest` names",
+    "Zed": "OpenAI-compatible chat; or its Ollama provider: `num_ctx`, `show` for every "
+    "model, `keep_alive`",
+}
 
 
 @dataclass(frozen=True)
@@ -26,6 +51,12 @@ class Guide:
     text: str
     note: str = ""
     served: bool = True  # whether this server speaks its dialect
+
+    @property
+    def works(self) -> str:
+        """What works with this app, as the tests measure it ("" : not measured)."""
+        found = WORKS.get(self.app, "").replace("`", "")  # plain text in the window
+        return f"Works here: {found}." if found else ""
 
     @property
     def unserved(self) -> str:
@@ -58,6 +89,13 @@ def guides(url: str, model: str, token: str, context: int = 8192,
             "reply = client.chat.completions.create(\n"
             f"    model={model!r}, messages=[{{\"role\": \"user\", \"content\": \"Hello\"}}])\n"
             "print(reply.choices[0].message.content)\n")),
+        Guide("Anthropic client (Python)", ANTHROPIC, "a Python script", (
+            "from anthropic import Anthropic\n\n"
+            f"client = Anthropic(base_url={url!r}, api_key={key!r})\n"
+            "reply = client.messages.create(\n"
+            f"    model={model!r}, max_tokens=1024,\n"
+            "    messages=[{\"role\": \"user\", \"content\": \"Hello\"}])\n"
+            "print(reply.content[0].text)\n")),
         Guide("curl", OPENAI, "a terminal", (
             f"curl {v1}/chat/completions \\\n"
             + (f"  -H {shlex.quote('Authorization: Bearer ' + token)} \\\n" if token else "")
@@ -100,7 +138,7 @@ def guides(url: str, model: str, token: str, context: int = 8192,
     ]
     if ollama_url:
         dialects = {*dialects, OLLAMA}
-        found.append(Guide("Ollama clients (Goose, n8n, Raycast, Copilot Chat…)", OLLAMA,
+        found.append(Guide(OLLAMA_APPS, OLLAMA,
                            "the app's Ollama setting", f"Ollama URL: {ollama_url}\n"
                            f"Model: {model}\n"))
     return [g if g.dialect in dialects else replace(g, served=False) for g in found]

@@ -65,6 +65,7 @@ class Ask:
     logprobs: int = -1
     forced_call: ForcedCall | None = None
     raw: RawPrompt | None = None
+    prefill: str = ""  # GenerationRequest.prefill: the reply goes on from this text
 
 
 class Reply:
@@ -184,7 +185,8 @@ class EngineLink:
                                         principal=ask.principal,
                                         reply_format=ask.reply_format,
                                         logit_bias=ask.logit_bias, logprobs=ask.logprobs,
-                                        forced_call=ask.forced_call, raw=ask.raw)
+                                        forced_call=ask.forced_call, raw=ask.raw,
+                                        prefill=ask.prefill)
             job = Job(functools.partial(self._run, request, reply, choice, ask),
                       owner=ask.owner, request_id=rid, group=ask.group,
                       dropped=functools.partial(self._end, reply, choice,

@@ -1,16 +1,21 @@
 """OpenAI's Responses API (what Codex speaks): POST /v1/responses with `input` items
 (messages, function calls and their outputs, reasoning), `instructions`, function `tools`,
-streamed as Responses events or whole. A response is kept in memory unless `store: false`
+streamed as Responses events or whole. A response is kept in the profile unless `store: false`
 (response_store.py), so the next request may name it as `previous_response_id` and send only
-what is new; `background` and every field this server cannot honour are refused by name.
+what is new, and GET/DELETE /v1/responses/{id} and its input_items serve it; `background` and
+every field this server cannot honour are refused by name. The response echoes the `tools`,
+`tool_choice` and `previous_response_id` it was asked with, and a stream's events are numbered
+from 0 in the order they are sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable
 from typing import Any, cast
 
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from inglenook.core.messages import JSON_OBJECT, ForcedCall, ImageRef, Message, Role, ToolCallTurn
@@ -20,7 +25,8 @@ from inglenook.server.fields import boolean, listed, number, obj, only_known, te
 from inglenook.server.images import DETAILS, url_image
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving, principal_of
-from inglenook.server.response_store import ResponseStore
+from inglenook.server.response_store import MAX_RESPONSES as MAX_KEPT
+from inglenook.server.response_store import Items, ResponseStore
 from inglenook.server.responses import Format, arguments_text, sse
 from inglenook.server.schemas import EFFORTS, ApiCall, sampling, schema_text
 from inglenook.server.tool_specs import checked_arguments, function_spec, name_of_call
@@ -34,10 +40,10 @@ FIELDS = {"model", "input", "instructions", "tools", "tool_choice", "max_output_
 _TEXT_PARTS = ("input_text", "output_text", "text")
 
 
-def parse_responses(data: Any, earlier: Callable[[str], tuple[Message, ...] | None] = (
+def parse_responses(data: Any, earlier: Callable[[str], Items | None] = (
         lambda _id: None)) -> ApiCall:
-    """The request as a call; `earlier(id)` is a kept response's conversation (its turns
-    come after the instructions, before this request's input)."""
+    """The request as a call; `earlier(id)` is a kept response's conversation as input items
+    (its turns come after the instructions, before this request's input)."""
     body = obj(data)
     only_known(body, FIELDS)
     boolean(body, "store", default=True)
@@ -100,17 +106,32 @@ def text_format(raw: Any) -> str:
                    "\"json_schema\".", param="text.format.type")
 
 
-def _earlier(previous: Any, earlier: Callable[[str], tuple[Message, ...] | None]
-            ) -> tuple[Message, ...]:
+def _earlier(previous: Any, earlier: Callable[[str], Items | None]) -> list[Message]:
     if previous is None:
-        return ()
+        return []
     found = earlier(previous) if isinstance(previous, str) else None
     if found is None:
         raise ApiError(400, f"Previous response with id '{str(previous)[:80]}' not found: "
-                       "responses are kept in memory while the server runs, for the token "
-                       "that made them, unless sent with store: false.",
+                       "responses are kept for the token that made them (the most recent "
+                       f"{MAX_KEPT} of each), unless sent with store: false or deleted.",
                        param="previous_response_id", code="previous_response_not_found")
-    return found
+    return _items(found)
+
+
+def input_items(raw: Any) -> Items:
+    """The request's `input` as items, each with an id (as `input_items.list` gives them)."""
+    if isinstance(raw, str):
+        raw = [{"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": raw}]}]
+    out = []
+    for item in raw if isinstance(raw, list) else []:
+        entry = dict(item)
+        entry.setdefault("type", "message")
+        if entry["type"] == "message":
+            entry.setdefault("id", _id("msg"))
+            entry.setdefault("status", "completed")
+        out.append(entry)
+    return out
 
 
 def _tools(raw: Any, choice: Any, parallel: bool
@@ -235,13 +256,17 @@ class ResponseFormat(Format):
     (reasoning, the message, each function call), opened as it begins."""
 
     def __init__(self, model: str,
-                 keep: Callable[[str, tuple[Message, ...]], None] | None = None) -> None:
+                 keep: Callable[[str, Items, dict[str, Any]], None] | None = None,
+                 asked: dict[str, Any] | None = None) -> None:
+        """`keep(id, output items, response)`: called once the response is done; `asked`:
+        what the response echoes of its request (tools, tool_choice, …)."""
         super().__init__(model)
         self.id = _id("resp")
-        self._keep = keep  # given this response's id and output as turns, once it is done
+        self._keep = keep
+        self._asked = asked or {}
         self._items: list[dict[str, Any]] = []
         self._open: dict[str, Any] | None = None
-        self._seq = 0
+        self._seq = 2  # begin()'s two events, sent first once the first text is known, are 0, 1
         self._incomplete = False
 
     def _response(self, status: str, stats: list[Stats]) -> dict[str, Any]:
@@ -252,12 +277,14 @@ class ResponseFormat(Format):
                 "output": [] if status == "in_progress" else self._items,
                 "error": None, "incomplete_details": {"reason": "max_output_tokens"}
                 if self._incomplete else None, "parallel_tool_calls": True,
-                "tool_choice": "auto", "tools": [],
+                "tool_choice": "auto", "tools": [], "previous_response_id": None,
+                "instructions": None, "max_output_tokens": None, "store": True,
+                **self._asked,
                 "usage": None if s is None else {
                     "input_tokens": s.prompt_tokens,
                     "input_tokens_details": {"cached_tokens": s.cached_tokens},
                     "output_tokens": s.generated_tokens,
-                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": s.reasoning_tokens},
                     "total_tokens": s.prompt_tokens + s.generated_tokens}}
 
     def complete(self, choices: list[Choice], stats: list[Stats]) -> dict[str, Any]:
@@ -268,27 +295,25 @@ class ResponseFormat(Format):
             self._items.append(_message(c.text.strip() if c.calls else c.text, "completed"))
         self._items += [_call(call) for call in c.calls]
         self._incomplete = c.finish == "length"
-        self._kept()
-        return self._response("incomplete" if self._incomplete else "completed", stats)
+        return self._kept(self._response("incomplete" if self._incomplete else "completed",
+                                         stats))
 
-    def _kept(self) -> None:
-        """Hand the output on as turns (the items read back as input items would be)."""
-        if self._keep is None:
-            return
-        try:
-            output = tuple(_items(self._items)) if self._items else ()
-        except ApiError:  # reasoning alone, nothing said: there is no turn to keep
-            output = ()
-        self._keep(self.id, output)
+    def _kept(self, response: dict[str, Any]) -> dict[str, Any]:
+        """Hand the output on (its items read back as input items would be) with the
+        response as sent."""
+        if self._keep is not None:
+            self._keep(self.id, list(self._items), response)
+        return response
 
-    def _event(self, kind: str, **data: Any) -> bytes:
-        self._seq += 1
-        return sse({"type": kind, "sequence_number": self._seq, **data}, kind)
+    def _event(self, kind: str, at: int | None = None, **data: Any) -> bytes:
+        if at is None:
+            at, self._seq = self._seq, self._seq + 1
+        return sse({"type": kind, "sequence_number": at, **data}, kind)
 
     def begin(self) -> list[bytes]:
-        return [self._event("response.created", response=self._response("in_progress", [])),
-                self._event("response.in_progress", response=self._response("in_progress",
-                                                                            []))]
+        return [self._event("response.created", 0, response=self._response("in_progress", [])),
+                self._event("response.in_progress", 1,
+                            response=self._response("in_progress", []))]
 
     def event(self, index: int, event: ReaderEvent) -> list[bytes]:
         if isinstance(event, CallParsed):
@@ -364,11 +389,9 @@ class ResponseFormat(Format):
         return self._close()
 
     def close(self, stats: list[Stats], include_usage: bool) -> list[bytes]:
-        self._kept()
-        if self._incomplete:
-            return [self._event("response.incomplete",
-                                response=self._response("incomplete", stats))]
-        return [self._event("response.completed", response=self._response("completed", stats))]
+        status = "incomplete" if self._incomplete else "completed"
+        return [self._event(f"response.{status}",
+                            response=self._kept(self._response(status, stats)))]
 
     def error_event(self, error: ApiError) -> bytes:
         return self._event("error", code=error.code, message=error.message, param=error.param)
@@ -389,26 +412,85 @@ def _call(call: ToolCall) -> dict[str, Any]:
             "name": call.name, "arguments": arguments_text(call), "status": "completed"}
 
 
-def routes(serving: Serving) -> list[Route]:
-    store = ResponseStore()
+def _asked(data: Any) -> dict[str, Any]:
+    """What a response echoes of its request, as it was sent."""
+    if not isinstance(data, dict):
+        return {}
+    return {k: data[k] for k in ("tools", "tool_choice", "previous_response_id", "instructions",
+                                 "max_output_tokens", "parallel_tool_calls", "store",
+                                 "temperature", "top_p", "metadata", "user")
+            if data.get(k) is not None}
+
+
+def routes(serving: Serving, store: ResponseStore | None = None) -> list[Route]:
+    """`store`: the profile's unless given."""
+    kept = store if store is not None else ResponseStore()
 
     async def responses(request: Any) -> Any:
         principal = [principal_of(request, serving.config)]
-        turns: list[tuple[Message, ...]] = []  # this request's, without its instructions
+        turns: list[Items] = []  # this request's input items, those it continues first
+        asked: dict[str, Any] = {}
 
         def parse(data: Any) -> ApiCall:
             user = data.get("user") if isinstance(data, dict) else None
             if isinstance(user, str) and user:  # a principal of its own with isolate_clients
                 principal[0] = principal_of(request, serving.config, user)
-            call = parse_responses(data, lambda rid: store.get(principal[0], rid))
+            call = parse_responses(data, lambda rid: kept.get(principal[0], rid))
+            asked.update(_asked(data))
             if data.get("store") is not False:
-                turns.append(call.messages[1:] if data.get("instructions") else call.messages)
+                previous = data.get("previous_response_id")
+                before = kept.get(principal[0], previous) if previous else None
+                turns.append([*(before or []), *input_items(data.get("input"))])
             return call
 
-        def keep(rid: str, output: tuple[Message, ...]) -> None:
+        def keep(rid: str, output: Items, response: dict[str, Any]) -> None:
             if turns:
-                store.put(principal[0], rid, (*turns[0], *output))
+                kept.put(principal[0], rid, [*turns[0], *output], len(turns[0]), response)
 
-        return await serving.reply(request, parse, lambda model: ResponseFormat(model, keep))
+        return await serving.reply(request, parse,
+                                   lambda model: ResponseFormat(model, keep, asked))
 
-    return [Route("/v1/responses", responses, methods=["POST"])]
+    def _found(request: Any) -> tuple[str, str]:
+        principal = principal_of(request, serving.config)
+        rid = request.path_params["rid"]
+        return principal, rid
+
+    def _missing(rid: str) -> ApiError:
+        return ApiError(404, f"No response with id '{rid[:80]}' is kept for this token.",
+                        param="response_id", code="response_not_found")
+
+    async def one(request: Any) -> Any:
+        principal, rid = _found(request)
+        if request.method == "DELETE":
+            if not await asyncio.to_thread(kept.delete, principal, rid):
+                raise _missing(rid)
+            return JSONResponse({"id": rid, "object": "response.deleted", "deleted": True})
+        body = await asyncio.to_thread(kept.response, principal, rid)
+        if body is None:
+            raise _missing(rid)
+        return JSONResponse(body)
+
+    async def items(request: Any) -> Any:
+        principal, rid = _found(request)
+        found = await asyncio.to_thread(kept.inputs, principal, rid)
+        if found is None:
+            raise _missing(rid)
+        listed_items = [item if "id" in item else {**item, "id": f"item_{n}"}
+                        for n, item in enumerate(found)]
+        if request.query_params.get("order", "desc") != "asc":
+            listed_items.reverse()
+        after = request.query_params.get("after")
+        if after:
+            ids = [item["id"] for item in listed_items]
+            listed_items = listed_items[ids.index(after) + 1:] if after in ids else []
+        limit = request.query_params.get("limit", "20")
+        count = min(max(int(limit), 1), 100) if limit.isdigit() else 20
+        page = listed_items[:count]
+        return JSONResponse({"object": "list", "data": page,
+                             "first_id": page[0]["id"] if page else None,
+                             "last_id": page[-1]["id"] if page else None,
+                             "has_more": len(listed_items) > count})
+
+    return [Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/responses/{rid}", one, methods=["GET", "DELETE"]),
+            Route("/v1/responses/{rid}/input_items", items, methods=["GET"])]

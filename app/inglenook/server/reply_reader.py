@@ -2,7 +2,9 @@
 
 The same splitter and tool-call parsers the window reads replies with (tools/stream.py), from
 the model's chat template traits. Calls are looked for only when the request offered tools; a
-call the parser cannot read comes back as text, as the model wrote it, so nothing is lost.
+call the parser cannot read comes back as text, as the model wrote it, so nothing is lost,
+except a call the token limit cut: that is the template's markup half written, never an
+answer, and the reply says "length" (a forced call with a small max_tokens).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Choice:
     reasoning: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     finish: str = ""  # the engine's reason: "stop" or "length"
+    stop: str = ""  # the client's stop string that ended it, if one did
     logprobs: list[TokenLogprob] | None = None  # None: not asked for
 
 
@@ -43,8 +46,12 @@ class ChoiceReader:
     def feed(self, text: str) -> list[ReaderEvent]:
         return self._take(self._stream.feed(text))
 
-    def flush(self) -> list[ReaderEvent]:
-        return self._take(self._stream.flush())
+    def flush(self, finish: str = "") -> list[ReaderEvent]:
+        """The end of the choice; `finish` "length": a call left open was cut, not said."""
+        events = self._stream.flush()
+        if finish == "length":
+            events = [e for e in events if not isinstance(e, CallMalformed)]
+        return self._take(events)
 
     def _take(self, events: list[ReplyEvent]) -> list[ReaderEvent]:
         out: list[ReaderEvent] = []

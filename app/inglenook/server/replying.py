@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from inglenook.core.messages import Message
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import Ask, EngineLink
 from inglenook.server.errors import ApiError
@@ -116,16 +117,18 @@ class Serving:
         owner = owner_of(request, call.user, principal)
         group = link.resolve(call.model)
         self._check_effort(call, group)
+        self._check_tools(call, group)
         self._check_vision(call, group)
         model = Path(group).stem if group else link.model_name or ""
-        reply = link.start(Ask(call.messages, call.sampling, owner, principal,
+        messages, prefill = continued(call)
+        reply = link.start(Ask(messages, call.sampling, owner, principal,
                                conversation=f"user:{call.user}" if call.user else "",
                                group=group, n=call.n, keep_alive=call.keep_alive,
                                tools=call.tools, enable_thinking=call.enable_thinking,
                                reasoning_effort=call.reasoning_effort,
                                reply_format=call.reply_format, logit_bias=call.logit_bias,
                                logprobs=call.logprobs, forced_call=call.forced_call,
-                               raw=call.raw))
+                               raw=call.raw, prefill=prefill))
         shape = fmt(model)
         shape.echo = call.raw.prefix if call.echo and call.raw is not None else ""
         return ReplyResponse(link, reply, call, shape, self.board, group)
@@ -137,6 +140,17 @@ class Serving:
         if info is not None and not info.vision and any(m.images for m in call.messages):
             raise ApiError(400, "This model cannot see images: it was loaded without a vision "
                            "projector (mmproj).", param="messages", code="model_cannot_see")
+
+    def _check_tools(self, call: ApiCall, group: str) -> None:
+        """Tools for a model whose chat template has no tool calls this server can read are
+        a 400, never a prompt sent without them as if they had been offered (a model loaded
+        for this request: trusted)."""
+        info = self.link.model_info(group)
+        if info is not None and call.tools and not info.tool_format:
+            raise ApiError(400, f"This model ({info.name}) cannot call tools: its chat template "
+                           "has no tool-call format this server reads. Leave 'tools' out, or "
+                           "load a model made for tool use.", param="tools",
+                           code="model_cannot_call_tools")
 
     def _check_effort(self, call: ApiCall, group: str) -> None:
         """A reasoning switch the model's template does not read is refused, not ignored
@@ -153,6 +167,19 @@ class Serving:
         raise ApiError(400, "This model " + ("does not think before it answers" if wanted else
                                              "always thinks: its chat template has no switch")
                        + f"; leave '{call.thinking_field}' out.", param=call.thinking_field)
+
+
+def continued(call: ApiCall) -> tuple[tuple[Message, ...], str]:
+    """A conversation that ends with the assistant's words (Anthropic's prefill, which Claude
+    clients steer a reply with; a trailing assistant message on the chat route): the model
+    goes on from them rather than starting a new turn, and the reply holds only what follows.
+    Not a turn of calls, nor where a call is forced (its grammar starts the turn)."""
+    messages = call.messages
+    last = messages[-1] if messages else None
+    if (last is None or last.role != "assistant" or last.tool_calls or call.raw is not None
+            or not last.content or call.forced_call is not None or len(messages) < 2):
+        return messages, ""
+    return messages[:-1], last.content
 
 
 async def read_body(request: Request, limit: int) -> bytes:

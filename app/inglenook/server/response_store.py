@@ -1,80 +1,128 @@
-"""The Responses API's `previous_response_id`: each stored response's conversation (its input
-turns and its output), kept in memory for the server's lifetime, per principal.
+"""The Responses API's stored responses: each one's conversation as input items (the turns
+before it, its input, its output), the response as it was sent, per principal, kept in the
+profile (one SQLite file, paths.api_responses_file) so a restart forgets nothing.
 
-Kept only in memory: a response holds what a tool sent and what the model answered, and the
-window never writes API traffic to disk. A server restart forgets them (a client then gets a
-400 naming `previous_response_id` and sends the whole input, as with `store: false`). Each
-principal (a token, or the clients without one; see replying.principal_of) has its own shelf,
-bounded by count and by characters, its least recently used going first: one client's
+A stored response serves `previous_response_id` (its conversation comes back before the next
+input) and the SDK's `responses.retrieve`, `responses.delete` and `responses.input_items.list`.
+Each principal (a token, or the clients without one; see replying.principal_of) has its own
+shelf, bounded by count and by characters, its least recently used going first: one client's
 responses never push out another's, and one principal never sees another's. The principals
-themselves are bounded (MAX_PRINCIPALS, the least recently used shelf going whole), as
-`--isolate-clients` makes one per client. The interface is the principal's: put and get name
-it first, so a store kept elsewhere (the profile) can take this one's place.
+themselves are bounded (MAX_PRINCIPALS, the shelf used least recently going whole), as
+`--isolate-clients` makes one per client. Nothing here is readable by anyone but the user: the
+file is made private like every file of the profile.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from inglenook.core.messages import Message
+from inglenook import paths
 
 MAX_RESPONSES = 512  # per principal
 MAX_CHARS = 16_000_000  # per principal: ~32 MB of text
 MAX_PRINCIPALS = 16  # shelves kept; a token's is used often, so it stays
 
+Items = list[dict[str, Any]]
 
-@dataclass
-class _Shelf:
-    kept: OrderedDict[str, tuple[Message, ...]] = field(default_factory=OrderedDict)
-    chars: int = 0
-
-
-def _chars(messages: tuple[Message, ...]) -> int:
-    return sum(len(m.content) + len(m.reasoning) for m in messages)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    principal TEXT NOT NULL,
+    id TEXT NOT NULL,
+    used INTEGER NOT NULL,      -- when last read or written: a counter, larger is later
+    chars INTEGER NOT NULL,
+    items TEXT NOT NULL,        -- the conversation's input items, output last
+    inputs INTEGER NOT NULL,    -- how many of them were input (the rest is the output)
+    body TEXT NOT NULL,         -- the response object as it was sent
+    PRIMARY KEY (principal, id)
+);
+"""
 
 
 class ResponseStore:
-    def __init__(self, max_responses: int | None = None, max_chars: int | None = None,
-                 max_principals: int | None = None) -> None:
+    def __init__(self, path: Path | None = None, max_responses: int | None = None,
+                 max_chars: int | None = None, max_principals: int | None = None) -> None:
+        """`path`: the profile's file unless given; ":memory:" keeps nothing past the run."""
         self._max_responses = max_responses or MAX_RESPONSES
         self._max_chars = max_chars or MAX_CHARS
         self._max_principals = max_principals or MAX_PRINCIPALS
-        self._shelves: OrderedDict[str, _Shelf] = OrderedDict()
+        where = str(path) if path is not None else str(paths.api_responses_file())
+        self._db = sqlite3.connect(where, check_same_thread=False, isolation_level=None)
+        if where != ":memory:":
+            paths.private(Path(where), 0o600)
+        self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        found = self._db.execute("SELECT MAX(used) FROM responses").fetchone()[0]
+        self._clock = int(found or 0)
 
-    def put(self, principal: str, response_id: str, messages: tuple[Message, ...]) -> None:
-        """Keep a response's conversation (without the request's instructions: they are
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
+    def put(self, principal: str, response_id: str, items: Items, inputs: int,
+            body: dict[str, Any]) -> None:
+        """Keep a response (its conversation without the request's instructions: they are
         never carried over) for this principal only."""
-        with self._lock:
-            shelf = self._shelves.get(principal)
-            if shelf is None:
-                shelf = self._shelves[principal] = _Shelf()
-                while len(self._shelves) > self._max_principals:
-                    self._shelves.popitem(last=False)
-            self._shelves.move_to_end(principal)
-            old = shelf.kept.pop(response_id, None)
-            shelf.chars -= _chars(old) if old is not None else 0
-            shelf.kept[response_id] = messages
-            shelf.chars += _chars(messages)
-            while shelf.kept and (len(shelf.kept) > self._max_responses
-                                  or shelf.chars > self._max_chars):
-                _, gone = shelf.kept.popitem(last=False)
-                shelf.chars -= _chars(gone)
+        text = json.dumps(items, ensure_ascii=False)
+        sent = json.dumps(body, ensure_ascii=False)
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (principal, response_id, self._tick(), len(text) + len(sent),
+                              text, inputs, sent))
+            self._bound(principal)
 
-    def get(self, principal: str, response_id: str) -> tuple[Message, ...] | None:
-        """The conversation up to and with this response; None when it is not kept (never
-        stored, forgotten, or another principal's)."""
-        with self._lock:
-            shelf = self._shelves.get(principal)
-            messages = shelf.kept.get(response_id) if shelf is not None else None
-            if shelf is None or messages is None:
-                return None
-            self._shelves.move_to_end(principal)
-            shelf.kept.move_to_end(response_id)
-            return messages
+    def _bound(self, principal: str) -> None:
+        db = self._db
+        while True:
+            count, chars = db.execute("SELECT COUNT(*), COALESCE(SUM(chars), 0) FROM responses "
+                                      "WHERE principal = ?", (principal,)).fetchone()
+            if count <= 1 or (count <= self._max_responses and chars <= self._max_chars):
+                break
+            db.execute("DELETE FROM responses WHERE principal = ? AND id = (SELECT id FROM "
+                       "responses WHERE principal = ? ORDER BY used LIMIT 1)",
+                       (principal, principal))
+        shelves = db.execute("SELECT principal FROM responses GROUP BY principal "
+                             "ORDER BY MAX(used) DESC").fetchall()
+        for (gone,) in shelves[self._max_principals:]:
+            db.execute("DELETE FROM responses WHERE principal = ?", (gone,))
+
+    def _row(self, principal: str, response_id: str) -> tuple[str, int, str] | None:
+        with self._lock, self._db:
+            row = self._db.execute("SELECT items, inputs, body FROM responses WHERE "
+                                   "principal = ? AND id = ?", (principal, response_id)
+                                   ).fetchone()
+            if row is not None:
+                self._db.execute("UPDATE responses SET used = ? WHERE principal = ? AND id = ?",
+                                 (self._tick(), principal, response_id))
+            return row
+
+    def get(self, principal: str, response_id: str) -> Items | None:
+        """The conversation up to and with this response, as input items; None when it is
+        not kept (never stored, forgotten, deleted, or another principal's)."""
+        row = self._row(principal, response_id)
+        return json.loads(row[0]) if row is not None else None
+
+    def response(self, principal: str, response_id: str) -> dict[str, Any] | None:
+        row = self._row(principal, response_id)
+        return json.loads(row[2]) if row is not None else None
+
+    def inputs(self, principal: str, response_id: str) -> Items | None:
+        """The input items that made the response (those of the responses before it first)."""
+        row = self._row(principal, response_id)
+        return json.loads(row[0])[:row[1]] if row is not None else None
+
+    def delete(self, principal: str, response_id: str) -> bool:
+        with self._lock, self._db:
+            return self._db.execute("DELETE FROM responses WHERE principal = ? AND id = ?",
+                                    (principal, response_id)).rowcount > 0
 
     def __len__(self) -> int:
         with self._lock:
-            return sum(len(shelf.kept) for shelf in self._shelves.values())
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])

@@ -32,6 +32,8 @@ def usage(stats: Stats | list[Stats] | None) -> dict[str, Any]:
     completion = sum(s.generated_tokens for s in every)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            "completion_tokens_details": {
+                "reasoning_tokens": sum(s.reasoning_tokens for s in every)},
             # OpenAI's name for prompt tokens reused from the cache (the KV cache here): only
             # ever the caller's own, see engine/kv_reuse.py.
             "prompt_tokens_details": {"cached_tokens": every[0].cached_tokens if every else 0}}
@@ -143,7 +145,8 @@ class ChatFormat(Format):
 
     @staticmethod
     def _finish(c: Choice) -> str:
-        return "tool_calls" if c.calls else FINISH_REASONS[c.finish]
+        """The limit said before the calls: a call may have been cut after them."""
+        return "tool_calls" if c.calls and c.finish != "length" else FINISH_REASONS[c.finish]
 
     def event(self, index: int, event: ReaderEvent) -> list[bytes]:
         if isinstance(event, TextDelta):

@@ -50,6 +50,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
               on_startup: Callable[[], None] = lambda: None) -> Starlette:
     created = int(time.time())
     serving = Serving(link, config, board)
+    kept = openai_responses.ResponseStore()  # the profile's stored Responses
 
     async def list_models(_request: Request) -> JSONResponse:
         return JSONResponse(models_list(link.model_names(), created))
@@ -71,7 +72,10 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         on_startup()
-        yield
+        try:
+            yield
+        finally:
+            kept.close()
 
     return Starlette(
         routes=[Route("/v1/models", list_models, methods=["GET"]),
@@ -79,7 +83,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/completions", completions, methods=["POST"]),
                 Route("/v1/embeddings", embeddings.openai_route(serving), methods=["POST"]),
-                *openai_responses.routes(serving),
+                *openai_responses.routes(serving, kept),
                 *audio.routes(serving),
                 *anthropic.routes(serving),
                 *(ollama.routes(serving) if config.ollama else [])],

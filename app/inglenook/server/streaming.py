@@ -20,7 +20,7 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.engine import protocol as p
 from inglenook.server.engine_link import ENGINE_LOST, NOT_LOADED, EngineLink, Reply
 from inglenook.server.errors import ApiError
-from inglenook.server.reply_reader import ChoiceReader
+from inglenook.server.reply_reader import Choice, ChoiceReader
 from inglenook.server.request_log import note_usage
 from inglenook.server.responses import FINISH_REASONS, Format
 from inglenook.server.schemas import ApiCall
@@ -128,8 +128,8 @@ class ReplyResponse:
             elif isinstance(event, p.ReplyStats):
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):
-                readers[choice].flush()
-                readers[choice].choice.finish = event.finish.reason
+                readers[choice].flush(event.finish.reason)
+                self._finished(readers[choice].choice, event.finish)
                 if event.finish.reason not in FINISH_REASONS and failed is None:
                     failed = event.finish
         self.stats = stats[0]
@@ -178,9 +178,9 @@ class ReplyResponse:
                 stats[choice] = event.stats
             elif isinstance(event, p.Finished):
                 if event.finish.reason in FINISH_REASONS:
-                    for part in reader.flush():
+                    for part in reader.flush(event.finish.reason):
                         await body(self.fmt.event(choice, part))
-                    reader.choice.finish = event.finish.reason
+                    self._finished(reader.choice, event.finish)
                     await body(self.fmt.end(choice, reader.choice))
                 else:
                     failed = event.finish
@@ -197,6 +197,11 @@ class ReplyResponse:
         else:  # the status is sent: an error event, which the dialect's clients raise
             await body([self.fmt.error_event(error)])
             await body([], more=False)
+
+    def _finished(self, choice: Choice, finish: Finish) -> None:
+        choice.finish = finish.reason
+        if finish.stop in self.call.sampling.stop:  # the client's, not one the template adds
+            choice.stop = finish.stop
 
     def _fail(self, finish: Finish) -> ApiError:
         """Counted before the client hears of it, so the status never lags the reply."""

@@ -74,3 +74,23 @@ def test_traits_come_from_the_template_not_the_name() -> None:
     oss = traits_of("<|channel|>analysis {{ reasoning_effort }}")
     assert oss.reasoning == CHANNELS and oss.effort
     assert traits_of("{{ messages }}").reasoning is None
+
+
+def test_reasoning_count_counts_the_leading_block_token_by_token() -> None:
+    from inglenook.core.reasoning import ReasoningCount, ReasoningFormat
+
+    think = ReasoningFormat("think")
+    count = ReasoningCount(think)
+    for piece in ["<", "think", ">", "Hmm", ", yes", "</", "think>", "\n\nYes", "."]:
+        count.feed(piece)
+    assert count.count == 7
+    opened = ReasoningCount(ReasoningFormat("think", starts_open=True))
+    for piece in ["a", "b", "</think>", "answer"]:
+        opened.feed(piece)
+    assert opened.count == 3
+    switched_off = ReasoningCount(ReasoningFormat("think", starts_open=True), thinking=False)
+    none = ReasoningCount(think)
+    for piece in ["Hello", " <think>", "x"]:
+        switched_off.feed(piece)
+        none.feed(piece)
+    assert switched_off.count == none.count == ReasoningCount(None).count == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +66,19 @@ def test_an_app_whose_dialect_is_not_served_says_so() -> None:
     assert served["Aider"] == "" and served["Zed"] == ""
     every = guides(URL, "m", "", dialects=(OPENAI, ANTHROPIC, RESPONSES))
     assert all(g.served for g in every)
+
+
+def test_each_app_says_what_works_there_as_the_readmes_table() -> None:
+    """README's clients × features table and Connect an app say the same, line for line."""
+    from inglenook.server.connect import OLLAMA_APPS, WORKS
+
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[-1].rstrip(" |") for line in readme.splitlines()
+            if line.startswith("| ") and line.count(" | ") == 1}
+    assert set(WORKS.values()) <= rows
+    shown = {g.app: g.works for g in guides(URL, "m", "", ollama_url="http://127.0.0.1:11434")}
+    for app in ("OpenAI client (Python)", "Anthropic client (Python)", OLLAMA_APPS, "Zed",
+                "Continue", "Open WebUI", "Claude Code", "Codex"):
+        assert shown[app] == f"Works here: {WORKS[app].replace('`', '')}."
+    assert shown["curl"] == ""  # not measured: nothing claimed
+    ast.parse(guide("Anthropic client (Python)", ODD, "tok").text)  # a script that runs

@@ -416,21 +416,28 @@ def test_responses_continue_from_a_kept_response(oai: openai.OpenAI) -> None:
         oai.responses.create(model="", input="x", previous_response_id=alone.id)
 
 
-def test_a_kept_response_is_its_principals_only_and_the_store_is_bounded() -> None:
-    from inglenook.core.messages import Message
+def test_a_kept_response_is_its_principals_only_and_the_store_is_bounded(tmp_path: Path
+                                                                        ) -> None:
     from inglenook.server.response_store import ResponseStore
 
-    store = ResponseStore(max_responses=2, max_chars=100, max_principals=2)
-    store.put("api-token:1", "a", (Message("user", "hi"),))
+    def said(text: str) -> list[dict[str, Any]]:
+        return [{"type": "message", "role": "user", "content": text}]
+
+    store = ResponseStore(tmp_path / "r.db", max_responses=2, max_chars=150, max_principals=2)
+    store.put("api-token:1", "a", said("hi"), 1, {})
     assert store.get("api-token:2", "a") is None and store.get("api-token:1", "a")
-    store.put("p", "b", (Message("user", "x" * 60),))
-    store.put("p", "c", (Message("user", "y" * 60),))  # over 100 characters: p's oldest go
+    store.put("p", "b", said("x" * 60), 1, {})
+    store.put("p", "c", said("y" * 60), 1, {})  # over 150 characters: p's oldest go
     assert store.get("p", "b") is None and store.get("p", "c")
-    store.put("p", "d", ())
-    store.put("p", "e", ())  # over 2 responses: p's oldest go, never another's
+    store.put("p", "d", [], 0, {})
+    store.put("p", "e", [], 0, {})  # over 2 responses: p's oldest go, never another's
     assert store.get("p", "c") is None and store.get("api-token:1", "a") and len(store) == 3
-    store.put("q", "f", ())  # a third principal: the shelf used least recently goes
+    store.put("q", "f", [], 0, {})  # a third principal: the shelf used least recently goes
     assert store.get("p", "d") is None and store.get("api-token:1", "a")
+    store.close()
+    again = ResponseStore(tmp_path / "r.db")  # the profile's file: a restart keeps them
+    assert again.get("api-token:1", "a") == said("hi") and again.get("q", "f") == []
+    assert again.delete("q", "f") and again.get("q", "f") is None and not again.delete("q", "f")
 
 
 @pytest.mark.parametrize(("fields", "param"), [

@@ -11,6 +11,11 @@ An image's positions are read as embeddings (engine/host/vision.py), a step of t
 llama.cpp batch holds tokens or embeddings, not both. Its encoding (libmtmd) and its decode
 stop on a stop, as a long prompt does.
 
+A seeded reply reads its prompt's last token in a step of its own: the logits its first token
+is drawn from are then the same whether the prompt was read now or found in the KV cache (which
+leaves that one token to read), so the same seed gives the same reply, and `n` seeded choices
+the same choices, on every repeat.
+
 The sequences share one KV pool. When a step finds it full (llama_decode's status 1, before
 anything is computed), the cells of the slot idle longest are saved to the state cache and
 freed, and the step is tried again; when only replies in progress hold the pool, the one that
@@ -156,6 +161,8 @@ class BatchLoop:
                 outputs = [True] * len(tokens)
             else:
                 end = seq.plain_end(min(len(seq.prompt), seq.read + share))
+                if seq.request.sampling.seed >= 0 and end == len(seq.prompt) > seq.read + 1:
+                    end -= 1  # seeded: the last token read alone, as a cached prompt reads it
                 if seq.read < seq.keep_at < end:
                     end = seq.keep_at  # a long system prompt's state is kept on the way
                 tokens = seq.prompt[seq.read:end]

@@ -32,6 +32,7 @@ from typing import IO, Any
 from inglenook.core.context import ContextOverflow, Fit
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, ImageRef
+from inglenook.core.reasoning import ReasoningCount
 from inglenook.core.replies import Finish
 from inglenook.core.template import TemplateError
 from inglenook.engine import protocol as p
@@ -398,6 +399,9 @@ class EngineHost:
                        loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
         if waiting.images and loaded.vision is not None:
             seq.images = loaded.vision.spans(tokens, waiting.images)
+        if not request.raw and not request.prefill:  # a raw prompt, a continued reply: no
+            seq.thought = ReasoningCount(loaded.info.traits.reasoning,  # leading block
+                                         request.enable_thinking)
         return seq
 
     def inspect(self, request: GenerationRequest) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from inglenook.core.context import Fit
 from inglenook.core.messages import GenerationRequest
+from inglenook.core.reasoning import ReasoningCount
 from inglenook.core.replies import Finish, FinishReason, Stats, TokenLogprob, TokenOdds
 from inglenook.core.streaming import StopMatcher, Utf8Stream
 from inglenook.engine import protocol as p
@@ -60,6 +61,7 @@ class Sequence:
         self.received = received
         self.started = time.perf_counter()  # admitted: reading the prompt from here
         self.prefilled = self.first_at = 0.0
+        self.thought = ReasoningCount(None)  # set by the host from the model's traits
 
     @property
     def reading(self) -> bool:
@@ -107,7 +109,9 @@ class Sequence:
         if odds is not None:
             self._logprobs.append(TokenLogprob(
                 self._odds(token, odds[0]), tuple(self._odds(t, lp) for t, lp in odds[1])))
-        text, stopped = self._stops.feed(self._utf8.feed(self.tokenizer.piece(token)))
+        piece = self.tokenizer.piece(token)
+        self.thought.feed(piece.decode("utf-8", errors="replace"))
+        text, stopped = self._stops.feed(self._utf8.feed(piece))
         if text:
             self._text.append(text)
         if stopped:
@@ -159,7 +163,7 @@ class Sequence:
         # A reply stopped while its prompt was read, or failed, has no figures to give.
         if reason != "error" and not (reason == "cancelled" and self.reading_stopped):
             send(p.ReplyStats(self.rid, self.stats()))
-        send(p.Finished(self.rid, Finish(reason, self.message)))
+        send(p.Finished(self.rid, Finish(reason, self.message, stop=self._stops.matched)))
 
     def stats(self) -> Stats:
         done = time.perf_counter()
@@ -176,4 +180,4 @@ class Sequence:
             seed=self.seed, dropped_start=self.fit.dropped_start, cache_source=reuse.source,
             state_restore_s=reuse.restore_s, shifted_tokens=reuse.shifted,
             drafted_tokens=self.tally.drafted, accepted_tokens=self.tally.accepted,
-            grammar_full_masks=self.sampler.full_masks)
+            grammar_full_masks=self.sampler.full_masks, reasoning_tokens=self.thought.count)

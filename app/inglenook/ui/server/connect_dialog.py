@@ -109,7 +109,8 @@ class ConnectDialog(QDialog):
         guide = self.guides[row] if 0 <= row < len(self.guides) else None
         self.where.setText(f"Where: {guide.where}" if guide else "")
         self.text.setPlainText(guide.text if guide else "")
-        note = " ".join(n for n in (guide.unserved, guide.note) if n) if guide else ""
+        note = " ".join(n for n in (guide.unserved, guide.works, guide.note) if n) \
+            if guide else ""
         self.note.setText(note)
         self.note.setVisible(bool(note))
         self.copy.setEnabled(guide is not None)
