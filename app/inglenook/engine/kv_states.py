@@ -39,12 +39,10 @@ from pathlib import Path
 
 import psutil
 
+from inglenook.core import files
+
 _MAGIC = b"INGLKV02"
 _HEADER = struct.Struct("<8sQQ32s")  # magic, tokens, state bytes, HMAC of key + tokens + state
-_READ_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-_WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 TOKEN_BYTES = array("i").itemsize
 
 
@@ -204,7 +202,7 @@ class StateCache:
         path = folder / f"{name:08x}-{time.monotonic_ns():x}.kv"
         partial = path.with_suffix(".part")
         header = _HEADER.pack(_MAGIC, count(state.tokens), len(data), self._mac(state, data))
-        fd = os.open(partial, _WRITE_FLAGS, 0o600)
+        fd = os.open(partial, files.WRITE_FLAGS, 0o600)
         try:
             try:
                 for part in (header, state.tokens, data):
@@ -231,7 +229,7 @@ class StateCache:
         and these tokens; None otherwise."""
         assert state.path is not None
         try:
-            fd = os.open(state.path, _READ_FLAGS)
+            fd = os.open(state.path, files.READ_FLAGS)
         except OSError:
             return None
         try:

@@ -12,7 +12,6 @@ size only.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import random
 import re
@@ -26,6 +25,7 @@ from typing import BinaryIO
 import httpx2
 
 from inglenook import paths
+from inglenook.core.files import sha256_file
 from inglenook.core.units import amount
 from inglenook.models import hub
 from inglenook.models.filenames import UnsafeFileName, saved_name
@@ -239,7 +239,7 @@ class _Download:
             self._cancelled()
 
     def _already_installed(self) -> Path:
-        if self.final.stat().st_size == self.size and _sha256_of(self.final) == self.sha256:
+        if self.final.stat().st_size == self.size and sha256_file(self.final) == self.sha256:
             discard_partial(self.final)
             return self.final
         raise DownloadError(f"A different file named {self.name} is already in "
@@ -399,14 +399,6 @@ class _Download:
     def _cancelled(self) -> None:
         raise DownloadCancelled(f"Paused {self.name} at {amount(self.done)} of "
                                 f"{amount(self.size)}; the partial download is kept.", self.done)
-
-
-def _sha256_of(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_READ_BLOCK), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
