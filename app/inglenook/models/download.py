@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -37,7 +36,12 @@ from inglenook.models.partials import (
     record_path,
     write_record,
 )
-from inglenook.models.transfer import ProgressCallback, ProgressMeter, Sha256Worker
+from inglenook.models.transfer import (
+    CONTENT_RANGE,
+    ProgressCallback,
+    ProgressMeter,
+    Sha256Worker,
+)
 
 try:
     import fcntl
@@ -48,7 +52,6 @@ DISK_MARGIN = 256 << 20  # left free after the download, so the disk is not fill
 _READ_BLOCK = 1 << 20
 _HASH_BATCH = 1 << 20
 _NET_READ = 256 << 10
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
 
 class DownloadError(Exception):
@@ -368,7 +371,7 @@ class _Download:
             self.validator = etag
             self._write_record()
         if code == 206:
-            m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+            m = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
             if m is None or int(m[1]) != self.done or m[3] not in ("*", str(self.size)):
                 self._restart(f, hasher)
                 raise _Retry("the server sent a different part of the file than asked for")
