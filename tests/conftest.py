@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from inglenook import paths
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The offscreen platform's screen is 800 × 800; the window opens no larger than its
+    screen (1240 × 820 otherwise), so the tests give it a desktop-sized one."""
+    if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+        screens = {"screens": [{"name": "desktop", "x": 0, "y": 0, "width": 1920,
+                                "height": 1200, "logicalDpiX": 96, "logicalDpiY": 96}]}
+        fd, path = tempfile.mkstemp(prefix="inglenook-offscreen-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(screens, f)
+        os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={path}"
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,10 @@ elif sys.argv[1:2] == ["--pdf-text"]:  # the killable PDF reader (core/attachmen
     from inglenook.core.attachments_pdf import main as pdf_main
 
     raise SystemExit(pdf_main(sys.argv[2:]))
+elif sys.argv[1:2] == ["--knowledge-convert"]:  # the killable converter (knowledge/)
+    from inglenook.knowledge.convert_process import main as convert_main
+
+    raise SystemExit(convert_main(sys.argv[2:]))
 else:
     from inglenook.cli import main
 

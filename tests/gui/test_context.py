@@ -97,3 +97,26 @@ def test_a_full_chat_set_to_stop_offers_to_leave_history_out(
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert done.args[1].reason in ("stop", "length")
     assert combo.currentData() == "middle" and window.chats.last_request.overflow == "middle"
+
+
+def test_a_chat_longer_than_the_context_shows_what_is_sent_and_where_it_is_cut(
+        qtbot: QtBot, window: MainWindow) -> None:
+    """A 10,000-message chat is not "over": the meter counts what the next request holds (the
+    recent turns), its tooltip says what is left out, and the chat shows where."""
+    from tests.helpers.long_chat import add_long_chat
+
+    conv = add_long_chat(window.chats.store, 10_000)
+    window.chats.open(conv)
+    n_ctx = window.models.model.n_ctx
+    text = window.context_label.text()
+    used = int(text.split("≈")[1].split(" /")[0].replace(",", ""))
+    assert used <= n_ctx and meter_level(window) != "over", text
+    ahead = window.chats.session.next_prompt(n_ctx)
+    assert ahead is not None and ahead.left_out > 9_000
+    assert f"{ahead.left_out:,} earlier messages are left out" in window.context_label.toolTip()
+    cut = window.chats.session.path.outline.ids[ahead.first_seen]
+    window.chat.scroll_to_message(cut)
+    bubble = window.chat.bubble_of(cut)
+    assert bubble is not None and bubble.notice.isVisible()
+    assert f"{ahead.left_out:,} earlier messages are left out of the model's view" \
+        in bubble.notice.text()

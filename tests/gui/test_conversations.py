@@ -204,6 +204,9 @@ def test_details_show_how_a_reply_was_made(qtbot: QtBot, window: MainWindow) -> 
     assert dialog.values["File"].text().endswith(".gguf")
     assert "generated" in dialog.values["Tokens"].text()
     assert "tok/s" in dialog.values["Speed"].text()
+    n_batch = window.models.model.n_batch
+    assert dialog.values["Threads"].text() == \
+        f"1 for the reply, {window.models.model.n_threads_batch} for the prompt (batch {n_batch})"
     details = json.loads(dialog.as_json())  # the record as stored, for bug reports
     assert details["status"] == "complete" and details["seed"] == 7
     assert details["stats"]["generated_tokens"] > 0

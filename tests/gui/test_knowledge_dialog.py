@@ -252,3 +252,50 @@ def test_deleting_a_collection_and_choosing_its_model_run_off_the_gui_thread(
     with qtbot.waitSignal(d.knowledge.deleted, timeout=TIMEOUT_MS):
         d.delete_selected()
     assert len(threads) == 2 and threading.main_thread().name not in threads
+
+
+def test_enter_in_the_name_makes_one_collection_and_says_so(qtbot: QtBot) -> None:
+    """Enter went to the line edit and to the dialog's default button: the second, with the
+    name cleared, said "A collection needs a name." after the first had made it."""
+    from PySide6.QtCore import Qt
+
+    d = dialog(qtbot)
+    qtbot.waitUntil(lambda: d.knowledge.summaries == [], timeout=TIMEOUT_MS)
+    d.name_edit.setFocus()
+    qtbot.keyClicks(d.name_edit, "Recipes")
+    qtbot.keyClick(d.name_edit, Qt.Key.Key_Return)
+    assert d.message.text() == "Made Recipes: now add the folders and files it holds."
+    assert d.isVisible()
+    qtbot.waitUntil(lambda: d.title.text() == "Recipes", timeout=TIMEOUT_MS)
+    assert d.message.text() == "Made Recipes: now add the folders and files it holds."
+
+
+def test_while_a_run_reads_or_embeds_the_figures_say_so_not_zero(
+        qtbot: QtBot, tmp_path: Path) -> None:
+    """A collection being indexed for the first time showed "0 files · 0 passages"."""
+    from inglenook.knowledge.indexer import Progress
+
+    d = dialog(qtbot)
+    qtbot.waitUntil(lambda: d.knowledge.summaries == [], timeout=TIMEOUT_MS)
+    d.name_edit.setText("Notes")
+    d.new_button.click()
+    qtbot.waitUntil(lambda: d.title.text() == "Notes", timeout=TIMEOUT_MS)
+    release = threading.Event()
+    real = indexer.Indexer._embed
+
+    def held(self: indexer.Indexer, model: str, report: indexer.IndexReport) -> None:
+        self.progress(Progress(0, 2, phase="embedding"))
+        release.wait(TIMEOUT_MS / 1000)
+        real(self, model, report)
+
+    folder = notes(tmp_path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(indexer.Indexer, "_embed", held)
+        d.add_paths([str(folder)])
+        qtbot.waitUntil(lambda: "Making vectors" in d.figures.text(), timeout=TIMEOUT_MS)
+        assert "0 files" not in d.collections.item(0).text()
+        assert "indexing…" in d.collections.item(0).text()
+        release.set()
+        qtbot.waitUntil(lambda: d.figures.text().startswith("2 files · 2 passages"),
+                        timeout=TIMEOUT_MS)
+    assert d.collections.item(0).text() == "Notes\n2 files · 2 passages"

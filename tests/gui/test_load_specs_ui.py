@@ -75,13 +75,17 @@ def test_the_panel_has_no_load_editor_without_a_spec(qtbot: QtBot) -> None:
 def test_a_models_own_options_are_offered_per_model_only(qtbot: QtBot) -> None:
     """A vision projector belongs to one model: in the panel it would load with every one."""
     own = [n for n, s in LOAD_SPECS.items() if s.group == "model"]
-    assert own == ["mmproj_path"] and all(LOAD_SPECS[n].per_model for n in own)
+    assert own == ["mmproj_path", "template_name"] and all(LOAD_SPECS[n].per_model
+                                                           for n in own)
     panel = SamplingPanel()
     qtbot.addWidget(panel)
     assert not set(own) & set(panel.load.fields)
 
 
-@pytest.mark.parametrize("name", [n for n, s in LOAD_SPECS.items() if s.per_model])
+# The chat template has a row of its own (named built-ins, the file's own, your Jinja):
+# tests/gui/test_templates_window.py.
+@pytest.mark.parametrize("name", [n for n, s in LOAD_SPECS.items()
+                                  if s.per_model and n != "template_name"])
 def test_every_per_model_option_has_a_dialog_row(qtbot: QtBot, name: str) -> None:
     spec = LOAD_SPECS[name]
     dialog = ModelDefaultsDialog("/m/a.gguf", ModelDefaults(), [], gpu_offload=True)

@@ -37,17 +37,22 @@ def test_a_model_opened_with_its_projector_loads_with_it(
     real_load = window.worker.load
     monkeypatch.setattr(window.worker, "load", lambda p: (loads.append(p), real_load(p)))
 
+    # The files' headers are read off the GUI thread: what they are is said a moment later.
     choose(monkeypatch, projector)  # alone: not a model
     window.models.open_file()
-    assert "is a vision projector, not a model" in window.banner.text() and not loads
+    qtbot.waitUntil(lambda: "is a vision projector, not a model" in window.banner.text())
+    assert not loads
     wrong = write_mmproj(tmp_path / "mmproj-big.gguf", 4096)
     choose(monkeypatch, vlm, wrong)
     window.models.open_file()
-    assert "belongs to another model" in window.banner.text() and not loads
+    qtbot.waitUntil(lambda: "belongs to another model" in window.banner.text())
+    assert not loads
 
     choose(monkeypatch, projector, vlm)  # in any order
     window.models.open_file()
+    qtbot.waitUntil(lambda: len(loads) == 1)
     assert [(p.model_path, p.mmproj_path) for p in loads] == [(str(vlm), str(projector))]
     assert window.side.app.value.defaults_for(str(vlm)).mmproj_path == str(projector)
     window.models.load(str(vlm))  # next time, chosen from the list: still with it
+    qtbot.waitUntil(lambda: len(loads) == 2)
     assert loads[-1].mmproj_path == str(projector)

@@ -29,13 +29,46 @@ def test_speed_options_reach_the_load(qtbot: QtBot, window: MainWindow) -> None:
     assert stored.prompt_lookup is False and stored.n_threads_batch == 3
 
 
-def test_tune_keeps_the_fastest_settings(qtbot: QtBot, window: MainWindow) -> None:
-    speed = window.panel.speed
+def test_tune_shows_before_and_after_and_asks_before_keeping(
+        qtbot: QtBot, window: MainWindow) -> None:
+    """Tune shows its progress, then the figures before and after; nothing changes until Keep,
+    which loads the model with them; Restore previous goes back."""
+    speed, panel = window.panel.speed, window.panel
+    before = (panel.n_threads_spin.value(), speed.threads_batch.value(),
+              panel.n_batch_spin.value())
+    progress: list[tuple[int, int]] = []
+    window.worker.tune_progress.connect(lambda done, total: progress.append((done, total)))
     qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: "Fastest here" in speed.tune_note.text()
+    assert speed.tune_button.text() == "Stop tuning" and not speed.tune_progress.isHidden()
+    qtbot.waitUntil(lambda: not speed.keep_button.isHidden()
                     or "Could not" in speed.tune_note.text(), timeout=LOAD_TIMEOUT_MS)
-    assert "Fastest here" in speed.tune_note.text() and speed.tune_button.isEnabled()
-    assert window.panel.n_threads_spin.value() > 0
+    assert progress[-1] == (4, 4)
+    note = speed.tune_note.text()
+    assert "Replies: 1 thread → 2 threads, 80.0 → 100.0 tok/s (+25%)" in note
+    assert "Prompts: 1 thread, batch 512 → 2 threads, batch 256, 900 → 1,000 tok/s" in note
+    assert not speed.dismiss_button.isHidden() and speed.tune_progress.isHidden()
+    assert (panel.n_threads_spin.value(), speed.threads_batch.value(),
+            panel.n_batch_spin.value()) == before  # asked, not kept
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+        qtbot.mouseClick(speed.keep_button, Qt.MouseButton.LeftButton)
+    assert (panel.n_threads_spin.value(), speed.threads_batch.value(),
+            panel.n_batch_spin.value()) == (2, 2, 256)
+    assert not speed.restore_button.isHidden() and "Restore previous" in speed.restore_button.text()
+    with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
+        qtbot.mouseClick(speed.restore_button, Qt.MouseButton.LeftButton)
+    assert (panel.n_threads_spin.value(), speed.threads_batch.value(),
+            panel.n_batch_spin.value()) == (1, 1, 512)
+    assert "Restored" in speed.tune_note.text()
+
+
+def test_tune_not_kept_changes_nothing(qtbot: QtBot, window: MainWindow) -> None:
+    speed, panel = window.panel.speed, window.panel
+    threads = panel.n_threads_spin.value()
+    qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not speed.dismiss_button.isHidden(), timeout=LOAD_TIMEOUT_MS)
+    qtbot.mouseClick(speed.dismiss_button, Qt.MouseButton.LeftButton)
+    assert "nothing was changed" in speed.tune_note.text()
+    assert speed.keep_button.isHidden() and panel.n_threads_spin.value() == threads
 
 
 def test_a_tune_cancelled_while_it_waits_changes_nothing(
@@ -45,8 +78,8 @@ def test_a_tune_cancelled_while_it_waits_changes_nothing(
     start_reply(qtbot, window, "A long one, please.")
     speed, threads = window.panel.speed, window.panel.n_threads_spin.value()
     qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
-    assert not speed.tune_button.isEnabled()
-    window.models.worker.cancel(window.models._tune_id)
+    assert speed.tune_button.text() == "Stop tuning"
+    qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)  # Stop
     qtbot.waitUntil(lambda: "cancelled" in speed.tune_note.text(), timeout=LOAD_TIMEOUT_MS)
     assert speed.tune_button.isEnabled() and window.panel.n_threads_spin.value() == threads
 
@@ -93,9 +126,15 @@ def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: Mai
     it once had no tune, and the button always failed with "Remote engines tune themselves")."""
     speed = real_window.panel.speed
     assert real_window.worker.client.can_tune
+    model = real_window.worker.client.model
+    assert model is not None
+    progress: list[tuple[int, int]] = []
+    real_window.worker.tune_progress.connect(lambda done, total: progress.append((done, total)))
     qtbot.mouseClick(speed.tune_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: "Fastest here" in speed.tune_note.text()
-                    or "Could not" in speed.tune_note.text(), timeout=180_000)
-    assert "Fastest here" in speed.tune_note.text(), speed.tune_note.text()
-    assert real_window.worker.client.model is not None
-    assert real_window.panel.n_threads_spin.value() == real_window.worker.client.model.n_threads
+    qtbot.waitUntil(lambda: not speed.keep_button.isHidden() or "Could not" in
+                    speed.tune_note.text() or "Already" in speed.tune_note.text(),
+                    timeout=180_000)
+    note = speed.tune_note.text()
+    assert "Replies: " in note or "Already the fastest here" in note, note
+    assert progress and progress[-1][0] == progress[-1][1]  # every trial reported
+    assert real_window.worker.client.model == model  # measured, not applied: it asks first

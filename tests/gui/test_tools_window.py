@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
@@ -237,6 +238,7 @@ def test_enter_adds_a_server_and_a_removed_one_takes_its_tools_along(
     qtbot.waitUntil(lambda: dialog.tool_list.count() >= 7, timeout=WAIT_MS)
     qtbot.mouseClick(dialog.remove_button, Qt.MouseButton.LeftButton)
     assert dialog.servers.count() == 0 and dialog.tool_list.count() == 0
+    qtbot.waitUntil(lambda: not server_processes(), timeout=WAIT_MS)  # stopped, as removed
     assert "calc" not in dialog.state.text()
     dialog.name_edit.setText("web")
     dialog.target_edit.setText("https://example.org/mcp")
@@ -280,26 +282,25 @@ def test_cards_the_reasoning_block_and_the_dialog_name_every_control(
     dialog.close()
 
 
-def test_closing_the_window_stops_the_tool_servers(qtbot: QtBot, win: MainWindow) -> None:
-    import psutil
+def server_processes() -> list[psutil.Process]:
+    """The test server's processes still running."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if str(SERVER) in " ".join(child.cmdline()) and \
+                    child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+    return found
 
+
+def test_closing_the_window_stops_the_tool_servers(qtbot: QtBot, win: MainWindow) -> None:
     bubble = ask(qtbot, win, "Please add 2 and 3.")
     qtbot.mouseClick(cards(bubble).views[0].buttons["once"], Qt.MouseButton.LeftButton)
     answered(qtbot, win)
 
-    def servers() -> list[psutil.Process]:
-        """The test server's processes still running."""
-        found = []
-        for child in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                if str(SERVER) in " ".join(child.cmdline()) and \
-                        child.status() != psutil.STATUS_ZOMBIE:
-                    found.append(child)
-        return found
-
-    assert len(servers()) == 1 and win.chats.tools.started
+    assert len(server_processes()) == 1 and win.chats.tools.started
     win.close()
-    assert not win.chats.tools.started and servers() == []
+    assert not win.chats.tools.started and server_processes() == []
 
 
 def test_a_model_that_keeps_calling_allowed_tools_is_stopped_after_a_while(

@@ -19,7 +19,7 @@ from inglenook.core.template import CHATML_TEMPLATE
 from inglenook.engine import protocol as p
 from inglenook.ui.chat.chat_view import ChatView, MessageBubble
 from inglenook.ui.main_window import MainWindow
-from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
+from inglenook.ui.models.defaults_dialog import CUSTOM, ModelDefaultsDialog
 from tests.gguf_tools import rewrite_metadata
 from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply, wait_reply
 
@@ -220,7 +220,7 @@ def test_a_new_message_scrolls_back_to_the_bottom(qtbot: QtBot, chat: ChatView) 
 # ---- a model without a chat template -----------------------------------------------------------
 
 
-def test_a_model_without_a_chat_template_says_it_uses_chatml(
+def test_a_model_without_a_chat_template_says_which_it_uses_and_why(
         qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
     copy = rewrite_metadata(bundled_model, paths.models_dir() / "SmolLM2-no-template.gguf",
                             {"tokenizer.chat_template": None})
@@ -234,11 +234,12 @@ def test_a_model_without_a_chat_template_says_it_uses_chatml(
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
         qtbot.keyClick(window.picker, Qt.Key.Key_Down)  # pick the next model in the list
     info = ready.args[0]
-    assert info.path == str(copy) and info.template_source == "chatml"
+    assert info.path == str(copy) and info.template_source == "detected"
     assert window.model_label.text() == "SmolLM2-no-template  ·  ChatML template"
     assert window.status_text.isVisible()
-    assert "no chat template" in window.status_text.text()
-    assert "ChatML" in window.status_text.text()
+    assert window.status_text.text() == ("No chat template in the file: using ChatML, chosen "
+                                         "from its <|im_start|> and <|im_end|> tokens.")
+    assert "chosen from its <|im_start|>" in window.model_label.toolTip()
     assert not window.banner.isVisible()
 
     send(qtbot, window, "Hello!")  # the fallback template works
@@ -255,6 +256,8 @@ def test_per_model_defaults_are_used_when_the_model_loads(
     dialog = window.findChild(ModelDefaultsDialog)
     dialog.set_own("n_ctx", 1024)
     dialog.preset.setCurrentIndex(dialog.preset.findData("Precise"))
+    dialog.template_choice.setCurrentIndex(dialog.template_choice.findData(CUSTOM))
+    assert dialog.template.isVisibleTo(dialog)
     dialog.template.setPlainText("{% for m in messages %}")  # unfinished: refused
     dialog._save()
     assert dialog.isVisible() and "syntax" in dialog.error.text()

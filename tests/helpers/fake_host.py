@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from inglenook.core.builtin_templates import choose, detect
 from inglenook.core.load import ModelInfo, choose_context
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.template import TemplateError, for_model
@@ -75,7 +76,9 @@ class FakeHost:
             self.send(p.LoadProgress(step / 4))
         n_ctx = script.get("n_ctx") or choose_context(params.n_ctx, header.context_length)
         try:
-            template, _ = for_model(header.chat_template, params.chat_template, "", "")
+            choice = choose(header.chat_template, params.chat_template, params.template_name,
+                            lambda: detect(CHATML_TOKENS.__contains__))  # what it speaks
+            template = for_model(choice, "", "")
         except TemplateError as exc:
             self.send(p.LoadFailed(f"This model's chat template cannot be used. {exc}"))
             return
@@ -84,10 +87,11 @@ class FakeHost:
             path=params.model_path, name=Path(params.model_path).stem,
             architecture=header.architecture, size_bytes=header.file_size, n_ctx=n_ctx,
             n_ctx_train=header.context_length, n_threads=1, n_gpu_layers=0,
+            n_threads_batch=params.n_threads_batch or 1, n_batch=params.n_batch,
             gpu_offload_supported=False, flash_attn=params.flash_attn,
             kv_cache_type=params.kv_cache_type,
-            template_source="override" if params.chat_template
-            else "gguf" if header.chat_template else "chatml",
+            template_source=choice.kind, template_name=choice.label,
+            template_reason=choice.reason,
             quantization=header.quantization, traits=traits, tool_format=tool_format,
             vision=bool(script.get("vision")), image_tokens=int(script.get("vision") or 0),
             projector=(params.mmproj_path or f"fake-mmproj-{script['vision']}.gguf")
@@ -110,9 +114,15 @@ class FakeHost:
             return
         with self.lock:
             stopped = request.request_id in self.cancelled
-        trials = (p.TuneTrial("decode", 1, 1, 100.0), p.TuneTrial("prompt", 1, 512, 1000.0))
+        trials = (p.TuneTrial("decode", 1, 1, 80.0), p.TuneTrial("prompt", 1, 512, 900.0),
+                  p.TuneTrial("decode", 2, 1, 100.0), p.TuneTrial("prompt", 2, 256, 1000.0))
+        if not stopped:
+            for done in range(1, len(trials) + 1):
+                self.send(p.TuneProgress(request.request_id, done, len(trials)))
         self.send(p.TuneResult(request.request_id, cancelled=True) if stopped else p.TuneResult(
-            request.request_id, 1, 1, 512, 100.0, 1000.0, trials, applied=request.apply))
+            request.request_id, 2, 2, 256, 100.0, 1000.0, trials, applied=request.apply,
+            before_n_threads=self.model.n_threads, before_n_threads_batch=1,
+            before_n_batch=512, before_decode_tok_s=80.0, before_prompt_tok_s=900.0))
 
     def quantize(self, request: p.Quantize) -> None:
         from tests.gguf_tools import rewrite_metadata
@@ -192,6 +202,9 @@ class FakeHost:
         self.send(p.Finished(rid, Finish(reason)))  # type: ignore[arg-type]
         with self.lock:
             self.cancelled.discard(rid)
+
+
+CHATML_TOKENS = ("<|im_start|>", "<|im_end|>")
 
 
 def _chatml_tokens(messages: Any) -> list[p.PromptToken]:

@@ -87,3 +87,16 @@ def test_serve_refuses_a_bad_load_option_before_loading() -> None:
     assert result.returncode == 2
     assert result.stderr.strip() == ("inglenook: --gpu-layers must be a whole number from -1 "
                                      "to 999, not '-3'.")
+
+
+def test_chat_with_the_gemma_base_file_answers_and_stops(gemma_model: Path) -> None:
+    """No chat template in the file: the one chosen is said on stderr, and the answer ends
+    well before --max-tokens (the ChatML fallback ran on, printing <|im_end|>)."""
+    result = run_cli("chat", "--model", str(gemma_model), "--temperature", "0", "--seed", "1",
+                     "--max-tokens", "300", "--stats", "What is the capital of France?")
+    assert result.returncode == 0, result.stderr
+    assert "Paris" in result.stdout
+    assert not any(m in result.stdout for m in ("USER:", "<|im_end|>", "<end_of_turn>"))
+    notice, stats = [line for line in result.stderr.splitlines() if line]
+    assert notice.startswith("inglenook: No chat template in the file: using Plain text")
+    assert int(stats.split()[0].lstrip("[")) < 300

@@ -152,12 +152,12 @@ def test_a_template_stuck_on_one_message_fails_that_reply_only(
         engine.load(LoadParams(str(bundled_model), n_ctx=4096))
 
 
-def test_model_without_a_template_uses_chatml(
+def test_model_without_a_template_uses_chatml_from_its_tokens(
         engine: EngineClient, bundled_model: Path, tmp_path: Path) -> None:
     bare = tmp_path / "bare.gguf"
     rewrite_metadata(bundled_model, bare, {"tokenizer.chat_template": None})
     info = engine.load(LoadParams(str(bare), n_ctx=2048))
-    assert info.template_source == "chatml"
+    assert (info.template_source, info.template_name) == ("detected", "ChatML")
     reply, _ = ask(engine, QUESTION, 50, GREEDY.replace(max_tokens=8))
     assert reply
     engine.load(LoadParams(str(bundled_model), n_ctx=4096))

@@ -24,13 +24,14 @@ from typing import Literal
 from inglenook.chat import knowledge_turn, reply_edits, tool_round
 from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: first defined here
 from inglenook.chat.chat_settings import ChatSettings as ChatSettings
-from inglenook.chat.history import sent_turns, turn_rows
+from inglenook.chat.history import NextPrompt, next_prompt, sent_turns, turn_rows
 from inglenook.chat.reply_parts import ReplyParts
 from inglenook.chat.sessions import OWNER_PREFIX as OWNER_PREFIX
 from inglenook.chat.sessions import Sessions as Sessions
 from inglenook.chat.sessions import conversation_of as conversation_of
 from inglenook.chat.tool_round import ToolRound
 from inglenook.core.attachments import Attachment, estimate_tokens
+from inglenook.core.context import reply_reserve
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest, Message, build_messages
 from inglenook.core.provenance import Provenance
@@ -137,6 +138,7 @@ class ChatSession:
         self.wall_clock: Callable[[], float] = time.time  # reasoning times are stored as dates
         self._saved: tuple[str, str, int] = ("", "", 0)
         self._saved_at = 0.0
+        self._next_prompt: tuple[object, NextPrompt | None] = (None, None)
 
     @classmethod
     def open(cls, store: Store, conv_id: int, presets: Sequence[Preset],
@@ -186,12 +188,32 @@ class ChatSession:
         last = self.path[-1] if self.path else None
         if last is not None and last.provenance.stats is not None:
             return last.provenance.stats.context_used, True
-        # An estimate from the outline: a long chat is not read for it.
+        used = self._outline_tokens()
+        return used, not used
+
+    def _outline_tokens(self) -> int:
+        """The whole chat estimated from the outline: a long chat is not read for it."""
         outline = self.path.outline
         chars = sum(outline.chars[i] + outline.attached[i] for i in turn_rows(outline))
         system = self.settings.system_prompt
-        used = estimate_tokens(system) + (chars + 3) // 4 if chars else estimate_tokens(system)
-        return used, not used
+        return estimate_tokens(system) + (chars + 3) // 4 if chars else estimate_tokens(system)
+
+    def next_prompt(self, n_ctx: int) -> NextPrompt | None:
+        """What the next request will hold when the chat has outgrown a context of `n_ctx`
+        (chat.history.next_prompt: the messages it leaves out, its tokens estimated); None
+        when it all fits or the chat stops at the limit. Kept until the branch or the
+        settings change: it reads the recent part of the chat."""
+        settings, outline = self.settings, self.path.outline
+        if n_ctx <= 0 or settings.overflow == "stop" or not outline:
+            return None
+        key = (id(self.path), len(outline), outline.ids[-1], settings.system_prompt,
+               settings.overflow, settings.sampling.max_tokens, n_ctx)
+        if self._next_prompt[0] != key:
+            budget = n_ctx - reply_reserve(n_ctx, settings.sampling.max_tokens)
+            ahead = next_prompt(self.path, settings, n_ctx) \
+                if self._outline_tokens() > budget else None
+            self._next_prompt = (key, ahead)
+        return self._next_prompt[1]
 
     # ---- settings -------------------------------------------------------------------------
     def set_settings(self, settings: ChatSettings) -> None:

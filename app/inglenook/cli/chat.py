@@ -22,6 +22,7 @@ from inglenook.cli.options import (
     read_load_params,
     read_sampling,
 )
+from inglenook.core.builtin_templates import describe
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, ImageRef, Message
 
@@ -178,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
         Message("user", prompt, images=images),)
     with engine_session(client) as end:
         info = client.load(load)
+        if info.template_source == "detected":  # said beside the answer, as the window does
+            notice = describe(info.template_source, info.template_name, info.template_reason)
+            print(f"inglenook: {notice}", file=sys.stderr)
         # A remote server that says its model reads no images is believed; one that says
         # nothing is sent them (the user asked with --image) and answers for itself.
         if remote is not None and images and remote.vision_said is False:

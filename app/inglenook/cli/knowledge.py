@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import threading
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from inglenook.knowledge.indexer import IndexReport
 
 SHOWN_PROBLEMS = 10
+SQLITE_FULL = 13  # the result code of a write that found the disk full
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -168,6 +170,7 @@ def _watch(index: SqliteFtsIndex, args: argparse.Namespace) -> int:
 
 
 def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
+    from inglenook.knowledge.fts import DATABASE_ERRORS, KnowledgeError
     from inglenook.knowledge.indexer import Indexer, Progress
 
     stop = threading.Event()
@@ -179,6 +182,7 @@ def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
                 f"{p.done:,} of {p.total:,} files"
             print(f"\rIndexing {name}: {where}\x1b[K", end="", file=sys.stderr, flush=True)
 
+    stopping: tuple[type[Exception], ...] = (KnowledgeError, OSError, *DATABASE_ERRORS)
     failed: list[str] = []
     embedder = _embedder(index, name, failed)
     try:
@@ -186,6 +190,11 @@ def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
                          no_embedder=" ".join(failed), rebuild=rebuild).run()
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
+    except stopping as exc:
+        if shows:
+            print(file=sys.stderr)
+            shows = False
+        return fail(_index_failure(index, name, exc))
     finally:
         if shows:
             print(file=sys.stderr)
@@ -195,6 +204,30 @@ def _index(index: SqliteFtsIndex, name: str, rebuild: bool = False) -> int:
     if embedder is not None and embedder.note:
         print(f"Note: {embedder.note}", file=sys.stderr)
     return 0
+
+
+def _index_failure(index: SqliteFtsIndex, name: str, exc: Exception) -> str:
+    """One line for a run that could not go on: the disk full, the collection removed by
+    another process meanwhile, or the database's own words. What was indexed is kept either
+    way (each file is one transaction)."""
+    from inglenook.knowledge.fts import DATABASE_ERRORS, KnowledgeError
+
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or (
+            getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL
+            or "database or disk is full" in str(exc)):
+        return (f"The disk is full: indexing {name} stopped (what was indexed is kept). Free "
+                f"some space, then run: inglenook knowledge update {name}")
+    try:
+        index.collection(name)
+    except KnowledgeError:
+        return f"The collection {name} was removed while it was being indexed (by another " \
+               f"inglenook?): indexing stopped."
+    except DATABASE_ERRORS:
+        pass
+    if isinstance(exc, KnowledgeError):
+        return str(exc)
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"Indexing {name} stopped: {plain(detail)} (what was indexed is kept)."
 
 
 def _embedder(index: SqliteFtsIndex, name: str,

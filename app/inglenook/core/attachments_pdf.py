@@ -29,13 +29,14 @@ MAX_CHARS = 1_000_001  # one more than an attachment may have: enough to say it 
 MAX_STDIN_BYTES = 1 << 27  # a PDF given on stdin: the knowledge index's files are at most 64 MB
 
 
-def _limit_resources() -> None:
+def limit_resources(memory_bytes: int = MEMORY_LIMIT_BYTES, cpu_s: int = CPU_LIMIT_S) -> None:
+    """Cap this process's address space and CPU seconds (the knowledge index's converter
+    process, knowledge/convert_process.py, is capped the same way)."""
     try:
         import resource
     except ImportError:  # Windows: the caller's time budget still applies
         return
-    for which, wanted in ((resource.RLIMIT_AS, MEMORY_LIMIT_BYTES),
-                          (resource.RLIMIT_CPU, CPU_LIMIT_S)):
+    for which, wanted in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_s)):
         try:
             _, hard = resource.getrlimit(which)
             limit = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     logging.disable(logging.CRITICAL)  # pypdf logs every defect it works around
-    _limit_resources()
+    limit_resources()
     if args[0] == "-":
         data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
         result = ({"error": "it is larger than a PDF given to the reader may be."}

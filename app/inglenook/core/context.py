@@ -22,7 +22,8 @@ from inglenook.core.messages import DEFAULT_OVERFLOW, OVERFLOW_POLICIES, Message
 
 TokenCounter = Callable[[Sequence[Message]], int]
 __all__ = ["DEFAULT_OVERFLOW", "OVERFLOW_POLICIES", "ContextFull", "ContextOverflow", "Fit",
-           "OverflowPolicy", "fit_messages", "history_start", "policy_of", "reply_reserve"]
+           "OverflowPolicy", "estimate", "fit_messages", "history_start", "policy_of",
+           "reply_reserve"]
 
 CHUNKS_PER_BUDGET = 8  # history is left out an eighth of the budget at a time
 # A long chat is not sent whole: what is sent holds at least this many characters per token of
@@ -122,7 +123,7 @@ def _turns(messages: Sequence[Message]) -> list[tuple[Message, ...]]:
     return [tuple(u) for u in units]
 
 
-def _estimate(messages: Sequence[Message]) -> int:
+def estimate(messages: Sequence[Message]) -> int:
     """A rough token count without the tokenizer: ~4 bytes of UTF-8 a token across scripts,
     plus the template's markup. Only sizes chunks and decides what is worth counting."""
     return sum(len(m.content.encode("utf-8", errors="replace")) // 4 + 4 for m in messages)
@@ -158,7 +159,7 @@ def fit_messages(
     last_user = max((i for i, m in enumerate(body) if m.role == "user"), default=len(body) - 1)
     tail = tuple(body[max(last_user, 0):])
     units = _turns(body[:max(last_user, 0)])
-    if policy == "stop" or _estimate(messages) <= 2 * budget:
+    if policy == "stop" or estimate(messages) <= 2 * budget:
         total = count_tokens(tuple(messages))
         if total <= budget:
             return Fit(tuple(messages))
@@ -166,7 +167,7 @@ def fit_messages(
             raise ContextFull(total, n_ctx, reserve)
     # The first exchange is kept while it leaves at least half the room to recent turns.
     pinned = tuple(m for u in units[:1] for m in u) if policy == "middle" else ()
-    if _estimate(pinned) > budget // 2:
+    if estimate(pinned) > budget // 2:
         pinned = ()
     fit = _fit_window(head + pinned, units[1 if pinned else 0:], tail, count_tokens, budget)
     if fit is None and pinned:  # the first exchange is too long to keep: it goes too
@@ -192,7 +193,7 @@ def _fit_window(prefix: tuple[Message, ...], units: Sequence[tuple[Message, ...]
     chunk = max(budget // CHUNKS_PER_BUDGET, 1)
     cuts, size = [0], 0
     for i, unit in enumerate(units, start=1):
-        before, size = size, size + _estimate(unit)
+        before, size = size, size + estimate(unit)
         if size // chunk > before // chunk or i == len(units):
             cuts.append(i)
     if not fits(cuts[-1]):

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inglenook.core.builtin_templates import AUTOMATIC, TEMPLATE_NAMES
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.sampling import ParamSpec
 from inglenook.core.values import Number, check_number, check_text, show
@@ -41,6 +42,9 @@ class LoadParams:
     use_mmap: bool = True
     use_mlock: bool = False
     chat_template: str | None = None  # overrides the template in the GGUF file
+    # Which template when chat_template is not given (core/builtin_templates.py): "auto" (the
+    # file's own, else a built-in chosen from its vocabulary), "file", or a built-in's name.
+    template_name: str = AUTOMATIC
     # A context longer than the model was trained on loads only when asked for explicitly:
     # replies past the trained length are often incoherent.
     allow_beyond_trained: bool = False
@@ -267,6 +271,12 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
              "file). Its embedding size must be the model's.", flag="--mmproj", kind="path",
              help="an mmproj .gguf that lets the model read images", per_model=True,
              group="model"),
+    LoadSpec("template_name", "Chat template", 0, 0, 0, 0,
+             "The chat template this model's conversations are written in. Automatic: the "
+             "file's own, else a built-in one chosen from its vocabulary (Gemma, Llama 3, "
+             "ChatML…).", flag="--template", kind="choice", choices=TEMPLATE_NAMES,
+             help="chat template: auto (the file's own, else one chosen from its "
+             "vocabulary), file, or a built-in one", per_model=True, group="model"),
 )}
 
 
@@ -277,7 +287,8 @@ class ModelDefaults:
     n_ctx: int = 0  # 0: the panel's context length
     n_gpu_layers: int | None = None  # None: the panel's setting; -1: all
     preset: str = ""  # a preset applied when the model loads
-    chat_template: str = ""  # overrides the template in the GGUF file
+    chat_template: str = ""  # overrides the template in the GGUF file (custom Jinja)
+    template_name: str = ""  # otherwise: "" automatic, "file", or a built-in's name
     # Speculative decoding for this model (see LoadParams): None / "" defer to the panel.
     prompt_lookup: bool | None = None
     draft_model_path: str = ""
@@ -291,6 +302,8 @@ class ModelDefaults:
             changes["n_gpu_layers"] = self.n_gpu_layers
         if self.chat_template.strip():
             changes["chat_template"] = self.chat_template
+        if self.template_name:
+            changes["template_name"] = self.template_name
         if self.prompt_lookup is not None:
             changes["prompt_lookup"] = self.prompt_lookup
         if self.draft_model_path.strip():
@@ -310,7 +323,7 @@ class ModelDefaults:
         n_ctx, layers = data.get("n_ctx"), data.get("n_gpu_layers")
         preset, template = data.get("preset"), data.get("chat_template")
         lookup, draft = data.get("prompt_lookup"), data.get("draft_model_path")
-        mmproj = data.get("mmproj_path")
+        mmproj, name = data.get("mmproj_path"), data.get("template_name")
         return cls(
             n_ctx=n_ctx if type(n_ctx) is int and n_ctx > 0 else 0,
             n_gpu_layers=layers if type(layers) is int and layers >= -1 else None,
@@ -318,7 +331,8 @@ class ModelDefaults:
             chat_template=template if isinstance(template, str) else "",
             prompt_lookup=lookup if isinstance(lookup, bool) else None,
             draft_model_path=draft if isinstance(draft, str) else "",
-            mmproj_path=mmproj if isinstance(mmproj, str) else "")
+            mmproj_path=mmproj if isinstance(mmproj, str) else "",
+            template_name=name if name in TEMPLATE_NAMES and name != AUTOMATIC else "")
 
     @property
     def empty(self) -> bool:
@@ -345,13 +359,16 @@ class ModelInfo:
     gpu_offload_supported: bool
     flash_attn: bool
     kv_cache_type: str
-    template_source: Literal["gguf", "override", "chatml"]
+    # Where the chat template came from (core/builtin_templates.Choice.kind): "gguf",
+    # "override", "chosen", "detected"; "chatml" in records of older versions.
+    template_source: str
     load_seconds: float = 0.0
     quantization: str = ""
     # What the engine may hold for the KV-cache states of conversations it keeps, in bytes.
     kv_state_ram_budget: int = 0
     kv_state_disk_budget: int = 0
     n_threads_batch: int = 0
+    n_batch: int = 0  # tokens of a prompt evaluated at once (0: not known)
     speculation: str = ""  # Speculation: what the engine guesses tokens with ("" none)
     draft_model: str = ""  # the draft model's name, with "draft model"
     # What the chat template does with reasoning (and its switches), and how it writes tool
@@ -367,6 +384,8 @@ class ModelInfo:
     # projectors that tile or keep the aspect take more for larger images.
     image_tokens: int = 0
     projector: str = ""  # the projector's file, when `vision` (whose counts are whose)
+    template_name: str = ""  # the built-in template's label, for chosen and detected
+    template_reason: str = ""  # why it was detected ("chosen from its <start_of_turn> ...")
 
 
 RefusalReason = Literal["memory", "beyond_trained"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
+from inglenook.core.builtin_templates import short
 from inglenook.core.load import ModelInfo
 from inglenook.core.messages import JSON_OBJECT, GenerationRequest
 from inglenook.core.replies import Finish, FinishReason, Stats
@@ -53,7 +54,11 @@ class ModelRecord:
     n_ctx: int = 0
     kv_cache_type: str = ""
     flash_attn: bool = False
-    template: str = ""  # gguf | override | chatml
+    template: str = ""  # ModelInfo.template_source: gguf | override | chosen | detected | chatml
+    template_name: str = ""  # the built-in template's label, for chosen and detected
+    n_threads: int = 0  # 0: not recorded (replies made before these were)
+    n_threads_batch: int = 0
+    n_batch: int = 0
 
     @classmethod
     def from_info(cls, info: ModelInfo, sha256: str = "") -> ModelRecord:
@@ -61,7 +66,9 @@ class ModelRecord:
                    quantization=info.quantization, size_bytes=info.size_bytes,
                    architecture=info.architecture, n_ctx=info.n_ctx,
                    kv_cache_type=info.kv_cache_type, flash_attn=info.flash_attn,
-                   template=info.template_source)
+                   template=info.template_source, template_name=info.template_name,
+                   n_threads=info.n_threads, n_threads_batch=info.n_threads_batch,
+                   n_batch=info.n_batch)
 
     @classmethod
     def from_value(cls, value: object) -> ModelRecord | None:
@@ -203,11 +210,12 @@ class Provenance:
             if m.n_ctx:
                 load = f"context {m.n_ctx:,}, KV cache {m.kv_cache_type or 'f16'}"
                 rows.append(("Loaded with", load + (", flash attention" if m.flash_attn else "")))
+            if m.n_threads:
+                prompt = m.n_threads_batch or m.n_threads
+                rows.append(("Threads", f"{m.n_threads} for the reply, {prompt} for the prompt"
+                             + (f" (batch {m.n_batch})" if m.n_batch else "")))
             if m.template:
-                rows.append(("Chat template", {"gguf": "from the model file",
-                                               "override": "your override",
-                                               "chatml": "ChatML (the file has none)"}
-                             .get(m.template, m.template)))
+                rows.append(("Chat template", short(m.template, m.template_name)))
         thinking = self.thinking_s
         if thinking is not None:
             rows.append(("Reasoning", f"thought for {format_seconds(thinking)}"))

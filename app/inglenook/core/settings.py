@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from inglenook import paths
+from inglenook.core.builtin_templates import TEMPLATE_NAMES
 from inglenook.core.filelock import TIMEOUT_S, LockTimeout, file_lock
 from inglenook.core.files import keep_aside, write_atomic
 from inglenook.core.jsonload import MAX_BYTES, JsonLoadError, load_json
@@ -84,6 +85,7 @@ class Settings:
     prompt_lookup: bool = _LOAD.prompt_lookup
     draft_model_path: str = _LOAD.draft_model_path
     mmproj_path: str = _LOAD.mmproj_path
+    template_name: str = _LOAD.template_name  # per model in practice (Defaults for this model)
     n_slots: int = _LOAD.n_slots
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
@@ -205,6 +207,8 @@ def _parse_model_defaults(raw: object) -> tuple[dict[str, dict], list[str]]:
         checks = {
             "preset": lambda raw, name: check_text(name, raw, "", MAX_PRESET_NAME),
             "chat_template": lambda raw, name: check_text(name, raw, ""),
+            "template_name": lambda raw, name: check_text(name, raw, "", 40,
+                                                          ("", *TEMPLATE_NAMES)),
         }
         for key in entry:
             if key in checks:

@@ -33,6 +33,7 @@ from typing import Any, Protocol, cast
 
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 
+from inglenook.core.builtin_templates import CHATML_TEMPLATE, Choice
 from inglenook.core.messages import ROLES, ImageRef, Message, ToolCallTurn
 from inglenook.core.template_sandbox import (
     MAX_OUTPUT_CHARS,
@@ -45,14 +46,8 @@ from inglenook.core.template_sandbox import (
     time_limit,
 )
 
-__all__ = ["MAX_OUTPUT_CHARS", "TIME_BUDGET_S", "TemplateError", "time_limit"]
+__all__ = ["CHATML_TEMPLATE", "MAX_OUTPUT_CHARS", "TIME_BUDGET_S", "TemplateError", "time_limit"]
 
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
 
 def _check_roles(messages: Sequence[Message]) -> None:
     # Message refuses other roles; this catches one built around it.
@@ -398,21 +393,10 @@ def _as_templates_print(content: str) -> dict[str, None]:
                           content.strip("\n"), content.lstrip("\n"), content.rstrip("\n")))
 
 
-def choose_source(gguf_template: str | None, override: str | None) -> tuple[str, str]:
-    """The template source to use and where it came from: "override", "gguf" or "chatml"."""
-    for source, label in ((override, "override"), (gguf_template, "gguf")):
-        if source and source.strip():
-            return source, label
-    return CHATML_TEMPLATE, "chatml"
+def for_model(choice: Choice, bos_token: str, eos_token: str) -> ChatTemplate:
+    """The chosen template (core/builtin_templates.choose), compiled.
 
-
-def for_model(
-    gguf_template: str | None, override: str | None, bos_token: str, eos_token: str
-) -> tuple[ChatTemplate, str]:
-    """The template to use and where it came from (see choose_source).
-
-    A broken GGUF template raises rather than silently falling back to ChatML: the user should see
-    why replies look wrong, and can set an override.
+    A broken GGUF template raises rather than silently falling back to a built-in one: the
+    user should see why replies look wrong, and can choose another in Defaults for this model.
     """
-    source, label = choose_source(gguf_template, override)
-    return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token), label
+    return ChatTemplate(choice.source, bos_token=bos_token, eos_token=eos_token)

@@ -361,8 +361,10 @@ class EngineClient:
             channel.close(rid)
             self._cancel_at.pop(rid, None)
 
-    def _answer(self, rid: int, message: Any, kind: type) -> Any:
-        """Send a request answered by one event of `kind` carrying its id."""
+    def _answer(self, rid: int, message: Any, kind: type,
+                on_event: Callable[[Any], None] | None = None) -> Any:
+        """Send a request answered by one event of `kind` carrying its id (`on_event` hears
+        the others, its progress)."""
         channel = self._control()
         stream = channel.open(rid)
         try:
@@ -371,6 +373,8 @@ class EngineClient:
                 event = self._next(channel, stream)
                 if isinstance(event, kind):
                     return event
+                if on_event is not None:
+                    on_event(event)
         finally:
             channel.close(rid)
 
@@ -443,14 +447,19 @@ class EngineClient:
                 if isinstance(event, p.StateReport):
                     return event
 
-    def tune(self, request_id: int, seconds_per_trial: float = 0.5,
-             apply: bool = True) -> p.TuneResult:
+    def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
+             on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         """Measure threads and batch sizes with the loaded model (see protocol.Tune); a few
-        seconds. With `apply`, the fastest thread counts are used from now on and `model`
-        says so. cancel(request_id) stops it (cancelled=True)."""
+        seconds, longer on a busy machine: `on_progress(done, total)` after each trial. With
+        `apply`, the fastest thread counts are used from now on and `model` says so.
+        cancel(request_id) stops it (cancelled=True)."""
+
+        def heard(event: Any) -> None:
+            if isinstance(event, p.TuneProgress) and on_progress is not None:
+                on_progress(event.done, event.total)
         try:
             event = self._answer(request_id, p.Tune(request_id, seconds_per_trial, apply),
-                                 p.TuneResult)
+                                 p.TuneResult, heard)
         finally:
             self._cancel_at.pop(request_id, None)
         if event.applied and self.model is not None:

@@ -248,6 +248,21 @@ class TuneResult:
     applied: bool = False  # the thread counts are in use now
     cancelled: bool = False
     error: str = ""
+    # The settings in use when it began and their speeds, measured alongside (before/after).
+    before_n_threads: int = 0
+    before_n_threads_batch: int = 0
+    before_n_batch: int = 0
+    before_decode_tok_s: float = 0.0
+    before_prompt_tok_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class TuneProgress:
+    """`done` of `total` trials measured (a tune on a busy machine takes a while)."""
+
+    request_id: int
+    done: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -314,7 +329,8 @@ _TYPES: dict[str, type] = {
     for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
                 Embed, CountImages, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded,
                 Started, PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView,
-                StateReport, TuneResult, QuantizeProgress, Quantized, Embedded, ImagesCounted)
+                StateReport, TuneResult, TuneProgress, QuantizeProgress, Quantized, Embedded,
+                ImagesCounted)
 }
 
 

@@ -233,8 +233,8 @@ class RemoteClient:
     def state_report(self) -> p.StateReport:
         return p.StateReport()
 
-    def tune(self, request_id: int, seconds_per_trial: float = 0.5,
-             apply: bool = True) -> p.TuneResult:
+    def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
+             on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         raise RemoteError("Remote engines tune themselves.")
 
 

@@ -443,10 +443,10 @@ class EngineRouter:
     def state_report(self) -> p.StateReport:
         return self._active.state_report()
 
-    def tune(self, request_id: int, seconds_per_trial: float = 0.5,
-             apply: bool = True) -> p.TuneResult:
+    def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
+             on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         """Tune the window's engine (a remote one raises EngineError: it tunes itself)."""
-        return self._active.tune(request_id, seconds_per_trial, apply)
+        return self._active.tune(request_id, seconds_per_trial, apply, on_progress)
 
     # ---- the end ---------------------------------------------------------------------------
     def kill(self) -> None:

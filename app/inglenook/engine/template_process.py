@@ -35,6 +35,7 @@ from typing import IO, Any
 
 import psutil
 
+from inglenook.core.builtin_templates import Choice
 from inglenook.core.messages import Message, ToolCallTurn
 from inglenook.core.template import (
     TIME_BUDGET_S,
@@ -44,7 +45,6 @@ from inglenook.core.template import (
     Segment,
     TemplateContext,
     TemplateError,
-    choose_source,
     render_prompt,
     time_limit,
 )
@@ -108,11 +108,9 @@ class TemplateRenderer:
             raise
 
     @classmethod
-    def for_model(cls, gguf_template: str | None, override: str | None, bos_token: str,
-                  eos_token: str) -> tuple[TemplateRenderer, str]:
-        """As core/template.for_model: the template to use and where it came from."""
-        source, label = choose_source(gguf_template, override)
-        return cls(source, bos_token=bos_token, eos_token=eos_token), label
+    def for_model(cls, choice: Choice, bos_token: str, eos_token: str) -> TemplateRenderer:
+        """As core/template.for_model: the chosen template, in its child process."""
+        return cls(choice.source, bos_token=bos_token, eos_token=eos_token)
 
     # ---- rendering ---------------------------------------------------------------------
     def render(self, messages: Sequence[Message], *, add_generation_prompt: bool = True,

@@ -52,6 +52,7 @@ class EngineWorker(QObject):
         prompt_inspected(int, object): request id and the protocol.PromptView (or a str: why
             there is none) asked for with inspect().
         tuned(object): protocol.TuneResult of tune() (or a str: why there is none).
+        tune_progress(int, int): trials measured so far, of how many.
         models_changed(): what is loaded changed (a model the API loaded, or unloaded).
         model_unloaded(): the window's model was unloaded (as asked: no model now).
     """
@@ -69,6 +70,7 @@ class EngineWorker(QObject):
     queue_changed = Signal(object)
     prompt_inspected = Signal(int, object)
     tuned = Signal(object)
+    tune_progress = Signal(int, int)
     models_changed = Signal()
     model_unloaded = Signal()
 
@@ -112,13 +114,15 @@ class EngineWorker(QObject):
         """Ask for the exact prompt a request would give, token by token (nothing generated)."""
         self.scheduler.submit(Job(lambda: self._inspect(request), owner=owner))
 
-    def tune(self, request_id: int) -> None:
-        """Measure threads and batch sizes with the loaded model; the fastest threads are used
-        from now on. cancel(request_id) stops it."""
+    def tune(self, request_id: int, apply: bool = True) -> None:
+        """Measure threads and batch sizes with the loaded model; with `apply`, the fastest
+        threads are used from now on (else the user decides: a reload applies them).
+        cancel(request_id) stops it."""
         def run() -> None:
             try:
-                result: object = self.client.tune(request_id) if self.client.can_tune \
-                    else "Remote engines tune themselves."
+                result: object = self.client.tune(
+                    request_id, apply=apply, on_progress=self.tune_progress.emit) \
+                    if self.client.can_tune else "Remote engines tune themselves."
             except EngineError as exc:
                 result = str(exc)
             self.tuned.emit(result)

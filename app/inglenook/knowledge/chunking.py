@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 
-from inglenook.knowledge.convert import Page
+from inglenook.knowledge.convert import ConvertCancelled, Page
 from inglenook.knowledge.index import Chunk
 
 TARGET_CHARS = 1200  # ~300 tokens: a few passages fit a small model's context with the question
 MAX_CHARS = 4000
+CANCEL_EVERY = 1024  # lines, or pieces of a long line, between two looks at Cancel
 _HEADING = re.compile(r"^#{1,6}\s+\S")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # A line that can start a top-level block of code: unindented, and not the closing bracket of
@@ -35,17 +37,19 @@ _TOP_LEVEL = re.compile(r"^(?![\s})\]]|#\s*(?:if|ifdef|ifndef|elif|else|endif|pr
                         r"|\w+:\s*$)")
 
 
-def chunk_pages(pages: list[Page], markdown: bool = True, code: bool = False) -> list[Chunk]:
+def chunk_pages(pages: list[Page], markdown: bool = True, code: bool = False,
+                cancelled: Callable[[], bool] = lambda: False) -> list[Chunk]:
     """`markdown`: cut before headings and never inside fences; `code`: cut between top-level
-    blocks (see above); neither: at blank lines."""
+    blocks (see above); neither: at blank lines. Time is linear in the text's length, and
+    `cancelled()` is asked every CANCEL_EVERY lines or pieces (ConvertCancelled)."""
     chunks: list[Chunk] = []
     for page in pages:
-        chunks += (_chunk_code(page.text, page.number) if code
-                   else _chunk_text(page.text, page.number, markdown))
+        chunks += (_chunk_code(page.text, page.number, cancelled) if code
+                   else _chunk_text(page.text, page.number, markdown, cancelled))
     return chunks
 
 
-def _chunk_code(text: str, page: int | None) -> list[Chunk]:
+def _chunk_code(text: str, page: int | None, cancelled: Callable[[], bool]) -> list[Chunk]:
     lines = text.split("\n")
     starts = [0] + [i for i in range(1, len(lines))
                     if not lines[i - 1].strip() and lines[i].strip()
@@ -72,7 +76,8 @@ def _chunk_code(text: str, page: int | None) -> list[Chunk]:
         if block > MAX_CHARS:  # longer than a passage: cut inside it, as plain text
             chunks += [dataclasses.replace(c, line_start=c.line_start + at,
                                            line_end=c.line_end + at)
-                       for c in _chunk_text("\n".join(lines[at:end]), page, False)]
+                       for c in _chunk_text("\n".join(lines[at:end]), page, False,
+                                            cancelled)]
             first, size = end, 0
             continue
         size += block
@@ -80,7 +85,8 @@ def _chunk_code(text: str, page: int | None) -> list[Chunk]:
     return chunks
 
 
-def _chunk_text(text: str, page: int | None, markdown: bool) -> list[Chunk]:
+def _chunk_text(text: str, page: int | None, markdown: bool,
+                cancelled: Callable[[], bool]) -> list[Chunk]:
     chunks: list[Chunk] = []
     lines = text.split("\n")
     heading = ""
@@ -103,6 +109,8 @@ def _chunk_text(text: str, page: int | None, markdown: bool) -> list[Chunk]:
         buffer, size = [], 0
 
     for number, line in enumerate(lines, start=1):
+        if number % CANCEL_EVERY == 0 and cancelled():
+            raise ConvertCancelled
         if markdown and _FENCE.match(line):
             in_fence = not in_fence
         is_heading = markdown and not in_fence and _HEADING.match(line) is not None
@@ -114,14 +122,19 @@ def _chunk_text(text: str, page: int | None, markdown: bool) -> list[Chunk]:
         if is_heading:
             heading = line.lstrip("#").strip()[:200]
         # A single line longer than MAX_CHARS (minified code, a CSV without newlines) is
-        # cut into pieces that all cite that line.
-        if len(line) > MAX_CHARS and buffer:
-            flush(number - 1)
-        while len(line) > MAX_CHARS:
-            buffer.append(line[:MAX_CHARS])
-            start = number
-            flush(number)
-            line = line[MAX_CHARS:]
+        # cut into pieces that all cite that line: by offset, never copying the rest of the
+        # line for each piece (that made 40 MB on one line take minutes).
+        if len(line) > MAX_CHARS:
+            if buffer:
+                flush(number - 1)
+            at = 0
+            for piece, at in enumerate(range(0, len(line) - MAX_CHARS, MAX_CHARS), start=1):
+                if piece % CANCEL_EVERY == 0 and cancelled():
+                    raise ConvertCancelled
+                buffer.append(line[at:at + MAX_CHARS])
+                start = number
+                flush(number)
+            line = line[at + MAX_CHARS:]
         buffer.append(line)
         size += len(line) + 1
     flush(len(lines))

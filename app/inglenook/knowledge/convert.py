@@ -1,11 +1,15 @@
 """Files to text, in pages: what the chunker cuts and the citations point into.
 
 Text is UTF-8 (or UTF-16 with its byte-order mark); a file with NUL bytes or that is not
-valid UTF-8 is binary, whatever its name says. HTML loses its tags, scripts and styles, and
-its headings become Markdown headings; CSV rows become lines of `column: value`; PDFs are
-read in a child process with a time budget (core/attachments_pdf.py), page by page, from the
-bytes the indexer read and checked (never from the path again, which may point elsewhere by
-now); DOCX paragraphs keep their heading levels.
+valid UTF-8 is binary, whatever its name says, and a name without a suffix (README) is text
+when its bytes are. HTML loses its tags, scripts and styles, and its headings become Markdown
+headings; CSV rows become lines of `column: value`; DOCX paragraphs keep their heading levels.
+
+PDFs, Word documents and HTML pages over 256 kB are parsed in a child process, never in the
+window's: the PDF reader's (core/attachments_pdf.py) or the converter's (convert_process.py),
+each capped in address space and CPU, killed after its time budget or on Cancel, given the bytes
+the indexer read and checked (never the path again, which may point elsewhere by now). A Word
+document is inflated within bounds first (docx_reader.py: a zip bomb is refused as it streams).
 
 Two kinds are read only up to a cap, and say so (Converted.cut), so that the file is listed as
 read in part, never passed off as whole: a PDF's text stops after the page that passes
@@ -19,16 +23,21 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 from inglenook.core import attachments_pdf
 from inglenook.core.attachments import pdf_command
+from inglenook.knowledge import convert_process
 
 PDF_TIMEOUT_S = 60.0
+CONVERT_TIMEOUT_S = 60.0  # a Word document or an HTML page, in the converter's child
+# A page up to this is parsed here: a child's start costs more than parsing it (a folder of
+# 1,000 small pages would take a minute more), and Python's HTML parser, linear on pages like
+# these, is slow (quadratic at worst) only on large hostile ones, which go to the child.
+HTML_IN_PROCESS_BYTES = 256_000
 PDF_MAX_CHARS = attachments_pdf.MAX_CHARS - 1  # the reader's cap: ~400 pages of prose
 CSV_MAX_ROWS = 100_000
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".log", ".org", ".tex"})
@@ -44,7 +53,16 @@ KINDS = {**{s: "text" for s in TEXT_SUFFIXES}, **{s: "markdown" for s in MARKDOW
 
 
 class ConvertError(Exception):
-    """str() says why, as the end of "<file> was not indexed: …"."""
+    """str() says why, as the end of "<file> was not indexed: …". `lasting`: the same bytes
+    would fail again (False where the converter could not even start)."""
+
+    def __init__(self, message: str, lasting: bool = True) -> None:
+        super().__init__(message)
+        self.lasting = lasting
+
+
+class ConvertCancelled(Exception):
+    """The run was cancelled while the file was converted: nothing of it was kept."""
 
 
 @dataclass(frozen=True)
@@ -60,16 +78,25 @@ class Converted:
 
 
 def kind_of(name: str) -> str | None:
-    return KINDS.get(Path(name).suffix.lower())
+    """The kind by the name's suffix; a name without one (README, LICENSE, NOTES) is read as
+    text, and refused as binary if its bytes say so (decode). Hidden files without one
+    (.env, .netrc, .bash_history) are not read: they hold settings and secrets, not notes."""
+    suffix = Path(name).suffix.lower()
+    if suffix:
+        return KINDS.get(suffix)
+    return None if name.startswith(".") else "text"
 
 
-def convert(kind: str, data: bytes, path: Path) -> Converted:
+def convert(kind: str, data: bytes, path: Path,
+            cancelled: Callable[[], bool] = lambda: False) -> Converted:
     """The text of a file already read (data), by its kind; path only names it (its suffix).
-    A PDF's bytes are given to the reader's child process on its stdin."""
+    PDFs, Word documents and large HTML pages are converted in a child process (given the bytes
+    on its stdin), capped in memory and time, killed as soon as `cancelled()` says so
+    (ConvertCancelled)."""
     if kind == "pdf":
-        return _pdf(data)
-    if kind == "docx":
-        return Converted([Page(_docx(data))])
+        return _pdf(data, cancelled)
+    if kind == "docx" or (kind == "html" and len(data) > HTML_IN_PROCESS_BYTES):
+        return _isolated(kind, data, cancelled)
     text = decode(data)
     if kind == "html":
         return Converted([Page(html_text(text))])
@@ -154,50 +181,52 @@ def _csv(text: str, delimiter: str) -> tuple[str, str]:
     return "\n".join(lines), ""
 
 
-def _docx(data: bytes) -> str:
-    import docx  # python-docx
-    from docx.opc.exceptions import PackageNotFoundError
-
+def _in_child(argv: list[str], data: bytes, what: str, cancelled: Callable[[], bool],
+              timeout_s: float) -> dict:
+    """The JSON object a converter's child process printed for data; ConvertError why not,
+    ConvertCancelled when cancelled() said so while it ran (it is killed either way)."""
     try:
-        document = docx.Document(io.BytesIO(data))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise ConvertError(f"it is not a Word document that can be read "
-                           f"({type(exc).__name__})") from exc
-    lines: list[str] = []
-    for paragraph in document.paragraphs:
-        style = (paragraph.style.name if paragraph.style is not None else "") or ""
-        text = paragraph.text.strip()
-        if style.startswith("Heading") and style[7:].strip().isdigit() and text:
-            lines += ["", "#" * min(6, int(style[7:])) + " " + text]
-        elif style == "Title" and text:
-            lines += ["", "# " + text]
-        else:
-            lines.append(text)
-    for table in document.tables:
-        for row in table.rows:
-            lines.append(" | ".join(cell.text.strip() for cell in row.cells))
-    return "\n".join(lines).strip()
-
-
-def _pdf(data: bytes) -> Converted:
+        out, code = convert_process.run_child(argv, data, timeout_s, cancelled)
+    except convert_process.ChildCancelled:
+        raise ConvertCancelled from None
+    except convert_process.ChildTimedOut:
+        raise ConvertError(f"reading its text took more than {timeout_s:.0f} s (the file "
+                           f"may be damaged, or built to do that)") from None
+    except OSError as exc:  # the child could not be started
+        raise ConvertError(f"the {what} could not be started: {exc.strerror or exc}",
+                           lasting=False) from exc
     try:
-        done = subprocess.run([*pdf_command(), "--max-chars", str(PDF_MAX_CHARS), "-"],
-                              input=data, capture_output=True, timeout=PDF_TIMEOUT_S, check=False,
-                              creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
-    except subprocess.TimeoutExpired as exc:
-        raise ConvertError(f"reading its text took more than {PDF_TIMEOUT_S:.0f} s "
-                           "(the PDF may be damaged)") from exc
-    except OSError as exc:  # the reader could not be started
-        raise ConvertError(f"the PDF reader could not be started: {exc.strerror or exc}") \
-            from exc
-    try:
-        result = json.loads(done.stdout.decode("ascii"))
+        result = json.loads(out.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         result = None
-    if not isinstance(result, dict) or "error" in result or "text" not in result:
-        reason = result.get("error") if isinstance(result, dict) else None
-        raise ConvertError(str(reason or f"the PDF reader stopped (exit code "
-                                          f"{done.returncode}); the PDF may be damaged"))
+    if isinstance(result, dict) and isinstance(result.get("error"), str):
+        raise ConvertError(result["error"])
+    if not isinstance(result, dict):
+        if code < 0:  # killed by a signal: its CPU cap, or the system short of memory
+            raise ConvertError(f"the {what} was stopped (signal {-code}): reading it took "
+                               "more memory or time than a document may (the file may be "
+                               "damaged, or built to do that)")
+        raise ConvertError(f"the {what} stopped (exit code {code}); the file may be damaged")
+    return result
+
+
+def _isolated(kind: str, data: bytes, cancelled: Callable[[], bool]) -> Converted:
+    result = _in_child([*convert_process.command(), kind], data, "converter", cancelled,
+                       CONVERT_TIMEOUT_S)
+    try:
+        pages = [Page(str(text).encode("utf-8", "replace").decode("utf-8"),
+                      None if number is None else int(number))
+                 for text, number in result["pages"]]
+    except (KeyError, TypeError, ValueError):
+        raise ConvertError("the converter gave no text it could read") from None
+    return Converted(pages)
+
+
+def _pdf(data: bytes, cancelled: Callable[[], bool]) -> Converted:
+    result = _in_child([*pdf_command(), "--max-chars", str(PDF_MAX_CHARS), "-"], data,
+                       "PDF reader", cancelled, PDF_TIMEOUT_S)
+    if "text" not in result:
+        raise ConvertError("the PDF reader stopped; the PDF may be damaged")
     text = str(result["text"]).encode("utf-8", "replace").decode("utf-8")
     starts = [(int(n), int(at)) for n, at in result.get("page_starts", [])] or [(1, 0)]
     pages = []

@@ -7,6 +7,12 @@ one read). Reading is bounded (MAX_FILE_BYTES), through a descriptor opened with
 a final link and without blocking, checked to be a regular file; a file whose size or mtime
 moves while it is read is read again, and listed if it keeps moving. Files gone from the folders
 leave the index. Cancelling keeps what was indexed so far; the next run goes on from there.
+Cancel is heard inside a file too: a converter's child process is killed, chunking stops.
+
+Any one file's failure is that file's: whatever reading, converting or chunking it raises (a
+parser's refusal, a converter killed for its memory or time, a bug) lists it with the reason,
+and the run goes on with the next file. Only the index's own failures (a full disk, the
+collection removed by another process) end the run.
 
 Each document records READER_VERSION, the version of converting and chunking that made its
 passages: one made by an older reader is read again however unchanged the file is, and keeps its
@@ -34,7 +40,7 @@ from inglenook.core import files
 from inglenook.core.units import describe_size
 from inglenook.knowledge import embed_prompts, vectors
 from inglenook.knowledge.chunking import chunk_pages
-from inglenook.knowledge.convert import ConvertError, convert
+from inglenook.knowledge.convert import ConvertCancelled, ConvertError, convert
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Document
 from inglenook.knowledge.scanner import FoundFile, scan
@@ -73,8 +79,32 @@ class IndexReport:
     embed_error: str = ""  # why vectors were not made ("" they were, or none were asked)
 
 
+# Contents a converter refused (by kind and SHA-256), with why: in this process they are listed
+# again without being converted again, so a file that takes a converter its whole minute, or
+# is a zip bomb, costs that once per session, not at every change the watcher sees.
+_REFUSED: dict[tuple[str, str], str] = {}
+REFUSALS_KEPT = 1000
+
+
+def _remember_refusal(kind: str, sha: str, why: str) -> None:
+    if len(_REFUSED) >= REFUSALS_KEPT:
+        del _REFUSED[next(iter(_REFUSED))]  # the oldest
+    _REFUSED[(kind, sha)] = why
+
+
 class UnreadableFile(Exception):
     """str() is the reason, for the problems list."""
+
+
+def _reason(exc: Exception) -> str:
+    """Why a file was not indexed: our own errors say it in words; anything else (a parser's
+    refusal we did not foresee) by its kind and first line."""
+    if isinstance(exc, (UnreadableFile, ConvertError)):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "reading it needed more memory than a document may use"
+    detail = (str(exc).splitlines() or [""])[0][:200]
+    return f"it could not be read ({type(exc).__name__}{': ' + detail if detail else ''})"
 
 
 CHANGED = "it was replaced while being indexed (by a link, or another file): not read"
@@ -116,7 +146,8 @@ class Indexer:
     """Brings one collection's index in step with its folders.
 
     `progress` is called from the thread that runs `run` (the window hands it to a queued
-    signal); `cancelled` is asked between files and between folders."""
+    signal); `cancelled` is asked between files and folders, and while a file is converted
+    and chunked."""
 
     def __init__(self, index: SqliteFtsIndex, name: str,
                  progress: Callable[[Progress], None] = lambda p: None,
@@ -153,6 +184,8 @@ class Indexer:
                 report.cancelled = True
                 break
             self._one(file, known.get(file.path), report)
+            if report.cancelled:
+                break
             self.progress(Progress(done, total, file.path))
         if not report.cancelled:
             seen = {file.path for file in found.files}
@@ -224,14 +257,24 @@ class Indexer:
                     known.note))
                 report.unchanged += 1
                 return
-            converted = convert(file.kind, data, Path(file.path))
+            if (refused := _REFUSED.get((file.kind, sha))) is not None:
+                raise ConvertError(refused)  # these very bytes failed before: not again
+            try:
+                converted = convert(file.kind, data, Path(file.path), self.cancelled)
+            except ConvertError as exc:
+                if exc.lasting:
+                    _remember_refusal(file.kind, sha, str(exc))
+                raise
             chunks = chunk_pages(converted.pages,
                                  markdown=file.kind in ("markdown", "html", "docx", "text"),
-                                 code=file.kind == "code")
+                                 code=file.kind == "code", cancelled=self.cancelled)
             if not chunks:
                 raise UnreadableFile("it has no text (a scanned PDF is pictures of pages)")
-        except (UnreadableFile, ConvertError) as exc:
-            report.problems.append((file.path, str(exc)))
+        except ConvertCancelled:
+            report.cancelled = True  # the file keeps what it had; the next run reads it
+            return
+        except Exception as exc:  # any one file's failure is that file's
+            report.problems.append((file.path, _reason(exc)))
             if known is not None:
                 self.index.remove_document(self.name, file.path)
             return

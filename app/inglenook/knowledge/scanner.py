@@ -7,7 +7,8 @@ anything follows it:
 - a folder already visited (a link loop, a bind mount seen twice) is not entered again;
 - FIFOs, sockets and devices are listed and never opened (opening a FIFO blocks);
 - a folder that cannot be listed (permission denied) is listed with the reason;
-- version-control and dependency folders are skipped, and said so.
+- version-control and dependency folders are skipped, and said so;
+- a file or folder whose name is not valid UTF-8 (possible on Linux) is listed, never fatal.
 Reading is not done here: indexer.py opens each file with O_NOFOLLOW | O_NONBLOCK and checks
 that the descriptor is the regular file scanned (its device and inode), since the file or a folder
 above it may have been swapped for a link out or a FIFO between the two.
@@ -73,12 +74,32 @@ def _kind_of(entry_stat: os.stat_result) -> str:
     return "not a regular file: not read"
 
 
+def printable(path: str) -> str:
+    """A path as text that can be stored and shown: the bytes of a name that is not valid UTF-8
+    (decoded by Python as lone surrogates) written as \\xNN."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(path).decode("utf-8", "backslashreplace")
+        except UnicodeError:
+            return path.encode("utf-8", "backslashreplace").decode("ascii")
+
+
 def scan(roots: Sequence[str], follow_links: bool = False,
          cancelled: Callable[[], bool] = lambda: False,
          found: Callable[[int], None] = lambda count: None) -> Scan:
     """The readable-looking files under roots (folders or files), and every entry that was not
-    taken, with the reason. `found(count)` is called as files are found; `cancelled()` is
-    asked between folders."""
+    taken, with the reason (its path printable()). `found(count)` is called as files are found;
+    `cancelled()` is asked between folders."""
+    result = _scan(roots, follow_links, cancelled, found)
+    result.problems = [(printable(path), printable(why)) for path, why in result.problems]
+    return result
+
+
+def _scan(roots: Sequence[str], follow_links: bool, cancelled: Callable[[], bool],
+          found: Callable[[int], None]) -> Scan:
     real_roots = [os.path.realpath(r) for r in roots]
     result = Scan()
     visited: set[tuple[int, int]] = set()
@@ -114,6 +135,10 @@ def scan(roots: Sequence[str], follow_links: bool = False,
 def _entry(path: str, real_roots: Sequence[str], follow_links: bool,
            visited: set[tuple[int, int]], stack: list[str], result: Scan,
            is_root: bool = False) -> None:
+    if printable(path) != path:  # SQLite (and any display) takes valid Unicode only
+        result.problems.append((path, "its name is not valid UTF-8 (the bytes shown as \\x..):"
+                                      " not indexed; rename it to index it"))
+        return
     try:
         info = os.lstat(path)
     except OSError as exc:

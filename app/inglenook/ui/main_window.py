@@ -51,6 +51,7 @@ from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
+from inglenook.ui.widgets.window_size import fit_in_window
 from inglenook.ui.window import commands
 from inglenook.ui.window.drops import accept_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
@@ -137,7 +138,9 @@ class MainWindow(QMainWindow):
             notices.append(store_problem)
         if any(notices):
             self.banner.show_message("\n\n".join(n for n in notices if n))
-        self.resize(1240, 820)  # unless the last run's sizes say otherwise:
+        # 1240 × 820 within the screen (a 1366 × 768 laptop, a 700 × 600 screen), unless the
+        # last run's sizes say otherwise:
+        fit_in_window(self, 1240, 820)
         self.restoreGeometry(QByteArray.fromBase64(settings.window_geometry.encode()))
         self.splitter.restoreState(QByteArray.fromBase64(settings.splitter_state.encode()))
         if not settings.welcomed:  # the first run: a short welcome above the starters,
@@ -209,6 +212,10 @@ class MainWindow(QMainWindow):
         self.panel_button.toggled.connect(self._remember_panels)
         self.panel.reload_requested.connect(models.reload)
         self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
+        self.panel.speed.tune_kept.connect(lambda: models.keep_tuned(self.panel))
+        self.panel.speed.tune_dismissed.connect(lambda: models.dismiss_tuned(self.panel))
+        self.panel.speed.tune_restore_requested.connect(
+            lambda: models.restore_untuned(self.panel))
         settings.changed.connect(self._setting_changed)
         settings.save_failed.connect(self.banner.show_message)
         if settings.value.api_enabled:
@@ -227,6 +234,7 @@ class MainWindow(QMainWindow):
         models.failed.connect(self._model_failed)
         models.lost.connect(self._engine_lost)
         models.unloaded.connect(self._model_unloaded)
+        self.composer.load_requested.connect(models.load_again)
         models.engine_started.connect(side.engine_started)
         history.open_requested.connect(chats.open)
         history.hit_chosen.connect(chats.open)
@@ -323,6 +331,7 @@ class MainWindow(QMainWindow):
 
     def _model_unloaded(self) -> None:
         self.chat.empty.label.setText("Choose a model above to start.")
+        self.composer.offer_load(self.models.unloaded_name)
         self.composer.model_changed()
         self.chats.set_can_send(False)
         self.composer.set_loading(False)

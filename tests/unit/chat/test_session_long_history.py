@@ -94,3 +94,32 @@ def test_the_prompt_inspector_shows_what_was_sent(store: Store) -> None:
     reply_id = session.reply.message_id  # type: ignore[union-attr]
     again = session.request_for(reply_id, 2, n_ctx=2_048)
     assert again is not None and again.messages == request.messages
+
+
+@pytest.mark.parametrize("overflow", ["rolling", "middle"])
+@pytest.mark.parametrize("system", ["", "Be brief."])
+def test_the_next_prompt_is_what_the_engine_would_keep_not_the_whole_chat(
+        store: Store, overflow: str, system: str) -> None:
+    """The meter's figure for a chat that outgrew the context: the fit the engine makes of what
+    is sent (estimated), with the run it leaves out ending where the kept turns start."""
+    from inglenook.core.context import estimate, fit_messages, reply_reserve
+
+    session = open_long(store, overflow, system)
+    whole, exact = session.context_used()
+    assert not exact and whole > 50_000  # the whole chat, estimated
+    ahead = session.next_prompt(2_048)
+    assert ahead is not None and ahead.first_seen is not None
+    assert ahead.tokens <= 2_048 - reply_reserve(2_048, -1)
+    assert session.next_prompt(2_048) is ahead  # kept until the chat changes
+    assert session.next_prompt(1_000_000) is None  # a context that holds it all
+    request = session.begin_reply(1, ReplyOptions(n_ctx=2_048))
+    assert request is not None
+    fit = fit_messages(request.messages, estimate, 2_048, reply_reserve(2_048, -1), overflow)
+    assert ahead.tokens == estimate(fit.messages)
+    pinned = 2 if overflow == "middle" else 0
+    behind = 4_001 - (len(request.messages) - (1 if system else 0))
+    assert ahead.left_out == behind + fit.dropped > behind
+    # The marker goes on the first message sent after the run.
+    assert ahead.first_seen == pinned + ahead.left_out
+    kept_first = fit.messages[(1 if system else 0) + pinned]
+    assert session.path[ahead.first_seen].content == kept_first.content

@@ -136,3 +136,54 @@ def test_follow_links_is_turned_on_and_off_for_a_collection(
     capsys.readouterr()
     assert main(["knowledge", "list"]) == 0
     assert "follows links" not in capsys.readouterr().out
+
+
+def test_a_collection_removed_by_another_process_mid_run_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`knowledge rm` in another process between a file's lookup of its collection and its
+    write (the race, made certain): one line, exit 1, no traceback."""
+    from inglenook.knowledge.fts import SqliteFtsIndex
+
+    folder = notes(tmp_path)
+    real_add, real_id = SqliteFtsIndex.add_document, SqliteFtsIndex._id
+    armed: list[bool] = []
+
+    def racing_id(self: SqliteFtsIndex, name: str) -> int:
+        found = real_id(self, name)
+        if armed == [True]:
+            armed[0] = False
+            other = SqliteFtsIndex()
+            other.remove_collection(name)
+            other.close()
+        return found
+
+    def add_document(self: SqliteFtsIndex, *args: object) -> None:
+        if not armed:
+            armed.append(True)
+        real_add(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteFtsIndex, "_id", racing_id)
+    monkeypatch.setattr(SqliteFtsIndex, "add_document", add_document)
+    assert main(["knowledge", "add", "Notes", str(folder)]) == 1
+    assert capsys.readouterr().err == ("inglenook: The collection Notes was removed while it "
+                                       "was being indexed (by another inglenook?): indexing "
+                                       "stopped.\n")
+
+
+def test_a_full_disk_during_indexing_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers.tmpfs import tmpfs
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for n in range(60):
+        words = " ".join(f"word{n}x{i}" for i in range(6000))
+        (folder / f"n{n:02}.md").write_text(f"# Note {n}\n\n{words}\n")
+    with tmpfs(tmp_path / "small", "1m") as disk:
+        monkeypatch.setenv("INGLENOOK_HOME", str(disk / "home"))
+        assert main(["knowledge", "add", "Notes", str(folder)]) == 1
+        assert capsys.readouterr().err == (
+            "inglenook: The disk is full: indexing Notes stopped (what was indexed is kept). "
+            "Free some space, then run: inglenook knowledge update Notes\n")

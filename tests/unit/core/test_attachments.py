@@ -133,7 +133,7 @@ def test_a_pdf_reader_that_hangs_is_killed(tmp_path: Path) -> None:
 def test_the_reader_caps_its_own_memory_and_cpu() -> None:
     """So a reader left behind (the app quit mid-read) cannot loop or grow for ever."""
     probe = ("import resource; from inglenook.core import attachments_pdf as m; "
-             "m._limit_resources(); "
+             "m.limit_resources(); "
              "print(resource.getrlimit(resource.RLIMIT_AS)[0], "
              "resource.getrlimit(resource.RLIMIT_CPU)[0])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

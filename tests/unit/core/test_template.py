@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from inglenook.core.builtin_templates import Choice, choose, detect
 from inglenook.core.messages import Message
 from inglenook.core.template import (
     CHATML_TEMPLATE,
@@ -56,20 +57,28 @@ def test_smollm2_template_keeps_given_system_prompt_and_honours_generation_flag(
     assert text == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
 
 
-def test_chatml_fallback_when_model_has_no_template() -> None:
-    template, label = for_model(None, None, "<s>", "</s>")
-    assert label == "chatml"
+def _choice(file: str | None, override: str | None, name: str = "auto") -> Choice:
+    return choose(file, override, name, lambda: detect(("<|im_start|>", "<|im_end|>").__contains__))
+
+
+def test_a_file_without_a_template_gets_a_built_in_one_chosen_from_its_vocabulary() -> None:
+    choice = _choice(None, None)
+    assert (choice.kind, choice.name, choice.label) == ("detected", "chatml", "ChatML")
+    assert "<|im_start|> and <|im_end|> tokens" in choice.reason
+    template = for_model(choice, "<s>", "</s>")
     assert template.render([Message("user", "Hi")]) == (
         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     )
-    assert for_model("  ", "", "", "")[1] == "chatml"
+    assert _choice("  ", "").kind == "detected"
 
 
-def test_for_model_prefers_override_then_gguf() -> None:
-    assert for_model(SMOLLM2_TEMPLATE, CHATML_TEMPLATE, "", "")[1] == "override"
-    template, label = for_model(SMOLLM2_TEMPLATE, None, "", "")
-    assert label == "gguf"
-    assert "SmolLM" in template.render(CHAT)
+def test_for_model_prefers_override_then_a_named_built_in_then_the_file() -> None:
+    assert _choice(SMOLLM2_TEMPLATE, CHATML_TEMPLATE, "gemma").kind == "override"
+    assert _choice(SMOLLM2_TEMPLATE, None, "gemma").name == "gemma"
+    choice = _choice(SMOLLM2_TEMPLATE, None, "file")
+    assert choice.kind == "gguf" and choice.ends == ("<|im_end|>", "<|im_start|>")
+    assert "SmolLM" in for_model(choice, "", "").render(CHAT)
+    assert _choice(None, None, "file").kind == "detected"  # it has none: automatic
 
 
 def test_bos_and_eos_tokens_are_available() -> None:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from inglenook.engine.tune import Stopped, batch_choices, thread_choices, tune
+from inglenook.engine.protocol import TuneResult
+from inglenook.engine.tune import (
+    Stopped,
+    batch_choices,
+    compare,
+    thread_choices,
+    trial_count,
+    tune,
+)
 
 
 class Table:
@@ -48,3 +56,39 @@ def test_a_stop_ends_the_tune_between_trials() -> None:
     with pytest.raises(Stopped):
         tune(table, 1, 1, 512, 0.1, lambda: next(calls))
     assert len(table.calls) == 2
+
+
+def test_the_settings_in_use_are_measured_too_for_before_and_after() -> None:
+    """Threads in use that are not among the choices (3 here) are measured as well, so the
+    result compares with them; progress counts every trial."""
+    table = Table({2: 20.0, 3: 24.0, 4: 30.0, 8: 25.0},
+                  {(n, b): 100.0 + n + b / 100 for n in (2, 3, 4, 8) for b in (128, 256, 512)})
+    seen: list[tuple[int, int]] = []
+    tuned = tune(table, 4, 8, 512, 0.1, lambda: False, current=(3, 3),
+                 progress=lambda done, total: seen.append((done, total)))
+    assert ("decode", 3, 1) in table.calls and ("prompt", 3, 512) in table.calls
+    assert (tuned.before_decode_tok_s, tuned.before_prompt_tok_s) == (24.0, 108.12)
+    total = trial_count(4, 8, 512, (3, 3))
+    assert seen == [(n, total) for n in range(1, total + 1)] and total == len(table.calls)
+
+
+def result(**changes: object) -> TuneResult:
+    values: dict[str, object] = dict(
+        request_id=-1, n_threads=4, n_threads_batch=8, n_batch=256, decode_tok_s=30.0,
+        prompt_tok_s=210.0, before_n_threads=1, before_n_threads_batch=1, before_n_batch=512,
+        before_decode_tok_s=20.0, before_prompt_tok_s=100.0)
+    values.update(changes)
+    return TuneResult(**values)  # type: ignore[arg-type]
+
+
+def test_the_comparison_says_before_and_after() -> None:
+    text, changed = compare(result())
+    assert changed
+    assert text == ("Replies: 1 thread → 4 threads, 20.0 → 30.0 tok/s (+50%).\n"
+                    "Prompts: 1 thread, batch 512 → 8 threads, batch 256, 100 → 210 tok/s "
+                    "(+110%).")
+    text, changed = compare(result(before_n_threads=4, before_n_threads_batch=8,
+                                   before_n_batch=256))
+    assert not changed and text.startswith("Already the fastest here: 4 threads")
+    text, changed = compare(result(before_n_threads=4))
+    assert changed and "Replies: 4 threads, 30.0 tok/s (kept)" in text

@@ -14,3 +14,13 @@ from inglenook.knowledge import ann
 def fresh_vector_indexes() -> Iterator[None]:
     yield
     ann.close_all()
+
+
+@pytest.fixture(autouse=True)
+def no_remembered_refusals() -> Iterator[None]:
+    """The indexer remembers, per process, contents a converter refused: not across tests."""
+    from inglenook.knowledge import indexer
+
+    indexer._REFUSED.clear()
+    yield
+    indexer._REFUSED.clear()

@@ -369,3 +369,21 @@ def test_a_folder_of_thousands_of_files_reports_progress_and_cancels_inside_it(
     reading = [p.done for p in seen if p.total is not None]
     assert report.added == 2500 and reading == list(range(2501))
     assert [p.done for p in seen if p.total is None] == [1000, 2000, 2500]
+
+
+def test_text_files_without_a_suffix_are_indexed_binary_ones_listed(tmp_path: Path) -> None:
+    """README, LICENSE, NOTES: text by their bytes (valid UTF-8, no NUL), not their name."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "README").write_text("# Harbour\n\nThe ferry leaves at nine.\n")
+    (docs / "LICENSE").write_text("Permission is granted to anyone.\n")
+    (docs / "a.out").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(200))
+    (docs / "core").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(200))
+    (docs / ".env").write_text("API_KEY=secret\n")  # hidden: settings and secrets, not notes
+    index, run = index_of(docs)
+    report = run.run()
+    assert {Path(p).name for p in index.documents("Docs")} == {"README", "LICENSE"}
+    assert reasons(report.problems)["core"].startswith("it holds binary data")
+    assert "a.out" in reasons(report.problems)  # a suffix the index does not read
+    assert reasons(report.problems)[".env"].startswith("not a kind of file")
+    assert [Path(h.path).name for h in index.search(["Docs"], "ferry")] == ["README"]

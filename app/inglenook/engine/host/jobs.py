@@ -35,7 +35,9 @@ def run_tune(loaded: LoadedModel, request: p.Tune, abort_cb: Any,
     bench = TuneBench(loaded.model, loaded.ctx, abort_cb)
     try:
         tuned = tune(bench, physical_cores(), logical_cores(), loaded.ctx.n_batch,
-                     max(0.05, request.seconds_per_trial), cancelled)
+                     max(0.05, request.seconds_per_trial), cancelled,
+                     (info.n_threads, info.n_threads_batch or info.n_threads),
+                     lambda done, total: send(p.TuneProgress(rid, done, total)))
     except Exception as exc:  # Stopped, or llama.cpp's abort: a stop; else a failure
         tuned = None
         if not cancelled():
@@ -55,7 +57,10 @@ def run_tune(loaded: LoadedModel, request: p.Tune, abort_cb: Any,
     send(p.TuneResult(
         rid, tuned.n_threads, tuned.n_threads_batch, tuned.n_batch, tuned.decode_tok_s,
         tuned.prompt_tok_s, tuple(p.TuneTrial(t.kind, t.n_threads, t.n_batch, t.tok_s)
-                                  for t in tuned.trials), applied=request.apply))
+                                  for t in tuned.trials), applied=request.apply,
+        before_n_threads=info.n_threads, before_n_threads_batch=info.n_threads_batch,
+        before_n_batch=loaded.ctx.n_batch, before_decode_tok_s=tuned.before_decode_tok_s,
+        before_prompt_tok_s=tuned.before_prompt_tok_s))
 
 
 class TuneBench:

@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 
 from inglenook import paths
+from inglenook.core.builtin_templates import Choice, choose, detect, is_base_model
 from inglenook.core.load import (
     LOOKUP_MIN_NGRAM,
     LoadParams,
@@ -39,7 +40,7 @@ from inglenook.engine.host.llama import (
 )
 from inglenook.engine.host.machine import logical_cores, physical_cores
 from inglenook.engine.host.mtmd import Projector, ProjectorError
-from inglenook.engine.host.tokenizing import Tokenizer
+from inglenook.engine.host.tokenizing import Tokenizer, has_token
 from inglenook.engine.host.vision import Vision
 from inglenook.engine.kv_reuse import SlotStates, copy_threshold
 from inglenook.engine.kv_states import StateCache
@@ -136,7 +137,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
     tokenizer, vision = None, None
     try:
-        tokenizer, source, traits, tools = _template(params, header, model)
+        tokenizer, choice, traits, tools = _template(params, header, model)
         vision = tokenizer.vision = _vision(params, model, n_threads_batch, offload)
         proposer, most, draft = _speculation(params, model, ctx, n_ctx, threads, abort_cb)
     except (TemplateError, _DraftError, ProjectorError) as exc:
@@ -155,9 +156,10 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         size_bytes=header.file_size, n_ctx=ctx.n_ctx_seq, n_ctx_train=header.context_length,
         n_threads=n_threads, n_gpu_layers=n_gpu_layers, gpu_offload_supported=supported,
         flash_attn=flash, kv_cache_type=params.kv_cache_type,
-        template_source=source,  # type: ignore[arg-type]
+        template_source=choice.kind, template_name=choice.label,
+        template_reason=choice.reason,
         load_seconds=time.perf_counter() - started, quantization=header.quantization,
-        n_threads_batch=n_threads_batch,
+        n_threads_batch=n_threads_batch, n_batch=ctx.n_batch,
         speculation=params.speculation if proposer is not None else "",
         draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
@@ -173,21 +175,24 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
 
 
 def _template(params: LoadParams, header: GGUFHeader,
-              model: Model) -> tuple[Tokenizer, str, Any, str]:
+              model: Model) -> tuple[Tokenizer, Choice, Any, str]:
     def special(token: int) -> str:
         return model.piece(token, special=True).decode("utf-8", errors="replace") \
             if token >= 0 else ""
 
-    template, source = TemplateRenderer.for_model(header.chat_template, params.chat_template,
-                                                  special(model.bos), special(model.eos))
+    choice = choose(header.chat_template, params.chat_template, params.template_name,
+                    lambda: detect(lambda text: has_token(model, text), header.architecture,
+                                   header.tokenizer_model,
+                                   is_base_model(header.metadata, Path(header.path).name)))
+    template = TemplateRenderer.for_model(choice, special(model.bos), special(model.eos))
     try:
         template.render_prompt([Message("system", "s"), Message("user", "Hi")])
         traits, tools = template_traits(template)
     except TemplateError:
         template.close()
         raise
-    return Tokenizer(model, template, stream_markers(traits.reasoning, tools)), source, traits, \
-        tools
+    return Tokenizer(model, template, stream_markers(traits.reasoning, tools), choice.ends), \
+        choice, traits, tools
 
 
 def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool,

@@ -58,7 +58,12 @@ class Sequence:
         self.reason: FinishReason | None = None  # set when the reply ends
         self.message = ""
         self.cancelled = False
-        self._utf8, self._stops = Utf8Stream(), StopMatcher(request.sampling.stop)
+        # A chat reply also ends where its template's turn does; a plain completion (raw) only
+        # at the model's end-of-generation tokens and the stop strings asked for.
+        chat = request.raw is None
+        self._end_tokens = tokenizer.end_tokens if chat else frozenset()
+        self._utf8 = Utf8Stream()
+        self._stops = StopMatcher(request.sampling.stop + (tokenizer.end_texts if chat else ()))
         self._stopped_by_string = False
         self._text: list[str] = []
         self._logprobs: list[TokenLogprob] = []  # of the tokens whose text is not sent yet
@@ -107,7 +112,7 @@ class Sequence:
         if not self.first_at:
             self.first_at = now
         odds = self.sampler.odds.pop(0) if self.sampler.odds else None
-        if self.is_eog(token):
+        if self.is_eog(token) or token in self._end_tokens:
             return self._end("stop")
         self.generated += 1
         if odds is not None:

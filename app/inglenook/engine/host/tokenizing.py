@@ -50,9 +50,15 @@ class Tokenizer:
     in the reply; prompts still read such text from markup only (tokenize_prompt)."""
 
     def __init__(self, model: Model, template: TemplateRenderer,
-                 markers: Collection[str] = ()) -> None:
+                 markers: Collection[str] = (), ends: Sequence[str] = ()) -> None:
         self.model = model
         self.template = template
+        # Where a chat reply ends besides the model's end-of-generation tokens: the template's
+        # end of turn and next turn (builtin_templates.Builtin.ends), as text and, where the
+        # vocabulary has one as a single token, as that token.
+        self.end_texts = tuple(ends)
+        self.end_tokens = frozenset(model.tokenize(t.encode(), special=True)[0]
+                                    for t in ends if has_token(model, t))
         self._pieces: dict[int, bytes] = {}
         self.vision: Vision | None = None  # the projector, when the model was loaded with one
         self._system_probes: dict[str, bytes] = {}
@@ -284,6 +290,12 @@ class Tokenizer:
                             dropped_messages=fit.dropped, defused=prompt.defused,
                             dropped_start=fit.dropped_start,
                             image_positions=sum(map(is_placeholder, tokens)))
+
+
+def has_token(model: Model, text: str) -> bool:
+    """The vocabulary has `text` as one token (a control or user-defined one, as markup)."""
+    tokens = model.tokenize(text.encode("utf-8"), special=True)
+    return len(tokens) == 1 and model.text(tokens[0]) == text.encode("utf-8")
 
 
 def _image_marks(tokens: Sequence[int], labels: dict[int, str]) -> dict[int, str]:

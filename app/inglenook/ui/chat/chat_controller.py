@@ -194,8 +194,8 @@ class ChatController(QObject):
         outline = session.path.outline
         last_reply = next((outline.ids[i] for i in range(len(outline) - 1, -1, -1)
                            if outline.roles[i] == "assistant"), None)
-        if last_reply is not None:
-            self.reply.mark_left_out(last_reply)
+        model = self.model()[0]
+        self.reply.mark_left_out(last_reply, model.n_ctx if model is not None else 0)
 
     # ---- the user -------------------------------------------------------------------------
     def set_can_send(self, can_send: bool) -> None:

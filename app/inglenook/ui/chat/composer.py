@@ -78,12 +78,14 @@ class Composer(QWidget):
         stop_requested(): the user asked to stop the reply being generated.
         attachments_changed(): a file was attached or removed, or the draft was sent.
         attach_failed(str): a file was not attached; why, for the user (also shown here).
+        load_requested(): "Load <model>" (or Enter) with no model loaded: load it again.
     """
 
     send_requested = Signal(str, list)
     stop_requested = Signal()
     attachments_changed = Signal()
     attach_failed = Signal(str)
+    load_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -103,9 +105,25 @@ class Composer(QWidget):
         self.notice.setWordWrap(True)
         self.notice.hide()
         self.strip = AttachmentStrip(self)
+        # After Unload: the way back, where the user looks to send.
+        self.no_model = QWidget(self)
+        self.no_model.setObjectName("noModelBar")
+        self.no_model_label = plain_label("No model loaded", self.no_model,
+                                          name="noModelLabel")
+        self.no_model_label.setWordWrap(True)  # a model's name can be long
+        self.load_button = QPushButton("Load", self.no_model)
+        self.load_button.setObjectName("loadModelButton")
+        self.load_button.clicked.connect(self.load_requested)
+        bar = QHBoxLayout(self.no_model)
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.no_model_label, 1)
+        bar.addWidget(self.load_button)
+        self.no_model.hide()
+        self._unloaded = ""  # the model unloaded, to load again ("": none offered)
         column = QVBoxLayout(self)
         column.setContentsMargins(12, 10, 12, 10)
         column.setSpacing(6)
+        column.addWidget(self.no_model)
         column.addWidget(self.notice)
         column.addWidget(self.strip)
         layout = QHBoxLayout()
@@ -377,10 +395,22 @@ class Composer(QWidget):
         """While a model loads, Enter keeps the message and sends it once the model is ready;
         if the load fails, the message stays here, unsent."""
         self._loading = loading
+        if loading:
+            self.offer_load("")
         if not loading and self.pending and not self._can_send:
             self._hold(False)
             self.notice.setText("The model did not load, so your message was not sent.")
             self.notice.show()
+        self._update_enabled()
+
+    def offer_load(self, name: str) -> None:
+        """No model is loaded: say so, with a button (and Enter) that loads `name` again; ""
+        takes the offer away (a model is loaded or loading)."""
+        self._unloaded = name
+        self.no_model_label.setText(f"No model loaded — Load {name} to chat.")
+        self.load_button.setToolTip(f"Load {name} again (or press Enter to load it and send "
+                                    "your message)")
+        self.no_model.setVisible(bool(name))
         self._update_enabled()
 
     def _hold(self, pending: bool) -> None:
@@ -393,7 +423,8 @@ class Composer(QWidget):
         self.notice.setVisible(pending)
 
     def _update_enabled(self) -> None:
-        self.button.setEnabled(self._generating or self._can_send or self._loading)
+        self.button.setEnabled(self._generating or self._can_send or self._loading
+                               or bool(self._unloaded))
 
     def _clicked(self) -> None:
         if self._generating:
@@ -428,6 +459,8 @@ class Composer(QWidget):
             self.notice.show()
             return
         if not self._can_send:
+            if not self._loading and self._unloaded:
+                self.load_requested.emit()  # the model unloaded: load it, then send
             if self._loading:
                 self._hold(True)
             return

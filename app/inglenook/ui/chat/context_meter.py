@@ -36,6 +36,8 @@ NEAR_FULL = 0.8  # the meter turns amber
 OVER = {"stop": "this chat stops at the limit (see the side panel).",
         "rolling": "the oldest turns will be left out.",
         "middle": "turns after the first exchange will be left out."}
+OVERFLOW_WORDS = {"stop": "", "rolling": "the oldest turns go first",
+                  "middle": "the first exchange is kept"}
 
 
 class ContextMeter:
@@ -58,7 +60,11 @@ class ContextMeter:
             # (given is estimated: never below what the chat's own text is estimated at)
             used, exact = max(used - given, text_tokens(session)), False
         reserve = knowledge_turn.budget(model.n_ctx) if session.settings.knowledge else 0
-        self._show(session, model, used, exact, draft, reserve)
+        ahead = session.next_prompt(model.n_ctx) if not exact else None
+        if ahead is not None:  # outgrown: what the next request will hold, not the whole chat
+            used = ahead.tokens
+        self._show(session, model, used, exact, draft, reserve,
+                   ahead.left_out if ahead is not None else 0)
 
     def show_live(self, session: ChatSession, model: ModelInfo | None, used: int) -> None:
         """`used` tokens while a reply streams: an estimate until the engine counts."""
@@ -66,8 +72,9 @@ class ContextMeter:
             self._show(session, model, used, False, 0)
 
     def _show(self, session: ChatSession, model: ModelInfo, used: int, exact: bool,
-              draft: int, reserve: int = 0) -> None:
-        """`reserve`: the tokens the passages found for the next question may take."""
+              draft: int, reserve: int = 0, left_out: int = 0) -> None:
+        """`reserve`: the tokens the passages found for the next question may take;
+        `left_out`: the earlier messages the next request leaves out."""
         label = self.label
         total, n_ctx = used + draft + reserve, model.n_ctx
         level = "over" if total > n_ctx else "near" if total > NEAR_FULL * n_ctx else "ok"
@@ -83,7 +90,10 @@ class ContextMeter:
             + {"near": ". Nearly full.", "ok": ".",
                "over": f". Over: {OVER[session.settings.overflow]}"}[level]
             + (f"\nUp to {reserve:,} tokens of passages from this chat's collections go "
-               "with the next question." if reserve else ""))
+               "with the next question." if reserve else "")
+            + (f"\n{left_out:,} earlier messages are left out of the model's view to fit its "
+               f"context ({OVERFLOW_WORDS[session.settings.overflow]}); a marker in the chat "
+               "shows where. They stay in the chat." if left_out else ""))
         if label.property("level") != level:
             restyle(label, level=level)
         label.show()
@@ -188,6 +198,17 @@ def will_not_fit(session: ChatSession, model: ModelInfo | None, draft: int) -> s
         return ("This chat is full and set to stop at the limit. Start a new chat, or choose "
                 "what to leave out under “When the chat is full”.")
     return ""
+
+
+def ahead_marker(session: ChatSession, n_ctx: int) -> tuple[int, str] | None:
+    """Where the next request's cut falls (on the first message it sends after the run it
+    leaves out) and what it says; None when it leaves nothing out."""
+    ahead = session.next_prompt(n_ctx)
+    if ahead is None or not ahead.left_out or ahead.first_seen is None:
+        return None
+    return (session.path.outline.ids[ahead.first_seen],
+            f"↑ {ahead.left_out:,} earlier messages are left out of the model's view to fit "
+            "its context.")
 
 
 def left_out_marker(session: ChatSession, reply_id: int) -> tuple[int, str] | None:

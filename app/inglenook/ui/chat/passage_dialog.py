@@ -1,5 +1,7 @@
 """One source of a reply: the passage the model was given (plain text, as recorded with the
-reply), where it is (file, page or lines, collection), and Open file for the file itself."""
+reply), where it is (file, page or lines, collection), and Open file for the file itself: only a
+document of the collection inside its folders, never something that would run
+(knowledge/opening.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.chat.knowledge_turn import KnowledgeTurn, given_passage
+from inglenook.knowledge.fts import SqliteFtsIndex
+from inglenook.knowledge.opening import Opening, opening
 from inglenook.knowledge.retrieval import Source
+from inglenook.ui import tasks
 from inglenook.ui.plain import plain_label
 from inglenook.ui.widgets.controls import helper_label
 
@@ -54,6 +59,7 @@ class PassageDialog(QDialog):
         self.open_button.setToolTip("Open the file in the app your system uses for it")
         self.open_button.setEnabled(exists)
         self.open_button.clicked.connect(self.open_file)
+        self._opening: tasks.Task | None = None
         buttons.addButton(self.open_button, QDialogButtonBox.ButtonRole.ActionRole)
         layout = QVBoxLayout(self)
         layout.addWidget(self.path_label)
@@ -62,4 +68,25 @@ class PassageDialog(QDialog):
         layout.addWidget(buttons)
 
     def open_file(self) -> None:
-        QDesktopServices.openUrl(QUrl.fromLocalFile(self.source.path))
+        """Only a document of the collection, inside its folders, that cannot run
+        (knowledge/opening.py); checked off the GUI thread (it reads the index)."""
+        collection, path = self.source.collection, self.source.path
+
+        def check() -> Opening:
+            index = SqliteFtsIndex()
+            try:
+                return opening(index, collection, path)
+            finally:
+                index.close()
+
+        self.open_button.setEnabled(False)
+        self._opening = tasks.run(check, owner=self, replaces=self._opening,
+                                  name="open-source", on_done=self._open,
+                                  on_failed=lambda exc: self._open(Opening("", str(exc))))
+
+    def _open(self, decided: Opening) -> None:
+        self.open_button.setEnabled(bool(decided.path))
+        if decided.why:
+            self.where.setText(decided.why)
+        if decided.path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(decided.path))

@@ -18,7 +18,7 @@ from inglenook.engine.scheduler import QueueState
 from inglenook.store import StoredMessage
 from inglenook.ui.chat.bubble import READING, WAITING, MessageBubble
 from inglenook.ui.chat.chat_view import ChatView
-from inglenook.ui.chat.context_meter import left_out_marker
+from inglenook.ui.chat.context_meter import ahead_marker, left_out_marker
 from inglenook.ui.chat.presenter import mark_stopped_thinking, show_answer
 from inglenook.ui.chat.queue_notice import QueueNotice
 
@@ -163,11 +163,15 @@ class ReplyOnScreen(QObject):
         return bubble if message is not None else None
 
     # ---- notices --------------------------------------------------------------------------
-    def mark_left_out(self, reply_id: int) -> None:
-        """Only the latest reply's marker: it says what the model does not see now."""
+    def mark_left_out(self, reply_id: int | None, n_ctx: int = 0) -> None:
+        """Only the latest reply's marker: it says what the model does not see now; without
+        one (an imported chat, a question not answered yet), where the next request will cut
+        a chat that outgrew a context of `n_ctx`."""
         if self._session is None:
             return
-        marker = left_out_marker(self._session, reply_id)
+        marker = left_out_marker(self._session, reply_id) if reply_id is not None else None
+        if marker is None and n_ctx > 0:
+            marker = ahead_marker(self._session, n_ctx)
         if marker is None or marker == self._marker:
             return
         old = self.view.bubble_of(self._marker[0]) if self._marker is not None else None

@@ -81,6 +81,8 @@ class SearchDialog(QDialog):
         self.results.itemClicked.connect(self._choose)
 
     def run_query(self) -> None:
+        if self._typing.pending:  # run now: the query typed is this one
+            self._typing.cancel()
         text = self.query.text().strip()
         self.results.clear()
         if not text:

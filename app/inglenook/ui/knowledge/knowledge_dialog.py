@@ -149,6 +149,9 @@ class KnowledgeDialog(QDialog):
 
     def _button(self, text: str, name: str, tip: str, slot: object) -> QPushButton:
         button = QPushButton(text, self)
+        # Enter in the name field makes the collection (returnPressed); a button that is
+        # also the dialog's default would be pressed too, with the name already cleared.
+        button.setAutoDefault(False)
         button.setObjectName(name)
         button.setToolTip(tip)
         button.clicked.connect(slot)
@@ -204,6 +207,8 @@ class KnowledgeDialog(QDialog):
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         close.button(QDialogButtonBox.StandardButton.Close).setToolTip("Close this window")
         close.rejected.connect(self.reject)
+        for button in self.findChildren(QPushButton):  # the rows' buttons too (see _button)
+            button.setAutoDefault(False)
         layout = QVBoxLayout(self)
         layout.addLayout(columns, 1)
         bottom = QHBoxLayout()
@@ -223,8 +228,7 @@ class KnowledgeDialog(QDialog):
         self.collections.blockSignals(True)
         self.collections.clear()
         for summary in self.summaries:
-            item = QListWidgetItem(f"{summary.name}\n{count(summary.documents, 'file')} · "
-                                   f"{count(summary.chunks, 'passage')}")
+            item = QListWidgetItem(self._row_text(summary))
             item.setData(NAME, summary.name)
             item.setToolTip(plain_tip("\n".join(summary.roots) or "No folders yet"))
             self.collections.addItem(item)
@@ -260,8 +264,7 @@ class KnowledgeDialog(QDialog):
             self._update_buttons()
             return
         self.title.setText(summary.name)
-        self.figures.setText(describe_summary(summary) if summary.roots else
-                             "No folders or files yet: add some below.")
+        self.figures.setText(self._figures(summary))
         for root in summary.roots:
             item = QListWidgetItem(root)
             item.setData(NAME, root)
@@ -275,6 +278,26 @@ class KnowledgeDialog(QDialog):
         self.watch_note.setText(note)
         self.watch_note.setVisible(bool(note))
         self._update_buttons()
+
+    def _busy(self, name: str) -> str:
+        """What a run is doing to the collection now, "" nothing: while it runs, the figures
+        as last read (0 files for a new one) would say the wrong thing."""
+        if name == self.knowledge.running:
+            p = self.knowledge.last_progress
+            return f"Indexing now: {describe_progress(p)}" if p is not None else \
+                "Indexing now…"
+        return "Waiting to be indexed…" if name in self.knowledge.queue else ""
+
+    def _row_text(self, summary: CollectionSummary) -> str:
+        if self._busy(summary.name):
+            return f"{summary.name}\nindexing…"
+        return f"{summary.name}\n{count(summary.documents, 'file')} · " \
+               f"{count(summary.chunks, 'passage')}"
+
+    def _figures(self, summary: CollectionSummary) -> str:
+        if not summary.roots:
+            return "No folders or files yet: add some below."
+        return self._busy(summary.name) or describe_summary(summary)
 
     def _choose_follow(self, checked: bool) -> None:
         summary = self.selected()
@@ -326,6 +349,12 @@ class KnowledgeDialog(QDialog):
         self.progress_text.set_forms(f"{what}: {describe_progress(p)}{where}",
                                      f"{what}: {describe_progress(p)}")
         self.progress_text.setToolTip(plain_tip(p.path))
+        for row, summary in enumerate(self.summaries):
+            if summary.name == name:
+                self.collections.item(row).setText(self._row_text(summary))
+        selected = self.selected()
+        if selected is not None and selected.name == name:
+            self.figures.setText(self._figures(selected))
         self._update_buttons()
 
     def _indexed(self, name: str, report: IndexReport) -> None:

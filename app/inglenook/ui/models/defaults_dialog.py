@@ -1,6 +1,6 @@
 """Per-model defaults: the load options LOAD_SPECS marks per_model (context, GPU layers, prompt
-lookup, a draft model), a preset and a chat-template override, used whenever that model loads
-(over the side panel's settings)."""
+lookup, a draft model), a preset and the chat template (Automatic, a built-in one, the file's
+own, or your Jinja), used whenever that model loads (over the side panel's settings)."""
 
 from __future__ import annotations
 
@@ -15,19 +15,32 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QPlainTextEdit,
-    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
-from inglenook.core.load import LOAD_SPECS, ModelDefaults
-from inglenook.core.template import CHATML_TEMPLATE, ChatTemplate, TemplateError
+from inglenook.core.builtin_templates import BUILTINS, FILE_OWN
+from inglenook.core.load import LOAD_SPECS, ModelDefaults, ModelInfo
+from inglenook.core.template import ChatTemplate, TemplateError
+from inglenook.models.gguf import GGUFHeader, read_header
+from inglenook.ui import tasks
 from inglenook.ui.plain import plain_label
 from inglenook.ui.widgets.load_field import LoadField
 
 PANEL = "Use the side panel's"
 CPU_ONLY = "This build of llama.cpp runs on the CPU only."
 _PANEL_DEFAULTS = ModelDefaults()  # every option left to the side panel
+CUSTOM = "custom"  # the chat template choice that is your Jinja (ModelDefaults.chat_template)
+CUSTOM_TEMPLATE = "Your own (Jinja)…"
+FILE_TEMPLATE = "The file's own"
+AUTOMATIC_TEMPLATE = "Automatic (recommended)"
+
+
+def _automatic(loaded: ModelInfo | None) -> str:
+    """The Automatic choice, with what it chose for the model loaded now (when it chose)."""
+    now = {"gguf": FILE_TEMPLATE.lower(), "detected": loaded.template_name}.get(
+        loaded.template_source, "") if loaded is not None else ""
+    return AUTOMATIC_TEMPLATE + (f": {now}" if now else "")
 
 
 class ModelDefaultsDialog(QDialog):
@@ -35,7 +48,9 @@ class ModelDefaultsDialog(QDialog):
     uses the side panel's."""
 
     def __init__(self, model_path: str, defaults: ModelDefaults, presets: Sequence[str],
-                 gpu_offload: bool, parent: QWidget | None = None) -> None:
+                 gpu_offload: bool, parent: QWidget | None = None,
+                 loaded: ModelInfo | None = None) -> None:
+        """`loaded`: this model as loaded now, whose template Automatic chose."""
         super().__init__(parent)
         self.setObjectName("modelDefaultsDialog")
         self.setWindowTitle(f"Defaults for {Path(model_path).stem}")
@@ -44,7 +59,7 @@ class ModelDefaultsDialog(QDialog):
         self.fields: dict[str, LoadField] = {}
         self.overrides: dict[str, QCheckBox] = {}
         for spec in LOAD_SPECS.values():
-            if spec.per_model:
+            if spec.per_model and spec.name != "template_name":  # its own row, below
                 self._add_row(form, LoadField(spec, self, "defaults_", switch_as_choice=True),
                               getattr(defaults, spec.name))
         if not gpu_offload:
@@ -58,13 +73,36 @@ class ModelDefaultsDialog(QDialog):
             self.preset.addItem(name, name)
         self.preset.setCurrentIndex(max(0, self.preset.findData(defaults.preset)))
         form.addRow("Preset", self.preset)
+        self.template_choice = QComboBox(self)
+        self.template_choice.setObjectName("defaults_template")
+        self.template_choice.setAccessibleName("Chat template")
+        self.template_choice.setToolTip(
+            "The format this model's conversations are written in. Automatic: the file's own "
+            "template, else a built-in one chosen from its vocabulary (the load notice and "
+            "the model's tooltip say which and why).")
+        self.template_choice.addItem(_automatic(loaded), "")
+        for builtin in BUILTINS.values():
+            self.template_choice.addItem(builtin.label, builtin.name)
+        self.template_choice.addItem(CUSTOM_TEMPLATE, CUSTOM)
+        if loaded is not None and loaded.template_source == "gguf":
+            self._offer_file_own()
+        if defaults.template_name == FILE_OWN:  # kept, whether or not the file still has one
+            self._offer_file_own()
+        current = CUSTOM if defaults.chat_template.strip() else defaults.template_name
+        self.template_choice.setCurrentIndex(max(0, self.template_choice.findData(current)))
+        form.addRow("Chat template", self.template_choice)
         self.template = QPlainTextEdit(self)
         self.template.setObjectName("defaults_chat_template")
-        self.template.setPlaceholderText("Empty: the model's own chat template")
+        self.template.setAccessibleName("Your chat template (Jinja)")
+        self.template.setPlaceholderText("Your chat template, in Jinja (as in a GGUF file's "
+                                         "tokenizer.chat_template)")
         self.template.setTabChangesFocus(True)
         self.template.setPlainText(defaults.chat_template)
-        chatml = QPushButton("Use ChatML", self)
-        chatml.clicked.connect(lambda: self.template.setPlainText(CHATML_TEMPLATE))
+        self.template_choice.currentIndexChanged.connect(self._show_custom)
+        # Offered only when the file has a template of its own: its header is read off the GUI
+        # thread (a large vocabulary takes a moment to skip).
+        self._reading = tasks.run(read_header, model_path, owner=self, name="template-header",
+                                  on_done=self._on_header, on_failed=lambda _exc: None)
         self.error = plain_label("", self, name="defaultsError")  # template errors quote it
         self.error.setWordWrap(True)
         self.error.hide()
@@ -80,12 +118,26 @@ class ModelDefaultsDialog(QDialog):
         intro.setWordWrap(True)
         layout.addWidget(intro)
         layout.addLayout(form)
-        layout.addWidget(QLabel("Chat template override (Jinja)", self))
         layout.addWidget(self.template, 1)
-        layout.addWidget(chatml)
         layout.addWidget(self.error)
+        layout.addStretch(0)  # takes the room the Jinja box leaves while it is hidden
         layout.addWidget(buttons)
+        self._layout = layout
         self.result_defaults = defaults
+        self._show_custom()
+
+    def _offer_file_own(self) -> None:
+        if self.template_choice.findData(FILE_OWN) < 0:
+            self.template_choice.insertItem(1, FILE_TEMPLATE, FILE_OWN)
+
+    def _on_header(self, header: GGUFHeader) -> None:
+        if header.chat_template and header.chat_template.strip():
+            self._offer_file_own()
+
+    def _show_custom(self) -> None:
+        custom = self.template_choice.currentData() == CUSTOM
+        self.template.setVisible(custom)
+        self._layout.setStretch(self._layout.count() - 2, 0 if custom else 1)
 
     def _add_row(self, form: QFormLayout, field: LoadField, value: object) -> None:
         name = field.spec.name
@@ -111,11 +163,19 @@ class ModelDefaultsDialog(QDialog):
     def defaults(self) -> ModelDefaults:
         own = {name: field.value() for name, field in self.fields.items()
                if self.overrides[name].isChecked()}
-        return ModelDefaults.from_dict({**own, "preset": self.preset.currentData() or "",
-                                        "chat_template": self.template.toPlainText().strip()})
+        choice = self.template_choice.currentData() or ""
+        custom = choice == CUSTOM
+        return ModelDefaults.from_dict({
+            **own, "preset": self.preset.currentData() or "",
+            "template_name": "" if custom else choice,
+            "chat_template": self.template.toPlainText().strip() if custom else ""})
 
     def _save(self) -> None:
         defaults = self.defaults()
+        if self.template_choice.currentData() == CUSTOM and not defaults.chat_template:
+            self.error.setText("Write your chat template, or choose another.")
+            self.error.show()
+            return
         if defaults.chat_template:
             try:  # refuse a template that cannot even compile, before the model loads
                 ChatTemplate(defaults.chat_template)

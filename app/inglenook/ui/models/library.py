@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import cast
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -48,6 +48,7 @@ from inglenook.models.library import (
 from inglenook.models.projector import known_projector, vision_projector
 from inglenook.ui import tasks
 from inglenook.ui.models.page import notice_label, page_header
+from inglenook.ui.models.picker import LOADED_MARK
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.style import restyle
@@ -55,6 +56,10 @@ from inglenook.ui.widgets.style import restyle
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Vision",
            "Source")
 PENDING = "…"
+NAME_ROOM = 220  # pixels the Model column keeps before other columns are hidden
+OPTIONAL_COLUMNS = (8, 6, 7, 5, 1)  # Source, Template, Vision, Context, Architecture
+EMBEDDING_NOTE = ("An embedding model: Knowledge makes its vectors with it (and the API serves "
+                  "/v1/embeddings); it does not chat.")
 
 
 # -- questions to the user (module functions, so that tests can answer them) ----------------------
@@ -128,6 +133,7 @@ class LibraryPage(QWidget):
         super().__init__(parent)
         self.setObjectName("libraryPage")
         self.entries: list[ModelEntry] = []
+        self.loaded = ""  # the model loaded now, marked LOADED_MARK
         self.headers: dict[str, GGUFHeader | str] = {}
         self._cache: dict[tuple[str, int, int], GGUFHeader | str] = {}
         self._generation = 0
@@ -151,7 +157,8 @@ class LibraryPage(QWidget):
         self.table.setHeaderLabels(COLUMNS)
         self.table.setRootIsDecorated(False)
         self.table.setUniformRowHeights(True)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # A name's start says what the model is: cut at its end (the tooltip has it all).
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         header = self.table.header()
@@ -159,6 +166,7 @@ class LibraryPage(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in range(1, len(COLUMNS)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setMinimumSectionSize(40)
         self.table.itemSelectionChanged.connect(self._show_selected)
         self.table.itemDoubleClicked.connect(lambda *_: self.use_selected())
 
@@ -221,6 +229,28 @@ class LibraryPage(QWidget):
         layout.addWidget(self.table, 1)
         layout.addWidget(card)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Room for the names first: in a narrow window the columns the details card also
+        shows are hidden, least useful first, so that a name is not cut to a few letters."""
+        header, table = self.table.header(), self.table
+        for column in OPTIONAL_COLUMNS:
+            header.setSectionHidden(column, False)
+
+        def width(column: int) -> int:
+            return max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
+
+        room = table.viewport().width()
+        shown = [c for c in range(1, len(COLUMNS))]
+        for column in OPTIONAL_COLUMNS:
+            if room - sum(width(c) for c in shown) >= NAME_ROOM:
+                break
+            header.setSectionHidden(column, True)
+            shown.remove(column)
+
     # -- listing ----------------------------------------------------------------------------------
     def refresh(self) -> None:
         """List the installed models again; headers not read before are read in the background."""
@@ -258,6 +288,7 @@ class LibraryPage(QWidget):
         if current is not None:
             self.table.setCurrentItem(current)
         self._show_selected()
+        self.fit_columns()
 
     @property
     def reading(self) -> bool:
@@ -271,10 +302,24 @@ class LibraryPage(QWidget):
             return (path, -1, -1)
         return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
+    def set_loaded(self, path: str) -> None:
+        """Mark the model loaded now ("" none)."""
+        self.loaded = path
+        for i, entry in enumerate(self.entries):
+            item = self.table.topLevelItem(i)
+            if item is not None:
+                self._fill(item, entry)
+        self._show_selected()
+
     def _source(self, entry: ModelEntry) -> str:
         if entry.source == "bundled":
             return "Bundled"
         return "Linked" if Path(entry.path).is_symlink() else "Models folder"
+
+    def _name(self, entry: ModelEntry) -> str:
+        """The name column: the loaded model marked, an embedding model said to be one."""
+        mark = f"{LOADED_MARK} " if entry.path == self.loaded else ""
+        return mark + entry.name + ("  ·  Embedding" if entry.embedding else "")
 
     def projector_of(self, entry: ModelEntry) -> str | None:
         """The projector it loads with ("" none; None: not known yet)."""
@@ -298,11 +343,16 @@ class LibraryPage(QWidget):
         else:
             values = [PENDING, PENDING, parse_quant(entry.path) or PENDING, size, PENDING, PENDING]
         vision = PENDING if projector is None else "Yes" if projector else "No"
-        for column, text in enumerate([entry.name, *values, vision, self._source(entry)]):
+        for column, text in enumerate([self._name(entry), *values, vision,
+                                       self._source(entry)]):
             item.setText(column, text)
         if projector:
             item.setToolTip(7, plain_tip(f"Sees images, with the projector {projector}"))
         tip = entry.path if not isinstance(header, str) else f"{entry.path}\n\n{header}"
+        if entry.path == self.loaded:
+            tip = f"Loaded now\n{tip}"
+        if entry.embedding:
+            tip += f"\n\n{EMBEDDING_NOTE}"
         if verdict is not None and verdict.wont_load:
             tip += f"\n\n{verdict.summary}.\n{verdict.detail}"
             item.setToolTip(1, plain_tip(f"{verdict.summary}.\n{verdict.detail}"))
@@ -321,6 +371,7 @@ class LibraryPage(QWidget):
             if entry.path == path and item is not None:
                 self._fill(item, entry)
         self._show_selected()
+        self.fit_columns()
 
     # -- the selected model -----------------------------------------------------------------------
     def selected_entry(self) -> ModelEntry | None:
@@ -347,7 +398,13 @@ class LibraryPage(QWidget):
             self.detail_path.setText("")
             return
         header = self.headers.get(entry.path)
-        self.detail_name.setText(entry.name)
+        self.detail_name.setText(self._name(entry))
+        loaded, embedding = entry.path == self.loaded, entry.embedding
+        self.use_button.setEnabled(not loaded and not embedding)
+        self.use_button.setText("Loaded" if loaded else "Use this model")
+        self.use_button.setToolTip(EMBEDDING_NOTE if embedding else
+                                   "This model is loaded now" if loaded
+                                   else "Load this model for chatting")
         if isinstance(header, GGUFHeader):
             facts = [header.architecture or "unknown architecture",
                      f"{describe_params(header.parameter_count)} parameters",
@@ -384,7 +441,7 @@ class LibraryPage(QWidget):
 
     def use_selected(self) -> None:
         entry = self.selected_entry()
-        if entry is not None:
+        if entry is not None and not entry.embedding:
             self.model_chosen.emit(entry.path)
 
     def reveal_selected(self) -> None:

@@ -8,13 +8,15 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
 
+from inglenook.core.builtin_templates import describe
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
+from inglenook.engine.tune import compare
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
-from inglenook.models.projector import opened_files
+from inglenook.models.projector import opened_files, with_projector
 from inglenook.ui import tasks
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
@@ -63,6 +65,7 @@ class ModelController(QObject):
         self._downloads = downloads
         self._dialog: ModelsDialog | None = None
         self._hashing: tasks.Task | None = None  # the loaded model's fingerprint, being read
+        self._preparing: tasks.Task | None = None  # files opened or a load, read off the GUI
         downloads.completed.connect(lambda _status: self.refresh())
         self._parent = parent
         self.model: ModelInfo | None = None
@@ -70,6 +73,10 @@ class ModelController(QObject):
         self.sha256 = ""
         self._restarting = False
         self._tune_id = -1  # tune requests count down: they never meet a reply's id
+        self.unloaded_path = ""  # the model unloaded as asked, offered to load again
+        self._tuning = False
+        self._tuned: p.TuneResult | None = None  # found, not kept or dismissed yet
+        self._untuned: tuple[int, int, int] | None = None  # before the tune kept: the way back
         worker.engine_ready.connect(self.engine_started)
         worker.engine_ready.connect(self._on_engine_ready)
         worker.model_loading.connect(self._on_loading)
@@ -94,21 +101,31 @@ class ModelController(QObject):
             self.open_paths(chosen)
 
     def open_paths(self, chosen: list[str]) -> None:
-        """A model, or a model and its projector (kept as that model's own default)."""
-        try:
-            path, projector = opened_files(chosen)
-        except ValueError as exc:
-            self.banner.show_message(str(exc))
-            return
+        """A model, or a model and its projector (kept as that model's own default). Which
+        file is which is read from their headers off the GUI thread (a 262k vocabulary's
+        header took seconds to read there)."""
+        self._preparing = tasks.run(opened_files, chosen, owner=self, name="opened files",
+                                    on_done=self._opened, replaces=self._preparing,
+                                    on_failed=lambda exc: self.banner.show_message(
+                                        str(exc) if isinstance(exc, ValueError)
+                                        else f"Could not open the file: {exc}"))
+
+    def _opened(self, pair: tuple[str, str]) -> None:
+        path, projector = pair
         if projector:
             self.projector_chosen.emit(path, projector)
         self.load(path)
 
     def load(self, path: str) -> None:
+        """Load a model with the panel's options and its own defaults; the projector beside
+        it is looked for off the GUI thread first (it reads GGUF headers)."""
         self.is_loading = True
         self.picker.select(path)
         self.loading.emit(path)
-        self.worker.load(self._load_params(path))
+        params = self._load_params(path)
+        self._preparing = tasks.run(with_projector, params, owner=self, name="find projector",
+                                    on_done=self.worker.load, replaces=self._preparing,
+                                    on_failed=lambda _exc: self.worker.load(params))
 
     def reload(self) -> None:
         if self.path:
@@ -133,34 +150,81 @@ class ModelController(QObject):
             self.reload()
 
     def tune(self, panel: SamplingPanel) -> None:
-        """Tune: measure with the loaded model, then show the fastest settings in the panel
-        (saved with the settings; the batch size applies at the next load)."""
+        """Tune (or, while it measures, stop it): measure with the loaded model, showing its
+        progress, then the figures before and after, and ask; nothing changes until Keep."""
         speed = panel.speed
+        if self._tuning:
+            self.worker.cancel(self._tune_id)
+            return
         if self.model is None:
             speed.show_tune("Load a model first: tuning measures it.")
             return
-        speed.show_tune("Measuring… (a few seconds)", busy=True)
+        self._tuning = True
+        speed.show_tune("Measuring… (about ten seconds; longer on a busy machine)", busy=True)
+
+        def progress(done: int, total: int) -> None:
+            speed.show_tune_progress(done, total, f"Measuring… {done} of {total} trials "
+                                                  "(longer on a busy machine)")
 
         def done(result: p.TuneResult | str) -> None:
             self.worker.tuned.disconnect(done)
+            self.worker.tune_progress.disconnect(progress)
+            self._tuning = False
             if isinstance(result, str) or result.error:
                 why = result if isinstance(result, str) else result.error
                 speed.show_tune(f"Could not tune: {why}")
                 return
-            best = result
-            if best.cancelled:
+            if result.cancelled:
                 speed.show_tune("Stopped: nothing was changed.")
                 return
-            panel.n_threads_spin.setValue(best.n_threads)
-            speed.threads_batch.setValue(best.n_threads_batch)
-            panel.n_batch_spin.setValue(best.n_batch)
-            speed.show_tune(f"Fastest here: {best.n_threads} threads for replies "
-                            f"({best.decode_tok_s:.0f} tok/s), {best.n_threads_batch} for "
-                            f"prompts, batch {best.n_batch}. Kept.")
+            text, changed = compare(result)
+            if changed:
+                self._tuned = result
+                speed.offer_tuned(text + "\nKeep these? The model is loaded again with them.")
+            else:
+                speed.show_tune(text + " Nothing to change.")
 
         self.worker.tuned.connect(done)
+        self.worker.tune_progress.connect(progress)
         self._tune_id -= 1
-        self.worker.tune(self._tune_id)
+        self.worker.tune(self._tune_id, apply=False)
+
+    def keep_tuned(self, panel: SamplingPanel) -> None:
+        """Tune's answer kept: the panel takes its settings, the model loads with them, and
+        the way back is offered."""
+        best = self._tuned
+        if best is None:
+            return
+        self._tuned = None
+        before = (best.before_n_threads, best.before_n_threads_batch or best.before_n_threads,
+                  best.before_n_batch)
+        self._untuned = before
+        self._set_speed(panel, best.n_threads, best.n_threads_batch, best.n_batch)
+        panel.speed.offer_restore(
+            f"Kept: {best.n_threads} threads for replies, {best.n_threads_batch} and batch "
+            f"{best.n_batch} for prompts.", f"{before[0]} / {before[1]} threads, batch {before[2]}")
+
+    def dismiss_tuned(self, panel: SamplingPanel) -> None:
+        self._tuned = None
+        panel.speed.show_tune("Not kept: nothing was changed.")
+
+    def restore_untuned(self, panel: SamplingPanel) -> None:
+        """Back to the threads and batch size from before the tune that was kept."""
+        if self._untuned is None:
+            return
+        threads, batch_threads, batch = self._untuned
+        self._untuned = None
+        self._set_speed(panel, threads, batch_threads, batch)
+        panel.speed.show_tune(f"Restored: {threads} threads for replies, {batch_threads} and "
+                              f"batch {batch} for prompts.")
+
+    def _set_speed(self, panel: SamplingPanel, threads: int, batch_threads: int,
+                   batch: int) -> None:
+        panel.n_threads_spin.setValue(threads)
+        panel.speed.threads_batch.setValue(batch_threads)
+        panel.n_batch_spin.setValue(batch)
+        if self.model is not None:
+            self.reload()  # threads and batch size take effect at a load
 
     def defaults_saved(self, path: str) -> None:
         """New defaults for a model: offer to reload it now when it is the one loaded."""
@@ -187,6 +251,7 @@ class ModelController(QObject):
             self._dialog.model_chosen.connect(self.load)
             self._dialog.models_changed.connect(self.refresh)
             self._dialog.defaults_requested.connect(self.defaults_requested)
+            self._dialog.library.set_loaded(self.model.path if self.model is not None else "")
         self._dialog.show()
         self._dialog.activateWindow()
 
@@ -207,10 +272,14 @@ class ModelController(QObject):
     def _on_loaded(self, info: ModelInfo) -> None:
         self.is_loading = False
         self.model = info
+        self.unloaded_path = ""
+        self._mark_loaded(info)
         self.progress.hide()
-        chatml = info.template_source == "chatml"
-        tags = ("  ·  ChatML template" if chatml else "") + (
+        built_in = info.template_source in ("detected", "chosen")
+        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
             f"  ·  {VISION_TAG}" if info.vision else "")
+        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
+            info.template_source, info.template_name, info.template_reason)
         self.model_label.setText(info.name + tags)
         self.model_label.setToolTip(plain_tip(
             f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
@@ -221,8 +290,9 @@ class ModelController(QObject):
                f"{info.image_tokens:,} tokens" if info.vision and info.projector
                else "\nSees images (the server says so, or you marked it)" if info.vision
                else "")
-            + ("\nThis model has no chat template; Inglenook uses ChatML." if chatml else "")))
-        self.status.setText("This model has no chat template; using ChatML." if chatml else "")
+            + (f"\n{notice}" if notice else "")))
+        # The file has none: said in the status bar until it moves on (and in the tooltip).
+        self.status.setText(notice if info.template_source == "detected" else "")
         self.sha256 = ""
         if self._restarting and self.banner.kind == "info":
             self.banner.clear()
@@ -242,6 +312,7 @@ class ModelController(QObject):
     def _on_failed(self, path: str, message: str, refusal: LoadRefusal | None) -> None:
         self.is_loading = False
         self.model = None
+        self._mark_loaded(None)
         self.progress.hide()
         self.status.setText("")
         self.model_label.setText("No model")
@@ -259,9 +330,31 @@ class ModelController(QObject):
         self.banner.show_message(f"Could not load {name}. {message}", "error", action)
         self.failed.emit(path, message)
 
+    @property
+    def unloaded_name(self) -> str:
+        """The name of the model unloaded last ("" none)."""
+        path = self.unloaded_path
+        return model_name_of(path) if is_remote_ref(path) else Path(path).stem if path else ""
+
+    def load_again(self) -> None:
+        """The model unloaded last, loaded again (the composer's "Load <model>")."""
+        if self.unloaded_path and self.model is None and not self.is_loading:
+            self.load(self.unloaded_path)
+
+    def _mark_loaded(self, info: ModelInfo | None, none_chosen: bool = False) -> None:
+        """Which model is loaded, marked in the picker and the Library; `none_chosen`: the
+        picker shows that none is (after Unload) rather than the model that failed."""
+        path = info.path if info is not None else ""
+        self.picker.set_loaded(path, info.quantization if info is not None else "", none_chosen)
+        if self._dialog is not None:
+            self._dialog.library.set_loaded(path)
+
     def _on_unloaded(self) -> None:
         self.is_loading = False
+        if self.model is not None:
+            self.unloaded_path = self.model.path
         self.model = None
+        self._mark_loaded(None, none_chosen=True)
         self.model_label.setText("No model")
         self.status.setText("")
         self.unloaded.emit()

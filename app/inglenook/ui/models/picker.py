@@ -11,6 +11,7 @@ is found off the GUI thread (GGUF headers), and the list follows when it is know
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from inglenook.core.units import describe_size
 from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
+from inglenook.models.filenames import parse_quant
 from inglenook.models.library import installed_models
 from inglenook.models.projector import known_projector, vision_projector
 from inglenook.ui import tasks
@@ -33,6 +35,7 @@ REMOTE_ITEM = "remote-engines"
 REMOTE_STALE_S = 60.0  # opening the picker lists remote models again after this long
 _ACTIONS = (OPEN_ITEM, REMOTE_ITEM)
 VISION_TAG = "vision"  # after a model that can see images, as LM Studio marks them
+LOADED_MARK = "●"  # before the model loaded now
 
 
 def find_projectors(chosen: dict[str, str]) -> dict[str, str]:
@@ -69,6 +72,10 @@ class ModelPicker(QComboBox):
         self.setMaximumWidth(480)
         self.setToolTip("The model to chat with")
         self._current = ""
+        self._loaded = ""  # the model loaded now ("" none), marked with LOADED_MARK
+        self._quant: dict[str, str] = {}  # a file outside the library: its type, once loaded
+        self._none_chosen = False  # after Unload: the picker shows that no model is loaded
+        self.setPlaceholderText("No model loaded")
         self._providers = providers
         self._remote: list[ProviderListing] = []
         self._remote_at = -REMOTE_STALE_S  # never listed
@@ -96,6 +103,8 @@ class ModelPicker(QComboBox):
             if projector is None:
                 unknown[entry.path] = chosen
             label = f"{entry.name}  ·  {describe_size(entry.size_bytes)}"
+            if entry.path == self._loaded:
+                label = f"{LOADED_MARK} {label}"
             if entry.source == "bundled":
                 label += "  ·  bundled"
             if projector:
@@ -149,17 +158,46 @@ class ModelPicker(QComboBox):
         if isinstance(model, QStandardItemModel):
             model.item(index).setEnabled(False)
 
+    def set_loaded(self, path: str, quantization: str = "", none_chosen: bool = False) -> None:
+        """Mark the model loaded now ("" none); `none_chosen` (after Unload): show "No model
+        loaded" rather than a model, and choosing any model (the last one too) loads it."""
+        self._loaded = path
+        if path and quantization:
+            self._quant[path] = quantization
+        self._none_chosen = none_chosen and not path
+        if self._none_chosen:
+            self._current = ""
+        self.refresh(path)
+
     def select(self, path: str) -> None:
         """Show `path` as the current model, adding it if it is not listed (a file outside the
-        models folder, a remote model not listed yet)."""
+        models folder, with its size and type; a remote model not listed yet)."""
         self._current = path
+        if path:
+            self._none_chosen = False
+        elif self._none_chosen:
+            self.setCurrentIndex(-1)  # the placeholder: no model loaded
+            return
         index = self.findData(path) if path else 0
         if index < 0:
             ref = parse_model_ref(path)
-            label = f"{ref[1]}  ·  remote" if ref else Path(path).stem
+            label = f"{ref[1]}  ·  remote" if ref else self._file_label(path)
+            if path == self._loaded:
+                label = f"{LOADED_MARK} {label}"
             self.insertItem(self.count() - len(_ACTIONS), label, path)
+            self.setItemData(self.findData(path), plain_tip(path), Qt.ItemDataRole.ToolTipRole)
             index = self.findData(path)
         self.setCurrentIndex(max(index, 0))
+
+    def _file_label(self, path: str) -> str:
+        """A file opened from elsewhere: its name, size and type (the type from its header once
+        loaded; until then from its name)."""
+        try:
+            size = describe_size(os.stat(path).st_size)
+        except OSError:
+            size = ""
+        quant = self._quant.get(path) or parse_quant(Path(path).name)
+        return "  ·  ".join(x for x in (Path(path).stem, size, quant) if x)
 
     def path(self) -> str:
         data = self.currentData()

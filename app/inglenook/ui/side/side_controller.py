@@ -14,7 +14,6 @@ from inglenook.chat.session import ChatSession, ChatSettings
 from inglenook.core.load import LoadParams, LoadRefusal, ModelDefaults, ModelInfo
 from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine import protocol as p
-from inglenook.models.projector import with_projector
 from inglenook.store import Preset, Store, StoreError
 from inglenook.ui import tasks
 from inglenook.ui.app_settings import AppSettings
@@ -45,6 +44,8 @@ class SideController(QObject):
         self.app = app_settings
         self._gpu_supported = gpu_supported
         self._parent = parent
+        # The model loaded last: the defaults dialog says what Automatic chose for it.
+        self.loaded: ModelInfo | None = None
         self.session: ChatSession | None = None
         self._save_chat = tasks.debounce(SAVE_DELAY_MS, self.flush, self)
         # One user action may pass through states the settings refuse (flash attention off
@@ -91,6 +92,7 @@ class SideController(QObject):
 
     def model_loaded(self, info: ModelInfo) -> None:
         """Show the switches this model's template reads, and whether it can call tools."""
+        self.loaded = info
         self.panel.reply_section.show_model(info.traits, info.tool_format)
         self.panel.speed.show_state_budget(info.kv_state_ram_budget, info.kv_state_disk_budget)
         self.panel.show_slots_in_use(info.n_slots)
@@ -206,10 +208,10 @@ class SideController(QObject):
         self.panel.set_physical_cores(ready.physical_cores)
 
     def load_params(self, path: str) -> LoadParams:
-        """The panel's load options with this model's own defaults over them, and the vision
-        projector beside the model when none was chosen."""
-        return with_projector(self.app.value.defaults_for(path).apply(
-            self.panel.load_params(path)))
+        """The panel's load options with this model's own defaults over them (the vision
+        projector beside the model is looked for off the GUI thread: models/projector.py's
+        with_projector, which ModelController.load applies)."""
+        return self.app.value.defaults_for(path).apply(self.panel.load_params(path))
 
     def load_fix(self, refusal: LoadRefusal | None) -> tuple[str, Callable[[], None]] | None:
         """For a load refused as too large or beyond the trained length: the change that
@@ -235,9 +237,12 @@ class SideController(QObject):
         """Per-model context, GPU layers, preset and template; applied on the next load."""
         if not path:
             return
+        loaded = self.loaded
         dialog = ModelDefaultsDialog(path, self.app.value.defaults_for(path),
                                      [p.name for p in self.presets], self._gpu_supported(),
-                                     self._parent)
+                                     self._parent,
+                                     loaded if loaded is not None and loaded.path == path
+                                     else None)
         dialog.accepted.connect(lambda: self._save_model_defaults(path, dialog.result_defaults))
         dialog.open()
 

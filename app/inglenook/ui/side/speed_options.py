@@ -1,10 +1,11 @@
 """Load options for speed: prompt threads, speculative decoding (prompt lookup, a draft model)
-and Tune, which measures this machine and keeps the fastest threads and batch size."""
+and Tune, which measures this machine and offers the fastest threads and batch size: its
+progress, the figures before and after, Keep or Don't keep, and after Keep a way back."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from inglenook.core.load import LOAD_SPECS
 from inglenook.core.settings import Settings
@@ -12,17 +13,26 @@ from inglenook.core.units import describe_size
 from inglenook.ui.widgets.controls import helper_label
 from inglenook.ui.widgets.load_field import LoadField
 
+TUNE_TIP = ("Measure a few thread counts and batch sizes with the loaded model (about ten "
+            "seconds, longer on a busy machine), then choose whether to keep the fastest")
+
 
 class SpeedOptions(QWidget):
     """The load options of the "speed" group (LOAD_SPECS), Tune, and what the engine keeps.
 
     Signals:
         changed(): an option changed (the window saves; it applies at the next load).
-        tune_requested(): measure threads and batch size with the loaded model.
+        tune_requested(): measure threads and batch size with the loaded model (or, while
+            it measures, stop).
+        tune_kept(): keep what Tune found. tune_dismissed(): do not.
+        tune_restore_requested(): back to the settings from before the tune kept.
     """
 
     changed = Signal()
     tune_requested = Signal()
+    tune_kept = Signal()
+    tune_dismissed = Signal()
+    tune_restore_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -48,18 +58,41 @@ class SpeedOptions(QWidget):
         self.threads_batch = self.fields["n_threads_batch"].spin  # set by Tune
         self.tune_button = QPushButton("Tune for this machine", self)
         self.tune_button.setObjectName("tune_button")
-        self.tune_button.setToolTip("Measure a few thread counts and batch sizes with the loaded "
-                                    "model (a few seconds) and keep the fastest")
+        self.tune_button.setToolTip(TUNE_TIP)
         self.tune_button.clicked.connect(self.tune_requested)
         self.tune_note = helper_label("", name="tune_note_label")
         self.tune_note.hide()
+        self.tune_progress = QProgressBar(self)
+        self.tune_progress.setObjectName("tune_progress")
+        self.tune_progress.setTextVisible(False)
+        self.tune_progress.setMaximumHeight(6)
+        self.tune_progress.hide()
+        self.keep_button = QPushButton("Keep", self)
+        self.keep_button.setObjectName("tune_keep_button")
+        self.keep_button.setToolTip("Use these settings: the model is loaded again with them")
+        self.keep_button.clicked.connect(self.tune_kept)
+        self.dismiss_button = QPushButton("Don't keep", self)
+        self.dismiss_button.setObjectName("tune_dismiss_button")
+        self.dismiss_button.setToolTip("Leave the settings as they were")
+        self.dismiss_button.clicked.connect(self.tune_dismissed)
+        self.restore_button = QPushButton("Restore previous", self)
+        self.restore_button.setObjectName("tune_restore_button")
+        self.restore_button.clicked.connect(self.tune_restore_requested)
+        answers = QHBoxLayout()
+        answers.setContentsMargins(0, 0, 0, 0)
+        for button in (self.keep_button, self.dismiss_button, self.restore_button):
+            button.hide()
+            answers.addWidget(button)
+        answers.addStretch(1)
         self.state_note = helper_label("", name="state_budget_label")
         self.state_note.setToolTip("After a reply, the engine keeps each recent chat's cache so "
                                    "switching back continues at once; the oldest go to disk, "
                                    "then are dropped. They are dropped when the model reloads.")
         self.state_note.hide()
         layout.addWidget(self.tune_button)
+        layout.addWidget(self.tune_progress)
         layout.addWidget(self.tune_note)
+        layout.addLayout(answers)
         layout.addWidget(self.state_note)
 
     def show_settings(self, settings: Settings) -> None:
@@ -70,9 +103,35 @@ class SpeedOptions(QWidget):
         return {name: field.value() for name, field in self.fields.items()}
 
     def show_tune(self, text: str, busy: bool = False) -> None:
-        self.tune_button.setEnabled(not busy)
+        """A tune's state in words; `busy`: the button stops it."""
+        self.tune_button.setText("Stop tuning" if busy else "Tune for this machine")
+        self.tune_button.setToolTip("Stop measuring; nothing changes" if busy else TUNE_TIP)
+        self.tune_progress.setVisible(busy)
+        if not busy:
+            self.tune_progress.setRange(0, 0)
         self.tune_note.setText(text)
         self.tune_note.setVisible(bool(text))
+        for button in (self.keep_button, self.dismiss_button, self.restore_button):
+            button.hide()
+
+    def show_tune_progress(self, done: int, total: int, text: str) -> None:
+        self.tune_progress.setRange(0, max(total, 1))
+        self.tune_progress.setValue(done)
+        self.tune_note.setText(text)
+
+    def offer_tuned(self, text: str) -> None:
+        """What Tune found, before and after, with Keep and Don't keep."""
+        self.show_tune(text)
+        self.keep_button.show()
+        self.dismiss_button.show()
+
+    def offer_restore(self, text: str, previous: str) -> None:
+        """Tune's settings kept: the way back to `previous` (a description)."""
+        self.show_tune(text)
+        self.restore_button.setText(f"Restore previous ({previous})")
+        self.restore_button.setToolTip("Load the model again with the settings from before "
+                                       "the tune")
+        self.restore_button.show()
 
     def show_state_budget(self, ram_bytes: int, disk_bytes: int) -> None:
         """How much the engine keeps of recent chats' caches (derived from free memory)."""
