@@ -60,6 +60,7 @@ KNOWN_LOOPS = {
     frozenset({"ui.knowledge.backend_row", "ui.knowledge.embed_row",
                "ui.knowledge.knowledge_controller", "ui.knowledge.knowledge_dialog"}),
     frozenset({"server.ollama", "server.ollama_models"}),
+    frozenset({"knowledge.convert", "knowledge.convert_process"}),
 }
 
 

@@ -106,7 +106,7 @@ class BatchLoop:
             for seq, tokens, at, draft in plan:
                 base = seq.memory.n
                 seq.memory.appended(tokens)
-                if seq.phase is Phase.READING:
+                if seq.phase is not Phase.WRITING:  # read its prompt (or ended)
                     self._read(seq, len(tokens), at + len(tokens) - 1, now)
                 else:
                     self._decoded(seq, base, at, draft, now)
