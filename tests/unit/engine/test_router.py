@@ -141,7 +141,7 @@ def test_the_router_declares_the_windows_engines_capabilities(router: EngineRout
     assert router.can_tune and router.keeps_states and router.can_inspect
     assert router.accepted_sampling is None and router.lanes() == 1
     result = router.tune(-1)
-    assert result.n_threads == 1 and result.trials  # the fake host's figures
+    assert result.n_threads == 2 and result.trials  # the fake host's figures
 
 
 def test_embeddings_come_from_the_model_named_loaded_just_in_time(
