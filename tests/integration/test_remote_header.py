@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from inglenook.models import fit, hub
+from inglenook.models import remote_header as remote_header_module
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+from inglenook.models.remote_header import remote_header
 from tests import fakehub
 from tests.fakehub import FakeFile, FakeHub, Fault, RequestRecord
 
@@ -49,7 +51,7 @@ def assert_same_header(remote: GGUFHeader, local: GGUFHeader) -> None:
 def test_the_header_comes_from_the_first_megabytes(fake_hub: FakeHub, served: FakeFile,
                                                    local: GGUFHeader, via_cdn: bool) -> None:
     fake_hub.redirect_to_cdn = via_cdn
-    remote = fit.remote_header(REPO, NAME)
+    remote = remote_header(REPO, NAME)
 
     assert_same_header(remote, local)
     assert remote.path == f"{fake_hub.url}/{REPO}/resolve/main/{NAME}"
@@ -71,7 +73,7 @@ def test_the_header_comes_from_the_first_megabytes(fake_hub: FakeHub, served: Fa
 
 def test_a_header_larger_than_the_first_request_is_read_in_steps(
         fake_hub: FakeHub, served: FakeFile, local: GGUFHeader) -> None:
-    remote = fit.remote_header(REPO, NAME, first_bytes=256 * KiB)
+    remote = remote_header(REPO, NAME, first_bytes=256 * KiB)
     assert_same_header(remote, local)
     ranges = [asked(r) for r in fake_hub.byte_requests(NAME)]
     # Each step asks only for the bytes after the previous one, doubling the prefix, until the
@@ -82,7 +84,7 @@ def test_a_header_larger_than_the_first_request_is_read_in_steps(
 
 def test_a_header_larger_than_the_cap_is_refused(fake_hub: FakeHub, served: FakeFile) -> None:
     with pytest.raises(GGUFError, match=r"larger than 0\.5 MiB"):
-        fit.remote_header(REPO, NAME, first_bytes=64 * KiB, max_bytes=512 * KiB)
+        remote_header(REPO, NAME, first_bytes=64 * KiB, max_bytes=512 * KiB)
     assert max(asked(r)[1] for r in fake_hub.byte_requests(NAME)) == 512 * KiB
     assert sum(r.body_bytes for r in fake_hub.requests) == 512 * KiB
 
@@ -91,7 +93,7 @@ def test_a_server_that_ignores_range_is_not_read_to_the_end(
         fake_hub: FakeHub, bundled_model: Path, local: GGUFHeader) -> None:
     fake_hub.add_repo(REPO, [FakeFile(NAME, source=bundled_model,
                                       faults=(Fault("ignore_range", times=-1),))])
-    remote = fit.remote_header(REPO, NAME)
+    remote = remote_header(REPO, NAME)
     assert_same_header(remote, local)
     (rec,) = fake_hub.byte_requests(NAME)
     assert rec.status == 200
@@ -103,29 +105,29 @@ def test_offline_mode_sends_nothing(fake_hub: FakeHub, served: FakeFile,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(hub.HubOffline):
-        fit.remote_header(REPO, NAME)
+        remote_header(REPO, NAME)
     assert fake_hub.requests == []
 
 
 def test_missing_repository_and_file(fake_hub: FakeHub, served: FakeFile) -> None:
     with pytest.raises(hub.HubNotFound, match="not found"):
-        fit.remote_header("nobody/nothing-GGUF", NAME)
+        remote_header("nobody/nothing-GGUF", NAME)
     with pytest.raises(hub.HubNotFound, match="not found"):
-        fit.remote_header(REPO, "other-Q4_K_M.gguf")
+        remote_header(REPO, "other-Q4_K_M.gguf")
 
 
 def test_bad_names_are_refused_before_any_request(fake_hub: FakeHub) -> None:
     with pytest.raises(hub.HubError, match="owner/name"):
-        fit.remote_header("not a repo", NAME)
+        remote_header("not a repo", NAME)
     with pytest.raises(hub.HubError, match="Refusing"):
-        fit.remote_header(REPO, "../../etc/passwd.gguf")
+        remote_header(REPO, "../../etc/passwd.gguf")
     assert fake_hub.requests == []
 
 
 def test_not_a_gguf_file(fake_hub: FakeHub) -> None:
     fake_hub.add_repo(REPO, [FakeFile(NAME, 3 * MiB)])  # random bytes
     with pytest.raises(GGUFError, match="Not a GGUF file"):
-        fit.remote_header(REPO, NAME)
+        remote_header(REPO, NAME)
     assert len(fake_hub.byte_requests(NAME)) == 1
 
 
@@ -134,7 +136,7 @@ def test_a_file_cut_short_on_the_hub(fake_hub: FakeHub, bundled_model: Path) -> 
         prefix = f.read(3 * MiB)  # the whole header, a little of the tensor data
     fake_hub.add_repo(REPO, [FakeFile(NAME, content=prefix)])
     with pytest.raises(GGUFError, match="truncated on the Hub"):
-        fit.remote_header(REPO, NAME)
+        remote_header(REPO, NAME)
 
 
 def test_a_file_smaller_than_the_first_request(fake_hub: FakeHub, bundled_model: Path) -> None:
@@ -142,7 +144,7 @@ def test_a_file_smaller_than_the_first_request(fake_hub: FakeHub, bundled_model:
         prefix = f.read(MiB)  # the header is cut: no amount of asking gets more
     fake_hub.add_repo(REPO, [FakeFile(NAME, content=prefix)])
     with pytest.raises(GGUFError, match="truncated"):
-        fit.remote_header(REPO, NAME)
+        remote_header(REPO, NAME)
     assert len(fake_hub.byte_requests(NAME)) == 1
 
 
@@ -151,8 +153,8 @@ def test_a_range_answer_trickled_a_header_line_at_a_time_ends_at_its_deadline(
     """Discover reads a file's header to say whether it fits: a CDN that sends a header line
     every 0.1 s (each read within its timeout) held that for as long as it liked."""
     fake_hub.trickle_headers = {"cdn"}
-    monkeypatch.setattr(fit, "RANGE_SECONDS", 0.5)
+    monkeypatch.setattr(remote_header_module, "RANGE_SECONDS", 0.5)
     with pytest.raises(hub.HubTooSlow, match=r"did not finish answering within 0\.5 s"):
-        fit.remote_header(REPO, NAME)
+        remote_header_module.remote_header(REPO, NAME)
     fake_hub.stop()
     assert fake_hub.trickled and fake_hub.trickled[0] < fakehub.TRICKLE_LINES // 2

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from inglenook import paths
 from inglenook.core.attachments import Attachment
+from inglenook.core.files import sha256_file
 from inglenook.core.messages import ImageRef
 from inglenook.store import db
 from inglenook.store.messages import image_blobs
@@ -38,7 +39,7 @@ _hashes_lock = threading.Lock()  # ready() runs off the GUI thread
 _checked: set[str] = set()  # cache files written or checked in this run
 
 
-def sha256_of(data: bytes) -> str:
+def remembered_sha256(data: bytes) -> str:
     """The bytes' sha256, remembered for the last _KEPT_HASHES images: a chat with a photo in
     its history hashes it once, not at every reply (Python's own hash of bytes is cheaper, and
     kept by the bytes object: once computed, free)."""
@@ -90,20 +91,16 @@ def store_request_image(data: bytes, sha256: str, suffix: str) -> Path:
 
 
 def _holds(path: Path, sha256: str) -> bool:
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as f:
-            while block := f.read(1 << 20):
-                digest.update(block)
+        return sha256_file(path, 1 << 20) == sha256
     except OSError:
         return False
-    return digest.hexdigest() == sha256
 
 
 def image_ref(attachment: Attachment) -> ImageRef:
     """An image part of a stored message as the engine reads it (OSError: the cache folder
     cannot be written)."""
-    sha = sha256_of(attachment.data)
+    sha = remembered_sha256(attachment.data)
     suffix = SUFFIXES.get(attachment.mime, "img")
     return ImageRef(sha, str(store_image(attachment.data, sha, suffix)))
 

@@ -115,12 +115,13 @@ def _verdict(repo: str, listing: RepoListing) -> Compatibility | None:
     """Whether the bundled llama.cpp can load the repository's model, from the smallest file's
     header (its first megabytes), as the window's Hub panel labels it; None when the header
     cannot be read (offline, not a GGUF header): the listing stands without it."""
-    from inglenook.models import compat, fit, hub
+    from inglenook.models import compat, hub
     from inglenook.models.advice import header_file
     from inglenook.models.gguf import GGUFError
+    from inglenook.models.remote_header import remote_header
 
     try:
-        header = fit.remote_header(repo, header_file(listing), listing.commit or "main")
+        header = remote_header(repo, header_file(listing), listing.commit or "main")
     except (hub.HubError, GGUFError, OSError):
         return None
     return compat.check(header)

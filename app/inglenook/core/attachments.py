@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from inglenook.core import files
 from inglenook.core.units import describe_size
 
 AttachmentKind = Literal["text", "code", "markdown", "csv", "pdf", "image"]
@@ -232,14 +233,18 @@ def _check_size(name: str, size: int, limit: int, what: str) -> None:
 
 
 def _read_bounded(path: Path, name: str, limit: int) -> bytes:
-    """The file, refused if it grew past the limit since its size was checked."""
+    """The file, refused if it grew past the limit since its size was checked, or if it is
+    no longer a regular file (one open, no wait on a FIFO swapped in since)."""
     try:
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise AttachmentError(f"{name} could not be read: {exc.strerror or exc}.") from exc
-    _check_size(name, len(data), limit, "a file of this kind")
-    return data
+        return files.read_bounded(path, limit, follow_links=True)[0]
+    except files.ReadRefused as refused:
+        if refused.why in ("too large", "grew"):
+            _check_size(name, refused.size, limit, "a file of this kind")
+        reason = {"missing": "it was not found", "denied": "permission denied",
+                  "not regular": "it is not a file",
+                  "changing": "it kept changing while it was read"}.get(refused.why,
+                                                                        refused.detail)
+        raise AttachmentError(f"{name} could not be read: {reason}.") from None
 
 
 def _read_image(path: Path, name: str, size: int, mime: str, vision: bool) -> Attachment:

@@ -17,14 +17,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import os
-import stat
 import struct
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
+
+from inglenook.core import files
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_PIXELS = 40_000_000  # announced width × height; a 12 MP photo is 12,000,000
@@ -55,26 +55,25 @@ class DecodedImage:
 
 
 def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """A regular file's bytes, at most `limit`: a FIFO, a device or a folder is refused before
-    it is opened for reading (opening a FIFO waits for a writer), a larger file after `limit`."""
+    """A regular file's bytes, at most `limit` (a link is followed: the user chose it); a
+    FIFO, a device or a folder is refused without waiting on it, a larger file unread."""
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise ImageRefused(f"{path.name}: cannot be read ({exc.strerror}).") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ImageRefused(f"{path.name} is not a regular file.")
-    if info.st_size > limit:
-        raise ImageRefused(f"{path.name} is {info.st_size:,} bytes; images up to "
-                           f"{limit:,} bytes are read.")
-    # O_NONBLOCK: had the file been swapped for a FIFO since the stat, open does not wait.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ImageRefused(f"{path.name} is not a regular file.")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ImageRefused(f"{path.name} grew past {limit:,} bytes while it was read.")
-    return data
+        return files.read_bounded(path, limit, follow_links=True)[0]
+    except files.ReadRefused as refused:
+        why = refused.why
+        if why == "not regular":
+            raise ImageRefused(f"{path.name} is not a regular file.") from None
+        if why == "too large":
+            raise ImageRefused(f"{path.name} is {refused.size:,} bytes; images up to "
+                               f"{limit:,} bytes are read.") from None
+        if why == "grew":
+            raise ImageRefused(f"{path.name} grew past {limit:,} bytes while it was read.") \
+                from None
+        if why == "changing":
+            raise ImageRefused(f"{path.name} kept changing while it was read.") from None
+        detail = {"missing": "No such file or directory",
+                  "denied": "Permission denied"}.get(why, refused.detail)
+        raise ImageRefused(f"{path.name}: cannot be read ({detail}).") from None
 
 
 def decode_image(data: bytes, name: str = "The image") -> DecodedImage:

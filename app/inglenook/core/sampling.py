@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
-from inglenook.core.values import Number, check_number, check_text_list, show
+from inglenook.core.values import Number, check_number, check_text_list, parse_fields, show
 
 # llama.cpp checks every stop string after every token: keep hostile lists from slowing replies.
 MAX_STOP_STRINGS = 32
@@ -45,24 +46,16 @@ class SamplingParams:
         if not isinstance(data, dict):
             return cls(), [] if data is None else [f"{where}: {show(data)} is not a set of "
                                                     "values (reset to the defaults)"]
-        defaults = cls()
-        values: dict[str, object] = {}
-        problems: list[str] = []
-        for f in dataclasses.fields(cls):
-            if f.name not in data:
-                continue
-            raw, name = data[f.name], f"{where}.{f.name}"
-            if f.name == "stop":
-                value, problem = check_text_list(name, raw, MAX_STOP_STRINGS, MAX_STOP_LENGTH)
-            else:
-                spec = SPECS[f.name]
-                kind = type(getattr(defaults, f.name))
-                value, problem = check_number(name, raw, Number(kind, spec.minimum, spec.maximum),
-                                              getattr(defaults, f.name))
-            values[f.name] = value
-            if problem:
-                problems.append(problem)
-        return cls(**values), problems  # type: ignore[arg-type]
+
+        def check(name: str, raw: object, default: Any) -> tuple[object, str | None]:
+            label = f"{where}.{name}"
+            if name == "stop":
+                return check_text_list(label, raw, MAX_STOP_STRINGS, MAX_STOP_LENGTH)
+            spec = SPECS[name]
+            return check_number(label, raw, Number(type(default), spec.minimum, spec.maximum),
+                                default)
+
+        return parse_fields(cls, (f.name for f in dataclasses.fields(cls)), data, check)
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

@@ -21,6 +21,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from inglenook import paths
 from inglenook.core.builtin_templates import TEMPLATE_NAMES
@@ -43,6 +44,7 @@ from inglenook.core.values import (
     check_number,
     check_text,
     is_text,
+    parse_fields,
     show,
 )
 
@@ -154,47 +156,37 @@ class Settings:
         newer version, say) are ignored without a word."""
         if not isinstance(data, dict):
             return cls(), [f"the file holds {show(data)}, not settings (reset to the defaults)"]
-        defaults = cls()
-        values: dict[str, object] = {}
-        problems: list[str] = []
-        for f in dataclasses.fields(cls):
-            if f.name not in data:
-                continue
-            raw, default = data[f.name], getattr(defaults, f.name)
-            value: object
-            problem: str | None
-            if f.name == "sampling":
-                value, found = SamplingParams.parse(raw)
-                problems += found
-                problem = None
-            elif f.name == "model_defaults":
-                value, found = _parse_model_defaults(raw)
-                problems += found
-                problem = None
-            elif f.name in LOAD_SPECS:
-                value, problem = LOAD_SPECS[f.name].check(f.name, raw, default)
-            elif f.name in LIMITS:
-                value, problem = check_number(f.name, raw, LIMITS[f.name], default)
-            elif isinstance(default, bool):
-                value, problem = check_bool(f.name, raw, default)
-            elif f.name == "overflow":
-                value, problem = check_text(f.name, raw, default, 16, OVERFLOW_POLICIES)
-            elif f.name == "theme":
-                value, problem = check_text(f.name, raw, default, 16, THEMES)
-            else:
-                limit = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY,
-                         "splitter_state": MAX_GEOMETRY}
-                value, problem = check_text(f.name, raw, default, limit.get(f.name, MAX_TEXT))
-            values[f.name] = value
-            if problem:
-                problems.append(problem)
-        settings = cls(**values)  # type: ignore[arg-type]
+        settings, problems = parse_fields(cls, _FIELD_NAMES, data, _check_field)
         if settings.kv_cache_type != "f16" and not settings.flash_attn:
             # A quantized V cache needs flash attention; the user asked for the cache type.
             settings.flash_attn = True
             problems.append(f"flash_attn: a {settings.kv_cache_type} KV cache needs flash "
                             "attention (turned on)")
         return settings, problems
+
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Settings))
+_TEXT_LIMITS = {"last_model": MAX_PATH, "window_geometry": MAX_GEOMETRY,
+                "splitter_state": MAX_GEOMETRY}
+
+
+def _check_field(name: str, raw: object, default: Any) -> tuple[object, str | list[str] | None]:
+    """One stored field of Settings: the value to use and what was wrong with the stored one."""
+    if name == "sampling":
+        return SamplingParams.parse(raw)
+    if name == "model_defaults":
+        return _parse_model_defaults(raw)
+    if name in LOAD_SPECS:
+        return LOAD_SPECS[name].check(name, raw, default)
+    if name in LIMITS:
+        return check_number(name, raw, LIMITS[name], default)
+    if isinstance(default, bool):
+        return check_bool(name, raw, default)
+    if name == "overflow":
+        return check_text(name, raw, default, 16, OVERFLOW_POLICIES)
+    if name == "theme":
+        return check_text(name, raw, default, 16, THEMES)
+    return check_text(name, raw, default, _TEXT_LIMITS.get(name, MAX_TEXT))
 
 
 def _parse_model_defaults(raw: object) -> tuple[dict[str, dict], list[str]]:
@@ -263,7 +255,7 @@ def with_changes(settings: Settings, changes: dict[str, object]) -> Settings:
 
 # ---- the file ----------------------------------------------------------------------------
 
-_FIELDS = frozenset(f.name for f in dataclasses.fields(Settings))
+_FIELDS = frozenset(_FIELD_NAMES)
 _NESTED = ("sampling", "model_defaults")  # merged key by key (model_defaults per model path)
 Key = tuple[str, ...]
 

@@ -8,8 +8,9 @@ what was wrong and what is used instead. Nothing here raises on hostile input.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -111,3 +112,26 @@ def check_text_list(name: str, raw: object, max_items: int, max_length: int
         kept = kept[:max_items]
         problem = f"{name}: more than {max_items} entries (only the first {max_items} kept)"
     return kept, problem
+
+
+D = TypeVar("D")
+FieldCheck = Callable[[str, object, Any], "tuple[object, str | list[str] | None]"]
+
+
+def parse_fields(cls: Callable[..., D], fields: Iterable[str], data: dict,
+                 check: FieldCheck) -> tuple[D, list[str]]:
+    """The lenient reading of a stored dataclass: each of `fields` present in `data` is
+    `check(name, raw, default)`ed, which gives the value to keep and its problem(s); absent
+    fields keep their defaults and unknown keys (from a newer version, say) are ignored."""
+    defaults = cls()
+    values: dict[str, object] = {}
+    problems: list[str] = []
+    for name in fields:
+        if name not in data:
+            continue
+        values[name], found = check(name, data[name], getattr(defaults, name))
+        if isinstance(found, str):
+            problems.append(found)
+        elif found:
+            problems += found
+    return cls(**values), problems

@@ -1,20 +1,20 @@
 """An engine as a knowledge collection's embedder (knowledge.vectors.Embedder): the vectors of
 the model at `model`, from an engine that has it loaded (an engine host of its own that
-`EngineEmbedder.load` starts, for the command line and the bench), or from the window's router
-(RoutedEmbedder), which loads the embedding model beside the chat model, in a host of its own,
-on first use and unloads it when idle, as for a model an API request names."""
+`EngineEmbedder.load` starts, for the command line and the bench), or through the window's
+worker (RoutedEmbedder), whose router loads the embedding model beside the chat model, in a
+host of its own, on first use and unloads it when idle, as for a model an API request names."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from inglenook.core.load import LoadParams
+from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
 from inglenook.engine.interface import Engine
-from inglenook.engine.router import EngineRouter
 from inglenook.models.gguf import GGUFError, read_header
 
 EMBED_CONTEXT = 2048  # tokens a passage may have; a collection's passages are far shorter
@@ -64,16 +64,17 @@ class EngineEmbedder:
 
 
 class RoutedEmbedder:
-    """The window's embedder: `model`'s vectors through the router (the window's own engine
-    when it is the window's model). Blocks while the model loads: call it off the GUI thread."""
+    """The window's embedder: `model`'s vectors through `embed(texts, model)` (the worker's,
+    which routes them to the window's own engine when it is the window's model). Blocks while
+    the model loads: call it off the GUI thread."""
 
-    def __init__(self, router: EngineRouter, model: str) -> None:
-        self.router = router
+    def __init__(self, embed: Callable[[Sequence[str], str], p.Embedded], model: str) -> None:
+        self._embed = embed
         self.model = model
         self.note = ""
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        answer = self.router.embed(list(texts), True, group=self.router.group_of(self.model))
+        answer = self._embed(list(texts), self.model)
         self.note = answer.note
         rows: np.ndarray = answer.vectors()
         return rows

@@ -50,13 +50,12 @@ from pathlib import Path
 import psutil
 
 from inglenook import paths
+from inglenook.core import files
 
 _MAGIC = b"INGLKV03"
 # magic, key bytes, tokens, state bytes, HMAC of validity + key + tokens + state
 _HEADER = struct.Struct("<8sQQQ32s")
 _MAX_KEY_BYTES = 4096
-_READ_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 _DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
               | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
 # Removing by descriptors (never opening what is not a folder) needs *at() calls; where there
@@ -64,8 +63,6 @@ _DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOL
 _BY_DESCRIPTOR = (os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd
                   and os.rmdir in os.supports_dir_fd and os.listdir in os.supports_fd)
 _MAX_DEPTH = 8  # a state folder holds files only; anything deeper is not ours to walk
-_WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 TOKEN_BYTES = array("i").itemsize
 
 
@@ -260,7 +257,7 @@ class StateCache:
         key = state.key.encode("utf-8", errors="surrogatepass")
         header = _HEADER.pack(_MAGIC, len(key), count(state.tokens), len(data),
                               self._mac(state, data))
-        fd = os.open(partial, _WRITE_FLAGS, 0o600)
+        fd = os.open(partial, files.WRITE_FLAGS, 0o600)
         try:
             try:
                 for part in (header, key, state.tokens, data):
@@ -339,7 +336,7 @@ class StateCache:
         and these tokens; None otherwise."""
         assert state.path is not None
         try:
-            fd = os.open(state.path, _READ_FLAGS)
+            fd = os.open(state.path, files.READ_FLAGS)
         except OSError:
             return None
         try:
@@ -383,7 +380,7 @@ def _read_index(path: Path) -> SavedState | None:
     """A kept state's key and tokens from its file (the state stays on disk); None when the
     file is not one of ours."""
     try:
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, files.READ_FLAGS)
     except OSError:
         return None
     try:
@@ -412,7 +409,7 @@ def _secret(path: Path) -> bytes:
     use. A key file others could read or write is replaced (the states it signed are then
     refused)."""
     try:
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, files.READ_FLAGS)
     except FileNotFoundError:
         fd = -1
     if fd >= 0:
@@ -428,7 +425,7 @@ def _secret(path: Path) -> bytes:
     key = secrets.token_bytes(32)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.part")
-    fd = os.open(partial, _WRITE_FLAGS, 0o600)
+    fd = os.open(partial, files.WRITE_FLAGS, 0o600)
     try:
         _write_all(fd, key)
     finally:

@@ -253,6 +253,16 @@ class EngineRouter:
                 hosted.keep_alive = keep_alive
             hosted.last_used = time.monotonic()
 
+    def configure(self, *, api_params: Callable[[str], LoadParams] | None = None,
+                  keep_alive_s: float | None = None) -> None:
+        """The window's settings for models API requests name: how one is loaded, and how long
+        one stays when idle (-1: until asked). Any thread."""
+        with self._lock:
+            if api_params is not None:
+                self.api_params = api_params
+            if keep_alive_s is not None:
+                self.keep_alive_s = keep_alive_s
+
     def set_keep_alive(self, group: str, seconds: float) -> None:
         """How long a model the API loaded stays when idle (a request's keep_alive)."""
         hosted = self._hosted.get(group)

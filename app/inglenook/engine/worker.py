@@ -11,15 +11,17 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from inglenook.core.load import LoadParams, LoadRefusal
+from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient, EngineCrashed, EngineError, LoadRefused
-from inglenook.engine.router import EngineRouter
+from inglenook.engine.embedder import RoutedEmbedder
+from inglenook.engine.router import EngineRouter, LoadedModel
 from inglenook.engine.scheduler import Job, QueueState, Scheduler
 
 DELTA_INTERVAL_S = 0.03  # the GUI repaints at most ~30 times a second
@@ -143,6 +145,55 @@ class EngineWorker(QObject):
 
     def queue(self) -> QueueState:
         return self.scheduler.state()
+
+    # ---- the window's questions and settings (the GUI's only door into the engines) -------
+    # The router and the scheduler stay the worker's: views read through these, and what
+    # they set goes through the router's lock, never into its attributes.
+    @property
+    def model(self) -> ModelInfo | None:
+        """The window's model, once loaded."""
+        return self.client.model
+
+    @property
+    def ready(self) -> p.Ready | None:
+        """The host's facts about this machine (GPU offload, cores), once it started."""
+        return self.client.ready
+
+    @property
+    def accepted_sampling(self) -> frozenset[str] | None:
+        """The sampling settings the active engine takes: None for all."""
+        return self.client.accepted_sampling
+
+    def loaded_models(self) -> list[LoadedModel]:
+        """The window's model and those the API loaded, with their memory and last use."""
+        return self.client.loaded_models()
+
+    def set_api_params(self, params: Callable[[str], LoadParams]) -> None:
+        """How a model an API request names is loaded (the window's options for that file)."""
+        self.client.configure(api_params=params)
+
+    def set_idle_unload(self, seconds: float) -> None:
+        """How long a model the API loaded stays when idle (-1: until asked)."""
+        self.client.configure(keep_alive_s=seconds)
+
+    def count_images(self, sizes: Sequence[tuple[int, int]]) -> p.ImagesCounted:
+        """Off the GUI thread (it asks the engine): what images of these sizes cost with the
+        loaded projector. EngineError when it cannot say."""
+        return self.client.count_images(sizes)
+
+    def embed(self, texts: Sequence[str], model: str) -> p.Embedded:
+        """Off the GUI thread (it may load `model`): unit vectors from an embedding model,
+        loaded beside the chat model (the window's own engine when it is the window's)."""
+        return self.client.embed(list(texts), True, group=self.client.group_of(model))
+
+    def embedder(self, model: str) -> RoutedEmbedder:
+        """A knowledge embedder for `model`'s vectors, through embed()."""
+        return RoutedEmbedder(self.embed, model)
+
+    def api_engine(self) -> tuple[Scheduler, EngineRouter]:
+        """What the API server shares with the window: the scheduler its replies queue on
+        and the engines behind it. Handed over whole; the window itself calls neither."""
+        return self.scheduler, self.client
 
     def close(self) -> None:
         """Stop what runs, then the engines. Safe to call twice."""

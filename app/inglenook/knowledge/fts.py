@@ -13,14 +13,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from inglenook import paths
 from inglenook.knowledge import qdrant_store, schema, vectors
-from inglenook.knowledge.index import Chunk, Document, Hit, IndexStats
+from inglenook.knowledge.index import Chunk, Collection, Document, Hit, IndexStats
 from inglenook.knowledge.search import Searcher
 from inglenook.knowledge.vectors import Embedder, VectorStore
 from inglenook.store.db import backup, connect, transaction
@@ -35,21 +34,6 @@ _OPENING = threading.Lock()
 class KnowledgeError(Exception):
     """A collection that does not exist or already does, a database that cannot be opened;
     str() is one sentence for the user."""
-
-
-@dataclass(frozen=True)
-class Collection:
-    name: str
-    roots: tuple[str, ...]
-    follow_links: bool
-    indexed_at: float | None
-    embed_model: str = ""  # the GGUF whose vectors its chunks get ("" none)
-    embed_error: str = ""  # why the last embedding failed ("" it did not)
-    watch: bool = True  # re-indexed when its files change
-    backend: str = ""  # where its vectors live: "" this database, "qdrant"
-    qdrant_url: str = ""  # "" Qdrant's local mode under the data dir, else a server
-    qdrant_name: str = ""  # its Qdrant collection's name (qdrant_store.py)
-    embed_prompts: str = ""  # the prefix style of its vectors (embed_prompts.py)
 
 
 class SqliteFtsIndex:
@@ -160,7 +144,7 @@ class SqliteFtsIndex:
         qdrant_url, qdrant_name = self._checked_backend(backend, qdrant_url)
         cid = self._id(old.name)
         with transaction(self._conn):
-            self._store(old).forget(cid)
+            self.vector_store(old).forget(cid)
             self._conn.execute("UPDATE collections SET backend = ?, qdrant_url = ?, "
                                "qdrant_name = ? WHERE id = ?",
                                (backend, qdrant_url, qdrant_name, cid))
@@ -192,7 +176,8 @@ class SqliteFtsIndex:
 
     # ---- vectors --------------------------------------------------------------------------
 
-    def _store(self, collection: Collection) -> VectorStore:
+    def vector_store(self, collection: Collection) -> VectorStore:
+        """Where this collection's vectors are kept: the index's file, or Qdrant."""
         return self._qdrant if collection.backend == "qdrant" else self._sqlite_vectors
 
     def vectors_unavailable(self, name: str) -> str:
@@ -206,7 +191,7 @@ class SqliteFtsIndex:
         cid = self._id(name)
         with transaction(self._conn):
             if (collection := self.collection(name)).embed_model != model:
-                self._store(collection).forget(cid)
+                self.vector_store(collection).forget(cid)
             self._conn.execute("UPDATE collections SET embed_model = ?, embed_error = '' "
                                "WHERE id = ?", (model, cid))
 
@@ -215,7 +200,7 @@ class SqliteFtsIndex:
         cid = self._id(name)
         with transaction(self._conn):
             if (collection := self.collection(name)).embed_prompts != style:
-                self._store(collection).forget(cid)
+                self.vector_store(collection).forget(cid)
             self._conn.execute("UPDATE collections SET embed_prompts = ? WHERE id = ?",
                                (style, cid))
 
@@ -226,13 +211,13 @@ class SqliteFtsIndex:
 
     def missing_vectors(self, name: str, limit: int) -> list[tuple[int, list[str]]]:
         """Chunks still without vectors: (id, its windows' texts to embed)."""
-        return self._store(self.collection(name)).missing(self._id(name), limit)
+        return self.vector_store(self.collection(name)).missing(self._id(name), limit)
 
     def add_vectors(self, name: str, chunk_ids: Sequence[int],
                     rows: Sequence[np.ndarray]) -> None:
         """rows[i]: the vectors of chunk_ids[i]'s windows. Raises VectorStoreError where the
         store cannot take them (Qdrant down)."""
-        store = self._store(self.collection(name))
+        store = self.vector_store(self.collection(name))
         with transaction(self._conn):
             store.add(self._id(name), chunk_ids, rows)
         store.after_add(self._id(name))
@@ -241,10 +226,10 @@ class SqliteFtsIndex:
         """Delete the vectors of passages that went, where their store does not do it itself
         (Qdrant); raises VectorStoreError."""
         with transaction(self._conn):
-            self._store(self.collection(name)).tidy(self._id(name))
+            self.vector_store(self.collection(name)).tidy(self._id(name))
 
     def vector_count(self, name: str) -> int:
-        return self._store(self.collection(name)).count(self._id(name))
+        return self.vector_store(self.collection(name)).count(self._id(name))
 
     def collection(self, name: str) -> Collection:
         for found in self.collections():
@@ -268,6 +253,9 @@ class SqliteFtsIndex:
         if collection.backend != "qdrant":
             return ""
         return self._qdrant.drop(collection.qdrant_url, collection.qdrant_name)
+
+    def collection_id(self, name: str) -> int:
+        return self._id(name)
 
     def _id(self, name: str) -> int:
         row = self._conn.execute("SELECT id FROM collections WHERE name = ?",

@@ -14,6 +14,23 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
+class Collection:
+    """A collection as its index holds it: its folders and how its vectors are made."""
+
+    name: str
+    roots: tuple[str, ...]
+    follow_links: bool
+    indexed_at: float | None
+    embed_model: str = ""  # the GGUF whose vectors its chunks get ("" none)
+    embed_error: str = ""  # why the last embedding failed ("" it did not)
+    watch: bool = True  # re-indexed when its files change
+    backend: str = ""  # where its vectors live: "" this database, "qdrant"
+    qdrant_url: str = ""  # "" Qdrant's local mode under the data dir, else a server
+    qdrant_name: str = ""  # its Qdrant collection's name (qdrant_store.py)
+    embed_prompts: str = ""  # the prefix style of its vectors (embed_prompts.py)
+
+
+@dataclass(frozen=True)
 class Chunk:
     """A passage of a document, with where it came from (for the citation)."""
 

@@ -30,14 +30,13 @@ stays full-text for what has no vector.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inglenook.core import files
 from inglenook.core.units import describe_size
 from inglenook.knowledge import embed_prompts, vectors
 from inglenook.knowledge.chunking import chunk_pages
@@ -52,9 +51,7 @@ from inglenook.knowledge.vectors import Embedder, VectorStoreError
 READER_VERSION = 1
 REBUILD = -1  # a document's reader when a rebuild asked for it to be read again from scratch
 MAX_FILE_BYTES = 64_000_000  # a bigger "document" is a data dump or a disk image, not notes
-READ_ATTEMPTS = 3
 EMBED_BATCH = 16  # chunks embedded at a time, ~6 windows each (progress and cancel between)
-_READ_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -121,44 +118,28 @@ def read_bounded(path: str, limit: int = MAX_FILE_BYTES,
     link is refused (O_NOFOLLOW), a FIFO does not block (O_NONBLOCK), and with `identity`
     (st_dev, st_ino as scanned) the descriptor must be that very file, so a file or a folder
     above it swapped for a link out of the collection since the scan is refused, not read."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    for _ in range(READ_ATTEMPTS):
-        try:
-            fd = os.open(path, flags)
-        except PermissionError as exc:
-            raise UnreadableFile("permission denied: the file cannot be read") from exc
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # the last component is a link now
-                raise UnreadableFile(CHANGED) from exc
-            raise UnreadableFile(f"cannot be opened: {exc.strerror or exc}") from exc
-        try:
-            before = os.fstat(fd)
-            if identity is not None and (before.st_dev, before.st_ino) != identity:
-                raise UnreadableFile(CHANGED)
-            if not stat.S_ISREG(before.st_mode):
-                raise UnreadableFile("no longer a regular file: not read")
-            if before.st_size > limit:
-                raise UnreadableFile(f"{describe_size(before.st_size)}, more than the "
-                                     f"{describe_size(limit)} a document may have: not read")
-            # At most one byte more than announced: a file growing as it is read is caught
-            # by that byte, never read on for as long as it grows.
-            parts, total, wanted = [], 0, before.st_size + 1
-            while total < wanted:
-                block = os.read(fd, min(_READ_BLOCK, wanted - total))
-                if not block:
-                    break
-                parts.append(block)
-                total += len(block)
-            after = os.fstat(fd)
-        except OSError as exc:
-            raise UnreadableFile(f"cannot be read: {exc.strerror or exc}") from exc
-        finally:
-            os.close(fd)
-        if (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns) \
-                and total == after.st_size:
-            return b"".join(parts), after
-    raise UnreadableFile("it kept changing while being read: try again when it is saved")
+    try:
+        return files.read_bounded(path, limit, identity=identity)
+    except files.ReadRefused as refused:
+        raise UnreadableFile(_refusal(refused)) from refused
+
+
+def _refusal(refused: files.ReadRefused) -> str:
+    why = refused.why
+    if why in ("link", "changed"):
+        return CHANGED
+    if why == "denied":
+        return "permission denied: the file cannot be read"
+    if why == "missing":
+        return "cannot be opened: No such file or directory"
+    if why == "not regular":
+        return "no longer a regular file: not read"
+    if why in ("too large", "grew"):
+        return (f"{describe_size(refused.size)}, more than the "
+                f"{describe_size(refused.limit)} a document may have: not read")
+    if why == "changing":
+        return "it kept changing while being read: try again when it is saved"
+    return f"cannot be read: {refused.detail}"
 
 
 class Indexer:

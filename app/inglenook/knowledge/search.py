@@ -17,16 +17,28 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from inglenook.knowledge import embed_prompts, vectors
-from inglenook.knowledge.index import Chunk, Hit, fuse
+from inglenook.knowledge.index import Chunk, Collection, Hit, fuse
 from inglenook.knowledge.vectors import Embedder, VectorStore
 
-if TYPE_CHECKING:
-    from inglenook.knowledge.fts import SqliteFtsIndex
+
+class SearchedIndex(Protocol):
+    """What a Searcher reads of its index (knowledge/fts.py's SqliteFtsIndex) at each search."""
+
+    embedder: Embedder | None
+    embedder_for: Callable[[str], Embedder] | None
+
+    def collection_id(self, name: str) -> int: ...
+
+    def collection(self, name: str) -> Collection: ...
+
+    def vector_store(self, collection: Collection) -> VectorStore: ...
+
+    def vectors_unavailable(self, name: str) -> str: ...
 
 # English function words: they match everywhere and say nothing of what is asked (a passage
 # that shares only "they" with a question is not an answer to it).
@@ -72,7 +84,7 @@ class Searcher:
     collections, their vector stores and its `embedder` / `embedder_for` at each search.
     `note`: why the last search used no vectors, when it could have ("" it did)."""
 
-    def __init__(self, index: SqliteFtsIndex, conn: sqlite3.Connection) -> None:
+    def __init__(self, index: SearchedIndex, conn: sqlite3.Connection) -> None:
         self.index = index
         self._conn = conn
         self.note = ""
@@ -81,7 +93,7 @@ class Searcher:
         """BM25, fused with the vectors' ranking of each embedding model the collections use
         (where there is an embedder of it)."""
         self.note = ""
-        ids = [self.index._id(name) for name in collections]
+        ids = [self.index.collection_id(name) for name in collections]
         dense = self._dense(collections, ids, query, limit * FUSED_DEPTH)
         if not dense:
             return self._bm25(ids, query, limit)
@@ -115,7 +127,7 @@ class Searcher:
             if why := self.index.vectors_unavailable(name):
                 self.note = why
                 continue
-            store = self.index._store(collection)
+            store = self.index.vector_store(collection)
             by_style = by_model.setdefault(collection.embed_model, {})
             by_store = by_style.setdefault(collection.embed_prompts, {})
             by_store.setdefault(id(store), (store, []))[1].append(cid)

@@ -17,6 +17,7 @@ from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.models.gguf import GGUFError
 from inglenook.models.hub import GGUFModel, HubFile, RepoListing
 from inglenook.models.projector import COMPUTE_BYTES
+from inglenook.models.remote_header import remote_header
 
 DEFAULT_CTX = 8192
 KV_TYPE = "f16"
@@ -50,7 +51,7 @@ def plan_fits(repo: str, listing: RepoListing, shape: fit.ModelShape | None,
     repository: pass the shape and verdict from before), check it against the bundled engine
     and plan every file against free memory now."""
     if shape is None:
-        header = fit.remote_header(repo, header_file(listing), listing.commit or "main")
+        header = remote_header(repo, header_file(listing), listing.commit or "main")
         verdict = compat.check(header)
         try:
             shape = fit.shape_from_header(header)

@@ -4,7 +4,7 @@ llama.cpp refuses a file whose `general.architecture`, `tokenizer.ggml.model` or
 tokenizers) `tokenizer.ggml.pre` names something it was not built with: "unknown model
 architecture: 'X'", "unknown pre-tokenizer type: 'Y'". Found out at load time, that costs a
 download of gigabytes, so Discover checks the header it reads over HTTP Range requests anyway
-(fit.remote_header) and Library checks installed files.
+(remote_header.remote_header) and Library checks installed files.
 
 How llama.cpp is asked. It has no API that lists what it supports, and a hand list would go stale
 with the next engine update, which is exactly the failure being guarded against. Considered:

@@ -12,10 +12,8 @@ size only.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import random
-import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -26,6 +24,7 @@ from typing import BinaryIO
 import httpx2
 
 from inglenook import paths
+from inglenook.core.files import sha256_file
 from inglenook.core.units import amount
 from inglenook.models import hub
 from inglenook.models.filenames import UnsafeFileName, saved_name
@@ -37,7 +36,12 @@ from inglenook.models.partials import (
     record_path,
     write_record,
 )
-from inglenook.models.transfer import ProgressCallback, ProgressMeter, Sha256Worker
+from inglenook.models.transfer import (
+    CONTENT_RANGE,
+    ProgressCallback,
+    ProgressMeter,
+    Sha256Worker,
+)
 
 try:
     import fcntl
@@ -48,7 +52,6 @@ DISK_MARGIN = 256 << 20  # left free after the download, so the disk is not fill
 _READ_BLOCK = 1 << 20
 _HASH_BATCH = 1 << 20
 _NET_READ = 256 << 10
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
 
 class DownloadError(Exception):
@@ -243,7 +246,7 @@ class _Download:
             self._cancelled()
 
     def _already_installed(self) -> Path:
-        if self.final.stat().st_size == self.size and _sha256_of(self.final) == self.sha256:
+        if self.final.stat().st_size == self.size and sha256_file(self.final) == self.sha256:
             discard_partial(self.final)
             return self.final
         raise DownloadError(f"A different file named {self.name} is already in "
@@ -377,7 +380,7 @@ class _Download:
             self.validator = etag
             self._write_record()
         if code == 206:
-            m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+            m = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
             if m is None or int(m[1]) != self.done or m[3] not in ("*", str(self.size)):
                 self._restart(f, hasher)
                 raise _Retry("the server sent a different part of the file than asked for")
@@ -408,14 +411,6 @@ class _Download:
     def _cancelled(self) -> None:
         raise DownloadCancelled(f"Paused {self.name} at {amount(self.done)} of "
                                 f"{amount(self.size)}; the partial download is kept.", self.done)
-
-
-def _sha256_of(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_READ_BLOCK), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:

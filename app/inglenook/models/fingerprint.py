@@ -3,11 +3,12 @@ multi-GB file takes seconds, so results are kept per (path, size, mtime) for the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
 from pathlib import Path
+
+from inglenook.core.files import sha256_file
 
 CHUNK = 4 * 2**20
 _cache: dict[tuple[str, int, int], str] = {}
@@ -30,12 +31,9 @@ def sha256_of(path: str) -> str:
     with _lock:
         if key in _cache:
             return _cache[key]
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)  # releases the GIL for large buffers
+    found = sha256_file(path, CHUNK)
     with _lock:
-        _cache[key] = digest.hexdigest()
+        _cache[key] = found
     return _cache[key]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import queue
+import re
 import threading
 import time
 import zlib
@@ -19,6 +20,11 @@ _SPEED_WINDOW_S = 5.0
 
 ProgressCallback = Callable[[int, int, float, float | None], None]
 """(done_bytes, total_bytes, bytes_per_s, eta_s or None while unknown)."""
+
+
+# A 206's Content-Range ("bytes start-end/total", total may be "*"), and a 416's ("bytes */total").
+CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+UNSATISFIED_RANGE = re.compile(r"^bytes \*/(\d+)$")
 
 
 class Sha256Worker:

@@ -27,7 +27,6 @@ from inglenook.chat.forget import tidy_at_start
 from inglenook.chat.session import OWNER_PREFIX, ChatSession
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
-from inglenook.engine.embedder import RoutedEmbedder
 from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import Store, StoreError
@@ -107,9 +106,9 @@ class MainWindow(QMainWindow):
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
-        # Collections; indexing off the GUI thread, vectors from the router's embedding model.
-        self.knowledge = KnowledgeController(
-            self, lambda model: RoutedEmbedder(self.worker.client, model))
+        # Collections; indexing off the GUI thread, vectors from an embedding model the worker
+        # loads beside the chat model.
+        self.knowledge = KnowledgeController(self, self.worker.embedder)
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
                               self.status_text, self.progress, self.context_label)
         self.chats = ChatController(
@@ -282,11 +281,11 @@ class MainWindow(QMainWindow):
         ShortcutsDialog([*commands.shortcut_rows(self.menus), *commands.KEYS], self).open()
 
     def _gpu_supported(self) -> bool:
-        ready = self.worker.client.ready
+        ready = self.worker.ready
         return ready is not None and ready.gpu_offload_supported
 
     def show_about(self) -> None:
-        ready = self.worker.client.ready
+        ready = self.worker.ready
         AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
 
     # ---- reactions that span controllers -------------------------------------------------
@@ -320,7 +319,7 @@ class MainWindow(QMainWindow):
         self.chats.set_can_send(True)  # sends a message typed while it loaded
         self.composer.set_loading(False)
         self.chats.show_context()
-        self.panel.limit_sampling(self.worker.client.accepted_sampling)
+        self.panel.limit_sampling(self.worker.accepted_sampling)
         self.composer.edit.setFocus()
         self.model_ready.emit(info)
 

@@ -25,12 +25,25 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 from inglenook import paths
 from inglenook.core.settings import THEMES
-from inglenook.ui.chat.markdown import MarkdownPalette
 
 log = logging.getLogger(__name__)
 
 MODES = THEMES  # "system", "light", "dark"
 _VARIABLE = re.compile(r"@([a-z_]+)@")
+
+
+@dataclass(frozen=True)
+class MarkdownPalette:
+    """Colours baked into the HTML; the defaults are the light theme's. Defined
+    here, where the colours are, so that the theme does not import the chat's renderer."""
+
+    link: str = "#1a5fb4"
+    code_background: str = "#f5f2ee"
+    code_header: str = "#ebe6df"
+    code_border: str = "#e7e2da"
+    muted: str = "#645c53"
+    table_border: str = "#d9d2c8"
+    code_style: str = "default"  # the Pygments style of highlighted code
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ def test_an_image_becomes_a_file_named_by_its_hash_written_once() -> None:
 def test_a_model_that_sees_gets_images_one_that_does_not_their_names() -> None:
     photo = image("photo.png", (1, 2, 3))
     seeing = user_turn("What is it?", [NOTES, photo], vision=True)
-    assert len(seeing.images) == 1 and seeing.images[0].sha256 == images.sha256_of(photo.data)
+    assert len(seeing.images) == 1
+    assert seeing.images[0].sha256 == images.remembered_sha256(photo.data)
     assert "[Image" not in seeing.content and "File: notes.md" in seeing.content
     blind = user_turn("What is it?", [NOTES, photo], vision=False)
     assert blind.images == () and "[Image: photo.png]" in blind.content

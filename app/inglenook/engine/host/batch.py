@@ -39,7 +39,7 @@ from inglenook.engine import protocol as p
 from inglenook.engine.host.drafting import DraftModel
 from inglenook.engine.host.llama import DECODE_ABORTED, Batch, Context
 from inglenook.engine.host.mtmd import EmbeddingBatch
-from inglenook.engine.host.sequences import Sequence
+from inglenook.engine.host.sequences import Phase, Sequence
 from inglenook.engine.host.vision import ImageError, ImageSpan, Vision
 from inglenook.engine.kv_reuse import SlotStates
 
@@ -81,7 +81,7 @@ class BatchLoop:
     # ---- one step -----------------------------------------------------------------------------
     def step(self) -> None:
         for seq in self.active:
-            if seq.cancelled and seq.reason is None:
+            if seq.cancelled and seq.phase is not Phase.DONE:
                 seq.fail("cancelled")
         self._end_finished()
         if not self.active:
@@ -122,7 +122,7 @@ class BatchLoop:
             for seq, tokens, at, draft in plan:
                 base = seq.memory.n
                 seq.memory.appended(tokens)
-                if seq.pending is None:
+                if seq.phase is not Phase.WRITING:  # read its prompt (or ended)
                     self._read(seq, len(tokens), at + len(tokens) - 1, now)
                 else:
                     self._decoded(seq, base, at, draft, now)
@@ -144,7 +144,7 @@ class BatchLoop:
         or None when it does not guess this step)."""
         batch = self.batch
         batch.clear()
-        decoding = sum(1 for s in self.active if s.pending is not None)
+        decoding = sum(1 for s in self.active if s.phase is Phase.WRITING)
         reading = len(self.active) - decoding
         alone = len(self.active) == 1
         room = batch.capacity - decoding * (1 + (self.most if alone else 0))
@@ -154,7 +154,7 @@ class BatchLoop:
         plan = []
         for seq in self.active:  # by slot: llama.cpp batches consecutive sequence ids
             draft: list[int] | None = None
-            if seq.pending is not None:
+            if seq.pending is not None:  # writing: the token chosen last, and guesses
                 if alone and seq.guesser is not None and seq.history is not None:
                     draft = seq.guesser.propose(seq.history, seq.room(self.most))
                 tokens = [seq.pending, *(draft or ())]
@@ -272,10 +272,10 @@ class BatchLoop:
             seq.history.extend(out)
 
     def _end_finished(self) -> None:
-        ended = [s for s in self.active if s.reason is not None]
+        ended = [s for s in self.active if s.phase is Phase.DONE]
         if not ended:
             return
-        self.active = [s for s in self.active if s.reason is None]
+        self.active = [s for s in self.active if s.phase is not Phase.DONE]
         for seq in ended:
             seq.finish(self.send)
             self.slots.release(seq.slot)

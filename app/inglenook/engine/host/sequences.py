@@ -4,6 +4,7 @@ decodes it with the others; everything here belongs to this reply alone."""
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,15 @@ from inglenook.engine.speculative import Guesser, Tally, TokenHistory
 DELTA_BATCH_S = 0.030
 
 
+class Phase(enum.Enum):
+    """Where a reply is (llama-server's slot_state): reading its prompt into the KV cells,
+    writing (a chosen token waits in `pending` to be decoded), or done (`reason` says why)."""
+
+    READING = "reading"
+    WRITING = "writing"
+    DONE = "done"
+
+
 class Sequence:
     """`memory` is the sequence's KV slot, already holding `reuse.cached` prompt tokens.
     `keep_at`: a long system prompt's length, whose state is kept as the prompt passes it."""
@@ -43,6 +53,7 @@ class Sequence:
         self.images: tuple[ImageSpan, ...] = ()  # where the prompt's images are (vision.py)
         self.tally = guesser.tally if guesser is not None else Tally()
         self.history = TokenHistory(tokens) if guesser is not None else None
+        self.phase = Phase.READING
         self.pending: int | None = None  # the last token chosen, decoded in the next step
         self.generated = 0
         self.reason: FinishReason | None = None  # set when the reply ends
@@ -65,7 +76,7 @@ class Sequence:
 
     @property
     def reading(self) -> bool:
-        return self.pending is None and self.reason is None
+        return self.phase is Phase.READING
 
     @property
     def image_now(self) -> ImageSpan | None:
@@ -122,7 +133,7 @@ class Sequence:
         max_tokens = self.request.sampling.max_tokens
         if self.generated == max_tokens or len(self.prompt) + self.generated >= self.n_ctx:
             return self._end("length")
-        self.pending = token
+        self.pending, self.phase = token, Phase.WRITING
         return True
 
     def _odds(self, token: int, logprob: float) -> TokenOdds:
@@ -130,11 +141,12 @@ class Sequence:
         return TokenOdds(piece.decode("utf-8", errors="replace"), logprob, tuple(piece))
 
     def _end(self, reason: FinishReason) -> bool:
-        self.reason, self.pending = reason, None
+        self.reason, self.pending, self.phase = reason, None, Phase.DONE
         return False
 
     def fail(self, reason: FinishReason, message: str = "") -> None:
         self.reason, self.message, self.pending = reason, message, None
+        self.phase = Phase.DONE
 
     def flush(self, send: Callable[[Any], None], now: float) -> None:
         """Send the text written since the last delta, at most every DELTA_BATCH_S."""

@@ -34,6 +34,7 @@ from inglenook.core.replies import Finish, Stats
 from inglenook.ui.chat.markdown_view import COPIED_MS, MarkdownView
 from inglenook.ui.chat.reasoning_block import ReasoningBlock
 from inglenook.ui.widgets.elided_label import ElidedLabel
+from inglenook.ui.widgets.style import restyle
 
 W = TypeVar("W", bound=QWidget)
 # A reply's notice before its first word: reading the prompt (what every model does first),
@@ -385,9 +386,7 @@ class MessageBubble(QFrame):
             return
         notice = self.notice
         notice.setText(text)
-        notice.setProperty("kind", kind)
-        notice.style().unpolish(notice)
-        notice.style().polish(notice)
+        restyle(notice, kind=kind)
         notice.setVisible(bool(text))
 
     @property

@@ -37,7 +37,6 @@ from inglenook.core.load import ModelInfo
 from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish, Stats
 from inglenook.engine.client import EngineError
-from inglenook.engine.embedder import RoutedEmbedder
 from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
@@ -120,9 +119,9 @@ class ChatController(QObject):
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
         self._preparing: set[ChatSession] = set()  # chats whose tools are being listed
         # A reply searches its chat's collections with their embedding model's vectors too,
-        # loaded beside the chat model by the router.
+        # loaded beside the chat model by the worker's engines.
         self.open_index = knowledge_turn.index_with_vectors(
-            lambda model: RoutedEmbedder(worker.client, model))
+            worker.embedder)
         self.calls = ChatTools(tools, self.banner, self._bubble_of,
                                lambda s: self.request_reply(s, continuing=True), self)
         self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
@@ -503,7 +502,7 @@ class ChatController(QObject):
         """Off the GUI thread: what images of these sizes cost with the loaded projector (the
         engine preprocesses a blank image of each size); None when it cannot say."""
         try:
-            answer = self.worker.client.count_images(sizes)
+            answer = self.worker.count_images(sizes)
         except EngineError:  # no projector, a remote engine, the engine gone: estimated
             return None
         return answer.projector, answer.tokens

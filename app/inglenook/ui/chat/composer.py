@@ -55,6 +55,7 @@ from inglenook.ui.chat.image_parts import (
 from inglenook.ui.chat.mic_button import MicButton
 from inglenook.ui.chat.prompt_edit import MAX_PROMPT_CHARS, PromptEdit, files_in
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.style import restyle
 
 __all__ = ["MAX_PROMPT_CHARS", "Composer", "PromptEdit", "files_in"]
 
@@ -384,10 +385,8 @@ class Composer(QWidget):
     def set_generating(self, generating: bool) -> None:
         self._generating = generating
         self.button.setText("Stop" if generating else "Send")
-        self.button.setProperty("stop", generating)
         self.button.setToolTip("Stop the reply (Esc)" if generating else "Send (Enter)")
-        self.button.style().unpolish(self.button)
-        self.button.style().polish(self.button)
+        restyle(self.button, stop=generating)
         self._update_enabled()
 
     def set_can_send(self, can_send: bool) -> None:

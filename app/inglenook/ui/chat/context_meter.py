@@ -25,6 +25,7 @@ from inglenook.chat.session import ChatSession, estimate_tokens
 from inglenook.core.load import ModelInfo
 from inglenook.engine.worker import EngineWorker
 from inglenook.store import StoredMessage
+from inglenook.ui.widgets.style import restyle
 
 if TYPE_CHECKING:
     from inglenook.ui.chat.chat_controller import ChatController
@@ -94,9 +95,7 @@ class ContextMeter:
                f"context ({OVERFLOW_WORDS[session.settings.overflow]}); a marker in the chat "
                "shows where. They stay in the chat." if left_out else ""))
         if label.property("level") != level:
-            label.setProperty("level", level)
-            label.style().unpolish(label)
-            label.style().polish(label)
+            restyle(label, level=level)
         label.show()
 
 

@@ -36,6 +36,7 @@ from mdit_py_plugins.texmath import texmath_plugin
 
 from inglenook.ui.chat.code_highlight import highlight
 from inglenook.ui.chat.math_text import math_html
+from inglenook.ui.theme import MarkdownPalette
 
 __all__ = [
     "DEFAULT_PALETTE",
@@ -69,19 +70,6 @@ _LONG_RUN = re.compile(r"\S{48,}")
 WRAP_LINE_CHARS = 1_000
 _GIANT_LINE = re.compile(rf"[^\n]{{{WRAP_LINE_CHARS + 1}}}")
 _BREAK_EVERY = 24
-
-
-@dataclass(frozen=True)
-class MarkdownPalette:
-    """Colours baked into the HTML; the defaults are the light theme's (ui/theme.py)."""
-
-    link: str = "#1a5fb4"
-    code_background: str = "#f5f2ee"
-    code_header: str = "#ebe6df"
-    code_border: str = "#e7e2da"
-    muted: str = "#645c53"
-    table_border: str = "#d9d2c8"
-    code_style: str = "default"  # the Pygments style of highlighted code
 
 
 DEFAULT_PALETTE = MarkdownPalette()

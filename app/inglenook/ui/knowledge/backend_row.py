@@ -27,6 +27,7 @@ from inglenook.knowledge.qdrant_store import API_KEY_VARIABLE, checked_backend
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
 from inglenook.ui.plain import plain_box, plain_tip
 from inglenook.ui.widgets.controls import helper_label
+from inglenook.ui.widgets.style import restyle
 
 SQLITE_LABEL = "This computer (SQLite)"
 QDRANT_LABEL = "Qdrant"
@@ -122,9 +123,7 @@ class BackendRow(QWidget):
                                      and self.wanted() != self.stored())
         self.apply_button.setVisible(s is not None and (moving or self.wanted() != self.stored()
                                                         or bool(self._error)))
-        self.note.setProperty("kind", "error" if self._error else "info")
-        self.note.style().unpolish(self.note)  # its colour follows the property
-        self.note.style().polish(self.note)
+        restyle(self.note, kind="error" if self._error else "info")
         if s is None:
             self.note.setText("")
         elif moving:

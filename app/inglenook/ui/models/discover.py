@@ -41,6 +41,7 @@ from inglenook.ui.models.repo_panel import (
     is_unreachable,
     retryable,
 )
+from inglenook.ui.widgets.style import restyle
 
 EMBEDDING_HEADING = "Embedding models, for Knowledge"  # one line: the list does not wrap it
 EMBEDDING_TIP = ("For Chat → Knowledge…: they find your documents' passages by meaning. They "
@@ -306,7 +307,5 @@ class DiscoverPage(QWidget):
         self._retry = retry if text else None
         self.retry_button.setVisible(self._retry is not None)
         self.notice.setText(text)
-        self.notice.setProperty("kind", "error" if error else "info")
-        self.notice.style().unpolish(self.notice)
-        self.notice.style().polish(self.notice)
+        restyle(self.notice, kind="error" if error else "info")
         self.notice.setVisible(bool(text))

@@ -22,6 +22,7 @@ from inglenook.models.filenames import UnsafeFileName, saved_name
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import page_header
 from inglenook.ui.plain import plain_label
+from inglenook.ui.widgets.style import restyle
 
 FINISHED = (DownloadState.DONE, DownloadState.CANCELLED)
 
@@ -126,10 +127,8 @@ class DownloadCard(QFrame):
             self.bar.setValue(0)
         self.bar.setProperty("state", s.state.value)
         self.state_label.setText(describe_status(s))
-        self.state_label.setProperty("kind", "error" if s.state is DownloadState.FAILED else "")
-        for widget in (self.bar, self.state_label):
-            widget.style().unpolish(widget)
-            widget.style().polish(widget)
+        restyle(self.state_label, kind="error" if s.state is DownloadState.FAILED else "")
+        restyle(self.bar)
         stopping = s.message == "stopping…"
         self.pause_button.setVisible(s.state in (DownloadState.QUEUED, DownloadState.RUNNING))
         self.pause_button.setEnabled(not stopping)

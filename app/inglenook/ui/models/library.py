@@ -51,6 +51,7 @@ from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.picker import LOADED_MARK
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
+from inglenook.ui.widgets.style import restyle
 
 COLUMNS = ("Model", "Architecture", "Params", "Quant", "Size", "Context", "Template", "Vision",
            "Source")
@@ -538,7 +539,5 @@ class LibraryPage(QWidget):
 
     def show_notice(self, text: str, error: bool = False) -> None:
         self.notice.setText(text)
-        self.notice.setProperty("kind", "error" if error else "info")
-        self.notice.style().unpolish(self.notice)
-        self.notice.style().polish(self.notice)
+        restyle(self.notice, kind="error" if error else "info")
         self.notice.setVisible(bool(text))

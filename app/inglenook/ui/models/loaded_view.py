@@ -118,7 +118,7 @@ class LoadedModelsDialog(QDialog):
         super().hideEvent(event)
 
     def refresh(self) -> None:
-        models = self.worker.client.loaded_models()
+        models = self.worker.loaded_models()
         keys = [m.key for m in models]
         if keys != self._keys:  # new rows (the dialog grows to fit them)
             self._keys = keys
@@ -184,7 +184,7 @@ class LoadedModels(QObject):
         super().__init__(parent)
         self.worker, self._parent, self.app = worker, parent, app_settings
         self.indicator = LanesIndicator(worker, lanes_label)
-        worker.client.api_params = load_params
+        worker.set_api_params(load_params)
         self._apply("model_idle_minutes")
         app_settings.changed.connect(self._apply)
         self._dialog: LoadedModelsDialog | None = None
@@ -192,7 +192,7 @@ class LoadedModels(QObject):
     def _apply(self, name: str) -> None:
         if name == "model_idle_minutes":
             minutes = self.app.value.model_idle_minutes
-            self.worker.client.keep_alive_s = -1.0 if minutes < 0 else minutes * 60.0
+            self.worker.set_idle_unload(-1.0 if minutes < 0 else minutes * 60.0)
 
     def _idle_changed(self, minutes: int) -> None:
         self.app.set("model_idle_minutes", minutes)

@@ -70,7 +70,7 @@ class ServerController(QObject):
         status = self.server.status() if self.server else None
         host = s.api_host if is_loopback(s.api_host) else "127.0.0.1"  # from this computer
         url = status.url if status and status.url else f"http://{host}:{s.api_port}"
-        model = self.worker.client.model
+        model = self.worker.model
         self._connect.set_guides(
             guides(url, model.name if model else "", (s.api_token.split() or [""])[0],
                    model.n_ctx if model else 8192),
@@ -102,7 +102,7 @@ class ServerController(QObject):
             return
         config = self._dialog.config() if self._dialog else self._config()
         try:
-            server = ApiServer(self.worker.scheduler, self.worker.client, config,
+            server = ApiServer(*self.worker.api_engine(), config,
                                on_engine_lost=self.worker.report_crash,
                                on_status=self.status_changed.emit)
             server.start()

@@ -15,6 +15,7 @@ from inglenook.chat.chat_settings import MAX_SCHEMA, ChatSettings
 from inglenook.core.reply_format import schema_problem
 from inglenook.ui.widgets.controls import CollapsibleSection, helper_label
 from inglenook.ui.widgets.narrow import WrappingCheckBox
+from inglenook.ui.widgets.style import restyle
 
 ANY_OBJECT = "Replies are a JSON object. A JSON Schema here makes them match it."
 MATCHING = "Replies will match this schema."
@@ -113,6 +114,4 @@ class ReplyFormatSection(CollapsibleSection):
         text = problem or (MATCHING if self.schema_edit.toPlainText().strip() else ANY_OBJECT)
         self.note.setText(text if on else "")
         self.note.setVisible(on)
-        self.note.setProperty("kind", "error" if problem else "")
-        self.note.style().unpolish(self.note)
-        self.note.style().polish(self.note)
+        restyle(self.note, kind="error" if problem else "")

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from inglenook.tools.cards import ToolCard
 from inglenook.ui.plain import plain_tip
+from inglenook.ui.widgets.style import restyle
 
 ARGUMENT_LINES = 8  # more behind "Show all arguments"
 ARGUMENT_CHARS = 2000
@@ -131,9 +132,7 @@ class ToolCardView(QFrame):
         self.arguments.setToolTip(plain_tip(args[:4000]))
         self._set_arguments(args, shortened=short != args)
         self.status.setText(status_text(card))
-        self.setProperty("state", card.state)
-        self.style().unpolish(self)
-        self.style().polish(self)
+        restyle(self, state=card.state)
         result = card.result.text if card.result is not None and card.result.ok else ""
         self.result.setText(_shortened(result, ARGUMENT_LINES, RESULT_CHARS))
         self.result.setToolTip(plain_tip(result[:4000]))

@@ -8,6 +8,8 @@ from typing import Literal
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
+from inglenook.ui.widgets.style import restyle
+
 BannerKind = Literal["error", "info"]
 
 
@@ -44,9 +46,7 @@ class Banner(QWidget):
                      action: tuple[str, Callable[[], None]] | None = None) -> None:
         self.kind = kind
         self.label.setText(text)
-        self.label.setProperty("kind", kind)
-        self.label.style().unpolish(self.label)
-        self.label.style().polish(self.label)
+        restyle(self.label, kind=kind)
         self._action = action[1] if action else None
         self.action_button.setText(action[0] if action else "")
         self.action_button.setVisible(action is not None)
