@@ -156,3 +156,25 @@ def openai_client(engine: EngineClient) -> Iterator[Any]:
     with serving(engine) as served, openai.OpenAI(
             base_url=served.base_url, api_key="unused", max_retries=0) as client:
         yield client
+
+
+@contextmanager
+def fake_qwen3_engine(model: Any, folder: Any, script: dict[str, Any]) -> Iterator[EngineClient]:
+    """A fake engine host (tests/helpers/fake_host.py) answering by `script`, with the bundled
+    model's file loaded under Qwen3's chat template (tool calls and reasoning)."""
+    import sys
+    from pathlib import Path
+
+    from inglenook.core.load import LoadParams
+    from tests.templates import QWEN3
+
+    script_file = Path(folder) / "script.json"
+    script_file.write_text(json.dumps(script))
+    client = EngineClient(log_path=Path(folder) / "engine.log",
+                          command=[sys.executable, "-m", "tests.helpers.fake_host",
+                                   str(script_file)])
+    try:
+        client.load(LoadParams(str(model), chat_template=QWEN3))
+        yield client
+    finally:
+        client.close()

@@ -18,8 +18,7 @@ import pytest
 
 from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
-from tests.helpers.api import Served, request, serving
-from tests.templates import QWEN3
+from tests.helpers.api import Served, fake_qwen3_engine, request, serving
 
 CALL = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
@@ -38,13 +37,8 @@ CUT = 9  # tokens: the thinking, then the call's first words
 def engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[EngineClient]:
     folder = tmp_path_factory.mktemp("fake-qwen3-honest")
-    script = folder / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    client = EngineClient(log_path=folder / "engine.log",
-                          command=[sys.executable, "-m", "tests.helpers.fake_host", str(script)])
-    client.load(LoadParams(str(bundled_model), chat_template=QWEN3))
-    yield client
-    client.close()
+    with fake_qwen3_engine(bundled_model, folder, SCRIPT) as client:
+        yield client
 
 
 @pytest.fixture

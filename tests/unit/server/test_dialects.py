@@ -6,7 +6,6 @@ every route of every dialect."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,9 @@ import ollama
 import openai
 import pytest
 
-from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
 from inglenook.server.errors import ApiError
-from tests.helpers.api import Served, request, serving
-from tests.templates import QWEN3
+from tests.helpers.api import Served, fake_qwen3_engine, request, serving
 
 TOKEN = "s3cret-token-for-tests"
 CALL = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
@@ -50,14 +47,8 @@ ROUTES: list[tuple[str, dict[str, Any]]] = [
 @pytest.fixture(scope="module")
 def engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[EngineClient]:
-    folder = tmp_path_factory.mktemp("fake-qwen3")
-    script = folder / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    client = EngineClient(log_path=folder / "engine.log",
-                          command=[sys.executable, "-m", "tests.helpers.fake_host", str(script)])
-    client.load(LoadParams(str(bundled_model), chat_template=QWEN3))
-    yield client
-    client.close()
+    with fake_qwen3_engine(bundled_model, tmp_path_factory.mktemp("fake-qwen3"), SCRIPT) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ official `ollama` client where it can send them and raw HTTP where it cannot."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +15,9 @@ import pytest
 from gguf import GGMLQuantizationType
 
 from inglenook import paths
-from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
 from tests.gguf_tools import write_gguf
-from tests.helpers.api import Served, request, serving
-from tests.templates import QWEN3
+from tests.helpers.api import Served, fake_qwen3_engine, request, serving
 
 SCRIPT = {"default": {"text": "Echo: {last}", "token_ms": 0}}
 TINY = {"general.architecture": "llama", "general.name": "Tiny Coder", "general.file_type": 7,
@@ -35,14 +32,8 @@ ASK = [{"role": "user", "content": "hello there"}]
 @pytest.fixture(scope="module")
 def engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[EngineClient]:
-    folder = tmp_path_factory.mktemp("fake-ollama")
-    script = folder / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    client = EngineClient(log_path=folder / "engine.log",
-                          command=[sys.executable, "-m", "tests.helpers.fake_host", str(script)])
-    client.load(LoadParams(str(bundled_model), chat_template=QWEN3))
-    yield client
-    client.close()
+    with fake_qwen3_engine(bundled_model, tmp_path_factory.mktemp("fake-ollama"), SCRIPT) as client:
+        yield client
 
 
 @pytest.fixture
