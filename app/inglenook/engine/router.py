@@ -519,11 +519,10 @@ def _estimate(params: LoadParams) -> int:
         return 0
     n_ctx = choose_context(params.n_ctx, header.context_length)
     memory = fit.system_memory()
-    pool = max(params.kv_pool, n_ctx)
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
-                                                draft_shape, pool)
+                                                draft_shape)
     return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape,
-                    slots=slots, pool=pool).total_bytes
+                    slots=slots).total_bytes
 
 
 def _is_an_engine(router: EngineRouter) -> Engine:
