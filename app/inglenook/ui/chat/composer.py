@@ -93,9 +93,6 @@ class Composer(QWidget):
         self.setObjectName("composer")
         self.setAcceptDrops(True)
         self.edit = PromptEdit(self)
-        # Room to read what is typed beside Attach, Dictate and Send: the window folds its
-        # panels before the message box gets narrower (window/layout.py reads this minimum).
-        self.edit.setMinimumWidth(200)
         self.attach_button = QPushButton("Attach", self)
         self.attach_button.setObjectName("attachButton")
         self.attach_button.setToolTip(f"Attach {FILE_TYPES}, or images (or drop them here, "
