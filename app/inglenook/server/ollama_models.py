@@ -140,6 +140,9 @@ def routes(link: EngineLink, body: Callable[[Request], Any]) -> list[Route]:
 
     def find(name: str) -> tuple[str, str] | None:
         wanted = name.strip().lower()
+        model = link.client.model
+        if not wanted:  # no name: the loaded model, as for a reply
+            return (model.name, model.path) if model is not None else None
         for entry_name, path in library():
             if wanted in (entry_name.lower(), Path(path).name.lower(), Path(path).stem.lower()):
                 return entry_name, path
