@@ -136,7 +136,7 @@ def test_a_client_leaving_mid_stream_stops_the_engine(served: Served) -> None:
     body = chat_body("Count from 1 to 1000, one number per line.", max_tokens=2000, **SAMPLING)
     with open_stream(served.port, body) as stream:
         first_event(stream)
-    ended = served.status.wait_for(lambda s: s.requests == before.requests + 1 and s.active == 0)
+    ended = served.status.wait_for(lambda s: s.requests >= before.requests + 1 and s.active == 0)
     assert ended.tokens - before.tokens < 100  # the engine's count, of up to 2000
     assert request(served.port, "GET", "/v1/models").status == 200
 
@@ -148,7 +148,7 @@ def test_a_hundred_aborted_streams_and_the_server_still_answers(
         with open_stream(served.port, chat_body(f"Story number {i}, please.", max_tokens=500,
                                                 **SAMPLING)) as stream:
             first_event(stream)
-    served.status.wait_for(lambda s: s.requests == before + 100 and s.active == 0)
+    served.status.wait_for(lambda s: s.requests >= before + 100 and s.active == 0)
     served.queue.wait_for(lambda q: q.running is None and not q.waiting)
     assert served.server.link.pending == 0
     assert greedy(api, [{"role": "user", "content": PROMPT}]).choices[0].message.content
