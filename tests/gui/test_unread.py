@@ -34,8 +34,10 @@ def test_a_reply_finished_in_the_background_marks_its_chat_until_viewed(
     assert session is not None
     qtbot.waitUntil(lambda: session.reply is None, timeout=REPLY_TIMEOUT_MS)
     assert window.sidebar.is_unread(story)
-    item = item_of(window, story)
-    assert item.font().bold() and "New reply" in item.toolTip()
+    # The list redraws the row when the reply's end reaches it ("Writing a reply…" until then).
+    qtbot.waitUntil(lambda: "New reply" in item_of(window, story).toolTip(),
+                    timeout=REPLY_TIMEOUT_MS)
+    assert item_of(window, story).font().bold()
     window.chats.open(story)
     assert not window.sidebar.is_unread(story)
     assert not item_of(window, story).font().bold()
