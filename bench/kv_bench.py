@@ -6,6 +6,13 @@
                                  overflowed ÷ TTFT of turn 1 (…_max_… the slowest of them)
   kv_state_ram_mb                RAM held by the saved states of the two 3,000-token chats
   kv_state_restore_ms            reading and loading the state of the chat switched back to
+  restart_resume_ttft_over_cold  TTFT continuing that chat after the engine quit and a new one
+                                 loaded the model (its state kept on disk) ÷ the cold TTFT
+  engine_rss_4_replies_over_1    the engine process's peak RSS (VmHWM) with 4 replies at once
+                                 at the default context ÷ one reply with one slot (fresh
+                                 engines; the replies share one KV pool)
+  kv_pool_bytes_per_token        the fit planner's KV bytes a pool token; kv_state_bytes_per_token
+                                 llama.cpp's own: a saved sequence's bytes ÷ its tokens
 
 TTFTs are timed at the client (request sent → first text), greedy, the bundled model, all
 physical cores. `--quick` uses tiny chats; its figures mean nothing.
@@ -86,9 +93,87 @@ def switch_back(client: EngineClient, model: str, threads: int,
         f"{stats.state_restore_s * 1000:.1f} ms")
     report = client.state_report()
     return {"ttft_switch_back_ms": round(warm * 1000, 1), "ttft_cold_3k_ms": round(cold * 1000, 1),
+            "kv_state_bytes_per_token": round(stats_bytes_per_token(client, timer, stats), 0),
             "ttft_switch_back_over_cold": round(warm / cold, 4),
             "kv_state_ram_mb": round(report.ram_bytes / MIB, 1),
             "kv_state_restore_ms": round(stats.state_restore_s * 1000, 2)}
+
+
+def stats_bytes_per_token(client: EngineClient, timer: Timer, stats: Stats) -> float:
+    """llama.cpp's own figure: chat A's saved state (in RAM once chat B takes the slot back)
+    ÷ the tokens it holds."""
+    before = client.state_report().ram_bytes
+    timer.ask("chat:b2", long_chat("lantern", 300), GREEDY)  # chat A's cells are saved
+    after = client.state_report().ram_bytes
+    return (after - before) / max(1, stats.prompt_tokens + stats.generated_tokens - 1)
+
+
+def restart_resume(client: EngineClient, model: str, threads: int, tokens: int,
+                   home: Path) -> tuple[EngineClient, dict[str, float]]:
+    """A 3,000-token chat, the engine quits, a new one loads the model: TTFT of the next turn
+    over the chat's cold TTFT."""
+    params = LoadParams(model, n_ctx=4096, n_threads=threads, n_slots=1)
+    client.load(params)
+    client.forget_states()
+    timer = Timer(client)
+    chat = long_chat("compass", tokens)
+    reply, cold, _ = timer.ask("chat:r", chat, GREEDY)
+    client.close()
+    client = EngineClient(log_path=home / "engine-again.log")
+    client.load(params)
+    again = (*chat, Message("assistant", reply), Message("user", "And which one was last?"))
+    _, warm, stats = Timer(client).ask("chat:r", again, GREEDY)
+    log(f"  after a restart: TTFT {warm * 1000:.0f} ms vs cold {cold * 1000:.0f} ms, "
+        f"{stats.cached_tokens} of {stats.prompt_tokens} tokens from {stats.cache_source}")
+    return client, {"ttft_restart_resume_ms": round(warm * 1000, 1),
+                    "restart_resume_ttft_over_cold": round(warm / cold, 4)}
+
+
+def peak_rss(pid: int | None) -> int:
+    """VmHWM of a process, bytes (0 where /proc has none)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def pool_memory(model: str, threads: int, home: Path) -> dict[str, float]:
+    """Fresh engines at the default context: one slot and one reply, then four slots and four
+    replies at once; their peak RSS."""
+    import threading
+
+    from inglenook.models import fit
+    from inglenook.models.gguf import read_header
+
+    peaks = []
+    for slots in (1, 4):
+        client = EngineClient(log_path=home / f"engine-{slots}.log")
+        try:
+            info = client.load(LoadParams(model, n_threads=threads, n_slots=slots))
+            timers = [Timer(client) for _ in range(slots)]
+            for n, timer in enumerate(timers):
+                timer.rid = 1000 * (n + 1)
+            asks = [threading.Thread(target=timer.ask, args=(
+                f"chat:{n}", long_chat(f"ship {n}", 600), GREEDY.replace(max_tokens=32)))
+                for n, timer in enumerate(timers)]
+            for ask in asks:
+                ask.start()
+            for ask in asks:
+                ask.join()
+            peaks.append(peak_rss(client.pid))
+        finally:
+            client.close()
+    shape = fit.shape_from_header(read_header(model))
+    per_token = fit.kv_cache_bytes(shape, info.kv_pool, info.kv_cache_type) / info.kv_pool
+    log(f"  peak RSS at n_ctx {info.n_ctx}: 1 slot {peaks[0] / 2**20:.0f} MiB, 4 replies in a "
+        f"pool of {info.kv_pool:,} tokens {peaks[1] / 2**20:.0f} MiB")
+    return {"engine_rss_1_reply_mb": round(peaks[0] / MIB, 1),
+            "engine_rss_4_replies_mb": round(peaks[1] / MIB, 1),
+            "engine_rss_4_replies_over_1": round(peaks[1] / max(1, peaks[0]), 3),
+            "kv_pool_bytes_per_token": round(per_token, 0)}
 
 
 def after_overflow(client: EngineClient, model: str, threads: int,
@@ -132,8 +217,14 @@ def main() -> int:
             results.update(switch_back(client, str(model), threads, 300 if quick else 3000))
             log("Turns after the context overflowed (n_ctx 512)…")
             results.update(after_overflow(client, str(model), threads, 2 if quick else 8))
+            log("Continuing a long chat after the engine quit and started again…")
+            client, resumed = restart_resume(client, str(model), threads,
+                                             300 if quick else 3000, Path(tmp))
+            results.update(resumed)
         finally:
             client.close()
+        log("Engine memory: one reply alone, four at once in the shared KV pool…")
+        results.update(pool_memory(str(model), threads, Path(tmp)))
     print(json.dumps(results))
     return 0
 

@@ -59,11 +59,17 @@ def cache_dir() -> Path:
 
 
 def kv_state_dir() -> Path:
-    """Where the engine spills the KV-cache states of conversations it keeps (see
-    engine/kv_states.py): derived data, safe to delete, one folder per engine process."""
+    """Where the engine keeps the KV-cache states of conversations (see engine/kv_states.py):
+    derived data, safe to delete; a folder per model, build and KV layout."""
     path = cache_dir() / "kv-states"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
+
+
+def kv_state_key_path() -> Path:
+    """The key that signs kept KV states (a 0600 file beside the user's data, not in the
+    cache: a state can then not be forged by someone who can only write the cache)."""
+    return data_dir() / "kv-state.key"
 
 
 def image_cache_dir() -> Path:

@@ -63,6 +63,7 @@ def test_a_conversation_continues_after_another_exactly_as_without_switching(
     straight, _ = say(client, "chat:1", a2)
 
     load(client, bundled_model, ram_mb=ram_mb)  # a fresh cache, states kept as asked
+    client.forget_states()  # (chat:1 was kept on disk for this model and layout)
     assert say(client, "chat:2", A1)[0] == first
     b_reply, b_turn1 = say(client, "chat:3", B1)  # a long chat overwrites the KV cache
     assert b_turn1.cached_tokens < 50
@@ -81,6 +82,7 @@ def test_a_damaged_spilled_state_is_ignored_and_the_prompt_evaluated(
         client: EngineClient, bundled_model: Path) -> None:
     def scenario(conversation: str, damage: str) -> tuple[str, Stats]:
         load(client, bundled_model, ram_mb=0)
+        client.forget_states()
         reply, _ = say(client, conversation, A1)
         say(client, "chat:9", B1)
         if damage:
@@ -137,8 +139,79 @@ def test_a_forgotten_conversation_leaves_nothing_behind(
     assert len(spilled()) == 1
     client.drop_state("chat:1")
     assert client.state_report().on_disk == 0 and not spilled()
+    client.close()  # chat:2 is kept for the next engine; "Forget cached states" removes it
+    assert [p.parent.name[:2] for p in spilled()] == ["v-"]
+    client.forget_states()
+    assert not spilled()
+
+
+# -- states that outlive the engine ---------------------------------------------------------------
+def restarted(client: EngineClient, bundled_model: Path, **load_options: int) -> EngineClient:
+    """The engine quit (its states written to disk) and a new one loads the model."""
     client.close()
-    assert not list(paths.kv_state_dir().iterdir())  # the engine's folder goes when it exits
+    again = EngineClient(log_path=paths.log_dir() / "engine-again.log")
+    again.load(LoadParams(str(bundled_model), n_ctx=load_options.get("n_ctx", 2048),
+                          n_slots=1))
+    return again
+
+
+def test_a_chat_reopened_after_a_restart_reads_only_what_is_new(
+        client: EngineClient, bundled_model: Path) -> None:
+    load(client, bundled_model)
+    first, turn1 = say(client, "chat:1", A1)
+    a2 = follow_up(A1, first, "And river 7?")
+    straight, _ = say(client, "chat:1-straight", a2)
+    again = restarted(client, bundled_model)
+    try:
+        reply, stats = say(again, "chat:1", a2)
+        assert stats.cache_source == "disk"
+        assert stats.cached_tokens >= turn1.prompt_tokens + turn1.generated_tokens - 1
+        assert stats.prompt_tokens - stats.cached_tokens < 20  # only the new turn is read
+        assert reply == straight
+        # The engine's own slot then continues it: a third turn reads only its new message.
+        _, turn3 = say(again, "chat:1", follow_up(a2, reply, "And river 9?"))
+        assert turn3.cache_source == "live"
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("change", ["tampered", "other key"])
+def test_a_kept_state_that_is_tampered_or_foreign_is_refused_and_the_prompt_read(
+        client: EngineClient, bundled_model: Path, change: str) -> None:
+    load(client, bundled_model)
+    first, _ = say(client, "chat:1", A1)
+    a2 = follow_up(A1, first, "And river 7?")
+    straight, _ = say(client, "chat:1-other", a2)
+    client.drop_state("chat:1-other")
+    client.close()
+    (kept,) = spilled()
+    if change == "tampered":
+        data = bytearray(kept.read_bytes())
+        data[-100] ^= 0x01  # one bit of the KV data: the HMAC no longer matches
+        kept.write_bytes(bytes(data))
+    else:  # signed with another key (another user's, or written by anything else)
+        paths.kv_state_key_path().unlink()
+    again = EngineClient(log_path=paths.log_dir() / "engine-again.log")
+    try:
+        again.load(LoadParams(str(bundled_model), n_ctx=2048, n_slots=1))
+        reply, stats = say(again, "chat:1", a2)
+        assert stats.cache_source == "" and stats.cached_tokens == 0
+        assert reply == straight
+        assert not kept.exists()  # refused: deleted
+    finally:
+        again.close()
+
+
+def test_a_kept_state_of_other_load_settings_is_not_read(
+        client: EngineClient, bundled_model: Path) -> None:
+    load(client, bundled_model)
+    first, _ = say(client, "chat:1", A1)
+    again = restarted(client, bundled_model, n_ctx=1024)
+    try:
+        _, stats = say(again, "chat:1", follow_up(A1, first, "And river 7?"))
+        assert stats.cached_tokens == 0 and again.state_report().on_disk == 0
+    finally:
+        again.close()
 
 
 # -- overflow ------------------------------------------------------------------------------------

@@ -67,9 +67,13 @@ class LoadParams:
     draft_model_path: str = ""
     draft_tokens: int = 8
     draft_p_min: float = 0.5
-    # Replies decoded at once (slots, "lanes"): each has a KV cache of n_ctx tokens of its own.
-    # 0: automatic, up to DEFAULT_SLOTS as free memory allows (see models/fit.py).
+    # Replies decoded at once (slots, "lanes"). They draw KV cells from one pool of `kv_pool`
+    # tokens (llama.cpp's unified KV cache): memory follows the tokens in flight, not the
+    # slots. 0: automatic, up to DEFAULT_SLOTS as free memory allows (see models/fit.py).
     n_slots: int = 0
+    # The pool's size in tokens; 0: the context length. Never less than the context length:
+    # one long chat may use all of it.
+    kv_pool: int = 0
     # A vision projector (mmproj GGUF) read with the model: its images become embeddings
     # (engine/host/mtmd.py); models/projector.py pairs and checks it before loading.
     mmproj_path: str = ""
@@ -221,13 +225,18 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
             "Prompt tokens processed per step. Larger is faster for long prompts and uses "
             "more memory.", flag="--batch", help="prompt tokens processed per step", step=128),
     _number("n_slots", "Replies at once", 0, MAX_SLOTS,
-            "How many replies the model writes at the same time (chats, API clients), each "
-            "with a KV cache of the context length of its own: more costs memory. Several "
-            "decoded together are faster in total than one after another. Automatic: up to "
-            f"{DEFAULT_SLOTS}, as free memory allows.",
-            flag="--parallel", help="replies decoded at once, each with a KV cache of --ctx "
-            "tokens", automatic="Automatic",
-            auto_help=f"up to {DEFAULT_SLOTS}, as free memory allows"),
+            "How many replies the model writes at the same time (chats, API clients). They "
+            "share one KV pool, so more replies at once cost little memory of their own. "
+            "Several decoded together are faster in total than one after another. Automatic: "
+            f"up to {DEFAULT_SLOTS}, as free memory allows.",
+            flag="--parallel", help="replies decoded at once, sharing the KV pool",
+            automatic="Automatic", auto_help=f"up to {DEFAULT_SLOTS}, as free memory allows"),
+    _number("kv_pool", "KV pool", 0, MAX_CTX,
+            "Tokens of KV cache that all replies at once share: one long chat may use all of "
+            "it, four short ones share it. When it is full, a new reply waits and the chats "
+            "least recently used are saved to the state cache. At least the context length.",
+            flag="--kv-pool", help="KV cache tokens shared by the replies at once", step=1024,
+            automatic="Context length", auto_help="the context length"),
     LoadSpec("kv_cache_type", "KV cache", 0, 0, 0, 0,
              "Precision of the attention cache. q8_0 halves its memory with little loss; "
              "q4_0 saves more. Quantized caches need flash attention.",
@@ -375,8 +384,9 @@ class ModelInfo:
     # calls (tools.formats.ToolFormat; "": it has no tool support we can read).
     traits: TemplateTraits = field(default_factory=TemplateTraits)
     tool_format: str = ""
-    n_slots: int = 1  # replies decoded at once, each with a KV cache of n_ctx tokens
-    kv_bytes: int = 0  # the KV cache of all slots together
+    n_slots: int = 1  # replies decoded at once, sharing a KV pool of kv_pool tokens
+    kv_bytes: int = 0  # the KV pool's estimate
+    kv_pool: int = 0  # tokens in the KV pool (0: not known)
     memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
     vision: bool = False  # loaded with a projector: messages may show it images
     # Positions one 512 × 512 image takes, as the projector preprocessed it at load (0: not

@@ -87,6 +87,7 @@ class Settings:
     mmproj_path: str = _LOAD.mmproj_path
     template_name: str = _LOAD.template_name  # per model in practice (Defaults for this model)
     n_slots: int = _LOAD.n_slots
+    kv_pool: int = _LOAD.kv_pool
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""

@@ -28,6 +28,7 @@ from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.core.messages import WINDOW, GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.engine import protocol as p
+from inglenook.engine.kv_states import forget_kept_states
 
 START_TIMEOUT_S = 60.0
 # A stop that the host has not honoured within max(this, 3 × the slowest step seen in the
@@ -115,6 +116,11 @@ class _Channel:
     def close(self, rid: int) -> None:
         with self._lock:
             self._streams.pop(rid, None)
+
+
+# How long a host may take to exit: it writes the KV states of its chats to disk first
+# (engine/kv_states.py), for the next engine.
+SHUTDOWN_S = 10.0
 
 
 class EngineClient:
@@ -279,7 +285,7 @@ class EngineClient:
                 assert proc.stdin is not None
                 with self._write_lock:
                     p.write_frame(proc.stdin, p.Shutdown())
-                proc.wait(timeout=3)
+                proc.wait(timeout=SHUTDOWN_S)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait()
@@ -436,6 +442,15 @@ class EngineClient:
         if self.alive:
             with contextlib.suppress(EngineCrashed):
                 self._send(p.DropState(conversation, principal))
+
+    def forget_states(self) -> None:
+        """Have the engine forget every KV-cache state it keeps, in memory and on disk, of
+        every model. Without a running engine the files are removed here."""
+        if self.alive:
+            with contextlib.suppress(EngineCrashed):
+                self._send(p.DropState("", everything=True))
+                return
+        forget_kept_states()
 
     def state_report(self) -> p.StateReport:
         """The KV-cache states the engine keeps for conversations, and its budgets."""

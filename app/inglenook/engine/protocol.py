@@ -58,10 +58,13 @@ class Inspect:
 
 @dataclass(frozen=True)
 class DropState:
-    """Forget the KV-cache state kept for a conversation (it was deleted); no answer."""
+    """Forget the KV-cache state kept for a conversation (it was deleted); no answer. With
+    `everything`: every state kept, in memory and on disk, of every model ("Forget cached
+    states")."""
 
     conversation: str
     principal: str = WINDOW
+    everything: bool = False
 
 
 @dataclass(frozen=True)

@@ -519,10 +519,11 @@ def _estimate(params: LoadParams) -> int:
         return 0
     n_ctx = choose_context(params.n_ctx, header.context_length)
     memory = fit.system_memory()
+    pool = max(params.kv_pool, n_ctx)
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
-                                                draft_shape)
+                                                draft_shape, pool)
     return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape,
-                    slots=slots).total_bytes
+                    slots=slots, pool=pool).total_bytes
 
 
 def _is_an_engine(router: EngineRouter) -> Engine:

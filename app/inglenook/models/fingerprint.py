@@ -3,8 +3,10 @@ multi-GB file takes seconds, so results are kept per (path, size, mtime) for the
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from pathlib import Path
 
 from inglenook.core.files import sha256_file
 
@@ -33,3 +35,29 @@ def sha256_of(path: str) -> str:
     with _lock:
         _cache[key] = found
     return _cache[key]
+
+
+def sha256_remembered(path: str, memo: Path) -> str:
+    """sha256_of, remembered across processes in the JSON file `memo` by (path, size, mtime),
+    so that a multi-GB model is hashed once, not at every load."""
+    stat = os.stat(path)
+    key = f"{os.path.realpath(path)}|{stat.st_size}|{stat.st_mtime_ns}"
+    try:
+        known = json.loads(memo.read_text(encoding="utf-8"))
+        if not isinstance(known, dict):
+            known = {}
+    except (OSError, ValueError):
+        known = {}
+    found = known.get(key)
+    if isinstance(found, str) and len(found) == 64:
+        return found
+    digest = sha256_of(path)
+    known = {k: v for k, v in known.items() if not k.startswith(f"{os.path.realpath(path)}|")}
+    known[key] = digest
+    partial = memo.with_name(f"{memo.name}.{os.getpid()}.part")
+    try:
+        partial.write_text(json.dumps(known), encoding="utf-8")
+        os.replace(partial, memo)
+    except OSError:
+        partial.unlink(missing_ok=True)
+    return digest

@@ -219,3 +219,70 @@ def test_a_fifo_in_place_of_a_state_does_not_block() -> None:
     assert not blocked and results == [None]
     assert states.get("a") is None and not state.path.exists()
 
+
+
+# -- states kept across engines -------------------------------------------------------------------
+A, B = "a" * 32, "b" * 32  # two validities: model, llama.cpp build and KV layout, hashed
+
+
+def kept(validity: str, ram: int = 10**9, disk: int = 10**9) -> StateCache:
+    return StateCache(ram, disk, paths.kv_state_dir, validity=validity,
+                      key_file=paths.kv_state_key_path)
+
+
+def test_kept_states_are_found_again_by_the_next_engine_of_the_same_validity() -> None:
+    first = kept(A)
+    first.put("chat:1", pack([1, 2, 3]), bytearray(b"x" * 500))
+    first.put("chat:2", pack([4, 5]), bytearray(b"y" * 300))
+    first.persist()
+    first.clear()
+    assert len(spilled_files()) == 2
+    again = kept(A)
+    state = again.get("chat:1")
+    assert state is not None and state.data is None and state.tokens == pack([1, 2, 3])
+    assert again.load(state) == b"x" * 500
+    assert again.usage().on_disk == 2
+    assert kept(B).get("chat:1") is None  # another model, build or layout: never read
+    key = paths.kv_state_key_path()
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
+
+
+def test_a_kept_state_moved_under_another_validity_is_refused() -> None:
+    first = kept(A)
+    first.put("chat:1", pack([1, 2, 3]), bytearray(b"x" * 500))
+    first.persist()
+    (path,) = spilled_files()
+    other = path.parent.with_name(f"v-{B}")
+    other.mkdir(mode=0o700)
+    path.rename(other / path.name)
+    foreign = kept(B)
+    state = foreign.get("chat:1")
+    assert state is not None  # its header reads well...
+    assert foreign.load(state) is None and not (other / path.name).exists()  # ...not its HMAC
+
+
+def test_a_key_file_others_can_read_is_replaced_and_its_states_refused() -> None:
+    first = kept(A)
+    first.put("chat:1", pack([1, 2, 3]), bytearray(b"x" * 500))
+    first.persist()
+    key = paths.kv_state_key_path()
+    old = key.read_bytes()
+    key.chmod(0o644)
+    again = kept(A)
+    assert key.read_bytes() != old and key.stat().st_mode & 0o777 == 0o600
+    state = again.get("chat:1")
+    assert state is not None and again.load(state) is None
+
+
+def test_kept_states_of_other_validities_make_room_oldest_first() -> None:
+    old = kept(A)
+    old.put("chat:1", pack([1]), bytearray(b"1" * 400))
+    old.put("chat:2", pack([2]), bytearray(b"2" * 400))
+    old.persist()
+    (first, second) = sorted(spilled_files(), key=lambda p: p.stat().st_mtime_ns)
+    os.utime(first, ns=(1, 1))  # chat:1 used longest ago
+    new = kept(B, ram=0, disk=1100)
+    new.put("chat:3", pack([3]), bytearray(b"3" * 400))
+    assert not first.exists() and second.exists()
+    new.forget_all()
+    assert not spilled_files() and not list(paths.kv_state_dir().glob("v-*"))

@@ -16,6 +16,12 @@ is drawn from are then the same whether the prompt was read now or found in the 
 leaves that one token to read), so the same seed gives the same reply, and `n` seeded choices
 the same choices, on every repeat.
 
+The sequences share one KV pool. When a step finds it full (llama_decode's status 1, before
+anything is computed), the cells of the slot idle longest are saved to the state cache and
+freed, and the step is tried again; when only replies in progress hold the pool, the one that
+started last ends with a message saying so (a new reply waits for room before it starts:
+process.py).
+
 Speculation (a draft model, or prompt lookup) guesses for a reply only while it decodes alone:
 with others in the batch, llama.cpp already computes several tokens per pass, and a guessed
 row costs a share of a pass that only one reply can win.
@@ -38,6 +44,7 @@ from inglenook.engine.host.vision import ImageError, ImageSpan, Vision
 from inglenook.engine.kv_reuse import SlotStates
 
 PROMPT_CHUNK_BUSY = 64  # prompt tokens a step reads while other replies decode
+POOL_FULL = 1  # llama_decode: no room in the KV cells for the batch
 
 
 class BatchLoop:
@@ -95,6 +102,8 @@ class BatchLoop:
             self.ctx.set_abort(self.abort_cb)
         try:
             status = self.ctx.decode(self.batch)
+            while status == POOL_FULL and self.slots.free_idle(self.busy):
+                status = self.ctx.decode(self.batch)
         finally:
             if alone_reading:
                 self.ctx.set_abort(None)
@@ -105,8 +114,10 @@ class BatchLoop:
                 seq.memory.keep(seq.memory.n)  # cells of an unfinished batch are dropped
                 if status == DECODE_ABORTED:
                     seq.fail("cancelled")
-                else:
+                elif status != POOL_FULL:
                     seq.fail("error", f"The engine failed: llama_decode returned {status}.")
+            if status == POOL_FULL:
+                self._pool_full()
         else:
             for seq, tokens, at, draft in plan:
                 base = seq.memory.n
@@ -118,6 +129,15 @@ class BatchLoop:
         for seq in self.active:
             seq.flush(self.send, now)
         self._end_finished()
+
+    def _pool_full(self) -> None:
+        """Every cell of the pool is held by replies in progress: the one that started last
+        ends (the others go on next step with its cells freed)."""
+        last = max(self.active, key=lambda s: s.started)
+        last.fail("length", f"The KV pool ({self.ctx.n_pool:,} tokens, shared by "
+                  f"{len(self.active)} replies at once) is full: this reply stopped here. Give "
+                  "the pool more tokens in the model's load settings, or run fewer at once.")
+        last.memory.clear()
 
     def _plan(self) -> list[tuple[Sequence, list[int], int, list[int] | None]]:
         """Fill the batch: (sequence, its tokens, index of the first in the batch, its guesses

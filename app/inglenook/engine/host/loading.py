@@ -7,6 +7,7 @@ OOM killer ends it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import shutil
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from inglenook.engine.host.llama import (
     Context,
     Model,
     SeqMemory,
+    build_id,
     gpu_memory,
     gpu_offload_supported,
     max_sequences,
@@ -42,12 +44,13 @@ from inglenook.engine.host.machine import logical_cores, physical_cores
 from inglenook.engine.host.mtmd import Projector, ProjectorError
 from inglenook.engine.host.tokenizing import Tokenizer, has_token
 from inglenook.engine.host.vision import Vision
-from inglenook.engine.kv_reuse import SlotStates, copy_threshold
+from inglenook.engine.kv_reuse import SlotStates
 from inglenook.engine.kv_states import StateCache
 from inglenook.engine.model_traits import stream_markers, template_traits
 from inglenook.engine.speculative import PromptLookup, Proposer, draft_header_mismatch
 from inglenook.engine.template_process import TemplateRenderer
 from inglenook.models import fit
+from inglenook.models.fingerprint import sha256_remembered
 from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
 from inglenook.models.projector import ProjectorInfo, check_pair, projector_info
 
@@ -77,7 +80,7 @@ class LoadedModel:
     vision: Vision | None = None  # the projector, when loaded with one (LoadParams.mmproj_path)
 
     def close(self) -> None:
-        self.slots.reset()
+        self.slots.close()  # what the slots and the cache hold is kept for the next engine
         if self.vision is not None:
             self.vision.close()
         if self.draft is not None:
@@ -102,9 +105,10 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     n_threads = params.n_threads or physical_cores()
     n_threads_batch = params.n_threads_batch or logical_cores()
     n_ctx = choose_context(params.n_ctx, header.context_length)
+    pool = max(params.kv_pool, n_ctx)
     offload = supported and n_gpu_layers != 0
-    n_slots, refused, memory_bytes, kv_bytes = _check_memory(params, header, n_ctx, offload,
-                                                              draft_header, projector)
+    n_slots, refused, memory_bytes, kv_bytes = _check_memory(params, header, n_ctx, pool,
+                                                              offload, draft_header, projector)
     if refused is not None:
         raise LoadFailure(refused.message, refused)
     # Checking guesses evaluates several tokens in one batch. On a CPU, llama.cpp's attention
@@ -131,7 +135,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     threads = (n_threads, n_threads_batch, n_gpu_layers, flash)
     try:
         ctx = Context(model, n_ctx, n_slots, params.n_batch, n_threads, n_threads_batch, flash,
-                      params.kv_cache_type)
+                      params.kv_cache_type, pool)
     except (ValueError, RuntimeError, OSError) as exc:
         model.close()
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
@@ -163,15 +167,29 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         speculation=params.speculation if proposer is not None else "",
         draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
-        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes,
+        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes, kv_pool=ctx.n_pool,
         vision=vision is not None,
         image_tokens=vision.probe_positions() if vision is not None else 0,
         projector=params.mmproj_path if vision is not None else "")
     memories = [ctx.sequence(s) for s in range(n_slots)]
-    slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir),
-                       copy_threshold(ctx.n_ctx_seq))
+    cache = StateCache(ram, disk, paths.kv_state_dir, validity=_validity(params, ctx, flash),
+                       key_file=paths.kv_state_key_path)
+    slots = SlotStates(memories, cache)
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
                        vision)
+
+
+def _validity(params: LoadParams, ctx: Context, flash: bool) -> str:
+    """What a kept state is valid for (kv_states): the model file's bytes, this llama.cpp
+    build and the KV layout. "" (states kept by this engine only) when the file cannot be
+    read."""
+    try:
+        model = sha256_remembered(params.model_path, paths.kv_state_dir() / "sha256.json")
+    except OSError:
+        return ""
+    layout = (f"kv={params.kv_cache_type} flash={int(flash)} unified=1 swa_full=0 "
+              f"pool={ctx.n_pool} slots={ctx.n_seq} ctx={ctx.n_ctx_seq}")
+    return hashlib.sha256(f"{model}\n{build_id()}\n{layout}".encode()).hexdigest()[:32]
 
 
 def _template(params: LoadParams, header: GGUFHeader,
@@ -195,8 +213,9 @@ def _template(params: LoadParams, header: GGUFHeader,
         choice, traits, tools
 
 
-def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: bool,
-                  draft: GGUFHeader | None, projector: ProjectorInfo | None = None
+def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, pool: int,
+                  offload: bool, draft: GGUFHeader | None,
+                  projector: ProjectorInfo | None = None
                   ) -> tuple[int, LoadRefusal | None, int, int]:
     """The slots to load with, why this load should not be tried (see fit.refusal) or None,
     and the estimates of all it holds and of its KV caches (0 when unknown)."""
@@ -210,12 +229,13 @@ def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, offload: b
     vram_free = gpu_memory()[0] if offload else 0
     memory = fit.Memory(ram_free=int(available.available), ram_total=int(available.total),
                         vram_free=vram_free, gpu_offload=offload)
-    slots = asked or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory, draft_shape)
+    slots = asked or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory, draft_shape,
+                                       pool)
     slots = min(slots, max_sequences())
     refused = fit.refusal(shape, n_ctx, params.kv_cache_type, memory,
                           allow_beyond_trained=params.allow_beyond_trained, draft=draft_shape,
-                          slots=slots)
-    planned = fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape, slots)
+                          slots=slots, pool=pool)
+    planned = fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape, slots, pool)
     return slots, refused, planned.total_bytes, planned.kv_bytes
 
 

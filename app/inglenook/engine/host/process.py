@@ -6,7 +6,8 @@ Cancel requests as they arrive (the main thread is busy decoding), so a stop lan
 step, and mid-prompt through llama.cpp's abort callback.
 
 The main thread answers requests between steps of the batch loop. A reply waits in line when
-every slot is busy (the window's scheduler sends no more than there are slots), and one whose
+every slot is busy (the window's scheduler sends no more than there are slots) or when the KV
+pool has no room for its prompt beside the replies in progress, and one whose
 prompt starts like a prompt another sequence is reading now waits for that reading, then copies
 it (an API request for `n` choices is n requests of one prompt). A load, unload, tune or
 quantize waits until no reply runs. An Embed is answered between two steps, in a context of its
@@ -47,7 +48,7 @@ from inglenook.engine.host.sequences import Sequence
 from inglenook.engine.host.tool_grammar import reply_grammar
 from inglenook.engine.host.vision import ImageError
 from inglenook.engine.kv_reuse import principal_of, scoped
-from inglenook.engine.kv_states import common_prefix, pack
+from inglenook.engine.kv_states import common_prefix, forget_kept_states, pack
 from inglenook.engine.speculative import DraftLength, Guesser, Tally
 
 _EXCLUSIVE = (p.Load, p.Unload, p.Tune, p.Quantize)  # wait until no reply runs
@@ -138,14 +139,14 @@ class EngineHost:
             # waiting for a sampler being made is not something to do: its arrival is).
             held = bool(backlog) and self._held(backlog[0])
             if _collect(inbox, backlog, block=not self.busy and (held or not backlog)):
-                return
+                return self._forget_before_exit(backlog)
             self._take_prepared(backlog)
             while backlog and not self._held(backlog[0]):
                 self.handle(backlog.popleft())
                 # Requests sent together arrive a frame at a time: those that came while one
                 # was handled join the same first step rather than wait behind its prompt.
                 if _collect(inbox, backlog, block=False):
-                    return
+                    return self._forget_before_exit(backlog)
                 self._take_prepared(backlog)
             if self.busy:
                 self.step()
@@ -156,6 +157,13 @@ class EngineHost:
         for prepared in [m for m in backlog if isinstance(m, Prepared)]:
             backlog.remove(prepared)
             self.prepared(prepared)
+
+    def _forget_before_exit(self, backlog: deque[Any]) -> None:
+        """Shutdown came: a deleted conversation's state must not be kept for the next engine
+        (the rest of the backlog is dropped)."""
+        for message in backlog:
+            if isinstance(message, p.DropState):
+                self.handle(message)
 
     def handle(self, message: Any) -> None:
         if isinstance(message, p.Load):
@@ -168,7 +176,9 @@ class EngineHost:
         elif isinstance(message, p.Inspect):
             self.inspect(message.request)
         elif isinstance(message, p.DropState):
-            if self.loaded is not None:
+            if message.everything:
+                self.forget_states()
+            elif self.loaded is not None:
                 self.loaded.slots.forget(scoped(message.principal, message.conversation))
         elif isinstance(message, p.StateUsage):
             self.send(self.state_report())
@@ -237,6 +247,13 @@ class EngineHost:
         if self.loaded is not None:
             self.loaded.close()
             self.loaded = None
+
+    def forget_states(self) -> None:
+        if self.loaded is not None:
+            self.loaded.slots.reset()
+            self.loaded.slots.cache.forget_all()
+        else:
+            forget_kept_states()
 
     def state_report(self) -> p.StateReport:
         if self.loaded is None:
@@ -322,6 +339,8 @@ class EngineHost:
             busy = loop.busy
             if len(busy) >= len(loaded.slots.memories):
                 return
+            if busy and not self._pool_room(loaded, busy, len(waiting.tokens)):
+                return  # it waits for room in the KV pool (and those after it, in order)
             if self._reading_alike(waiting):
                 continue
             self.waiting.remove(waiting)
@@ -333,6 +352,14 @@ class EngineHost:
                 self.send(p.Started(rid))
                 self.send(p.Finished(rid, Finish("error", str(exc) if isinstance(
                     exc, RequestRefused) else f"The engine failed: {exc}")))
+
+    @staticmethod
+    def _pool_room(loaded: LoadedModel, busy: set[int], n_prompt: int) -> bool:
+        """Whether the KV pool has room for a prompt beside the replies in progress (idle
+        slots' cells are saved and freed when needed). Counted generously: a prefix another
+        slot shares is counted twice."""
+        held = sum(loaded.memories[s].n for s in busy)
+        return held + n_prompt <= loaded.ctx.n_pool
 
     def _reading_alike(self, waiting: _Waiting) -> bool:
         """Whether a sequence of the same principal is reading a prompt that starts as this

@@ -10,11 +10,12 @@ C functions (its low-level API), never the `Llama` class or its private attribut
     sampler    Sampler: a chain built as llama-cpp-python's Llama builds it, so a seeded reply
                here is the one `create_chat_completion` gives; and a reply held to a grammar
 
-Each sequence has a KV stream of its own (`kv_unified` off): a step's batch of one token from
-each of four sequences then gives every one of them exactly the logits it would get alone,
-where a unified buffer rounds differently (tests/integration/test_batching.py). llama.cpp puts
-only sequences with consecutive ids in one forward pass, so a batch lists its tokens by sequence
-and slots.py keeps busy sequences next to each other.
+The sequences draw KV cells from one pool (`kv_unified` on, as llama-server's slots): memory
+follows the tokens in flight, a prefix two sequences share is held once (llama_memory_seq_cp),
+and llama.cpp decodes any set of sequences in one pass. The price: a batch of four sequences
+rounds differently from each alone, so a greedy reply may part from the lone one at a near-tie
+(measured in docs/memory.md; tests/integration/test_batching.py). A seeded reply is still the
+same every time it is run alone, or with the same company.
 
 The C signatures are those of llama-cpp-python 0.3.x (pyproject pins it below 0.4).
 """
@@ -34,6 +35,7 @@ from inglenook.engine.host.llama.library import (
     DECODE_ABORTED,
     KV_TYPES,
     LOG_ERROR,
+    build_id,
     gpu_memory,
     gpu_offload_supported,
     log_to,
@@ -45,5 +47,5 @@ from inglenook.engine.host.llama.sampler import Odds, Sampler, odds_of
 
 __all__ = ["ATTR_CONTROL", "ATTR_LSTRIP", "ATTR_RSTRIP", "ATTR_USER_DEFINED", "DECODE_ABORTED",
            "KV_TYPES", "LOG_ERROR", "Batch", "Context", "EmbeddingContext", "Model", "Odds",
-           "Sampler", "SeqMemory", "abort_callback", "gpu_memory", "gpu_offload_supported",
-           "log_to", "max_sequences", "odds_of", "quantize"]
+           "Sampler", "SeqMemory", "abort_callback", "build_id", "gpu_memory",
+           "gpu_offload_supported", "log_to", "max_sequences", "odds_of", "quantize"]

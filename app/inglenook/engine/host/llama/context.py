@@ -19,15 +19,20 @@ from inglenook.engine.kv_states import count
 
 # ---- the context ------------------------------------------------------------------------------
 class Context:
-    """`n_seq` sequences (ids 0..n_seq-1) of `n_ctx_seq` cells each."""
+    """`n_seq` sequences (ids 0..n_seq-1) drawing cells from one pool of `n_pool` (llama.cpp's
+    unified KV cache, as llama-server's parallel slots): memory follows the tokens in flight.
+    Each sequence may hold up to `n_ctx_seq` of them. A sliding-window model's window layers
+    keep only the window (llama.cpp's default, `swa_full` off): see SeqMemory.keep."""
 
     def __init__(self, model: Model, n_ctx_seq: int, n_seq: int, n_batch: int, n_threads: int,
-                 n_threads_batch: int, flash_attn: bool, kv_type: str) -> None:
+                 n_threads_batch: int, flash_attn: bool, kv_type: str,
+                 n_pool: int = 0) -> None:
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx_seq * n_seq
+        params.n_ctx = max(n_pool, n_ctx_seq)
         params.n_batch = params.n_ubatch = min(n_batch, params.n_ctx)
         params.n_seq_max = n_seq
-        params.kv_unified = False
+        params.kv_unified = True
+        params.swa_full = False
         params.n_threads, params.n_threads_batch = n_threads, n_threads_batch
         params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
@@ -39,10 +44,23 @@ class Context:
             raise ValueError("Failed to create the llama.cpp context (out of memory?)")
         self.mem = llama_cpp.llama_get_memory(self.ptr)
         self.n_seq = n_seq
-        self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self.ptr))
+        self.n_pool = int(llama_cpp.llama_n_ctx(self.ptr))
+        self.n_ctx_seq = min(n_ctx_seq, self.n_pool)
         self.n_batch = int(llama_cpp.llama_n_batch(self.ptr))
         self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem))
+        # Tokens a sliding-window layer sees back (0: none): such layers hold little more.
+        self.n_swa = int(llama_cpp.llama_model_n_swa(model.ptr))
         self._abort_cb: Any = None
+
+    def pool_used(self) -> int:
+        """Cells of the pool in use: each sequence's span (shared cells counted per sequence,
+        so at most this many)."""
+        used = 0
+        for seq in range(self.n_seq):
+            high = llama_cpp.llama_memory_seq_pos_max(self.mem, seq)
+            if high >= 0:
+                used += high - llama_cpp.llama_memory_seq_pos_min(self.mem, seq) + 1
+        return used
 
     def decode(self, batch: Batch) -> int:
         """llama_decode's status: 0 done, DECODE_ABORTED, anything else a failure."""
@@ -128,6 +146,8 @@ class SeqMemory:
         if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
             return False  # inside an M-RoPE image
         at = self.position(n)
+        if not self.can_keep(at):
+            return False
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
             del self.held[n:]
@@ -135,8 +155,21 @@ class SeqMemory:
             self.next_pos = at
         return ok
 
+    def can_keep(self, at: int) -> bool:
+        """Whether the cells can be cut back to position `at` and continued: a sliding-window
+        cache keeps only the last cells of the window layers (llama.cpp overwrites older ones
+        as it needs room), and the next token must see `n_swa` positions back, as llama-server
+        checks. A full cache (or nothing cut) can always."""
+        window = self.ctx.n_swa
+        if not window or at >= self.next_pos:
+            return True
+        low = llama_cpp.llama_memory_seq_pos_min(self.ctx.mem, self.seq)
+        return low <= max(0, at - window)
+
     def cut(self, start: int, end: int) -> bool:
         mem = self.ctx.mem
+        if self.ctx.n_swa:
+            return False  # the window's cells moved down would not be what it saw
         # A shift moves positions by one section: llama.cpp shifts no M-RoPE memory.
         if (not self.ctx.can_shift or self.next_pos != self.n
                 or not llama_cpp.llama_memory_seq_rm(mem, self.seq, start, end)):
@@ -148,9 +181,8 @@ class SeqMemory:
         return True
 
     def copy_from(self, other: KvMemory, n: int) -> None:
-        """Make this sequence hold the first `n` tokens of another's (llama_memory_seq_cp).
-        Across streams llama.cpp copies the whole stream at the next decode: the caller
-        decodes into this sequence before reading or writing its state."""
+        """Make this sequence hold the first `n` tokens of another's (llama_memory_seq_cp: in
+        the pool the cells are shared, not copied)."""
         assert isinstance(other, SeqMemory) and other.ctx is self.ctx
         llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
         llama_cpp.llama_memory_seq_cp(self.ctx.mem, other.seq, self.seq, -1, -1)

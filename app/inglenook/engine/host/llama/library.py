@@ -92,3 +92,19 @@ def quantize(source: str, output: str, ftype: int, threads: int, allow_requantiz
     params.allow_requantize = allow_requantize
     return int(llama_cpp.llama_model_quantize(source.encode(), output.encode(),
                                               ctypes.byref(params)))
+
+
+def build_id() -> str:
+    """What identifies this llama.cpp build for saved states: the binding's version, the
+    library file's size and time, and the features it was built with."""
+    import os
+
+    library = getattr(llama_cpp.llama_cpp, "_lib", None)
+    path = getattr(library, "_name", "") or ""
+    try:
+        info = os.stat(path)
+        where = f"{info.st_size}:{info.st_mtime_ns}"
+    except OSError:
+        where = "?"
+    system = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
+    return f"llama-cpp-python {llama_cpp.__version__}|{where}|{system}"
