@@ -67,12 +67,13 @@ class LoadParams:
     draft_model_path: str = ""
     draft_tokens: int = 8
     draft_p_min: float = 0.5
-    # Replies decoded at once (slots, "lanes"). They draw KV cells from one pool of `kv_pool`
-    # tokens (llama.cpp's unified KV cache): memory follows the tokens in flight, not the
-    # slots. 0: automatic, up to DEFAULT_SLOTS as free memory allows (see models/fit.py).
+    # Replies decoded at once (slots, "lanes"). Without a pool each has a KV cache of n_ctx
+    # tokens of its own; with one, they draw cells from it. 0: automatic, up to DEFAULT_SLOTS
+    # as free memory allows (see models/fit.py).
     n_slots: int = 0
-    # The pool's size in tokens; 0: the context length. Never less than the context length:
-    # one long chat may use all of it.
+    # A KV pool of this many tokens that all replies share (llama.cpp's unified KV cache, with
+    # flash attention): memory follows the tokens in flight, not the slots. Never less than
+    # the context length (one long chat may use all of it). 0: off, a KV cache per slot.
     kv_pool: int = 0
     # A vision projector (mmproj GGUF) read with the model: its images become embeddings
     # (engine/host/mtmd.py); models/projector.py pairs and checks it before loading.
@@ -85,7 +86,7 @@ class LoadParams:
         for spec in LOAD_SPECS.values():  # each option's range or choices
             if problem := spec.problem(getattr(self, spec.name)):
                 raise LoadParamsError(problem)
-        if self.kv_cache_type != "f16" and not self.flash_attn:
+        if self.kv_cache_type != "f16" and not self.flash_attn and not self.kv_pool:
             raise LoadParamsError(
                 f"A {self.kv_cache_type} KV cache needs flash attention: llama.cpp can only "
                 "quantize the V cache with it. Turn flash attention on or use f16.")
@@ -225,18 +226,24 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
             "Prompt tokens processed per step. Larger is faster for long prompts and uses "
             "more memory.", flag="--batch", help="prompt tokens processed per step", step=128),
     _number("n_slots", "Replies at once", 0, MAX_SLOTS,
-            "How many replies the model writes at the same time (chats, API clients). They "
-            "share one KV pool, so more replies at once cost little memory of their own. "
-            "Several decoded together are faster in total than one after another. Automatic: "
-            f"up to {DEFAULT_SLOTS}, as free memory allows.",
-            flag="--parallel", help="replies decoded at once, sharing the KV pool",
-            automatic="Automatic", auto_help=f"up to {DEFAULT_SLOTS}, as free memory allows"),
-    _number("kv_pool", "KV pool", 0, MAX_CTX,
-            "Tokens of KV cache that all replies at once share: one long chat may use all of "
-            "it, four short ones share it. When it is full, a new reply waits and the chats "
-            "least recently used are saved to the state cache. At least the context length.",
-            flag="--kv-pool", help="KV cache tokens shared by the replies at once", step=1024,
-            automatic="Context length", auto_help="the context length"),
+            "How many replies the model writes at the same time (chats, API clients). Each "
+            "has a KV cache of the context length of its own unless they share a KV pool: "
+            "more costs memory. Several decoded together are faster in total than one after "
+            f"another. Automatic: up to {DEFAULT_SLOTS}, as free memory allows.",
+            flag="--parallel", help="replies decoded at once, each with a KV cache of --ctx "
+            "tokens unless --kv-pool", automatic="Automatic",
+            auto_help=f"up to {DEFAULT_SLOTS}, as free memory allows"),
+    _number("kv_pool", "Shared KV pool", 0, MAX_CTX,
+            "Tokens of KV cache that all replies at once share, instead of a cache of the "
+            "context length each: one long chat may use all of it, four short ones share it, "
+            "so memory follows the chats in flight. When it is full, the chats least recently "
+            "used are saved to the state cache, and a new reply waits for room. Turns flash "
+            "attention on. A reply written beside others may then part from the one written "
+            "alone at a near-tie word (rounding); a replayed request gives the same reply. At "
+            "least the context length. Off: a KV cache per reply, exact in any company.",
+            flag="--kv-pool", help="KV cache tokens shared by the replies at once (turns "
+            "flash attention on; 0: a cache per reply)", step=1024,
+            automatic="Off", auto_help="a KV cache of the context length per reply"),
     LoadSpec("kv_cache_type", "KV cache", 0, 0, 0, 0,
              "Precision of the attention cache. q8_0 halves its memory with little loss; "
              "q4_0 saves more. Quantized caches need flash attention.",
@@ -384,9 +391,9 @@ class ModelInfo:
     # calls (tools.formats.ToolFormat; "": it has no tool support we can read).
     traits: TemplateTraits = field(default_factory=TemplateTraits)
     tool_format: str = ""
-    n_slots: int = 1  # replies decoded at once, sharing a KV pool of kv_pool tokens
-    kv_bytes: int = 0  # the KV pool's estimate
-    kv_pool: int = 0  # tokens in the KV pool (0: not known)
+    n_slots: int = 1  # replies decoded at once (a KV cache each, or sharing the pool)
+    kv_bytes: int = 0  # the KV caches' estimate, all slots or the pool
+    kv_pool: int = 0  # tokens in the shared KV pool (0: none, a KV cache per slot)
     memory_bytes: int = 0  # the fit planner's estimate of all this model holds (0: unknown)
     vision: bool = False  # loaded with a projector: messages may show it images
     # Positions one 512 × 512 image takes, as the projector preprocessed it at load (0: not

@@ -53,9 +53,11 @@ log = logging.getLogger(__name__)
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 # The other numbers' ranges (the load options' are in LOAD_SPECS).
+MAX_KEEP_CHATS_GB = 4096
 LIMITS: dict[str, Number] = {
     "api_port": Number(int, 1, 65535),
     "model_idle_minutes": Number(int, -1, 7 * 24 * 60),
+    "keep_chats_gb": Number(int, 0, MAX_KEEP_CHATS_GB),
     "text_zoom": Number(int, 50, 300),
 }
 MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
@@ -89,6 +91,9 @@ class Settings:
     n_slots: int = _LOAD.n_slots
     kv_pool: int = _LOAD.kv_pool
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
+    # "Keep chats ready": the disk the KV states of chats may take, all models together, kept
+    # across restarts (engine/kv_states.py); 0: none kept on disk. Jan's cap is 8 GiB too.
+    keep_chats_gb: int = 8
     # Window state.
     last_model: str = ""
     window_geometry: str = ""  # base64 of QWidget.saveGeometry()
@@ -123,7 +128,8 @@ class Settings:
             self.model_defaults[model_path] = defaults.to_dict()
 
     def load_params(self, model_path: str) -> LoadParams:
-        return LoadParams(model_path).replace(**self.load_options())
+        return LoadParams(model_path).replace(**self.load_options(),
+                                              kv_state_disk_mb=self.keep_chats_gb * 1024)
 
     def with_load_options(self, options: dict[str, object]) -> Settings:
         """A copy with these load options (by LoadParams name; other names are ignored)."""
@@ -157,7 +163,7 @@ class Settings:
         if not isinstance(data, dict):
             return cls(), [f"the file holds {show(data)}, not settings (reset to the defaults)"]
         settings, problems = parse_fields(cls, _FIELD_NAMES, data, _check_field)
-        if settings.kv_cache_type != "f16" and not settings.flash_attn:
+        if settings.kv_cache_type != "f16" and not settings.flash_attn and not settings.kv_pool:
             # A quantized V cache needs flash attention; the user asked for the cache type.
             settings.flash_attn = True
             problems.append(f"flash_attn: a {settings.kv_cache_type} KV cache needs flash "

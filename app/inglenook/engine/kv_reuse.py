@@ -2,11 +2,12 @@
 hold it.
 
 The engine decodes several sequences at once, each in a slot of its own (a llama.cpp sequence
-id) drawing cells from one shared KV pool. A slot keeps what it holds after its reply, so a
+id), each with a KV stream of its own or all drawing cells from one shared pool (see
+engine/host/llama/context.py). A slot keeps what it holds after its reply, so a
 conversation that comes back while its slot was not needed continues at once. When a slot is
 given to something else, what it holds is saved in the StateCache first (only then: never after
 every reply). A request starts from whichever holds more of its prompt: what its slot holds,
-what another slot holds (shared, not read again: llama_memory_seq_cp gives the pool's cells a
+what another slot holds (copied, not read again: llama_memory_seq_cp; in a pool the cells get a
 second owner), or a saved state (a conversation's, or a long system prompt's), found by the
 longest common prefix of tokens. Only the common prefix is kept; the rest is evaluated.
 
@@ -44,7 +45,7 @@ from inglenook.engine.kv_states import (
 
 MIN_SAVE_TOKENS = 64  # below this, evaluating again is about as fast as restoring
 MIN_GAIN_TOKENS = 16  # a saved state is restored only when it spares this many more tokens
-MIN_COPY_TOKENS = 16  # another slot's cells are shared only for this many
+MIN_COPY_TOKENS = 16  # another slot's cells are copied only for this many (see copy_threshold)
 MIN_SHIFT_MATCH = 32  # tokens that must line up after a removed block before it is shifted
 MIN_PREFIX_TOKENS = 256  # a system prompt this long keeps a state of its own
 ADOPT_SLACK = 4  # an unnamed request continues a state it extends to within this many tokens
@@ -112,15 +113,27 @@ class Reuse:
     key: str = ""  # the key the slot's content is kept under from now on
 
 
+def copy_threshold(n_ctx_seq: int, pooled: bool = False) -> int:
+    """The shared prefix worth copying from another slot rather than reading. A copy across KV
+    streams moves the whole stream, whatever it holds: for a 2,048-cell slot of the bundled
+    model it cost ~10 ms inside the next llama_decode on a 2-core VM, where reading a prompt
+    cost ~3.5 ms a token. The cost grows with the slot, so larger slots need a longer prefix.
+    In a pool the cells are shared, not copied: the least is enough."""
+    return MIN_COPY_TOKENS if pooled else max(MIN_COPY_TOKENS, n_ctx_seq // 512)
+
+
 class SlotStates:
     """The slots of one loaded model and the states it keeps, shared by all of them.
-    `min_copy`: the shared prefix worth taking from another slot rather than reading."""
+    `min_copy`: the shared prefix worth copying from another slot (copy_threshold).
+    `together`: keep busy slots' ids consecutive (a KV stream per slot: llama.cpp decodes
+    only sequences with consecutive ids in one pass; a pool decodes any set)."""
 
     def __init__(self, memories: Sequence[KvMemory], cache: StateCache,
-                 min_copy: int = MIN_COPY_TOKENS) -> None:
+                 min_copy: int = MIN_COPY_TOKENS, together: bool = True) -> None:
         self.memories = list(memories)
         self.cache = cache
         self.min_copy = min_copy
+        self.together = together
         self.live = [""] * len(self.memories)  # each slot's key; "" when it holds nothing known
         self._used = [0] * len(self.memories)  # when each slot was last given out
         self._clock = itertools.count(1)
@@ -178,13 +191,18 @@ class SlotStates:
         return slot, Reuse(cached, source if cached else "", shifted, restore_s, new_key)
 
     def _choose(self, key: str, target: bytes, may_shift: bool, busy: set[int]) -> int:
-        """The slot holding this conversation, else an empty one (a shared start is then
-        taken into it, and what the others hold stays), else the one holding most of the
-        prompt, else the one used longest ago. (In the pool llama.cpp decodes any set of
-        sequences in one pass: no need to keep busy ids together.)"""
-        placeable = [s for s in range(len(self.memories)) if s not in busy]
-        if not placeable:
+        """With a stream per slot llama.cpp decodes only sequences with consecutive ids in
+        one forward pass, so the slot must keep the busy ones together (`together`). Among
+        those: the one holding this conversation, else an empty one (a shared start is then
+        copied into it, and what the others hold stays), else the one holding most of the
+        prompt, else the one used longest ago."""
+        free = [s for s in range(len(self.memories)) if s not in busy]
+        if not free:
             raise LookupError("every slot is busy")
+        placeable = free
+        if self.together:
+            fewest = min(_runs(busy | {s}) for s in free)
+            placeable = [s for s in free if _runs(busy | {s}) == fewest]
         principal = principal_of(key)
 
         def gain(s: int) -> int:
@@ -332,6 +350,11 @@ def _adoptable(key: str, content: str, tokens: bytes, gain: int) -> bool:
     return (not name_of(key) and name_of(content).startswith(ANON)
             and principal_of(content) == principal_of(key)
             and gain >= count(tokens) - ADOPT_SLACK)
+
+
+def _runs(slots: Collection[int]) -> int:
+    """How many runs of consecutive ids `slots` makes ({0, 1, 3}: 2)."""
+    return sum(1 for s in slots if s - 1 not in slots)
 
 
 def find_shift(live: bytes, target: bytes, start: int) -> tuple[int, int]:

@@ -443,6 +443,15 @@ class EngineRouter:
     def state_report(self) -> p.StateReport:
         return self._active.state_report()
 
+    def forget_states(self) -> None:
+        """Forget cached states: every chat's KV state kept by the engines here, in memory
+        and on disk, of every model (a remote server keeps its own)."""
+        with self._lock:
+            clients = [self.local, *(h.client for h in self._hosted.values())]
+        for client in clients:
+            if isinstance(client, EngineClient):
+                client.forget_states()
+
     def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
              on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         """Tune the window's engine (a remote one raises EngineError: it tunes itself)."""
@@ -519,7 +528,7 @@ def _estimate(params: LoadParams) -> int:
         return 0
     n_ctx = choose_context(params.n_ctx, header.context_length)
     memory = fit.system_memory()
-    pool = max(params.kv_pool, n_ctx)
+    pool = max(params.kv_pool, n_ctx) if params.kv_pool else 0
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
                                                 draft_shape, pool)
     return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape,

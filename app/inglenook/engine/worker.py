@@ -139,6 +139,10 @@ class EngineWorker(QObject):
             self.scheduler.submit(Job(lambda: self.client.drop_state(conversation),
                                       owner="engine"))
 
+    def forget_states(self) -> None:
+        """Forget cached states (Settings): on the scheduler, off the GUI thread."""
+        self.scheduler.submit(Job(self.client.forget_states, owner="engine"))
+
     def cancel(self, request_id: int) -> None:
         """Stop a reply, waiting or running; takes effect within one token."""
         self.scheduler.cancel(request_id)

@@ -40,20 +40,6 @@ class ModelShape:
     # A vision projector loaded with the model (models/projector.py: its weights and buffers),
     # counted in RAM: libmtmd reads it into memory.
     projector_bytes: int = 0
-    sliding_window: int = 0  # tokens a sliding-window layer sees back (0: none)
-    swa_layers: int = 0  # how many layers use the window
-
-
-# Which layers of a sliding-window architecture use the window, as llama.cpp sets them (every
-# n-th layer is global): Gemma 2 and gpt-oss alternate, Gemma 3 has five window layers in six,
-# Cohere 2 three in four.
-_SWA_PERIOD = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "gpt-oss": 2, "cohere2": 4,
-               "exaone4": 4, "llama4": 4}
-
-
-def _swa_layers(arch: str, n_layers: int) -> int:
-    period = _SWA_PERIOD.get(arch, 0)
-    return n_layers - n_layers // period if period else 0
 
 
 def _int(header: GGUFHeader, key: str) -> int | None:
@@ -82,7 +68,6 @@ def shape_from_header(header: GGUFHeader) -> ModelShape:
     # No attention heads (recurrent models such as Mamba or RWKV): no KV cache to speak of.
     n_head = _int(header, f"{arch}.attention.head_count") or 0
     n_head_kv = _int(header, f"{arch}.attention.head_count_kv")
-    window = _int(header, f"{arch}.attention.sliding_window") or 0
     return ModelShape(
         n_layers=n_layers, n_embd=n_embd, n_head=n_head,
         n_head_kv=n_head if n_head_kv is None else n_head_kv,
@@ -90,8 +75,7 @@ def shape_from_header(header: GGUFHeader) -> ModelShape:
         weights_bytes=header.tensor_bytes or header.file_size,
         architecture=arch,
         key_length=_int(header, f"{arch}.attention.key_length") or None,
-        value_length=_int(header, f"{arch}.attention.value_length") or None,
-        sliding_window=window, swa_layers=_swa_layers(arch, n_layers) if window else 0)
+        value_length=_int(header, f"{arch}.attention.value_length") or None)
 
 
 # -- memory estimates -----------------------------------------------------------------------------
@@ -109,11 +93,10 @@ def load_shapes(header: GGUFHeader, projector_bytes: int = 0,
     return shape, shape_from_header(draft) if draft is not None else None
 
 
-def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str, slots: int = 1) -> int:
-    """K and V for every layer and cell of a pool of n_ctx: n_layers × n_ctx × n_head_kv × (key
-    length + value length) × bytes per element, i.e. 2 × … × head_dim × … when both are
-    head_dim. Sliding-window layers hold only the window of each of `slots` sequences and a
-    batch (llama.cpp without swa_full): window × slots + N_UBATCH cells."""
+def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str) -> int:
+    """K and V for every layer and context position: n_layers × n_ctx × n_head_kv × (key length
+    + value length) × bytes per element, i.e. 2 × … × head_dim × … when both are head_dim.
+    Sliding-window layers (Gemma 2) are counted at full context: llama.cpp may allocate less."""
     try:
         num, den = _KV_TYPE_BYTES[kv_type]
     except KeyError:
@@ -124,11 +107,7 @@ def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str, slots: int = 1) 
     head_dim = shape.n_embd // shape.n_head if shape.n_head else 0
     k = shape.key_length or head_dim
     v = shape.value_length or k
-    swa = min(shape.swa_layers, shape.n_layers) if shape.sliding_window else 0
-    swa_cells = min(n_ctx, -(-(shape.sliding_window * max(1, slots) + N_UBATCH)
-                             // CONTEXT_STEP) * CONTEXT_STEP)
-    cells = (shape.n_layers - swa) * n_ctx + swa * swa_cells
-    elements = cells * shape.n_head_kv * (k + v)
+    elements = shape.n_layers * n_ctx * shape.n_head_kv * (k + v)
     return -(-elements * num // den)
 
 
@@ -224,13 +203,13 @@ class FitPlan:
 def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
           draft: ModelShape | None = None, slots: int = 1,
           pool: int = 0) -> tuple[FitPlan, float]:
-    """The plan, and the share of free RAM it needs. The slots (replies decoded at once) share
-    one KV pool of `pool` tokens (at least n_ctx); the compute buffers are sized for one batch
-    against the pool."""
+    """The plan, and the share of free RAM it needs. Without a pool (0) each slot (a reply
+    decoded at once) has a KV cache of n_ctx of its own; with one, the slots share `pool`
+    tokens (at least n_ctx). The compute buffers are sized for one batch either way."""
     weights = max(0, shape.weights_bytes)
-    cells = max(pool, n_ctx)
-    kv = kv_cache_bytes(shape, cells, kv_type, slots)
-    overhead = overhead_bytes(shape, cells)
+    kv = (kv_cache_bytes(shape, max(pool, n_ctx), kv_type) if pool
+          else kv_cache_bytes(shape, n_ctx, kv_type) * max(1, slots))
+    overhead = overhead_bytes(shape, max(pool, n_ctx))
     drafting = draft_bytes(draft, n_ctx, kv_type)
     total = weights + kv + overhead + drafting + shape.projector_bytes
     gpu_layers, on_gpu = 0, 0
@@ -337,21 +316,18 @@ def most_pool(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, slots
 def default_slots(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
                   draft: ModelShape | None = None, pool: int = 0) -> int:
     """Replies decoded at once when the user left it automatic: as many as still "fit" (at most
-    FITS_SHARE of free memory), up to DEFAULT_SLOTS; at least one. They share the pool, so
-    this is DEFAULT_SLOTS wherever one fits (a sliding window adds a little per slot)."""
-    best = 0
-    for slots in range(1, DEFAULT_SLOTS + 1):
-        if _plan(shape, n_ctx, kv_type, memory, draft, slots, pool)[1] > FITS_SHARE:
-            break
-        best = slots
-    return max(1, best)
+    FITS_SHARE of free memory), up to DEFAULT_SLOTS; at least one. Slots sharing a pool cost
+    no KV of their own: DEFAULT_SLOTS wherever the pool fits."""
+    if pool:
+        return DEFAULT_SLOTS
+    return max(1, most_slots(shape, n_ctx, kv_type, memory, DEFAULT_SLOTS, draft, FITS_SHARE))
 
 
 def refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
             allow_beyond_trained: bool = False, draft: ModelShape | None = None,
             slots: int = 1, pool: int = 0) -> LoadRefusal | None:
-    """Why loading this model at n_ctx (with `slots` replies sharing a KV pool of `pool`
-    tokens, at least n_ctx) should not be tried; None when it may be.
+    """Why loading this model at n_ctx (with `slots` KV caches of it, or `slots` replies sharing
+    a KV pool of `pool` tokens, at least n_ctx) should not be tried; None when it may be.
 
     Refused: a plan that needs more than the free memory ("won't fit": llama.cpp would try to
     allocate it and be killed, or fail after a long wait), with the largest context that fits
@@ -370,16 +346,18 @@ def refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
             "that, where replies are often incoherent. Choose at most "
             f"{trained:,} tokens, or allow a context beyond the trained length explicitly."),
             trained_context=trained)
-    pooled = pool > n_ctx
+    pooled = pool > 0
     largest = largest_context(shape, kv_type, memory,
-                              min(n_ctx, trained) if beyond else n_ctx, draft, slots)
-    fewer = most_slots(shape, n_ctx, kv_type, memory, slots - 1, draft) if slots > 1 else 0
+                              min(n_ctx, trained) if beyond else n_ctx, draft,
+                              1 if pooled else slots)
+    fewer = (most_slots(shape, n_ctx, kv_type, memory, slots - 1, draft)
+             if slots > 1 and not pooled else 0)
     largest_pool = most_pool(shape, n_ctx, kv_type, memory, slots, pool, draft) if pooled else 0
     in_ram = share * memory.ram_free if memory.ram_free > 0 else need.total_bytes
     on_gpu = " beyond what fits on the GPU" if need.total_bytes - in_ram > 1e6 else ""
     drafting = f", {gigabytes(need.draft_bytes)} for the draft model" if need.draft_bytes else ""
     lanes = (f", {slots} replies at once in a pool of {max(pool, n_ctx):,} tokens,"
-             if slots > 1 or pooled else "")
+             if pooled else f" for each of {slots} replies at once" if slots > 1 else "")
     needs = (f"A context of {n_ctx:,} tokens{lanes} needs about {gigabytes(in_ram)}{on_gpu} "
              f"({gigabytes(need.weights_bytes)} of weights, "
              f"{gigabytes(need.kv_bytes)} of KV cache, "

@@ -217,6 +217,7 @@ class MainWindow(QMainWindow):
         self.panel.speed.tune_dismissed.connect(lambda: models.dismiss_tuned(self.panel))
         self.panel.speed.tune_restore_requested.connect(
             lambda: models.restore_untuned(self.panel))
+        self.panel.speed.forget_requested.connect(self._forget_states)
         settings.changed.connect(self._setting_changed)
         settings.save_failed.connect(self.banner.show_message)
         if settings.value.api_enabled:
@@ -350,6 +351,11 @@ class MainWindow(QMainWindow):
             self.chat.set_zoom(self.app_settings.value.text_zoom)
         elif name == "read_replies_aloud":
             self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
+
+    def _forget_states(self) -> None:
+        """Settings' Forget cached states: the engine drops them off the GUI thread."""
+        self.worker.forget_states()
+        self.status_text.setText("Cached chat states forgotten: chats read their text again.")
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],

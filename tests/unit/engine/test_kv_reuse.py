@@ -11,10 +11,12 @@ import pytest
 
 from inglenook import paths
 from inglenook.engine.kv_reuse import (
+    MIN_COPY_TOKENS,
     MIN_PREFIX_TOKENS,
     MIN_SAVE_TOKENS,
     KvMemory,
     SlotStates,
+    copy_threshold,
     name_of,
     prefix_key,
     principal_of,
@@ -118,17 +120,18 @@ def test_another_conversation_takes_an_empty_slot_and_nothing_is_saved() -> None
     assert m[0].saves == m[1].saves == 0
 
 
-def test_a_conversation_continues_in_its_own_slot_whatever_else_is_busy() -> None:
-    """In the shared pool llama.cpp decodes any set of sequences in one pass: a conversation
-    is not moved next to the busy slots (as it was with a KV stream per slot)."""
+def test_busy_slots_stay_together_and_a_prompt_held_elsewhere_is_copied() -> None:
     s, m = states(4)
     chats = [A, B, prompt(range(8000, 8100)), prompt(range(9000, 9100))]
     assert [run(s, m, chat(i), chats[i])[0] for i in range(4)] == [0, 1, 2, 3]
+    # Slot 1 busy: chat 0 continues where it is, next to it.
     assert run(s, m, chat(0), [*A, 7, 7, 5], busy=[1])[:3] == (0, len(A) + 2, "live")
+    # Slots 0 and 1 busy: chat 3 goes next to them (slot 2, whose chat 2 is saved first),
+    # its cells copied from slot 3, which then holds nothing to save.
     follow = [*chats[3], 7, 7, 5]
-    assert run(s, m, chat(3), follow, busy=[0, 1])[:3] == (3, len(chats[3]) + 2, "live")
-    assert m[2].copies == 0 and s.cache.get(chat(2)) is None
-    assert s.live[2] == chat(2) and s.live[3] == chat(3)
+    assert run(s, m, chat(3), follow, busy=[0, 1])[:3] == (2, len(chats[3]) + 2, "slot")
+    assert m[2].copies == 1 and s.cache.get(chat(2)) is not None
+    assert s.live[2] == chat(3) and name_of(s.live[3]) == ""
 
 
 def test_a_shared_system_prompt_is_copied_from_a_busy_slot() -> None:
@@ -283,3 +286,6 @@ def test_a_short_shared_start_is_copied_where_a_copy_is_cheaper_than_reading_it(
     assert (slot, cached, source) == (1, len(start), "slot")
 
 
+def test_a_larger_slot_needs_a_longer_shared_start_before_it_is_copied() -> None:
+    assert copy_threshold(2048) == MIN_COPY_TOKENS
+    assert copy_threshold(32768) == 64 > MIN_COPY_TOKENS

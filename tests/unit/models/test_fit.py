@@ -312,24 +312,25 @@ def test_vram_takes_layers_off_ram_in_the_refusal() -> None:
     assert fit.load_refusal(QWEN_7B, 8192, "f16", with_gpu) is None
 
 
-
-
-
 def test_replies_at_once_share_one_kv_pool() -> None:
     """Four replies at once in a pool of the context length cost the KV of one context, not
-    four (each slot reserved a whole context before the pool)."""
+    four (without a pool each slot reserves a whole context)."""
     memory = Memory(ram_free=64 * GB, ram_total=64 * GB)
     one = plan(MISTRAL_7B, 8192, "f16", memory, slots=1)
-    four = plan(MISTRAL_7B, 8192, "f16", memory, slots=4)
-    assert four.kv_bytes == one.kv_bytes == kv_cache_bytes(MISTRAL_7B, 8192, "f16")
+    streams = plan(MISTRAL_7B, 8192, "f16", memory, slots=4)
+    assert streams.kv_bytes == 4 * one.kv_bytes
+    pooled = plan(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=8192)
+    assert pooled.kv_bytes == one.kv_bytes == kv_cache_bytes(MISTRAL_7B, 8192, "f16")
     bigger = plan(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=16384)
     assert bigger.kv_bytes == 2 * one.kv_bytes
-    assert fit.default_slots(MISTRAL_7B, 8192, "f16", memory) == 4
+    tight = Memory(ram_free=20 * GB, ram_total=32 * GB)
+    assert fit.default_slots(MISTRAL_7B, 32768, "f16", tight) < 4
+    assert fit.default_slots(MISTRAL_7B, 32768, "f16", tight, pool=32768) == 4
 
 
 def test_a_pool_that_cannot_fit_names_the_largest_that_does() -> None:
     memory = Memory(ram_free=8 * GB, ram_total=16 * GB)
-    assert fit.refusal(MISTRAL_7B, 8192, "f16", memory, slots=4) is None
+    assert fit.refusal(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=8192) is None
     refused = fit.refusal(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=1 << 20)
     assert refused is not None
     assert "4 replies at once in a pool of 1,048,576 tokens" in refused.message
@@ -337,14 +338,3 @@ def test_a_pool_that_cannot_fit_names_the_largest_that_does() -> None:
                   .replace(",", ""))
     assert 8192 < largest < 1 << 20 and largest % fit.CONTEXT_STEP == 0
     assert fit.refusal(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=largest) is None
-
-
-def test_sliding_window_layers_hold_only_the_window_of_each_slot(
-        gemma_model: Path) -> None:
-    shape = fit.shape_from_header(read_header(gemma_model))
-    assert (shape.sliding_window, shape.swa_layers, shape.n_layers) == (512, 15, 18)
-    per_cell = 2 * 1 * 256 * 2  # K and V, one KV head of 256, f16
-    # 3 global layers of the whole pool, 15 window layers of 512 × 4 + 512 cells.
-    assert kv_cache_bytes(shape, 8192, "f16", 4) == (3 * 8192 + 15 * 2560) * per_cell
-    assert kv_cache_bytes(shape, 8192, "f16", 1) == (3 * 8192 + 15 * 1024) * per_cell
-    assert kv_cache_bytes(shape, 512, "f16", 4) == 18 * 512 * per_cell  # never past the pool

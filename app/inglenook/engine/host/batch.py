@@ -16,7 +16,7 @@ is drawn from are then the same whether the prompt was read now or found in the 
 leaves that one token to read), so the same seed gives the same reply, and `n` seeded choices
 the same choices, on every repeat.
 
-The sequences share one KV pool. When a step finds it full (llama_decode's status 1, before
+With a shared KV pool, when a step finds it full (llama_decode's status 1, before
 anything is computed), the cells of the slot idle longest are saved to the state cache and
 freed, and the step is tried again; when only replies in progress hold the pool, the one that
 started last ends with a message saying so (a new reply waits for room before it starts:
@@ -102,8 +102,10 @@ class BatchLoop:
             self.ctx.set_abort(self.abort_cb)
         try:
             status = self.ctx.decode(self.batch)
-            while status == POOL_FULL and self.slots.free_idle(self.busy):
+            pool_full = status == POOL_FULL and self.ctx.pooled
+            while pool_full and self.slots.free_idle(self.busy):
                 status = self.ctx.decode(self.batch)
+                pool_full = status == POOL_FULL
         finally:
             if alone_reading:
                 self.ctx.set_abort(None)
@@ -114,9 +116,9 @@ class BatchLoop:
                 seq.memory.keep(seq.memory.n)  # cells of an unfinished batch are dropped
                 if status == DECODE_ABORTED:
                     seq.fail("cancelled")
-                elif status != POOL_FULL:
+                elif not pool_full:
                     seq.fail("error", f"The engine failed: llama_decode returned {status}.")
-            if status == POOL_FULL:
+            if pool_full:
                 self._pool_full()
         else:
             for seq, tokens, at, draft in plan:

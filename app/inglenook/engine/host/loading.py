@@ -44,7 +44,7 @@ from inglenook.engine.host.machine import logical_cores, physical_cores
 from inglenook.engine.host.mtmd import Projector, ProjectorError
 from inglenook.engine.host.tokenizing import Tokenizer, has_token
 from inglenook.engine.host.vision import Vision
-from inglenook.engine.kv_reuse import SlotStates
+from inglenook.engine.kv_reuse import SlotStates, copy_threshold
 from inglenook.engine.kv_states import StateCache
 from inglenook.engine.model_traits import stream_markers, template_traits
 from inglenook.engine.speculative import PromptLookup, Proposer, draft_header_mismatch
@@ -105,7 +105,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     n_threads = params.n_threads or physical_cores()
     n_threads_batch = params.n_threads_batch or logical_cores()
     n_ctx = choose_context(params.n_ctx, header.context_length)
-    pool = max(params.kv_pool, n_ctx)
+    pool = max(params.kv_pool, n_ctx) if params.kv_pool else 0  # 0: a KV stream per slot
     offload = supported and n_gpu_layers != 0
     n_slots, refused, memory_bytes, kv_bytes = _check_memory(params, header, n_ctx, pool,
                                                               offload, draft_header, projector)
@@ -119,7 +119,9 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     # Speculation does not turn flash attention on for that: on a CPU it made a long
     # chat's next prompt 30-65% slower to read (bench: ttft_turn12_over_turn1), and an
     # f16 cache is not exact past 512 cells anyway. Who wants the exact reply turns it on.
-    flash = params.flash_attn
+    # A shared KV pool turns it on: without it the pool's attention sums run over every
+    # cell, and a replayed request gave another reply (docs/memory.md).
+    flash = params.flash_attn or bool(pool)
     last = [-1.0]
 
     def report(fraction: float) -> bool:
@@ -167,14 +169,16 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         speculation=params.speculation if proposer is not None else "",
         draft_model=Path(params.draft_model_path).stem if draft is not None else "",
         kv_state_ram_budget=ram, kv_state_disk_budget=disk, traits=traits, tool_format=tools,
-        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes, kv_pool=ctx.n_pool,
+        n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes,
+        kv_pool=ctx.n_pool if ctx.pooled else 0,
         vision=vision is not None,
         image_tokens=vision.probe_positions() if vision is not None else 0,
         projector=params.mmproj_path if vision is not None else "")
     memories = [ctx.sequence(s) for s in range(n_slots)]
     cache = StateCache(ram, disk, paths.kv_state_dir, validity=_validity(params, ctx, flash),
                        key_file=paths.kv_state_key_path)
-    slots = SlotStates(memories, cache)
+    slots = SlotStates(memories, cache, copy_threshold(ctx.n_ctx_seq, ctx.pooled),
+                       together=not ctx.pooled)
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
                        vision)
 
@@ -187,7 +191,7 @@ def _validity(params: LoadParams, ctx: Context, flash: bool) -> str:
         model = sha256_remembered(params.model_path, paths.kv_state_dir() / "sha256.json")
     except OSError:
         return ""
-    layout = (f"kv={params.kv_cache_type} flash={int(flash)} unified=1 swa_full=0 "
+    layout = (f"kv={params.kv_cache_type} flash={int(flash)} unified={int(ctx.pooled)} "
               f"pool={ctx.n_pool} slots={ctx.n_seq} ctx={ctx.n_ctx_seq}")
     return hashlib.sha256(f"{model}\n{build_id()}\n{layout}".encode()).hexdigest()[:32]
 

@@ -339,7 +339,8 @@ class EngineHost:
             busy = loop.busy
             if len(busy) >= len(loaded.slots.memories):
                 return
-            if busy and not self._pool_room(loaded, busy, len(waiting.tokens)):
+            if busy and loaded.ctx.pooled and not self._pool_room(loaded, busy,
+                                                                  len(waiting.tokens)):
                 return  # it waits for room in the KV pool (and those after it, in order)
             if self._reading_alike(waiting):
                 continue

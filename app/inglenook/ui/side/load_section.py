@@ -97,6 +97,7 @@ class LoadSection(CollapsibleSection):
         """Show these settings' load options; emits nothing."""
         for name, field in self.fields.items():
             field.set_value(getattr(settings, name))
+        self.speed.show_keep_chats(settings.keep_chats_gb)
         if self._kv_quantized():  # stored by hand or an older version: keep it loadable
             self.fields["flash_attn"].set_value(True)
         self._show_kv_note(KV_NOTE_QUANTIZED if self._kv_quantized() else "")

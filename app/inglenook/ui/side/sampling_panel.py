@@ -286,6 +286,7 @@ class SamplingPanel(QWidget):
         """A copy of `settings` with everything this panel shows taken from the panel."""
         return dataclasses.replace(settings, sampling=self.sampling(),
                                    system_prompt=self.system_prompt(),
+                                   keep_chats_gb=self.speed.keep_chats_gb(),
                                    ).with_load_options(self.load.values())
 
     def load_params(self, model_path: str) -> LoadParams:

@@ -1,14 +1,24 @@
 """Load options for speed: prompt threads, speculative decoding (prompt lookup, a draft model)
 and Tune, which measures this machine and offers the fastest threads and batch size: its
-progress, the figures before and after, Keep or Don't keep, and after Keep a way back."""
+progress, the figures before and after, Keep or Don't keep, and after Keep a way back. Then
+what the engine keeps of recent chats: "Keep chats ready: up to N GB on disk" (across
+restarts) and Forget cached states."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from inglenook.core.load import LOAD_SPECS
-from inglenook.core.settings import Settings
+from inglenook.core.settings import MAX_KEEP_CHATS_GB, Settings
 from inglenook.core.units import describe_size
 from inglenook.ui.widgets.controls import helper_label
 from inglenook.ui.widgets.load_field import LoadField
@@ -26,6 +36,7 @@ class SpeedOptions(QWidget):
             it measures, stop).
         tune_kept(): keep what Tune found. tune_dismissed(): do not.
         tune_restore_requested(): back to the settings from before the tune kept.
+        forget_requested(): forget every chat's KV state kept, in memory and on disk.
     """
 
     changed = Signal()
@@ -33,6 +44,7 @@ class SpeedOptions(QWidget):
     tune_kept = Signal()
     tune_dismissed = Signal()
     tune_restore_requested = Signal()
+    forget_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -87,17 +99,52 @@ class SpeedOptions(QWidget):
         self.state_note = helper_label("", name="state_budget_label")
         self.state_note.setToolTip("After a reply, the engine keeps each recent chat's cache so "
                                    "switching back continues at once; the oldest go to disk, "
-                                   "then are dropped. They are dropped when the model reloads.")
+                                   "then are dropped.")
         self.state_note.hide()
+        self.keep_chats = QSpinBox(self)
+        self.keep_chats.setObjectName("keep_chats_spin")
+        self.keep_chats.setRange(0, MAX_KEEP_CHATS_GB)
+        self.keep_chats.setSuffix(" GB")
+        self.keep_chats.setSpecialValueText("None")
+        self.keep_chats.setAccessibleName("Keep chats ready on disk, in GB")
+        self.keep_chats.setToolTip(
+            "Disk the engine may use to keep chats ready across restarts: a chat reopened "
+            "after quitting, unloading or a crash continues without reading it all again. "
+            "The least recently used go first. Applies at the next load.")
+        self.keep_chats.valueChanged.connect(lambda _v: self.changed.emit())
+        keep = QHBoxLayout()
+        keep.setContentsMargins(0, 0, 0, 0)
+        keep_label = QLabel("Keep chats ready: up to", self)
+        keep_label.setBuddy(self.keep_chats)
+        keep.addWidget(keep_label, 1)
+        keep.addWidget(self.keep_chats)
+        keep.addWidget(QLabel("on disk", self))
+        self.forget_button = QPushButton("Forget cached states", self)
+        self.forget_button.setObjectName("forget_states_button")
+        self.forget_button.setToolTip("Delete every chat's kept cache, in memory and on disk, "
+                                      "for all models; chats then read their text again")
+        self.forget_button.clicked.connect(self.forget_requested)
         layout.addWidget(self.tune_button)
         layout.addWidget(self.tune_progress)
         layout.addWidget(self.tune_note)
         layout.addLayout(answers)
         layout.addWidget(self.state_note)
+        layout.addLayout(keep)
+        layout.addWidget(self.forget_button)
 
     def show_settings(self, settings: Settings) -> None:
         for name, field in self.fields.items():
             field.set_value(getattr(settings, name))
+        self.show_keep_chats(settings.keep_chats_gb)
+
+    def show_keep_chats(self, gigabytes: int) -> None:
+        """Emits nothing."""
+        self.keep_chats.blockSignals(True)
+        self.keep_chats.setValue(gigabytes)
+        self.keep_chats.blockSignals(False)
+
+    def keep_chats_gb(self) -> int:
+        return self.keep_chats.value()
 
     def values(self) -> dict[str, object]:
         return {name: field.value() for name, field in self.fields.items()}
@@ -139,5 +186,6 @@ class SpeedOptions(QWidget):
             self.state_note.hide()
             return
         self.state_note.setText(f"Recent chats' caches kept: up to {describe_size(ram_bytes)} "
-                                f"in memory, {describe_size(disk_bytes)} on disk.")
+                                f"in memory, {describe_size(disk_bytes)} on disk (all "
+                                "models).")
         self.state_note.show()

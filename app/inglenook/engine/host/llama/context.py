@@ -19,22 +19,26 @@ from inglenook.engine.kv_states import count
 
 # ---- the context ------------------------------------------------------------------------------
 class Context:
-    """`n_seq` sequences (ids 0..n_seq-1) drawing cells from one pool of `n_pool` (llama.cpp's
-    unified KV cache, as llama-server's parallel slots): memory follows the tokens in flight.
-    Each sequence may hold up to `n_ctx_seq` of them. A sliding-window model's window layers
-    keep only the window (llama.cpp's default, `swa_full` off): see SeqMemory.keep."""
+    """`n_seq` sequences (ids 0..n_seq-1) of up to `n_ctx_seq` cells each.
+
+    Without a pool (`n_pool` 0) each sequence has a KV stream of its own (`kv_unified` off):
+    n_ctx_seq × n_seq cells reserved, and a batch of four gives each exactly the logits it gets
+    alone. With a pool, the sequences draw cells from one unified cache of `n_pool` (as
+    llama-server's parallel slots): memory follows the tokens in flight, with flash attention
+    on (docs/memory.md: what the pool changes in rounding)."""
 
     def __init__(self, model: Model, n_ctx_seq: int, n_seq: int, n_batch: int, n_threads: int,
                  n_threads_batch: int, flash_attn: bool, kv_type: str,
                  n_pool: int = 0) -> None:
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = max(n_pool, n_ctx_seq)
+        self.pooled = n_pool > 0
+        params.n_ctx = max(n_pool, n_ctx_seq) if self.pooled else n_ctx_seq * n_seq
         params.n_batch = params.n_ubatch = min(n_batch, params.n_ctx)
         params.n_seq_max = n_seq
-        params.kv_unified = True
-        params.swa_full = False
+        params.kv_unified = self.pooled
         params.n_threads, params.n_threads_batch = n_threads, n_threads_batch
-        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+                                  if flash_attn or self.pooled
                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
         params.type_k = params.type_v = KV_TYPES[kv_type]
         params.no_perf = True
@@ -44,12 +48,12 @@ class Context:
             raise ValueError("Failed to create the llama.cpp context (out of memory?)")
         self.mem = llama_cpp.llama_get_memory(self.ptr)
         self.n_seq = n_seq
+        # Cells all sequences may hold together: the pool, or every stream's.
         self.n_pool = int(llama_cpp.llama_n_ctx(self.ptr))
-        self.n_ctx_seq = min(n_ctx_seq, self.n_pool)
+        self.n_ctx_seq = (min(n_ctx_seq, self.n_pool) if self.pooled
+                          else int(llama_cpp.llama_n_ctx_seq(self.ptr)))
         self.n_batch = int(llama_cpp.llama_n_batch(self.ptr))
         self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem))
-        # Tokens a sliding-window layer sees back (0: none): such layers hold little more.
-        self.n_swa = int(llama_cpp.llama_model_n_swa(model.ptr))
         self._abort_cb: Any = None
 
     def pool_used(self) -> int:
@@ -146,8 +150,6 @@ class SeqMemory:
         if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
             return False  # inside an M-RoPE image
         at = self.position(n)
-        if not self.can_keep(at):
-            return False
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
             del self.held[n:]
@@ -155,21 +157,8 @@ class SeqMemory:
             self.next_pos = at
         return ok
 
-    def can_keep(self, at: int) -> bool:
-        """Whether the cells can be cut back to position `at` and continued: a sliding-window
-        cache keeps only the last cells of the window layers (llama.cpp overwrites older ones
-        as it needs room), and the next token must see `n_swa` positions back, as llama-server
-        checks. A full cache (or nothing cut) can always."""
-        window = self.ctx.n_swa
-        if not window or at >= self.next_pos:
-            return True
-        low = llama_cpp.llama_memory_seq_pos_min(self.ctx.mem, self.seq)
-        return low <= max(0, at - window)
-
     def cut(self, start: int, end: int) -> bool:
         mem = self.ctx.mem
-        if self.ctx.n_swa:
-            return False  # the window's cells moved down would not be what it saw
         # A shift moves positions by one section: llama.cpp shifts no M-RoPE memory.
         if (not self.ctx.can_shift or self.next_pos != self.n
                 or not llama_cpp.llama_memory_seq_rm(mem, self.seq, start, end)):
@@ -181,8 +170,10 @@ class SeqMemory:
         return True
 
     def copy_from(self, other: KvMemory, n: int) -> None:
-        """Make this sequence hold the first `n` tokens of another's (llama_memory_seq_cp: in
-        the pool the cells are shared, not copied)."""
+        """Make this sequence hold the first `n` tokens of another's (llama_memory_seq_cp).
+        In a pool the cells are shared, not copied; across streams llama.cpp copies the whole
+        stream at the next decode: the caller decodes into this sequence before reading or
+        writing its state."""
         assert isinstance(other, SeqMemory) and other.ctx is self.ctx
         llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, -1, -1)
         llama_cpp.llama_memory_seq_cp(self.ctx.mem, other.seq, self.seq, -1, -1)
