@@ -9,8 +9,9 @@
   restart_resume_ttft_over_cold  TTFT continuing that chat after the engine quit and a new one
                                  loaded the model (its state kept on disk) ÷ the cold TTFT
   engine_rss_4_replies_over_1    the engine process's peak RSS (VmHWM) with 4 replies at once
-                                 at the default context ÷ one reply with one slot (fresh
-                                 engines; the replies share one KV pool)
+                                 at the default context, sharing a KV pool of that context,
+                                 ÷ one reply with one slot (fresh engines)
+  engine_rss_4_streams_over_1    the same with a KV cache per reply (the default, no pool)
   kv_pool_bytes_per_token        the fit planner's KV bytes a pool token; kv_state_bytes_per_token
                                  llama.cpp's own: a saved sequence's bytes ÷ its tokens
 
@@ -140,40 +141,55 @@ def peak_rss(pid: int | None) -> int:
     return 0
 
 
-def pool_memory(model: str, threads: int, home: Path) -> dict[str, float]:
-    """Fresh engines at the default context: one slot and one reply, then four slots and four
-    replies at once; their peak RSS."""
+def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, float]:
+    """Fresh engines at the default context: one slot and one reply; four replies at once
+    sharing a KV pool of that context; (not --quick) four at once with a KV cache each, the
+    default. Their peak RSS."""
     import threading
 
     from inglenook.models import fit
     from inglenook.models.gguf import read_header
 
-    peaks = []
-    for slots in (1, 4):
-        client = EngineClient(log_path=home / f"engine-{slots}.log")
+    n_ctx = 2048 if quick else 0  # 0: the model's default
+    chat_tokens = 100 if quick else 600
+    peaks: dict[str, int] = {}
+    infos = {}
+    layouts = [("one", 1, False), ("pool", 4, True)] + ([] if quick else [("streams", 4, False)])
+    for name, slots, pooled in layouts:
+        client = EngineClient(log_path=home / f"engine-{name}.log")
         try:
-            info = client.load(LoadParams(model, n_threads=threads, n_slots=slots))
+            context = infos["one"].n_ctx if infos else n_ctx
+            info = infos[name] = client.load(LoadParams(
+                model, n_ctx=context, n_threads=threads, n_slots=slots,
+                kv_pool=context if pooled else 0))
             timers = [Timer(client) for _ in range(slots)]
             for n, timer in enumerate(timers):
                 timer.rid = 1000 * (n + 1)
             asks = [threading.Thread(target=timer.ask, args=(
-                f"chat:{n}", long_chat(f"ship {n}", 600), GREEDY.replace(max_tokens=32)))
+                f"chat:{n}", long_chat(f"ship {n}", chat_tokens), GREEDY.replace(max_tokens=32)))
                 for n, timer in enumerate(timers)]
             for ask in asks:
                 ask.start()
             for ask in asks:
                 ask.join()
-            peaks.append(peak_rss(client.pid))
+            peaks[name] = peak_rss(client.pid)
         finally:
             client.close()
+    pool = infos["pool"]
     shape = fit.shape_from_header(read_header(model))
-    per_token = fit.kv_cache_bytes(shape, info.kv_pool, info.kv_cache_type) / info.kv_pool
-    log(f"  peak RSS at n_ctx {info.n_ctx}: 1 slot {peaks[0] / 2**20:.0f} MiB, 4 replies in a "
-        f"pool of {info.kv_pool:,} tokens {peaks[1] / 2**20:.0f} MiB")
-    return {"engine_rss_1_reply_mb": round(peaks[0] / MIB, 1),
-            "engine_rss_4_replies_mb": round(peaks[1] / MIB, 1),
-            "engine_rss_4_replies_over_1": round(peaks[1] / max(1, peaks[0]), 3),
-            "kv_pool_bytes_per_token": round(per_token, 0)}
+    per_token = fit.kv_cache_bytes(shape, pool.kv_pool, pool.kv_cache_type) / pool.kv_pool
+    log(f"  peak RSS at n_ctx {pool.n_ctx}: 1 slot {peaks['one'] / 2**20:.0f} MiB, 4 replies "
+        f"in a pool of {pool.kv_pool:,} tokens {peaks['pool'] / 2**20:.0f} MiB"
+        + (f", 4 with a KV cache each {peaks['streams'] / 2**20:.0f} MiB"
+           if "streams" in peaks else ""))
+    results = {"engine_rss_1_reply_mb": round(peaks["one"] / MIB, 1),
+               "engine_rss_4_replies_mb": round(peaks["pool"] / MIB, 1),
+               "engine_rss_4_replies_over_1": round(peaks["pool"] / max(1, peaks["one"]), 3),
+               "kv_pool_bytes_per_token": round(per_token, 0)}
+    if "streams" in peaks:
+        results["engine_rss_4_streams_over_1"] = round(peaks["streams"] / max(1, peaks["one"]),
+                                                       3)
+    return results
 
 
 def after_overflow(client: EngineClient, model: str, threads: int,
@@ -224,7 +240,7 @@ def main() -> int:
         finally:
             client.close()
         log("Engine memory: one reply alone, four at once in the shared KV pool…")
-        results.update(pool_memory(str(model), threads, Path(tmp)))
+        results.update(pool_memory(str(model), threads, Path(tmp), quick))
     print(json.dumps(results))
     return 0
 

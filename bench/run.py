@@ -9,7 +9,9 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   window_shown_s          launch of `python -m inglenook` → main window shown
   store_*                 bench/store_bench.py: 10,000 conversations, switching, search, writes
   window_*                bench/window_memory.py: RSS with 80 messages, growth over 200 switches
-  ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow
+  ttft_switch_back_*, kv_state_*   bench/kv_bench.py: saved KV states, context overflow;
+                          restart_resume_* (a chat continued after a restart), engine_rss_*
+                          and kv_pool_* (four replies in a shared KV pool vs one)
   spec_*, quantize_*      bench/spec_bench.py: prompt lookup, a draft model, Q8_0 → Q4_K_M
   api_*                   bench/server_bench.py: inglenook serve vs raw and llama_cpp.server
   raw_batched_*, parallel_*, single_stream_*, prefill_*   bench/batch_bench.py: several

@@ -175,6 +175,24 @@ def test_a_chat_reopened_after_a_restart_reads_only_what_is_new(
         again.close()
 
 
+def test_a_state_on_disk_survives_a_crash(client: EngineClient, bundled_model: Path) -> None:
+    """What was spilled before the engine was killed is found by the next one (what was
+    only in RAM is lost with the process)."""
+    load(client, bundled_model, ram_mb=0)  # every state saved goes to disk at once
+    first, turn1 = say(client, "chat:1", A1)
+    say(client, "chat:2", B1)  # takes the only slot: chat:1 is saved (to disk)
+    assert client.state_report().on_disk == 1
+    client.kill()
+    again = EngineClient(log_path=paths.log_dir() / "engine-again.log")
+    try:
+        again.load(LoadParams(str(bundled_model), n_ctx=2048, n_slots=1))
+        _, stats = say(again, "chat:1", follow_up(A1, first, "And river 7?"))
+        assert stats.cache_source == "disk"
+        assert stats.cached_tokens >= turn1.prompt_tokens
+    finally:
+        again.close()
+
+
 @pytest.mark.parametrize("change", ["tampered", "other key"])
 def test_a_kept_state_that_is_tampered_or_foreign_is_refused_and_the_prompt_read(
         client: EngineClient, bundled_model: Path, change: str) -> None:

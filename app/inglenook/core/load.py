@@ -238,9 +238,10 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
             "context length each: one long chat may use all of it, four short ones share it, "
             "so memory follows the chats in flight. When it is full, the chats least recently "
             "used are saved to the state cache, and a new reply waits for room. Turns flash "
-            "attention on. A reply written beside others may then part from the one written "
-            "alone at a near-tie word (rounding); a replayed request gives the same reply. At "
-            "least the context length. Off: a KV cache per reply, exact in any company.",
+            "attention on. The price: where a chat's cells sit in the pool changes rounding, so "
+            "a reply may part at a near-tie word from the one written alone or beside other "
+            "chats (see docs/memory.md). At least the context length. Off: a KV cache per "
+            "reply, the same reply in any company.",
             flag="--kv-pool", help="KV cache tokens shared by the replies at once (turns "
             "flash attention on; 0: a cache per reply)", step=1024,
             automatic="Off", auto_help="a KV cache of the context length per reply"),

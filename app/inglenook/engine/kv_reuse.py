@@ -173,7 +173,12 @@ class SlotStates:
                 content, content_tokens, gain = state.key, state.tokens, saved
                 self._evict(slot)
                 source = "disk" if spilled else "ram"
-                if not memory.restore(data, state.tokens):
+                restored = memory.restore(data, state.tokens)
+                # In a shared pool it needs room: idle slots' cells are saved and freed.
+                while (not restored and not self.together
+                       and self.free_idle({*busy, slot})):
+                    restored = memory.restore(data, state.tokens)
+                if not restored:
                     self.cache.drop(state.key)  # llama.cpp refused it (another build, say)
                     memory.clear()
             restore_s = time.perf_counter() - started
