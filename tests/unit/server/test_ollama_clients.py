@@ -154,7 +154,7 @@ def test_load_and_unload_idioms(served: Served, coder: str) -> None:
     assert served.server.board.get().tokens == 0  # nothing was generated
 
 
-@pytest.mark.parametrize("path", ["/api/pull", "/api/create", "/api/copy", "/api/push"])
+@pytest.mark.parametrize("path", ["/api/create", "/api/copy", "/api/push"])
 def test_what_is_not_done_here_answers_in_ollamas_shape(served: Served, path: str) -> None:
     got = request(served.port, "POST", path, {"model": "llama3"})
     assert got.status == 501 and set(got.json()) == {"error"}
