@@ -62,11 +62,11 @@ class Puller:
             self._own = DownloadManager()
         return self._own
 
-    def start(self, repo: str, files: tuple[HubFile, ...]) -> list[int]:
-        """Queue the files (a download of one already under way is followed, not doubled;
-        a paused or failed one is resumed from its partial file). Event loop only."""
+    def start(self, repo: str, files: tuple[HubFile, ...], jobs: list[int]) -> None:
+        """Queue the files, their jobs added to `jobs` as they come (a download of one
+        already under way is followed, not doubled; a paused one is resumed from its partial
+        file). Event loop only."""
         manager = self.downloads
-        jobs = []
         for f in files:
             before = {s.id for s in manager.statuses()}
             job = manager.add(repo, f.path)
@@ -77,7 +77,6 @@ class Puller:
                 self._ours.add(job)
             self._holders[job] = self._holders.get(job, 0) + 1
             jobs.append(job)
-        return jobs
 
     def release(self, jobs: list[int], finished: bool) -> None:
         """A pull is over: when it ended early (its client left) and no other pull follows
@@ -231,7 +230,7 @@ class PullResponse:
 
         unwatch = manager.watch(woken)
         try:
-            self.jobs = self.puller.start(self.wanted.repo, self.files)
+            self.puller.start(self.wanted.repo, self.files, self.jobs)
             layers = [_Layer(f, job) for f, job in zip(self.files, self.jobs, strict=True)]
             while True:
                 wake.clear()

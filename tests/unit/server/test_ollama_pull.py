@@ -201,3 +201,28 @@ def test_a_client_that_leaves_mid_pull_leaves_a_partial_the_next_pull_resumes(
     assert resumed.range_start is not None and resumed.range_start > 0
     assert hashlib.sha256(final.read_bytes()).hexdigest() == hub_repo.file(REPO, MODEL).sha256
     assert not part_path(final).exists()
+
+
+def test_a_vision_repository_brings_its_projector(fake_hub: FakeHub, served: Served,
+                                                  tmp_path: Path) -> None:
+    model = FakeFile("seeing-Q4_K_M.gguf", content=tiny_gguf(tmp_path, 1024))
+    projector = FakeFile("mmproj-model-f16.gguf", 20_000)
+    fake_hub.add_repo("org/Seeing-GGUF", [model, projector])
+    got = request(served.port, "POST", "/api/pull", {"model": "hf.co/org/Seeing-GGUF"})
+    digests = {line["digest"] for line in lines(got.body) if "digest" in line}
+    assert digests == {f"sha256:{model.sha256}", f"sha256:{projector.sha256}"}
+    assert lines(got.body)[-1] == {"status": "success"}
+    assert (paths.models_dir() / "Seeing-mmproj-model-f16.gguf").exists()
+    assert (paths.models_dir() / "seeing-Q4_K_M.gguf").exists()
+
+
+def test_bytes_that_arrive_corrupt_end_the_pull_with_an_error(hub_repo: FakeHub,
+                                                             served: Served) -> None:
+    hub_repo.file(REPO, MODEL).faults.append(Fault("wrong_bytes", times=-1))
+    with ollama.Client(host=served.url) as client, \
+            pytest.raises(ollama.ResponseError) as corrupt:
+        list(client.pull(NAME, stream=True))
+    assert "arrived corrupt" in corrupt.value.error
+    assert not list(paths.models_dir().glob("*.gguf*"))  # nothing kept, nothing listed
+    whole = request(served.port, "POST", "/api/pull", {"model": NAME, "stream": False})
+    assert whole.status == 500 and "arrived corrupt" in whole.json()["error"]
