@@ -31,11 +31,15 @@ def free_port() -> int:
 
 def ask_api(port: int, text: str, result: dict) -> None:
     """A client on another thread: one non-streaming chat completion."""
+    post(port, "/v1/chat/completions",
+         {"model": "", "messages": [{"role": "user", "content": text}]}, result)
+
+
+def post(port: int, path: str, body: dict, result: dict) -> None:
+    """One JSON request, its status and body put in `result` (for a client thread)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        conn.request("POST", "/v1/chat/completions", json.dumps(
-            {"model": "", "messages": [{"role": "user", "content": text}]}),
-            {"Content-Type": "application/json"})
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
         response = conn.getresponse()
         result["status"] = response.status
         result["body"] = json.loads(response.read())
@@ -200,7 +204,9 @@ def test_ollamas_pull_is_off_until_ticked_and_goes_through_the_windows_downloads
     server = window.server.server
     assert server is not None and server.config.allow_pull
     result: dict = {}
-    client = threading.Thread(target=pull, args=(server.url, result))
+    client = threading.Thread(target=post, args=(
+        int(server.url.rsplit(":", 1)[1]), "/api/pull",
+        {"model": "hf.co/org/Tiny-GGUF:Q4_K_M", "stream": False}, result))
     client.start()
     qtbot.waitUntil(lambda: any(s.state is DownloadState.DONE and s.filename ==
                                 "tiny.Q4_K_M.gguf" for s in window.downloads.statuses()),
@@ -209,16 +215,3 @@ def test_ollamas_pull_is_off_until_ticked_and_goes_through_the_windows_downloads
     assert result == {"status": 200, "body": {"status": "success"}}
     window.close()
     assert load_settings().api_allow_pull is True
-
-
-def pull(url: str, result: dict) -> None:
-    conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
-    try:
-        conn.request("POST", "/api/pull", json.dumps(
-            {"model": "hf.co/org/Tiny-GGUF:Q4_K_M", "stream": False}),
-            {"Content-Type": "application/json"})
-        response = conn.getresponse()
-        result["status"] = response.status
-        result["body"] = json.loads(response.read())
-    finally:
-        conn.close()

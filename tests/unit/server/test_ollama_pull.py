@@ -24,13 +24,12 @@ from inglenook.models.partials import part_path
 from tests import fakehub
 from tests.fakehub import FakeFile, FakeHub, Fault
 from tests.gguf_tools import write_gguf
-from tests.helpers.api import WAIT_S, Served, Watch, fake_qwen3_engine, request, serving
+from tests.helpers.api import WAIT_S, Served, Watch, request, serving
 
 fake_hub = fakehub.fake_hub  # the fixture, under its own name
 REPO = "org/Tiny-GGUF"
 MODEL = "tiny.Q4_K_M.gguf"
 NAME = f"hf.co/{REPO}:Q4_K_M"
-SCRIPT = {"default": {"text": "Echo: {last}", "token_ms": 0}}
 TINY = {"general.architecture": "llama", "general.name": "Tiny", "general.file_type": 15,
         "llama.block_count": 2, "llama.context_length": 2048, "llama.embedding_length": 64,
         "llama.attention.head_count": 2, "llama.attention.head_count_kv": 2,
@@ -42,12 +41,6 @@ def tiny_gguf(folder: Path, floats: int) -> bytes:
     write_gguf(path, TINY, [("token_embd.weight", (floats,), GGMLQuantizationType.F32, None)])
     return path.read_bytes()
 
-
-@pytest.fixture(scope="module")
-def engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[EngineClient]:
-    with fake_qwen3_engine(bundled_model, tmp_path_factory.mktemp("fake-pull"), SCRIPT) as client:
-        yield client
 
 
 @pytest.fixture
@@ -71,8 +64,8 @@ def downloads() -> Iterator[DownloadManager]:
 
 
 @pytest.fixture
-def served(engine: EngineClient, downloads: DownloadManager) -> Iterator[Served]:
-    with serving(engine, downloads=downloads, ollama=True, allow_pull=True) as s:
+def served(echo_engine: EngineClient, downloads: DownloadManager) -> Iterator[Served]:
+    with serving(echo_engine, downloads=downloads, ollama=True, allow_pull=True) as s:
         yield s
 
 
@@ -142,16 +135,16 @@ def test_untagged_means_q4_k_m_and_latest(hub_repo: FakeHub, served: Served) -> 
     assert f"huggingface.co/{REPO}:latest" in names
 
 
-def test_refused_unless_the_user_allows_downloads(hub_repo: FakeHub, engine: EngineClient,
+def test_refused_unless_the_user_allows_downloads(hub_repo: FakeHub, echo_engine: EngineClient,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    with serving(engine, ollama=True) as off:
+    with serving(echo_engine, ollama=True) as off:
         with ollama.Client(host=off.url) as client, \
                 pytest.raises(ollama.ResponseError) as refused:
             list(client.pull(NAME, stream=True))
         assert refused.value.status_code == 403
         assert "--allow-pull" in refused.value.error and "API server settings" in \
             refused.value.error
-    with serving(engine, ollama=True, allow_pull=True) as on:
+    with serving(echo_engine, ollama=True, allow_pull=True) as on:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         got = request(on.port, "POST", "/api/pull", {"model": NAME})
         assert got.status == 403 and "Offline mode" in got.json()["error"]
