@@ -219,3 +219,22 @@ def test_bytes_that_arrive_corrupt_end_the_pull_with_an_error(hub_repo: FakeHub,
     assert not list(paths.models_dir().glob("*.gguf*"))  # nothing kept, nothing listed
     whole = request(served.port, "POST", "/api/pull", {"model": NAME, "stream": False})
     assert whole.status == 500 and "arrived corrupt" in whole.json()["error"]
+
+
+def test_one_client_leaving_does_not_stop_another_pulling_the_same_model(
+        hub_repo: FakeHub, served: Served) -> None:
+    slowly(hub_repo)
+    first = http.client.HTTPConnection("127.0.0.1", served.port, timeout=WAIT_S)
+    first.request("POST", "/api/pull", json.dumps({"model": NAME}),
+                  {"Content-Type": "application/json"})
+    response = first.getresponse()
+    while "completed" not in json.loads(response.readline()):  # its download has begun
+        pass
+    with ollama.Client(host=served.url) as client:
+        second = client.pull(NAME, stream=True)
+        while not next(second).digest:  # it follows the download now
+            pass
+        first.close()  # the first client goes; the second goes on following it
+        assert [p.status for p in second][-1] == "success"
+    assert hub_repo.file(REPO, MODEL).size == (paths.models_dir() / MODEL).stat().st_size
+    assert len(hub_repo.byte_requests(MODEL)) == 1  # one download, never paused
