@@ -143,8 +143,8 @@ def peak_rss(pid: int | None) -> int:
 
 def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, float]:
     """Fresh engines at the default context: one slot and one reply; four replies at once
-    sharing a KV pool of that context; (not --quick) four at once with a KV cache each, the
-    default. Their peak RSS."""
+    sharing a KV pool of that context; four at once with a KV cache each, the default. Their
+    peak RSS."""
     import threading
 
     from inglenook.models import fit
@@ -154,7 +154,7 @@ def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, 
     chat_tokens = 100 if quick else 600
     peaks: dict[str, int] = {}
     infos = {}
-    layouts = [("one", 1, False), ("pool", 4, True)] + ([] if quick else [("streams", 4, False)])
+    layouts = [("one", 1, False), ("pool", 4, True), ("streams", 4, False)]
     for name, slots, pooled in layouts:
         client = EngineClient(log_path=home / f"engine-{name}.log")
         try:
@@ -179,17 +179,13 @@ def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, 
     shape = fit.shape_from_header(read_header(model))
     per_token = fit.kv_cache_bytes(shape, pool.kv_pool, pool.kv_cache_type) / pool.kv_pool
     log(f"  peak RSS at n_ctx {pool.n_ctx}: 1 slot {peaks['one'] / 2**20:.0f} MiB, 4 replies "
-        f"in a pool of {pool.kv_pool:,} tokens {peaks['pool'] / 2**20:.0f} MiB"
-        + (f", 4 with a KV cache each {peaks['streams'] / 2**20:.0f} MiB"
-           if "streams" in peaks else ""))
-    results = {"engine_rss_1_reply_mb": round(peaks["one"] / MIB, 1),
-               "engine_rss_4_replies_mb": round(peaks["pool"] / MIB, 1),
-               "engine_rss_4_replies_over_1": round(peaks["pool"] / max(1, peaks["one"]), 3),
-               "kv_pool_bytes_per_token": round(per_token, 0)}
-    if "streams" in peaks:
-        results["engine_rss_4_streams_over_1"] = round(peaks["streams"] / max(1, peaks["one"]),
-                                                       3)
-    return results
+        f"in a pool of {pool.kv_pool:,} tokens {peaks['pool'] / 2**20:.0f} MiB, 4 with a KV "
+        f"cache each {peaks['streams'] / 2**20:.0f} MiB")
+    return {"engine_rss_1_reply_mb": round(peaks["one"] / MIB, 1),
+            "engine_rss_4_replies_mb": round(peaks["pool"] / MIB, 1),
+            "engine_rss_4_replies_over_1": round(peaks["pool"] / max(1, peaks["one"]), 3),
+            "engine_rss_4_streams_over_1": round(peaks["streams"] / max(1, peaks["one"]), 3),
+            "kv_pool_bytes_per_token": round(per_token, 0)}
 
 
 def after_overflow(client: EngineClient, model: str, threads: int,

@@ -8,9 +8,10 @@ import os
 import threading
 from pathlib import Path
 
-from inglenook.core.files import sha256_file
+from inglenook.core.files import ReadRefused, read_bounded, sha256_file
 
 CHUNK = 4 * 2**20
+MAX_MEMO_BYTES = 2**20  # the remembered sha256s (a line per model file)
 _cache: dict[tuple[str, int, int], str] = {}
 _lock = threading.Lock()
 
@@ -37,16 +38,26 @@ def sha256_of(path: str) -> str:
     return _cache[key]
 
 
+def remember(path: str, sha256: str) -> None:
+    """A sha256 known without hashing again: a download checked it as the bytes arrived."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return
+    with _lock:
+        _cache[(os.path.realpath(path), stat.st_size, stat.st_mtime_ns)] = sha256
+
+
 def sha256_remembered(path: str, memo: Path) -> str:
     """sha256_of, remembered across processes in the JSON file `memo` by (path, size, mtime),
     so that a multi-GB model is hashed once, not at every load."""
     stat = os.stat(path)
     key = f"{os.path.realpath(path)}|{stat.st_size}|{stat.st_mtime_ns}"
     try:
-        known = json.loads(memo.read_text(encoding="utf-8"))
+        known = json.loads(read_bounded(memo, MAX_MEMO_BYTES)[0])
         if not isinstance(known, dict):
             known = {}
-    except (OSError, ValueError):
+    except (ReadRefused, ValueError):
         known = {}
     found = known.get(key)
     if isinstance(found, str) and len(found) == 64:
