@@ -159,7 +159,7 @@ def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, 
         client = EngineClient(log_path=home / f"engine-{name}.log")
         try:
             context = infos["one"].n_ctx if infos else n_ctx
-            info = infos[name] = client.load(LoadParams(
+            infos[name] = client.load(LoadParams(
                 model, n_ctx=context, n_threads=threads, n_slots=slots,
                 kv_pool=context if pooled else 0))
             timers = [Timer(client) for _ in range(slots)]

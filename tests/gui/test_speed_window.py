@@ -138,3 +138,23 @@ def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: Mai
     assert "Replies: " in note or "Already the fastest here" in note, note
     assert progress and progress[-1][0] == progress[-1][1]  # every trial reported
     assert real_window.worker.client.model == model  # measured, not applied: it asks first
+
+
+def test_keep_chats_ready_sets_the_disk_budget_and_forget_empties_it(
+        qtbot: QtBot, window: MainWindow) -> None:
+    """Settings: "Keep chats ready: up to N GB on disk" reaches the load and is kept; Forget
+    cached states deletes what engines kept on disk, off the GUI thread."""
+    speed = window.panel.speed
+    assert speed.keep_chats.value() == 8  # the default
+    speed.keep_chats.setValue(3)
+    assert window.side.load_params(window.models.path).kv_state_disk_mb == 3 * 1024
+    kept = paths.kv_state_dir() / "v-0123456789abcdef" / "0badcafe-1.kv"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"a state an earlier engine kept")
+    qtbot.mouseClick(speed.forget_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not kept.parent.exists(), timeout=LOAD_TIMEOUT_MS)
+    assert "forgotten" in window.status_text.text()
+    window.close()
+    from inglenook.core.settings import load_settings
+
+    assert load_settings().keep_chats_gb == 3

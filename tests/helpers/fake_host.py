@@ -44,6 +44,7 @@ from inglenook.core.reasoning import ReasoningCount
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.template import TemplateError, for_model
 from inglenook.engine import protocol as p
+from inglenook.engine.kv_states import forget_kept_states
 from inglenook.engine.model_traits import template_traits
 from inglenook.models.gguf import GGUFError, read_header
 
@@ -296,7 +297,9 @@ def main() -> int:
             host.send(_embedded(message))
         elif isinstance(message, p.CountImages):
             host.count_images(message)
-        # DropState: nothing is kept, so nothing to forget.
+        elif isinstance(message, p.DropState) and message.everything:
+            forget_kept_states()  # what engines before this one kept on disk
+        # Another DropState: nothing is kept, so nothing to forget.
 
 
 if __name__ == "__main__":

@@ -211,10 +211,7 @@ class StateCache:
         """Every state this engine holds, and every state kept on disk, of any model."""
         self._states.clear()
         self._folder = None
-        root = self._folder_of()
-        for entry in root.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                _remove(root, entry.name)
+        _remove_all(self._folder_of())
 
     # ---- disk ----------------------------------------------------------------------------
     def _ram_used(self) -> int:
@@ -370,8 +367,15 @@ class StateCache:
 
 def forget_kept_states() -> None:
     """Every state kept on disk, of every model and engine (no engine holds them now)."""
-    root = paths.kv_state_dir()
-    for entry in root.iterdir():
+    _remove_all(paths.kv_state_dir())
+
+
+def _remove_all(root: Path) -> None:
+    try:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
+        return
+    for entry in entries:
         if entry.is_dir() and not entry.is_symlink():
             _remove(root, entry.name)
 

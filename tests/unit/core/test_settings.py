@@ -156,8 +156,10 @@ def test_load_params() -> None:
     s = Settings(n_ctx=2048, n_gpu_layers=0, n_threads=4, n_batch=128, flash_attn=True,
                  kv_cache_type="q4_0", use_mmap=False, use_mlock=True)
     p = s.load_params("/m.gguf")
-    assert p == LoadParams("/m.gguf", 2048, 0, 4, 128, True, "q4_0", False, True)
+    assert p == LoadParams("/m.gguf", 2048, 0, 4, 128, True, "q4_0", False, True,
+                           kv_state_disk_mb=8 * 1024)  # Keep chats ready: 8 GB by default
     p.validate()
+    assert Settings(keep_chats_gb=0).load_params("/m.gguf").kv_state_disk_mb == 0
 
 
 def test_model_defaults_round_trip_and_apply(tmp_path: Path) -> None:
