@@ -54,8 +54,9 @@ def main() -> int:
         for thread in threads:
             thread.join()
         again = [ask(client, m, 30 + i, 60) for i, m in enumerate(PROMPTS)]
-        print("  4 at once = alone:", sum(a == b for a, b in zip(alone, together, strict=True)), "of 4")
-        print("  alone again = alone:", sum(a == b for a, b in zip(alone, again, strict=True)), "of 4")
+        for name, replies in (("4 at once", together), ("alone again", again)):
+            equal = sum(a == b for a, b in zip(alone, replies, strict=True))
+            print(f"  {name} = alone: {equal} of 4")
     finally:
         client.close()
     return 0
