@@ -73,10 +73,10 @@ def test_a_replayed_request_in_the_pool_gives_the_same_reply(client: EngineClien
     """What the reverted first pool failed (llama.cpp's unified cache without flash
     attention): the same greedy request, again in the same engine, gave another reply."""
     client.load(LoadParams(str(bundled_model), n_ctx=2048, n_slots=4, kv_pool=4096))
-    first, _, _ = say(client, 1, QUESTION, 40)
-    again, _, _ = say(client, 2, QUESTION, 40)
+    first, _, _ = say(client, 1, QUESTION, 32)
+    again, _, _ = say(client, 2, QUESTION, 32)
     assert first and again == first
-    seeded = [say(client, 3 + i, QUESTION, 24, seed=7, temperature=0.9)[0] for i in range(2)]
+    seeded = [say(client, 3 + i, QUESTION, 16, seed=7, temperature=0.9)[0] for i in range(2)]
     assert seeded[0] == seeded[1]
 
 
@@ -101,8 +101,9 @@ def test_a_full_pool_with_replies_in_progress_ends_the_latest_with_a_message(
         client: EngineClient, bundled_model: Path) -> None:
     client.load(LoadParams(str(bundled_model), n_ctx=256, n_slots=2, kv_pool=256,
                            prompt_lookup=False))
-    story = (Message("user", "Write a long story about a dragon who learns to bake bread."),)
-    poem = (Message("user", "Write a long story about a cat who learns to sail a boat."),)
+    # Two prompts of ~100 tokens: both fit, and their replies fill the rest within ~30 tokens.
+    story = (Message("user", " ".join(RIVERS.split(". ")[:8]) + " Now write a long story."),)
+    poem = (Message("user", " ".join(PEAKS.split(". ")[:8]) + " Now write a long poem."),)
     results: dict[int, tuple[str, Stats, p.Finished]] = {}
 
     def run(rid: int, messages: tuple[Message, ...]) -> None:
