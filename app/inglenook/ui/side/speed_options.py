@@ -104,8 +104,8 @@ class SpeedOptions(QWidget):
         self.keep_chats = QSpinBox(self)
         self.keep_chats.setObjectName("keep_chats_spin")
         self.keep_chats.setRange(0, MAX_KEEP_CHATS_GB)
-        self.keep_chats.setSuffix(" GB")
-        self.keep_chats.setSpecialValueText("None")
+        self.keep_chats.setSuffix(" GB on disk")
+        self.keep_chats.setSpecialValueText("Off")
         self.keep_chats.setAccessibleName("Keep chats ready on disk, in GB")
         self.keep_chats.setToolTip(
             "Disk the engine may use to keep chats ready across restarts: a chat reopened "
@@ -118,7 +118,6 @@ class SpeedOptions(QWidget):
         keep_label.setBuddy(self.keep_chats)
         keep.addWidget(keep_label, 1)
         keep.addWidget(self.keep_chats)
-        keep.addWidget(QLabel("on disk", self))
         self.forget_button = QPushButton("Forget cached states", self)
         self.forget_button.setObjectName("forget_states_button")
         self.forget_button.setToolTip("Delete every chat's kept cache, in memory and on disk, "
