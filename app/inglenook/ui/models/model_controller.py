@@ -135,6 +135,11 @@ class ModelController(QObject):
     def refresh(self, last_model: str = "") -> None:
         self.picker.refresh(self.model.path if self.model else last_model or self.picker.path())
 
+    def _library_changed(self) -> None:
+        """The Models dialog listed the folder again: the picker shows the same listing."""
+        listing = self._dialog.library.entries if self._dialog is not None else None
+        self.picker.refresh(self.model.path if self.model else self.picker.path(), listing)
+
     def show_providers(self) -> None:
         """Remote engines: add, test and remove OpenAI-compatible endpoints."""
         dialog = ProvidersDialog(self.picker.providers, self._parent)
@@ -249,7 +254,7 @@ class ModelController(QObject):
             self._dialog = ModelsDialog(self._downloads, self._parent,
                                         self.picker.chosen_projector)
             self._dialog.model_chosen.connect(self.load)
-            self._dialog.models_changed.connect(self.refresh)
+            self._dialog.models_changed.connect(self._library_changed)
             self._dialog.defaults_requested.connect(self.defaults_requested)
             self._dialog.library.set_loaded(self.model.path if self.model is not None else "")
         self._dialog.show()

@@ -25,7 +25,7 @@ from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
 from inglenook.models.filenames import parse_quant
-from inglenook.models.library import installed_models
+from inglenook.models.library import ModelEntry, installed_models
 from inglenook.models.projector import known_projector, vision_projector
 from inglenook.ui import tasks
 from inglenook.ui.plain import plain_tip
@@ -91,11 +91,13 @@ class ModelPicker(QComboBox):
             self._providers = ProviderStore()  # paths are read when first needed
         return self._providers
 
-    def refresh(self, select: str = "") -> None:
+    def refresh(self, select: str = "", listing: list[ModelEntry] | None = None) -> None:
+        """List the models again (`listing`: installed_models() made off the GUI thread)."""
         self.blockSignals(True)
         self.clear()
         # Embedding models are for Knowledge (its dialog offers them), not to chat with.
-        entries = [e for e in installed_models() if not e.embedding]
+        entries = [e for e in (installed_models() if listing is None else listing)
+                   if not e.embedding]
         unknown = {}  # models whose projector is not known yet: path → the one chosen
         for entry in entries:
             chosen = self.chosen_projector(entry.path)
