@@ -56,11 +56,14 @@ def test_each_chat_keeps_its_model(qtbot: QtBot, window: MainWindow, script: Scr
     chat(qtbot, window, "And again")
     assert window.chats.session.path[-1].provenance.model.path == other_model
 
-    # A reply written in another chat is not stopped to switch: the chat says so.
+    # A reply written in another chat is not stopped to switch: the chat's own model is loaded
+    # beside the window's, and its replies go there.
     script.write([SLOW])
     start_reply(qtbot, window, "Tell me a story")
     window.chats.open(first)
-    assert loaded(window) == other_model and "other chats" in window.banner.text()
+    assert loaded(window) == other_model and "beside" in window.banner.text()
+    assert window.picker.path() == first_model
+    assert window.chat_models.group(window.chats.session) == first_model
     session = window.chats.sessions.find(other)
     assert session is not None
     qtbot.waitUntil(lambda: session.reply is None, timeout=REPLY_TIMEOUT_MS)

@@ -8,9 +8,7 @@ conversation list). See ../shared/ARCHITECTURE.md.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent
@@ -22,14 +20,12 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
-from inglenook.chat import chat_model
 from inglenook.chat.forget import tidy_at_start
-from inglenook.chat.session import OWNER_PREFIX, ChatSession
+from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
-from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.worker import EngineWorker
-from inglenook.store import Store, StoreError
+from inglenook.store import Store
 from inglenook.store.opening import open_store
 from inglenook.ui import tasks, theme
 from inglenook.ui.app_settings import AppSettings
@@ -53,6 +49,7 @@ from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.widgets.window_size import fit_in_window
 from inglenook.ui.window import commands
+from inglenook.ui.window.chat_models import ChatModels
 from inglenook.ui.window.drops import accept_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
 from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
@@ -94,7 +91,6 @@ class MainWindow(QMainWindow):
         self._owns_store = store is None
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False
-        self._switched_to = ""  # a model loaded because a chat that used it came on screen
         self._build()
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
 
@@ -111,10 +107,11 @@ class MainWindow(QMainWindow):
         self.knowledge = KnowledgeController(self, self.worker.embedder)
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
                               self.status_text, self.progress, self.context_label)
+        self.chat_models = ChatModels(self.models, self.worker, self.banner)
         self.chats = ChatController(
-            self.worker, self.store, widgets, self.tools,
-            lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
-            lambda: self.side.presets, self)
+            self.worker, self.store, widgets, self.tools, self.chat_models.model_for,
+            self.side.new_chat_settings, lambda: self.side.presets, self)
+        self.chat_models.bind(self.chats)
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
@@ -245,7 +242,7 @@ class MainWindow(QMainWindow):
         history.deleted.connect(chats.conversation_deleted)
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)
-        chats.session_changed.connect(self._chat_shown)
+        chats.session_changed.connect(self.chat_models.shown)
         chats.session_changed.connect(lambda s: self.sidebar.select(s.conv_id))
         chats.session_changed.connect(lambda _s: self.finder.chat_changed())
         chats.conversations_changed.connect(history.refresh)
@@ -289,28 +286,9 @@ class MainWindow(QMainWindow):
         AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
 
     # ---- reactions that span controllers -------------------------------------------------
-    def _chat_shown(self, session: ChatSession) -> None:
-        """A chat came on screen: the model it was answered with comes back with it."""
-        wanted = session.settings.model
-        loaded = self.models.model.path if self.models.model else ""
-        switch = chat_model.to_load(
-            session.settings, loaded, self.models.is_loading,
-            any(s is not session for s in self.chats.sessions.replying()),
-            bool(wanted) and (is_remote_ref(wanted) or Path(wanted).is_file()))
-        if switch.load:
-            self._switched_to = switch.load
-            self.models.load(switch.load)
-        elif switch.notice:
-            self.banner.show_message(switch.notice, "info")
-
     def _model_ready(self, info: ModelInfo) -> None:
         self.app_settings.set("last_model", info.path)
-        session = self.chats.session  # the model chosen for the chat on screen is its own
-        if self._switched_to != info.path or not session.settings.model:
-            session.set_settings(chat_model.answered_with(session.settings, info.path))
-            with contextlib.suppress(StoreError):  # saved with its next message then
-                session.save_settings()
-        self._switched_to = ""
+        self.chat_models.ready(info.path)  # the chat on screen is answered by it
         preset = self.side.model_defaults(info.path).preset
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)

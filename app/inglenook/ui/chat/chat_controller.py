@@ -99,11 +99,14 @@ class ChatController(QObject):
     unread_changed = Signal(object)
 
     def __init__(self, worker: EngineWorker, store: Store, widgets: ChatWidgets,
-                 tools: ToolController, model: Callable[[], tuple[ModelInfo | None, str]],
+                 tools: ToolController,
+                 model: Callable[..., tuple[ModelInfo | None, str]],
                  new_settings: Callable[[], ChatSettings],
                  presets: Callable[[], Sequence[Preset]], parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.store, self.tools = worker, store, tools
+        # The engine a chat's reply runs on ("": the window's model; ChatModels sets it).
+        self.engine_group: Callable[[ChatSession], str] = lambda _session: ""
         self.view, self.composer = view, composer = widgets.view, widgets.composer
         self.banner, self.status = widgets.banner, widgets.status
         self.model, self._new_settings, self._presets = model, new_settings, presets
@@ -274,7 +277,7 @@ class ChatController(QObject):
         if session in self._preparing:
             return
         self._preparing.add(session)
-        self.calls.prepare(session, self.model()[0], lambda options: self._search(
+        self.calls.prepare(session, self.model(session)[0], lambda options: self._search(
             session, dataclasses.replace(options, extend=extend), continuing))
 
     def with_images_ready(self, session: ChatSession, vision: bool,
@@ -332,7 +335,7 @@ class ChatController(QObject):
             self._append(session.path.outline.ids[-1])
             self.view.set_writing(True)
             self._update_controls()
-        self.worker.generate(request, session.owner)
+        self.worker.generate(request, session.owner, self.engine_group(session))
         self.reply_started.emit(request.request_id)
 
     def next_request_id(self) -> int:
@@ -558,7 +561,7 @@ class ChatController(QObject):
         if visible:
             self.reply.flush()
         reply_id = session.reply.message_id if session.reply is not None else 0
-        event = self.sessions.finished(rid, finish, *self.model())
+        event = self.sessions.finished(rid, finish, *self.model(session))
         assert event is not None
         if event.problem:
             self.banner.show_message(event.problem)

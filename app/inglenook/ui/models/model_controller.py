@@ -84,7 +84,9 @@ class ModelController(QObject):
         worker.model_load_failed.connect(self._on_failed)
         worker.engine_crashed.connect(self._on_crashed)
         worker.model_unloaded.connect(self._on_unloaded)
-        picker.model_chosen.connect(self.load)
+        # What choosing a model does (the window gives it to the chat on screen: ChatModels).
+        self.choose: Callable[[str], None] = self.load
+        picker.model_chosen.connect(lambda path: self.choose(path))
         picker.open_requested.connect(self.open_file)
         picker.providers_requested.connect(self.show_providers)
 
@@ -253,7 +255,7 @@ class ModelController(QObject):
         if self._dialog is None:
             self._dialog = ModelsDialog(self._downloads, self._parent,
                                         self.picker.chosen_projector)
-            self._dialog.model_chosen.connect(self.load)
+            self._dialog.model_chosen.connect(lambda path: self.choose(path))
             self._dialog.models_changed.connect(self._library_changed)
             self._dialog.defaults_requested.connect(self.defaults_requested)
             self._dialog.library.set_loaded(self.model.path if self.model is not None else "")

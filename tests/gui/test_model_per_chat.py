@@ -1,0 +1,93 @@
+"""A model per chat with several models loaded, in the real window on the real engine router:
+the bundled model is loaded twice, as the window's model and, under another name, beside it.
+Choosing a model in the picker gives it to the chat on screen (its replies go to that model
+through the router; the window's model is not reloaded), switching chats switches the picker,
+and two chats on two models write at the same time."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from inglenook import paths
+from inglenook.chat.session import ChatSession
+from inglenook.ui.main_window import MainWindow
+from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply
+
+
+def loaded(window: MainWindow) -> str:
+    return window.models.model.path if window.models.model else ""
+
+
+def choose_in_picker(window: MainWindow, path: str) -> None:
+    index = window.picker.findData(path)
+    assert index >= 0, f"{path} is not in the picker"
+    window.picker.setCurrentIndex(index)
+    window.picker.activated.emit(index)  # what a click on the item does
+
+
+def answered_by(session: ChatSession) -> str:
+    provenance = session.path[-1].provenance
+    assert session.path[-1].role == "assistant" and provenance.model is not None
+    return provenance.model.path
+
+
+def test_two_chats_on_two_models_write_side_by_side(
+        qtbot: QtBot, real_window: MainWindow, bundled_model: Path) -> None:
+    window = real_window
+    window_model = loaded(window)
+    twin = str(paths.models_dir() / "Twin-Q4_1.gguf")
+    shutil.copyfile(bundled_model, twin)
+    window.models.refresh()
+    window.worker.preload(twin)  # several models loaded (as the API or a chat loads them)
+    qtbot.waitUntil(lambda: twin in [m.path for m in window.worker.loaded_models()],
+                    timeout=LOAD_TIMEOUT_MS)
+
+    start_reply(qtbot, window, "Write a long story about a dragon who bakes bread.")
+    first = window.chats.session
+    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    choose_in_picker(window, twin)
+    assert not window.models.is_loading and loaded(window) == window_model  # nothing reloads
+    assert window.picker.path() == twin and window.chats.session.settings.model == twin
+    start_reply(qtbot, window, "What is the capital of France?")
+    second = window.chats.session
+    assert first is not second
+
+    at_once: list[bool] = []
+
+    def both_done() -> bool:
+        busy = {m.path: m.busy for m in window.worker.loaded_models()}
+        at_once.append(busy.get(window_model, 0) > 0 and busy.get(twin, 0) > 0)
+        return first.reply is None and second.reply is None
+
+    qtbot.waitUntil(both_done, timeout=REPLY_TIMEOUT_MS * 3)
+    assert any(at_once)  # each model wrote its chat's reply, at the same time
+    assert answered_by(first) == window_model and answered_by(second) == twin
+    assert second.path[-1].content and "Paris" in second.path[-1].content
+
+    window.chats.open(first.conv_id)  # switching chats switches the picker, and nothing else
+    assert window.picker.path() == window_model and loaded(window) == window_model
+    window.chats.open(second.conv_id)
+    assert window.picker.path() == twin and not window.models.is_loading
+    assert loaded(window) == window_model
+
+
+def test_choosing_the_window_model_again_takes_the_chat_back_to_it(
+        qtbot: QtBot, real_window: MainWindow, bundled_model: Path) -> None:
+    window = real_window
+    window_model = loaded(window)
+    twin = str(paths.models_dir() / "Twin-Q4_1.gguf")
+    shutil.copyfile(bundled_model, twin)
+    window.models.refresh()
+    window.worker.preload(twin)
+    qtbot.waitUntil(lambda: twin in [m.path for m in window.worker.loaded_models()],
+                    timeout=LOAD_TIMEOUT_MS)
+    choose_in_picker(window, twin)
+    assert window.chat_models.group(window.chats.session) == twin
+    choose_in_picker(window, window_model)
+    assert window.chats.session.settings.model == window_model
+    assert window.chat_models.group(window.chats.session) == ""
+    assert loaded(window) == window_model and not window.models.is_loading
