@@ -15,6 +15,7 @@ from pytestqt.qtbot import QtBot
 from inglenook import paths
 from inglenook.chat.session import ChatSession
 from inglenook.ui.main_window import MainWindow
+from inglenook.ui.models.picker import LOADED_MARK
 from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply
 
 
@@ -27,6 +28,13 @@ def choose_in_picker(window: MainWindow, path: str) -> None:
     assert index >= 0, f"{path} is not in the picker"
     window.picker.setCurrentIndex(index)
     window.picker.activated.emit(index)  # what a click on the item does
+
+
+def short_replies(window: MainWindow) -> None:
+    """Two models on the machine's cores at once: a few words each are enough."""
+    session = window.chats.session
+    session.set_settings(session.settings.replace(
+        sampling=session.settings.sampling.replace(max_tokens=16)))
 
 
 def answered_by(session: ChatSession) -> str:
@@ -46,12 +54,17 @@ def test_two_chats_on_two_models_write_side_by_side(
     qtbot.waitUntil(lambda: twin in [m.path for m in window.worker.loaded_models()],
                     timeout=LOAD_TIMEOUT_MS)
 
+    short_replies(window)
     start_reply(qtbot, window, "Write a long story about a dragon who bakes bread.")
     first = window.chats.session
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     choose_in_picker(window, twin)
     assert not window.models.is_loading and loaded(window) == window_model  # nothing reloads
     assert window.picker.path() == twin and window.chats.session.settings.model == twin
+    assert window.picker.currentText().startswith(LOADED_MARK)  # loaded, beside the window's
+    assert "Twin-Q4_1" in window.model_label.text()
+    assert "this chat's model" in window.model_label.text()
+    short_replies(window)
     start_reply(qtbot, window, "What is the capital of France?")
     second = window.chats.session
     assert first is not second
@@ -70,6 +83,7 @@ def test_two_chats_on_two_models_write_side_by_side(
 
     window.chats.open(first.conv_id)  # switching chats switches the picker, and nothing else
     assert window.picker.path() == window_model and loaded(window) == window_model
+    assert "this chat's model" not in window.model_label.text()
     window.chats.open(second.conv_id)
     assert window.picker.path() == twin and not window.models.is_loading
     assert loaded(window) == window_model

@@ -268,6 +268,31 @@ class ModelController(QObject):
             vram = ready.vram_free
             fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
 
+    def show_label(self, info: ModelInfo | None = None, beside: bool = False) -> None:
+        """The status bar's model: the window's (`info` None), or with `beside` the chat on
+        screen's own model, loaded beside the window's."""
+        info = info or self.model
+        if info is None:
+            return
+        built_in = info.template_source in ("detected", "chosen")
+        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
+            f"  ·  {VISION_TAG}" if info.vision else "")
+        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
+            info.template_source, info.template_name, info.template_reason)
+        if beside and self.model is not None:
+            tags += f"  ·  this chat's model, beside {self.model.name}"
+        self.model_label.setText(info.name + tags)
+        self.model_label.setToolTip(plain_tip(
+            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
+            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
+            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
+            f" loaded in {info.load_seconds:.1f} s"
+            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
+               f"{info.image_tokens:,} tokens" if info.vision and info.projector
+               else "\nSees images (the server says so, or you marked it)" if info.vision
+               else "")
+            + (f"\n{notice}" if notice else "")))
+
     def _on_loading(self, path: str, fraction: float) -> None:
         self.is_loading = True
         name = model_name_of(path) if is_remote_ref(path) else Path(path).name
@@ -282,22 +307,9 @@ class ModelController(QObject):
         self.unloaded_path = ""
         self._mark_loaded(info)
         self.progress.hide()
-        built_in = info.template_source in ("detected", "chosen")
-        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
-            f"  ·  {VISION_TAG}" if info.vision else "")
         notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
             info.template_source, info.template_name, info.template_reason)
-        self.model_label.setText(info.name + tags)
-        self.model_label.setToolTip(plain_tip(
-            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
-            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
-            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
-            f" loaded in {info.load_seconds:.1f} s"
-            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
-               f"{info.image_tokens:,} tokens" if info.vision and info.projector
-               else "\nSees images (the server says so, or you marked it)" if info.vision
-               else "")
-            + (f"\n{notice}" if notice else "")))
+        self.show_label(info)
         # The file has none: said in the status bar until it moves on (and in the tooltip).
         self.status.setText(notice if info.template_source == "detected" else "")
         self.sha256 = ""

@@ -73,6 +73,7 @@ class ModelPicker(QComboBox):
         self.setToolTip("The model to chat with")
         self._current = ""
         self._loaded = ""  # the model loaded now ("" none), marked with LOADED_MARK
+        self._beside: frozenset[str] = frozenset()  # files loaded beside it: marked too
         self._quant: dict[str, str] = {}  # a file outside the library: its type, once loaded
         self._none_chosen = False  # after Unload: the picker shows that no model is loaded
         self.setPlaceholderText("No model loaded")
@@ -105,7 +106,7 @@ class ModelPicker(QComboBox):
             if projector is None:
                 unknown[entry.path] = chosen
             label = f"{entry.name}  ·  {describe_size(entry.size_bytes)}"
-            if entry.path == self._loaded:
+            if entry.path == self._loaded or entry.path in self._beside:
                 label = f"{LOADED_MARK} {label}"
             if entry.source == "bundled":
                 label += "  ·  bundled"
@@ -170,6 +171,12 @@ class ModelPicker(QComboBox):
         if self._none_chosen:
             self._current = ""
         self.refresh(path)
+
+    def set_beside(self, paths: frozenset[str]) -> None:
+        """Mark the files loaded beside the window's model (a chat's own, the API's)."""
+        if paths != self._beside:
+            self._beside = paths
+            self.refresh(self._current)
 
     def select(self, path: str) -> None:
         """Show `path` as the current model, adding it if it is not listed (a file outside the

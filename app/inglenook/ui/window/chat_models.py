@@ -27,6 +27,7 @@ class ChatModels:
         self._chats: ChatController | None = None
         self._switched_to = ""  # the window's model, loaded because a chat on screen used it
         models.choose = self.choose
+        worker.models_changed.connect(self._loaded_changed)
 
     def bind(self, chats: ChatController) -> None:
         self._chats = chats
@@ -72,6 +73,7 @@ class ChatModels:
         if not switch.load and not switch.beside:  # back to the window's model
             self._record(session, path)
             self.models.picker.select(path)
+            self._show_label(session)
             return
         self._apply(session, switch)
 
@@ -101,6 +103,19 @@ class ChatModels:
                 self.banner.show_message(switch.notice, "info")
             if loaded and not self.models.is_loading:
                 self.models.picker.select(loaded)  # from a chat answered beside
+        self._show_label(session)
+
+    def _loaded_changed(self) -> None:
+        """A model was loaded or unloaded beside the window's: the picker marks it, and the
+        status bar names the chat's own model once it is there."""
+        self.models.picker.set_beside(self._beside())
+        if self._chats is not None:
+            self._show_label(self.chats.session)
+
+    def _show_label(self, session: ChatSession) -> None:
+        group = self.group(session)
+        beside = self.worker.model_of(group) if group else None
+        self.models.show_label(beside, beside=beside is not None)
 
     def _record(self, session: ChatSession, path: str) -> None:
         session.set_settings(chat_model.answered_with(session.settings, path))
