@@ -248,6 +248,7 @@ class MainWindow(QMainWindow):
         chats.conversations_changed.connect(history.refresh)
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.unread_changed.connect(self.sidebar.set_unread)
+        self.sidebar.set_unread(chats.unread.ids)  # as the store kept them
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
         self.chat.empty.welcome_dismissed.connect(self.side.welcomed)

@@ -115,7 +115,7 @@ class ChatController(QObject):
         # Replies the store refused (a full disk) are written again on this beat (chat/).
         self._unsaved_timer = QTimer(self, interval=RETRY_UNSAVED_S * 1000)
         self._unsaved_timer.timeout.connect(self.save_unsaved)
-        self.unread = Unread()
+        self.unread = Unread(store)  # the marks kept in the store
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
         self._next_id = 0
