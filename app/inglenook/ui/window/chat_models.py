@@ -26,6 +26,7 @@ class ChatModels:
         self.models, self.worker, self.banner = models, worker, banner
         self._chats: ChatController | None = None
         self._switched_to = ""  # the window's model, loaded because a chat on screen used it
+        self._chosen = ""  # the window's model, loaded because it was chosen for the chat
         models.choose = self.choose
         worker.models_changed.connect(self._loaded_changed)
 
@@ -75,15 +76,22 @@ class ChatModels:
             self.models.picker.select(path)
             self._show_label(session)
             return
+        self._chosen = switch.load  # the chat is answered by it once it is loaded
         self._apply(session, switch)
 
     def ready(self, path: str) -> None:
-        """The window's model `path` is loaded: the chat on screen is answered by it, unless
-        it was loaded for a chat that came on screen and then another one did."""
+        """The window's model `path` is loaded: the chat on screen is answered by it when it
+        was chosen for it, or unless it was loaded for a chat that came on screen and then
+        another one did, or the chat is answered by its own model beside it (a Reload)."""
         session = self.chats.session
-        if self._switched_to != path or not session.settings.model:
+        if self._chosen == path or ((self._switched_to != path or not session.settings.model)
+                                    and not self.group(session)):
             self._record(session, path)
-        self._switched_to = ""
+        self._switched_to = self._chosen = ""
+        group = self.group(session)
+        if group:  # the picker and the status bar stay on the chat's own model
+            self.models.picker.select(group)
+            self._show_label(session)
 
     def _apply(self, session: ChatSession, switch: chat_model.Switch) -> None:
         loaded = self._loaded()
