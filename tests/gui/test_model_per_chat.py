@@ -7,8 +7,10 @@ and two chats on two models write at the same time."""
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
@@ -90,15 +92,27 @@ def test_two_chats_on_two_models_write_side_by_side(
 
 
 def test_choosing_the_window_model_again_takes_the_chat_back_to_it(
-        qtbot: QtBot, real_window: MainWindow, bundled_model: Path) -> None:
+        qtbot: QtBot, real_window: MainWindow, bundled_model: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     window = real_window
     window_model = loaded(window)
     twin = str(paths.models_dir() / "Twin-Q4_1.gguf")
     shutil.copyfile(bundled_model, twin)
     window.models.refresh()
+    marked: list[threading.Thread] = []
+    set_beside = window.picker.set_beside
+
+    def recorded(found: frozenset[str]) -> None:
+        marked.append(threading.current_thread())
+        set_beside(found)
+
+    monkeypatch.setattr(window.picker, "set_beside", recorded)
     window.worker.preload(twin)
     qtbot.waitUntil(lambda: twin in [m.path for m in window.worker.loaded_models()],
                     timeout=LOAD_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: bool(marked))  # the engine's thread said so; the GUI thread marks
+    assert set(marked) == {threading.main_thread()}
+    assert window.picker.itemText(window.picker.findData(twin)).startswith(LOADED_MARK)
     choose_in_picker(window, twin)
     assert window.chat_models.group(window.chats.session) == twin
     choose_in_picker(window, window_model)

@@ -107,7 +107,7 @@ class MainWindow(QMainWindow):
         self.knowledge = KnowledgeController(self, self.worker.embedder)
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
                               self.status_text, self.progress, self.context_label)
-        self.chat_models = ChatModels(self.models, self.worker, self.banner)
+        self.chat_models = ChatModels(self.models, self.worker, self.banner, self)
         self.chats = ChatController(
             self.worker, self.store, widgets, self.tools, self.chat_models.model_for,
             self.side.new_chat_settings, lambda: self.side.presets, self)

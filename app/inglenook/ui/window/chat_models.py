@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from PySide6.QtCore import QObject
+
 from inglenook.chat import chat_model
 from inglenook.chat.session import ChatSession
 from inglenook.core.load import ModelInfo
@@ -19,10 +21,13 @@ from inglenook.ui.models.model_controller import ModelController
 from inglenook.ui.widgets.banner import Banner
 
 
-class ChatModels:
-    """Binds the chats' own models to the picker, the router and the window's model."""
+class ChatModels(QObject):
+    """Binds the chats' own models to the picker, the router and the window's model. A QObject
+    on the GUI thread: what the worker says about loaded models arrives queued."""
 
-    def __init__(self, models: ModelController, worker: EngineWorker, banner: Banner) -> None:
+    def __init__(self, models: ModelController, worker: EngineWorker, banner: Banner,
+                 parent: QObject) -> None:
+        super().__init__(parent)
         self.models, self.worker, self.banner = models, worker, banner
         self._chats: ChatController | None = None
         self._switched_to = ""  # the window's model, loaded because a chat on screen used it
