@@ -16,6 +16,7 @@ from pytestqt.qtbot import QtBot
 
 from inglenook import paths
 from inglenook.chat.session import ChatSession
+from inglenook.core.load import ModelDefaults
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.models.picker import LOADED_MARK
 from tests.gui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS, start_reply
@@ -119,3 +120,29 @@ def test_choosing_the_window_model_again_takes_the_chat_back_to_it(
     assert window.chats.session.settings.model == window_model
     assert window.chat_models.group(window.chats.session) == ""
     assert loaded(window) == window_model and not window.models.is_loading
+
+
+def test_a_chat_on_gemma_beside_the_bundled_model(
+        qtbot: QtBot, real_window: MainWindow, gemma_model: Path) -> None:
+    """Another architecture beside the window's (the real Gemma 3 270M file): the chat's reply
+    is written by it, and the context meter counts against its context, not the window's."""
+    window = real_window
+    window_model = loaded(window)
+    gemma = str(paths.models_dir() / gemma_model.name)
+    shutil.copyfile(gemma_model, gemma)
+    window.models.refresh()
+    window.app_settings.set_model_defaults(gemma, ModelDefaults(n_ctx=1024))  # its own
+    window.worker.preload(gemma)
+    qtbot.waitUntil(lambda: window.worker.model_of(gemma) is not None, timeout=LOAD_TIMEOUT_MS)
+    info = window.worker.model_of(gemma)
+    assert info is not None
+    choose_in_picker(window, gemma)
+    assert loaded(window) == window_model and not window.models.is_loading
+    assert info.n_ctx == 1024 and window.models.model is not None
+    assert window.models.model.n_ctx != info.n_ctx
+    assert window.context_label.text().endswith(f"/ {info.n_ctx:,}")
+    short_replies(window)
+    start_reply(qtbot, window, "The capital of France is")
+    session = window.chats.session
+    qtbot.waitUntil(lambda: session.reply is None, timeout=REPLY_TIMEOUT_MS)
+    assert answered_by(session) == gemma and session.path[-1].content.strip()

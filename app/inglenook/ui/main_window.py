@@ -119,7 +119,8 @@ class MainWindow(QMainWindow):
                                    self.side.load_params, self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
-        self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
+        self.live = LiveFigures(self.worker, self.chats, lambda: self.chat_models.model_for()[0],
+                                self)
         self._wire()
         # Models into the library, other files (images…) onto the draft.
         self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)

@@ -79,7 +79,7 @@ class ChatModels(QObject):
         if not switch.load and not switch.beside:  # back to the window's model
             self._record(session, path)
             self.models.picker.select(path)
-            self._show_label(session)
+            self._show_model(session)
             return
         self._chosen = switch.load  # the chat is answered by it once it is loaded
         self._apply(session, switch)
@@ -96,7 +96,7 @@ class ChatModels(QObject):
         group = self.group(session)
         if group:  # the picker and the status bar stay on the chat's own model
             self.models.picker.select(group)
-            self._show_label(session)
+            self._show_model(session)
 
     def _apply(self, session: ChatSession, switch: chat_model.Switch) -> None:
         loaded = self._loaded()
@@ -116,19 +116,20 @@ class ChatModels(QObject):
                 self.banner.show_message(switch.notice, "info")
             if loaded and not self.models.is_loading:
                 self.models.picker.select(loaded)  # from a chat answered beside
-        self._show_label(session)
+        self._show_model(session)
 
     def _loaded_changed(self) -> None:
         """A model was loaded or unloaded beside the window's: the picker marks it, and the
         status bar names the chat's own model once it is there."""
         self.models.picker.set_beside(self._beside())
         if self._chats is not None:
-            self._show_label(self.chats.session)
+            self._show_model(self.chats.session)
 
-    def _show_label(self, session: ChatSession) -> None:
+    def _show_model(self, session: ChatSession) -> None:
         group = self.group(session)
         beside = self.worker.model_of(group) if group else None
         self.models.show_label(beside, beside=beside is not None)
+        self.chats.show_context()  # the meter counts against that model's context
 
     def _record(self, session: ChatSession, path: str) -> None:
         session.set_settings(chat_model.answered_with(session.settings, path))
