@@ -89,8 +89,9 @@ class ChatModels(QObject):
         was chosen for it, or unless it was loaded for a chat that came on screen and then
         another one did, or the chat is answered by its own model beside it (a Reload)."""
         session = self.chats.session
-        if self._chosen == path or ((self._switched_to != path or not session.settings.model)
-                                    and not self.group(session)):
+        wanted = session.settings.model
+        beside = bool(wanted) and wanted != path and wanted in self._beside()
+        if self._chosen == path or ((self._switched_to != path or not wanted) and not beside):
             self._record(session, path)
         self._switched_to = self._chosen = ""
         group = self.group(session)
