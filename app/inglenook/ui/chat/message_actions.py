@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, cast
 
 from PySide6.QtWidgets import QBoxLayout, QMessageBox
 
+from inglenook.chat import images as chat_images
+from inglenook.chat.history import images_sent
 from inglenook.engine.protocol import PromptView
 from inglenook.store import StoreError
+from inglenook.ui import tasks
 from inglenook.ui.chat.attachment_chips import AttachmentStrip
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.details import DetailsDialog
@@ -103,8 +106,13 @@ class MessageActions:
         if model is None:
             self.chats.banner.show_message("Load a model to see the prompt it is sent.", "info")
             return
-        self.chats.with_images_ready(self.chats.session, model.vision,
-                                     lambda: self._inspect(message_id))
+        images = images_sent(self.chats.session.path) if model.vision else []
+        if not images:
+            self._inspect(message_id)
+            return
+        tasks.run(chat_images.ready, images, owner=self.chats, name="image-files",
+                  on_done=lambda _: self._inspect(message_id),
+                  on_failed=lambda _: self._inspect(message_id))
 
     def _inspect(self, message_id: int) -> None:
         model = self.chats.model()[0]
