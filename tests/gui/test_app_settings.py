@@ -40,7 +40,7 @@ def test_changed_fires_once_per_field_that_really_changed(app: AppSettings) -> N
     assert not app.set("n_ctx", 4096) and names == ["n_ctx"]  # the same value: no news
     assert app.update(n_ctx=4096, theme="dark", welcomed=True) == ["theme", "welcomed"]
     assert names == ["n_ctx", "theme", "welcomed"]
-    assert app.value.theme == "dark" and app.value.n_ctx == 4096
+    assert app.value.theme == "dark" and app.value.load.n_ctx == 4096
 
 
 def test_a_burst_of_changes_is_saved_once_and_reloads_equal(
@@ -98,4 +98,4 @@ def test_what_another_window_saved_meanwhile_is_reported_as_changed(
     names = changes_of(app)
     app.set("n_ctx", 2048)
     assert app.save_now()
-    assert app.value.theme == "light" and app.value.n_ctx == 2048 and names == ["n_ctx", "theme"]
+    assert app.value.theme == "light" and app.value.load.n_ctx == 2048 and names == ["n_ctx", "theme"]

@@ -141,7 +141,7 @@ def test_a_context_beyond_the_trained_length_needs_a_choice(
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert ready.args[0].n_ctx == trained * 2
-    qtbot.waitUntil(lambda: window.app_settings.value.allow_beyond_trained)  # for next start
+    qtbot.waitUntil(lambda: window.app_settings.value.load.allow_beyond_trained)  # for next start
 
 
 def test_settings_that_cannot_be_saved_say_so_in_the_window(
