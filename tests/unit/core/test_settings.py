@@ -38,8 +38,10 @@ def test_defaults() -> None:
     s = Settings()
     assert s.sampling == SamplingParams()
     assert s.system_prompt == DEFAULT_SYSTEM_PROMPT == "You are a helpful assistant."
-    assert (s.load.n_ctx, s.load.n_gpu_layers, s.load.n_threads, s.load.n_batch) == (0, -1, 0, 512)
-    assert (s.load.flash_attn, s.load.kv_cache_type, s.load.use_mmap, s.load.use_mlock) == (False, "f16", True, False)
+    load = s.load
+    assert (load.n_ctx, load.n_gpu_layers, load.n_threads, load.n_batch) == (0, -1, 0, 512)
+    assert (load.flash_attn, load.kv_cache_type, load.use_mmap, load.use_mlock) == (
+        False, "f16", True, False)
     # The side panel is closed until asked for; the welcome shows on the first run.
     assert (s.last_model, s.window_geometry, s.side_panel_visible) == ("", "", False)
     assert (s.welcomed, s.overflow, s.splitter_state) == (False, "middle", "")
@@ -293,7 +295,8 @@ def test_load_options_have_upper_bounds(home: Path) -> None:
     paths.settings_file().write_text(json.dumps(
         {"n_ctx": 10**9, "n_batch": 10**6, "n_threads": 10**5, "n_gpu_layers": 10**4}))
     settings, problems = load_settings_report()
-    assert (settings.load.n_ctx, settings.load.n_batch, settings.load.n_threads, settings.load.n_gpu_layers) == (
+    load = settings.load
+    assert (load.n_ctx, load.n_batch, load.n_threads, load.n_gpu_layers) == (
         MAX_CTX, 8192, 512, 999)
     assert len(problems) == 5  # four clamped, and where the original was kept
 

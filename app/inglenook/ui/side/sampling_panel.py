@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.load import LoadOptions
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.knowledge_section import KnowledgeSection
@@ -285,7 +286,12 @@ class SamplingPanel(QWidget):
         """A copy of `settings` with everything this panel shows taken from the panel."""
         return dataclasses.replace(settings, sampling=self.sampling(),
                                    system_prompt=self.system_prompt(),
-                                   load=settings.load.replace(**self.load.values()))
+                                   load=self.load_options(settings.load))
+
+    def load_options(self, base: LoadOptions | None = None) -> LoadOptions:
+        """`base` (None: the defaults) with the load options this panel shows over it (it
+        shows none of one model's own: its projector, its template)."""
+        return (base or LoadOptions()).replace(**self.load.values())
 
     def set_context(self, n_ctx: int, allow_beyond_trained: bool | None = None) -> None:
         """Set the context length to load with (a fix offered when a load was refused)."""
