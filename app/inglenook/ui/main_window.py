@@ -122,7 +122,8 @@ class MainWindow(QMainWindow):
                                    lambda path: self.app_settings.value.load_params(path), self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
-        self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
+        self.live = LiveFigures(self.worker, lambda: self.chats.session, self.chats.context,
+                                self.chat, lambda: self.models.model, self)
         self._wire()
         # Models into the library, other files (images…) onto the draft.
         self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)

@@ -123,6 +123,7 @@ class ChatController(QObject):
                                lambda s: self.request_reply(s, continuing=True), self)
         self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
                                    self.sessions, self)
+        self.can_send = False
         self.actions = MessageActions(self)
         self.read_aloud = ReadAloudControl(view.bubble_of, self)
         self.read_aloud.failed.connect(lambda message: self.banner.show_message(
@@ -132,7 +133,6 @@ class ChatController(QObject):
                                        self.status, self.banner, self)
         composer.edit.escape.connect(self.voice.stop)  # Esc in the message box too
         composer.edit.escape.connect(self.read_aloud.stop)
-        self.can_send = False
         self.context = ContextMeter(widgets.meter)
         meter = tasks.debounce(150, self.show_context, self)
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
