@@ -50,8 +50,8 @@ def test_set_settings_shows_values(panel: SamplingPanel) -> None:
         sampling=SamplingParams(temperature=1.3, top_k=12, seed=7, max_tokens=256,
                                 mirostat_mode=2, stop=("###", "\nUser:")),
         system_prompt="Talk like a pirate.",
-        n_ctx=4096, n_gpu_layers=10, n_threads=3, n_batch=256,
-        flash_attn=True, kv_cache_type="q4_0", use_mmap=False, use_mlock=True,
+        load=LoadOptions(n_ctx=4096, n_gpu_layers=10, n_threads=3, n_batch=256,
+                         flash_attn=True, kv_cache_type="q4_0", use_mmap=False, use_mlock=True),
     )
     panel.set_settings(s)
     assert find(panel, QDoubleSpinBox, "temperature_spin").value() == pytest.approx(1.3)
@@ -74,7 +74,7 @@ def test_set_settings_emits_nothing(panel: SamplingPanel, qtbot: QtBot) -> None:
             qtbot.assertNotEmitted(panel.sampling_changed), \
             qtbot.assertNotEmitted(panel.system_prompt_changed):
         panel.set_settings(Settings(sampling=SamplingParams(temperature=0.1), system_prompt="x",
-                                    kv_cache_type="q8_0", flash_attn=True))
+                                    load=LoadOptions(kv_cache_type="q8_0", flash_attn=True)))
 
 
 def test_slider_updates_spin_and_emits(panel: SamplingPanel, qtbot: QtBot) -> None:
@@ -183,7 +183,7 @@ def test_invalid_stored_kv_combination_shown_loadable(panel: SamplingPanel) -> N
 def test_reset_to_defaults(panel: SamplingPanel, qtbot: QtBot) -> None:
     panel.set_settings(Settings(sampling=SamplingParams(temperature=1.9, mirostat_mode=1,
                                                         stop=("x",)),
-                                system_prompt="custom", n_ctx=2048, n_batch=64))
+                                system_prompt="custom", load=LoadOptions(n_ctx=2048, n_batch=64)))
     with qtbot.waitSignals([panel.sampling_changed, panel.system_prompt_changed,
                             panel.settings_changed]):
         qtbot.mouseClick(find(panel, QPushButton, "reset_button"), Qt.MouseButton.LeftButton)

@@ -61,7 +61,7 @@ def test_two_windows_on_one_profile_keep_each_others_changes(
     second.panel.findChild(QSpinBox, "n_batch_spin").setValue(256)
     second.close()  # its stale temperature must not undo the first window's change
     stored = load_settings()
-    assert stored.sampling.temperature == 1.25 and stored.n_batch == 256
+    assert stored.sampling.temperature == 1.25 and stored.load.n_batch == 256
 
 
 def test_a_message_that_cannot_be_saved_stays_in_the_composer(

@@ -111,7 +111,7 @@ def test_panel_settings_survive_a_restart(
     assert stored.sampling.temperature == 1.3
     assert stored.system_prompt == prompt
     assert stored.last_model == str(bundled_model)
-    assert (stored.n_ctx, stored.sampling.seed, stored.sampling.max_tokens) == (2048, 7, 48)
+    assert (stored.load.n_ctx, stored.sampling.seed, stored.sampling.max_tokens) == (2048, 7, 48)
 
     again = MainWindow()  # reads the settings file, like a fresh start
     qtbot.addWidget(again)

@@ -52,6 +52,9 @@ class SideController(QObject):
         # before the KV cache type follows): the panel's load options are taken once it settles.
         self._load_edited = tasks.debounce(0, self.store_load_options, self)
         panel.set_settings(app_settings.value)
+        # The panel shows the settings' load options: changed from elsewhere too (a fix on a
+        # refused load, another window's save), it follows.
+        app_settings.changed.connect(self._setting_changed)
         panel.sampling_changed.connect(lambda _s: self._edited())
         panel.system_prompt_changed.connect(lambda _s: self._edited())
         panel.overflow_changed.connect(lambda _s: self._edited())
@@ -263,6 +266,10 @@ class SideController(QObject):
     def welcomed(self) -> None:
         """The first-run welcome was shown: not shown again."""
         self._change(welcomed=True)
+
+    def _setting_changed(self, name: str) -> None:
+        if name == "load":
+            self.panel.load.show_options(self.app.value.load)
 
     def store_load_options(self) -> None:
         """Keep the load options the panel shows in the settings (they apply at the next
