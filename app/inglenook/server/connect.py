@@ -18,7 +18,7 @@ SERVED = (OPENAI, ANTHROPIC, RESPONSES)  # and OLLAMA where it is turned on
 NO_TOKEN = "none"  # what a client sends as its key when the server asks for no token
 OLLAMA_APPS = "Ollama clients (the ollama library, Goose, n8n, Raycast, Copilot Chat…)"
 # What works with each app, as the tests measure it (through its official SDK, or its exact
-# request shapes): README's table of clients × features says the same, and a test holds them
+# request shapes): docs/api.md's table of clients × features says the same, and a test holds them
 # together (tests/unit/server/test_connect.py).
 WORKS = {
     "OpenAI client (Python)": "chat and completions, streamed or whole; tools (a forced call "
@@ -29,8 +29,9 @@ WORKS = {
     "`messages.parse()`; thinking (refused where the model cannot); `stop_sequences` with "
     "`stop_sequence`; a prefilled reply continued; `count_tokens`",
     OLLAMA_APPS: "`/api/chat`, `/api/generate` (`raw` too), `/api/embed`, `show` for every "
-    "model, tags, the root check, the load, unload and preload idioms, `num_ctx`; `pull` is "
-    "not done here (501)",
+    "model, tags, the root check, the load, unload and preload idioms, `num_ctx`; `pull` "
+    "from the Hugging Face Hub (`hf.co/owner/repo:QUANT`) with progress, where the user "
+    "allows downloads",
     "Claude Code": "its requests: streaming, tools, thinking, `max_tokens: 32000` a cap, not "
     "a reservation (a model that calls tools and a long context make it useful)",
     "Codex": "Responses: streamed events in order, `previous_response_id` (kept in the "
