@@ -5,9 +5,9 @@ owns the window: listing the chat's tools (an MCP server may have to start), has
 history's images and checking their files (20 photos took ~190 ms), and searching the chat's
 collections (the question's vector may wait for the embedding model to load). So a reply goes:
 
-    turn = Turn.take(session, model, servers)   # on the store's thread: a snapshot, no waiting
-    gathered = turn.gather(list_tools, index)   # on any thread: all three, side by side
-    session.begin_reply(rid, gathered.options, continuing=turn.continuing)  # the store's thread
+    turn = Turn.take(session, options_for(model), servers)  # the store's thread: a snapshot
+    gathered = turn.gather(list_tools, open_index)  # any thread: all three, one trip
+    session.begin_reply(rid, gathered.options, continuing=turn.continuing)  # the store's
 
 `gather` never raises and never gives up on the reply: a server that cannot list its tools, an
 image that cannot be written and an index that cannot be read each leave the reply to go on
