@@ -115,17 +115,19 @@ class MainWindow(QMainWindow):
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
                                        self.downloads.manager)
+        # The API's loads run on the worker's thread: they read the settings, never a widget.
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
-                                   self.side.load_params, self)
+                                   lambda path: self.app_settings.value.load_params(path), self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
-        self.live = LiveFigures(self.worker, self.chats, lambda: self.chat_models.model_for()[0],
-                                self)
+        self.live = LiveFigures(self.worker, lambda: self.chats.session, self.chats.context,
+                                self.chat, lambda: self.chat_models.model_for()[0], self)
         self._wire()
         # Models into the library, other files (images…) onto the draft.
         self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)
         self.side.bind(self.chats.session)
-        self.picker.chosen_projector = lambda path: self.side.model_defaults(path).mmproj_path
+        self.picker.chosen_projector = lambda path: str(
+            self.side.model_defaults(path).own("mmproj_path", ""))
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()
