@@ -131,7 +131,7 @@ def test_a_chat_on_gemma_beside_the_bundled_model(
     gemma = str(paths.models_dir() / gemma_model.name)
     shutil.copyfile(gemma_model, gemma)
     window.models.refresh()
-    window.app_settings.set_model_defaults(gemma, ModelDefaults(n_ctx=1024))  # its own
+    window.app_settings.set_model_defaults(gemma, ModelDefaults({"n_ctx": 1024}))  # its own
     window.worker.preload(gemma)
     qtbot.waitUntil(lambda: window.worker.model_of(gemma) is not None, timeout=LOAD_TIMEOUT_MS)
     info = window.worker.model_of(gemma)
