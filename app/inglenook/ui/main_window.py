@@ -29,6 +29,7 @@ from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
 from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.worker import EngineWorker
+from inglenook.speech import catalog as speech_catalog
 from inglenook.store import Store, StoreError
 from inglenook.store.opening import open_store
 from inglenook.ui import tasks, theme
@@ -103,6 +104,8 @@ class MainWindow(QMainWindow):
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
                                       self.downloads, self.side.load_fix, self)
+        self.models.app_settings = self.app_settings
+        speech_catalog.choose(settings.speech_model, settings.speech_voice)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
@@ -350,6 +353,9 @@ class MainWindow(QMainWindow):
             self.chat.set_zoom(self.app_settings.value.text_zoom)
         elif name == "read_replies_aloud":
             self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
+        elif name in ("speech_model", "speech_voice"):
+            value = self.app_settings.value
+            speech_catalog.choose(value.speech_model, value.speech_voice)
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],
