@@ -58,6 +58,33 @@ class EndOfSpeech:
         return self.started and self.quiet >= self.silence_s
 
 
+class VoiceActivity:
+    """Someone speaking now (to interrupt a reply being read): `onset_s` of sound above
+    `threshold` with no gap longer than `gap_s`. The threshold is higher than EndOfSpeech's:
+    the reply itself, heard back from the speakers, must not count (headphones, or the
+    desktop's echo-cancelling source, make it surer)."""
+
+    def __init__(self, threshold: float = 0.05, onset_s: float = 0.3,
+                 gap_s: float = 0.3) -> None:
+        self.threshold, self.onset_s, self.gap_s = threshold, onset_s, gap_s
+        self.loud = self.quiet = 0.0
+
+    def push(self, rms: float, seconds: float) -> bool:
+        if rms >= self.threshold:
+            self.loud += seconds
+            self.quiet = 0.0
+        else:
+            self.quiet += seconds
+            if self.quiet > self.gap_s:
+                self.loud = 0.0
+        return self.loud >= self.onset_s
+
+
+def rms_of(pcm: bytes) -> float:
+    level = np.frombuffer(pcm[:len(pcm) // 2 * 2], np.int16)
+    return float(np.sqrt(np.mean(np.square(level / 32768.0)))) if len(level) else 0.0
+
+
 class Dictation:
     def __init__(self, open_recorder: Callable[[int], Recorder],
                  load_transcriber: Callable[[], Transcriber],
@@ -80,16 +107,22 @@ class Dictation:
         self._cancelled = False
         self._thread: threading.Thread | None = None
         self._recorder: Recorder | None = None
+        self._given: Recorder | None = None
+        self._prefix = b""
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, language: str | None = None) -> None:
+    def start(self, language: str | None = None, recorder: Recorder | None = None,
+              prefix: bytes = b"") -> None:
+        """`recorder`: one already open (a voice conversation interrupted by speaking goes on
+        reading the microphone that heard it), and `prefix` what it heard already."""
         if self.running:
             return
         self._stop.clear()
         self._cancelled = False
+        self._given, self._prefix = recorder, prefix
         self._thread = threading.Thread(target=self._run, args=(language,), daemon=True,
                                         name="dictation")
         self._thread.start()
@@ -175,20 +208,24 @@ class Dictation:
             return  # the last pass says what went wrong
 
     def _record(self) -> bytes:
-        recorder = self._recorder = self._open(SAMPLE_RATE)
+        given, self._given = self._given, None
+        recorder = self._recorder = given or self._open(SAMPLE_RATE)
         heard = self._heard
+        heard += self._prefix
         cap = int(self.max_seconds * SAMPLE_RATE) * 2
         ending = self._end_of_speech() if self._end_of_speech else None
+        for at in range(0, len(self._prefix) if ending is not None else 0, CHUNK_BYTES):
+            piece = self._prefix[at:at + CHUNK_BYTES]  # the speech begun counts as begun
+            ending.push(rms_of(piece), len(piece) // 2 / SAMPLE_RATE)  # type: ignore[union-attr]
         try:
             while not self._stop.is_set() and len(heard) < cap:
                 chunk = recorder.read(CHUNK_BYTES)
                 if not chunk:
                     break
                 heard += chunk[:cap - len(heard)]
-                level = np.frombuffer(chunk[:len(chunk) // 2 * 2], np.int16)
-                rms = float(np.sqrt(np.mean(np.square(level / 32768.0)))) if len(level) else 0.0
+                rms = rms_of(chunk)
                 self._on_level(min(1.0, rms * 4))  # speech sits around 0.05-0.25 rms
-                if ending is not None and ending.push(rms, len(level) / SAMPLE_RATE):
+                if ending is not None and ending.push(rms, len(chunk) // 2 / SAMPLE_RATE):
                     break
         finally:
             self._recorder = None
