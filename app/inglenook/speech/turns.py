@@ -63,6 +63,7 @@ class VoiceTurns:
 
     def start(self) -> None:
         if self.state == OFF:
+            self.reader.prepare()  # the voice loads while the first question is asked
             self._listen()
 
     def stop(self) -> None:

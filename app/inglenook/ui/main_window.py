@@ -119,6 +119,8 @@ class MainWindow(QMainWindow):
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
+        if settings.read_replies_aloud:
+            self.chats.read_aloud.reader.prepare()  # the first reply read starts sooner
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
                                    self.side.load_params, self)
@@ -353,6 +355,8 @@ class MainWindow(QMainWindow):
             self.chat.set_zoom(self.app_settings.value.text_zoom)
         elif name == "read_replies_aloud":
             self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
+            if self.chats.read_aloud.follow_replies:
+                self.chats.read_aloud.reader.prepare()
         elif name in ("speech_model", "speech_voice"):
             value = self.app_settings.value
             speech_catalog.choose(value.speech_model, value.speech_voice)
