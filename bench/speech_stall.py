@@ -132,11 +132,21 @@ def main() -> int:
         settle()
         beat.stop()
         result[f"speech_{name}_max_stall_ms"] = round(beat.max_stall_ms, 1)
+        print(f"  {name}: worst stall {beat.max_stall_ms:.0f} ms while "
+              f"{beat.worst_at or 'starting'}", file=sys.stderr)
 
     wait_until(lambda: window.models.model is not None)
     catalog.loaded.transcriber(None)  # loaded once, as after the first use
 
     mic = window.composer.mic
+    mic.started.connect(lambda: beat.mark("listening"))
+    mic.partial.connect(lambda _t: beat.mark("showing the words so far"))
+    mic.heard.connect(lambda _t: beat.mark("showing the words"))
+    window.chats.voice.state_changed.connect(beat.mark)
+    window.chats.read_aloud.changed.connect(
+        lambda key: beat.mark("reading" if key is not None else "read"))
+    window.reply_started.connect(lambda *_a: beat.mark("reply started"))
+    window.reply_finished.connect(lambda *_a: beat.mark("reply finished"))
 
     def dictate() -> None:
         recordings.append(said)

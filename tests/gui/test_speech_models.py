@@ -20,6 +20,7 @@ from inglenook.models.download_queue import DownloadState
 from inglenook.speech import audio, catalog
 from inglenook.speech.downloads import SPEECH_MODELS
 from inglenook.ui.app_settings import AppSettings
+from inglenook.ui.main_window import MainWindow
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.discover import SPEECH_HEADING
@@ -216,3 +217,15 @@ def test_a_sample_that_is_not_audio_says_so(qtbot: QtBot, dialog: ModelsDialog,
     qtbot.waitUntil(lambda: panel.sample_button.isEnabled(), timeout=WAIT_MS)
     assert panel.status.text().startswith("The sample could not be played")
     assert not player.pcm
+
+
+def test_the_window_follows_the_speech_settings(window: MainWindow) -> None:
+    """The Library's choice is a setting; the window hands it to speech/catalog.py, which
+    dictation, reading aloud and OpenAI's names in the API go by."""
+    try:
+        window.app_settings.set("speech_voice", "en_US-lessac-medium")
+        window.app_settings.set("speech_model", "faster-whisper-tiny")
+        assert catalog.chosen == {"whisper": "faster-whisper-tiny",
+                                  "voice": "en_US-lessac-medium"}
+    finally:
+        catalog.choose("", "")
