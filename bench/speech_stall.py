@@ -133,7 +133,8 @@ def main() -> int:
         beat.stop()
         result[f"speech_{name}_max_stall_ms"] = round(beat.max_stall_ms, 1)
         print(f"  {name}: worst stall {beat.max_stall_ms:.0f} ms while "
-              f"{beat.worst_at or 'starting'}", file=sys.stderr)
+              f"{beat.worst_at or 'starting'}, the GUI thread busy {beat.worst_cpu_ms:.0f} ms "
+              "of it", file=sys.stderr)
 
     wait_until(lambda: window.models.model is not None)
     catalog.loaded.transcriber(None)  # loaded once, as after the first use
