@@ -121,7 +121,8 @@ class MainWindow(QMainWindow):
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         if settings.read_replies_aloud:
             self.chats.read_aloud.reader.prepare()  # the first reply read starts sooner
-        self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
+        self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
+                                       self.downloads.manager)
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
                                    self.side.load_params, self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
