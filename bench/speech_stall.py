@@ -14,7 +14,7 @@ gives Piper's speech 100 ms per 100 ms, the speakers take sound as fast as it wo
                                     answered aloud, until it listens again
   speech_gui_max_stall_ms           the worst of the three
 
-`--quick`: a short sentence, and no voice conversation.
+`--quick`: a short sentence, speakers that do not keep real time, and no voice conversation.
 """
 
 from __future__ import annotations
@@ -57,13 +57,16 @@ class Microphone:
 
 
 class Speakers:
-    """Takes sound as fast as it would play."""
+    """Takes sound as fast as it would play (at once with `realtime` off: --quick)."""
+
+    realtime = True
 
     def __init__(self, rate: int) -> None:
         self._rate, self._stopped = rate, threading.Event()
 
     def write(self, pcm: bytes) -> None:
-        self._stopped.wait(len(pcm) / 2 / self._rate)
+        if self.realtime:
+            self._stopped.wait(len(pcm) / 2 / self._rate)
 
     def close(self) -> None:
         pass
@@ -98,6 +101,7 @@ def main() -> int:
     recordings: list[bytes] = []
     recorders.open_recorder = lambda _rate: Microphone(recordings.pop(0) if recordings
                                                        else b"")
+    Speakers.realtime = not quick
     players.open_player = Speakers  # type: ignore[assignment]
 
     app = QApplication(sys.argv[:1])
