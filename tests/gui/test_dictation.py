@@ -129,3 +129,24 @@ def test_holding_the_button_is_push_to_talk_and_the_shortcut_toggles(
     assert mic.listening
     action.trigger()
     qtbot.waitUntil(lambda: mic.button.text() == IDLE, timeout=REPLY_TIMEOUT_MS)
+
+
+def test_words_dictated_into_the_middle_of_a_draft_are_spaced_from_it(
+        qtbot: QtBot, window: MainWindow, voice: Voice,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    link_into_speech_dir()
+    samples = decode(voice.wav(SAID), 60).samples
+    pcm = (samples * 32767).astype(np.int16).tobytes()
+    monkeypatch.setattr(recorders, "open_recorder", lambda _rate: FakeMicrophone(pcm))
+    mic, edit = window.composer.mic, window.composer.edit
+    edit.setPlainText("Note: thanks.")
+    cursor = edit.textCursor()
+    cursor.setPosition(len("Note: "))  # just before "thanks"
+    edit.setTextCursor(cursor)
+    mic.button.click()
+    qtbot.waitUntil(lambda: mic.meter.value() > 0, timeout=REPLY_TIMEOUT_MS)
+    mic.button.click()
+    qtbot.waitUntil(lambda: mic.button.text() == IDLE, timeout=REPLY_TIMEOUT_MS)
+    text = edit.toPlainText()
+    assert text.startswith("Note: ") and text.endswith(" thanks."), text
+    assert word_error_rate(SAID, text.removeprefix("Note: ").removesuffix(" thanks.")) <= 0.1

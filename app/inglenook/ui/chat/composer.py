@@ -462,9 +462,10 @@ class Composer(QWidget):
 
     def _dictated(self, text: str) -> None:
         if not self._show_dictated(text) and text:  # the words so far were edited: add these
-            cursor = self.edit.textCursor()
-            before = self.edit.toPlainText()[:cursor.position()]
-            cursor.insertText(("" if not before or before[-1].isspace() else " ") + text)
+            self._live = QTextCursor(self.edit.textCursor())
+            self._live.clearSelection()
+            self._live_text = ""
+            self._show_dictated(text)  # at the cursor, spaced from what is around it
         self._live = None
         self.edit.setFocus()
 
@@ -475,9 +476,12 @@ class Composer(QWidget):
         if live is None or live.selectedText() != self._live_text:
             self._live = None
             return False
-        start = live.selectionStart()
-        before = self.edit.document().characterAt(start - 1) if start else ""
+        start, end = live.selectionStart(), live.selectionEnd()
+        document = self.edit.document()
+        before = document.characterAt(start - 1) if start else ""
+        after = document.characterAt(end) if end < document.characterCount() - 1 else ""
         words = ("" if not before or before.isspace() or not text else " ") + text
+        words += " " if text and after and not after.isspace() else ""
         live.insertText(words)
         end = live.position()
         live.setPosition(start)
