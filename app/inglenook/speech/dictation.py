@@ -123,8 +123,9 @@ class Dictation:
         self._stop.clear()
         self._cancelled = False
         self._given, self._prefix = recorder, prefix
-        self._thread = threading.Thread(target=self._run, args=(language,), daemon=True,
-                                        name="dictation")
+        # Not daemons: a process quitting mid-pass waits for it (cancelled, it ends after it)
+        # rather than dying under CTranslate2's threads with "terminate called".
+        self._thread = threading.Thread(target=self._run, args=(language,), name="dictation")
         self._thread.start()
 
     def stop(self) -> None:
@@ -138,6 +139,14 @@ class Dictation:
         self._cancelled = True
         self.stop()
 
+    def close(self, timeout: float = 5.0) -> None:
+        """Cancel, and wait a while for a transcription under way to end (quitting; past
+        `timeout` the interpreter's exit waits for the rest)."""
+        self.cancel()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
     def _run(self, language: str | None) -> None:
         self._recorded.clear()
         self._heard = bytearray()
@@ -145,7 +154,7 @@ class Dictation:
         self._so_far = (0, "")
         partials = None
         if self._on_partial is not None:
-            partials = threading.Thread(target=self._partials, args=(language,), daemon=True,
+            partials = threading.Thread(target=self._partials, args=(language,),
                                         name="dictation-partial")
             partials.start()
         try:

@@ -77,6 +77,14 @@ class VoiceTurns:
         if was != OFF:
             self._on_state(OFF)
 
+    def close(self, timeout: float = 5.0) -> None:
+        """stop(), and wait for what is under way to end (quitting)."""
+        dictation = self._dictation
+        self.stop()
+        if dictation is not None:
+            dictation.close(timeout)
+        self.reader.wait(timeout)
+
     def _listen(self, recorder: Recorder | None = None, prefix: bytes = b"") -> None:
         self._heard = ""
         dictation = self._make(self._got_text, self._failed, self._dictation_done)

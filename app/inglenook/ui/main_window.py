@@ -391,6 +391,8 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self.chats.shutdown()
+        self.composer.mic.dictation.close()  # voice work under way ends before the process
+        self.chats.voice.turns.close()
         self.tools.close()  # calls still running are abandoned; their cards read "not run"
         self.knowledge.close()  # a run stops at its next file; join_writers waits for it
         self.side.flush()
