@@ -69,7 +69,7 @@ def bridge() -> Iterator[DownloadBridge]:
 def settings() -> Iterator[AppSettings]:
     s = AppSettings(Settings())
     yield s
-    catalog.choose("", "")
+    catalog.choose("", "", "")
 
 
 @pytest.fixture
@@ -225,7 +225,24 @@ def test_the_window_follows_the_speech_settings(window: MainWindow) -> None:
     try:
         window.app_settings.set("speech_voice", "en_US-lessac-medium")
         window.app_settings.set("speech_model", "faster-whisper-tiny")
+        window.app_settings.set("speech_language", "fr")
         assert catalog.chosen == {"whisper": "faster-whisper-tiny",
-                                  "voice": "en_US-lessac-medium"}
+                                  "voice": "en_US-lessac-medium", "language": "fr"}
+        assert window.chats.voice.turns.language() == "fr"  # what the conversation hears
     finally:
-        catalog.choose("", "")
+        catalog.choose("", "", "")
+
+
+def test_dictation_listens_for_the_language_chosen(qtbot: QtBot, dialog: ModelsDialog,
+                                                   settings: AppSettings) -> None:
+    from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+    choice = dialog.library.speech.language_choice
+    offered = [choice.itemData(i) for i in range(choice.count())]
+    assert offered[0] == "" and set(offered[1:]) <= set(_LANGUAGE_CODES)  # codes whisper takes
+    index = choice.findData("de")
+    choice.setCurrentIndex(index)
+    choice.activated.emit(index)
+    assert settings.value.speech_language == "de"
+    catalog.choose(language=settings.value.speech_language)  # as the window does
+    assert catalog.dictation_language() == "de"

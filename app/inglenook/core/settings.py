@@ -116,6 +116,7 @@ class Settings:
     # name; "": the first installed (speech/catalog.py).
     speech_model: str = ""
     speech_voice: str = ""
+    speech_language: str = ""  # what dictation listens for: a whisper code; "": detected
 
     def defaults_for(self, model_path: str) -> ModelDefaults:
         return ModelDefaults.from_dict(self.model_defaults.get(model_path))

@@ -95,14 +95,22 @@ def _copy(src: Path, dest: Path) -> None:
 # The user's choice among the installed models (Settings.speech_model / speech_voice; the window
 # sets it): what dictation, reading aloud and OpenAI's names mean. "" or a model since removed:
 # the first installed.
-chosen = {"whisper": "", "voice": ""}
+# The language dictation listens for ("": detected).
+chosen = {"whisper": "", "voice": "", "language": ""}
 
 
-def choose(whisper: str | None = None, voice: str | None = None) -> None:
+def choose(whisper: str | None = None, voice: str | None = None,
+           language: str | None = None) -> None:
     if whisper is not None:
         chosen["whisper"] = whisper
     if voice is not None:
         chosen["voice"] = voice
+    if language is not None:
+        chosen["language"] = language
+
+
+def dictation_language() -> str | None:
+    return chosen["language"] or None
 
 
 def whisper_models() -> list[Path]:

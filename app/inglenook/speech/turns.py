@@ -48,6 +48,7 @@ class VoiceTurns:
         self._make = make_dictation
         self._open_monitor, self._on_interrupt = open_monitor, on_interrupt
         self._monitor: Recorder | None = None
+        self.language: Callable[[], str | None] = lambda: None  # what it listens for
         self._turn = 0  # counts replies spoken: a watcher of an earlier one gives up
         self.reader, self._send = reader, send
         self._on_state, self._on_error = on_state, on_error
@@ -91,7 +92,7 @@ class VoiceTurns:
         with self._lock:
             self._dictation = dictation
         self._set(LISTENING)
-        dictation.start(recorder=recorder, prefix=prefix)
+        dictation.start(self.language(), recorder=recorder, prefix=prefix)
 
     # --- the dictation's thread -----------------------------------------------------------
     def _got_text(self, text: str) -> None:

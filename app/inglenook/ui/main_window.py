@@ -105,7 +105,8 @@ class MainWindow(QMainWindow):
                                       self.status_text, self.progress, self.side.load_params,
                                       self.downloads, self.side.load_fix, self)
         self.models.app_settings = self.app_settings
-        speech_catalog.choose(settings.speech_model, settings.speech_voice)
+        speech_catalog.choose(settings.speech_model, settings.speech_voice,
+                              settings.speech_language)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
@@ -358,9 +359,9 @@ class MainWindow(QMainWindow):
             self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
             if self.chats.read_aloud.follow_replies:
                 self.chats.read_aloud.reader.prepare()
-        elif name in ("speech_model", "speech_voice"):
+        elif name in ("speech_model", "speech_voice", "speech_language"):
             value = self.app_settings.value
-            speech_catalog.choose(value.speech_model, value.speech_voice)
+            speech_catalog.choose(value.speech_model, value.speech_voice, value.speech_language)
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],

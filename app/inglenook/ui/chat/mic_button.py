@@ -19,6 +19,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from inglenook.speech import catalog
 from inglenook.speech import recorder as recorders
 from inglenook.speech.dictation import Dictation
 from inglenook.speech.stt import Transcriber
@@ -30,8 +31,6 @@ HOLD_S = 0.6  # held down longer than this, the button is push-to-talk: letting 
 
 
 def default_transcriber() -> Transcriber:
-    from inglenook.speech import catalog
-
     return catalog.loaded.transcriber(None)
 
 
@@ -107,7 +106,7 @@ class MicButton(QWidget):
             self.meter.show()
             self._show(LISTENING, "Listening: click to stop, or let go when holding it")
             self.started.emit()
-            self.dictation.start()
+            self.dictation.start(catalog.dictation_language())
 
     def _pressed(self) -> None:
         self._pressed_at = time.monotonic()

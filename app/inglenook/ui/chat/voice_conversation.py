@@ -17,6 +17,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
+from inglenook.speech import catalog as speech_catalog
 from inglenook.speech import recorder as recorders
 from inglenook.speech.dictation import Dictation, EndOfSpeech
 from inglenook.speech.turns import OFF, VoiceTurns
@@ -54,6 +55,7 @@ class VoiceConversation(QObject):
                                 unless_gone(self.failed.emit),
                                 open_monitor=lambda rate: recorders.open_recorder(rate),
                                 on_interrupt=unless_gone(self._interrupted.emit))
+        self.turns.language = speech_catalog.dictation_language
         self.destroyed.connect(self.turns.stop)
 
     @staticmethod

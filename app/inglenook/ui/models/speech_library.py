@@ -27,6 +27,15 @@ from inglenook.ui.app_settings import AppSettings
 
 COLUMNS = ("Speech model", "Kind", "Size")
 FIRST = "The first installed"
+# The languages offered here (whisper's codes; it knows about a hundred, which the command
+# line and the API take: listing them all would import faster-whisper on the GUI thread).
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish",
+                  "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "pl": "Polish",
+                  "ru": "Russian", "uk": "Ukrainian", "tr": "Turkish", "ar": "Arabic",
+                  "hi": "Hindi", "zh": "Chinese", "ja": "Japanese", "ko": "Korean",
+                  "sv": "Swedish", "da": "Danish", "no": "Norwegian", "fi": "Finnish",
+                  "cs": "Czech", "el": "Greek", "he": "Hebrew", "id": "Indonesian",
+                  "vi": "Vietnamese"}
 
 
 def _size(path: Path) -> int:
@@ -64,11 +73,20 @@ class SpeechLibrary(QFrame):
         self.voice_choice.setObjectName("speechVoiceChoice")
         self.voice_choice.setAccessibleName("Voice")
         self.voice_choice.setToolTip("Which voice reads replies aloud")
+        self.language_choice = QComboBox(self)
+        self.language_choice.setObjectName("speechLanguageChoice")
+        self.language_choice.setAccessibleName("Dictation language")
+        self.language_choice.setToolTip("The language you dictate in; detected, unless chosen")
+        self.language_choice.addItem("Detected", "")
+        for code, language in sorted(LANGUAGE_NAMES.items(), key=lambda item: item[1]):
+            self.language_choice.addItem(language, code)
         self.whisper_choice.activated.connect(lambda _i: self._chosen("speech_model"))
         self.voice_choice.activated.connect(lambda _i: self._chosen("speech_voice"))
+        self.language_choice.activated.connect(lambda _i: self._chosen("speech_language"))
         form = QFormLayout()
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Dictation uses", self.whisper_choice)
+        form.addRow("Dictation language", self.language_choice)
         form.addRow("Replies are read by", self.voice_choice)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -102,6 +120,8 @@ class SpeechLibrary(QFrame):
                    value.speech_model if value else catalog.chosen["whisper"])
         self._fill(self.voice_choice, [n for n, _ in voices],
                    value.speech_voice if value else catalog.chosen["voice"])
+        language = value.speech_language if value else catalog.chosen["language"]
+        self.language_choice.setCurrentIndex(max(0, self.language_choice.findData(language)))
 
     @staticmethod
     def _fill(box: QComboBox, names: list[str], current: str) -> None:
@@ -114,9 +134,11 @@ class SpeechLibrary(QFrame):
         box.setEnabled(bool(names))
 
     def _chosen(self, name: str) -> None:
-        box = self.whisper_choice if name == "speech_model" else self.voice_choice
+        box, key = {"speech_model": (self.whisper_choice, "whisper"),
+                    "speech_voice": (self.voice_choice, "voice"),
+                    "speech_language": (self.language_choice, "language")}[name]
         value = str(box.currentData() or "")
         if self.settings is not None:
             self.settings.set(name, value)
         else:
-            catalog.choose(**{"whisper" if name == "speech_model" else "voice": value})
+            catalog.choose(**{key: value})
