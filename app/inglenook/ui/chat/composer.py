@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QTextCursor
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QIcon, QImage, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -65,6 +65,8 @@ FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown
                "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
 
 
+COMPACT_BELOW = 600  # the composer's width under which Attach and Dictate show icons alone
+
 PASTED_SUFFIXES = {"image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif",
                    "image/bmp": "bmp"}
 
@@ -98,6 +100,8 @@ class Composer(QWidget):
         self.attach_button.setToolTip(f"Attach {FILE_TYPES}, or images (or drop them here, "
                                       "or paste an image)")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.attach_button.setAccessibleName("Attach")  # also when it shows its icon alone
+        self._compact = False
         self.button = QPushButton("Send", self)
         self.button.setObjectName("sendButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -171,6 +175,26 @@ class Composer(QWidget):
     @property
     def generating(self) -> bool:
         return self._generating
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_buttons()
+
+    def _fit_buttons(self) -> None:
+        """Narrow (a 700-pixel window with the chat list): Attach and Dictate show their icons
+        alone, so that the message box keeps room to type in (its placeholder wrapped at
+        ~130 px); their tooltips and accessible names still say what they do."""
+        compact = self.width() < COMPACT_BELOW
+        if compact == self._compact:
+            return
+        self._compact = compact
+        if not compact:
+            self.attach_button.setIcon(QIcon())
+        restyle(self.attach_button, compact=compact)  # the style sheet gives the themed icon
+        # Without a style sheet (no resources) there is no icon: the words stay.
+        iconic = compact and not self.attach_button.icon().isNull()
+        self.attach_button.setText("" if iconic else "Attach")
+        self.mic.set_compact(compact)
 
     # ---- attachments ----------------------------------------------------------------------
     @property

@@ -17,12 +17,14 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from inglenook.speech import catalog
 from inglenook.speech import recorder as recorders
 from inglenook.speech.dictation import Dictation
 from inglenook.speech.stt import Transcriber
+from inglenook.ui.widgets.style import restyle
 
 IDLE, LISTENING, WORKING, NO_MIC = "Dictate", "Stop", "Transcribing…", "No microphone"
 IDLE_TIP = ("Speak your message; click again to stop, or hold it down while you speak "
@@ -82,16 +84,30 @@ class MicButton(QWidget):
         self._pressed_at = 0.0
         self._started_by_press = False
         self._failure = ""  # what went wrong in this dictation, shown when it ends
+        self._compact = False
+        self._text = IDLE
         self._show(IDLE, IDLE_TIP)
 
     def _show(self, text: str, tip: str) -> None:
-        self.button.setText(text)
+        self._text = text
+        # Compact (a narrow window): the microphone's icon says Dictate; Stop and Transcribing…
+        # are said in words, as they come and go.
+        iconic = self._compact and text in (IDLE, NO_MIC) and not self.button.icon().isNull()
+        self.button.setText("" if iconic else text)
         self.button.setToolTip(tip)
         self.button.setAccessibleName(text)
 
+    def set_compact(self, compact: bool) -> None:
+        """Show the icon alone (a narrow window) or the words."""
+        self._compact = compact
+        if not compact:
+            self.button.setIcon(QIcon())
+        restyle(self.button, compact=compact)  # the style sheet gives the themed icon
+        self._show(self._text, self.button.toolTip())
+
     @property
     def listening(self) -> bool:
-        return self.dictation.running and self.button.text() == LISTENING
+        return self.dictation.running and self._text == LISTENING
 
     def toggle(self) -> None:
         """Start listening, or stop and write down what was said (a click, the shortcut)."""
