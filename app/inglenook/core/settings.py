@@ -97,6 +97,11 @@ class Settings:
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
     # Voice: replies on screen read aloud sentence by sentence as they are written.
     read_replies_aloud: bool = False
+    # The installed speech models used (Models → Library): a whisper folder's name, a voice's
+    # name; "": the first installed (speech/catalog.py).
+    speech_model: str = ""
+    speech_voice: str = ""
+    speech_language: str = ""  # what dictation listens for: a whisper code; "": detected
 
     def defaults_for(self, model_path: str) -> ModelDefaults:
         return ModelDefaults.from_dict(self.model_defaults.get(model_path))

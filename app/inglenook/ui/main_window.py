@@ -25,6 +25,7 @@ from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
 from inglenook.engine.worker import EngineWorker
+from inglenook.speech import catalog as speech_catalog
 from inglenook.store import Store
 from inglenook.store.opening import open_store
 from inglenook.ui import tasks, theme
@@ -99,6 +100,9 @@ class MainWindow(QMainWindow):
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
                                       self.downloads, self.side.load_fix, self)
+        self.models.app_settings = self.app_settings
+        speech_catalog.choose(settings.speech_model, settings.speech_voice,
+                              settings.speech_language)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
@@ -113,6 +117,8 @@ class MainWindow(QMainWindow):
             self.side.new_chat_settings, lambda: self.side.presets, self)
         self.chat_models.bind(self.chats)
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
+        if settings.read_replies_aloud:
+            self.chats.read_aloud.reader.prepare()  # the first reply read starts sooner
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
                                        self.downloads.manager)
         # The API's loads run on the worker's thread: they read the settings, never a widget.
@@ -333,6 +339,11 @@ class MainWindow(QMainWindow):
             self.chat.set_zoom(self.app_settings.value.text_zoom)
         elif name == "read_replies_aloud":
             self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
+            if self.chats.read_aloud.follow_replies:
+                self.chats.read_aloud.reader.prepare()
+        elif name in ("speech_model", "speech_voice", "speech_language"):
+            value = self.app_settings.value
+            speech_catalog.choose(value.speech_model, value.speech_voice, value.speech_language)
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],
@@ -363,6 +374,8 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self.chats.shutdown()
+        self.composer.mic.dictation.close()  # voice work under way ends before the process
+        self.chats.voice.turns.close()
         self.tools.close()  # calls still running are abandoned; their cards read "not run"
         self.knowledge.close()  # a run stops at its next file; join_writers waits for it
         self.side.flush()

@@ -133,7 +133,7 @@ class ChatController(QObject):
             f"Could not read aloud: {message}"))
         self.voice = VoiceConversation(self.read_aloud, composer,
                                        lambda: self.session.reply is None and self.can_send,
-                                       self.status, self.banner, self)
+                                       self.status, self.banner, self, self.stop)
         composer.edit.escape.connect(self.voice.stop)  # Esc in the message box too
         composer.edit.escape.connect(self.read_aloud.stop)
         self.context = ContextMeter(widgets.meter)

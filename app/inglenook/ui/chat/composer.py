@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QIcon, QImage, QResizeEvent
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QIcon, QImage, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -135,7 +135,11 @@ class Composer(QWidget):
         layout.setSpacing(10)
         layout.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         self.mic = MicButton(self)  # dictation: the words arrive in the box, editable
+        self.mic.started.connect(self._dictation_started)
+        self.mic.partial.connect(self._dictated_so_far)
         self.mic.heard.connect(self._dictated)
+        self._live: QTextCursor | None = None  # the dictated words shown so far, selected
+        self._live_text = ""
         layout.addWidget(self.mic, 0, Qt.AlignmentFlag.AlignBottom)
         layout.addWidget(self.edit, 1)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
@@ -470,12 +474,44 @@ class Composer(QWidget):
         if not self.cancel_pending() and self._generating:
             self.stop_requested.emit()
 
+    def _dictation_started(self) -> None:
+        """The words will go where the cursor is; a cursor of its own keeps the place as the
+        rest of the text is edited meanwhile (Qt moves it with the edits)."""
+        self._live = QTextCursor(self.edit.textCursor())
+        self._live.clearSelection()
+        self._live_text = ""
+
+    def _dictated_so_far(self, text: str) -> None:
+        self._show_dictated(text)
+
     def _dictated(self, text: str) -> None:
-        if text:
-            cursor = self.edit.textCursor()
-            before = self.edit.toPlainText()[:cursor.position()]
-            cursor.insertText(("" if not before or before[-1].isspace() else " ") + text)
-            self.edit.setFocus()
+        if not self._show_dictated(text) and text:  # the words so far were edited: add these
+            self._live = QTextCursor(self.edit.textCursor())
+            self._live.clearSelection()
+            self._live_text = ""
+            self._show_dictated(text)  # at the cursor, spaced from what is around it
+        self._live = None
+        self.edit.setFocus()
+
+    def _show_dictated(self, text: str) -> bool:
+        """The dictated words so far put in place of the last ones shown; False when those
+        were edited meanwhile (the edit wins: nothing more is shown there)."""
+        live = self._live
+        if live is None or live.selectedText() != self._live_text:
+            self._live = None
+            return False
+        start, end = live.selectionStart(), live.selectionEnd()
+        document = self.edit.document()
+        before = document.characterAt(start - 1) if start else ""
+        after = document.characterAt(end) if end < document.characterCount() - 1 else ""
+        words = ("" if not before or before.isspace() or not text else " ") + text
+        words += " " if text and after and not after.isspace() else ""
+        live.insertText(words)
+        end = live.position()
+        live.setPosition(start)
+        live.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        self._live_text = live.selectedText()
+        return True
 
     def cancel_pending(self) -> bool:
         """Esc on a message waiting for the model: it becomes editable again, unsent."""

@@ -50,6 +50,7 @@ from inglenook.ui import tasks
 from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.picker import LOADED_MARK
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
+from inglenook.ui.models.speech_library import SpeechLibrary
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.style import restyle
 
@@ -228,6 +229,8 @@ class LibraryPage(QWidget):
         layout.addWidget(self.notice)
         layout.addWidget(self.table, 1)
         layout.addWidget(card)
+        self.speech = SpeechLibrary(self)  # whisper models and voices, and which are used
+        layout.addWidget(self.speech)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -256,6 +259,7 @@ class LibraryPage(QWidget):
         """List the installed models again (`entries`: a listing made off the GUI thread);
         headers not read before are read in the background."""
         selected = self.selected_entry()
+        self.speech.refresh()
         self._generation += 1
         self.entries = installed_models() if entries is None else entries
         self.headers = {}

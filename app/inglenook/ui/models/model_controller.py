@@ -18,6 +18,7 @@ from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
 from inglenook.models.projector import opened_files, with_projector
 from inglenook.ui import tasks
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
@@ -68,6 +69,7 @@ class ModelController(QObject):
         self._preparing: tasks.Task | None = None  # files opened or a load, read off the GUI
         downloads.completed.connect(lambda _status: self.refresh())
         self._parent = parent
+        self.app_settings: AppSettings | None = None  # the window's: the speech models chosen
         self.model: ModelInfo | None = None
         self.is_loading = False
         self.sha256 = ""
@@ -254,7 +256,7 @@ class ModelController(QObject):
         """The Models dialog: one instance, refreshed each time it is shown."""
         if self._dialog is None:
             self._dialog = ModelsDialog(self._downloads, self._parent,
-                                        self.picker.chosen_projector)
+                                        self.picker.chosen_projector, self.app_settings)
             self._dialog.model_chosen.connect(lambda path: self.choose(path))
             self._dialog.models_changed.connect(self._library_changed)
             self._dialog.defaults_requested.connect(self.defaults_requested)

@@ -99,6 +99,8 @@ def window_menus(w: MainWindow) -> list[Menu]:
             Command("stop", "Stop the reply", chats.escape,
                     ["Esc"],
                     "Stop the reply of this chat, wherever the focus is"),
+            Command("dictate", "Dictate", w.composer.mic.toggle, ["Ctrl+Shift+D"],
+                    "Speak your message into the message box; again to stop"),
             Command("voiceConversation", "Voice conversation", chats.voice.toggle,
                     tip="Speak, hear the reply, speak again: hands-free (Esc ends it)",
                     checkable=True, checked=lambda: chats.voice.active),
