@@ -72,9 +72,9 @@ class LoadedModelsDialog(QDialog):
         self.setObjectName("loadedModelsDialog")
         self.setWindowTitle("Loaded models")
         self.worker = worker
-        intro = plain_label("Models in memory now. A model an API request named is loaded for "
-                            "it and unloaded when idle; the window's model stays until you "
-                            "choose another.", self)
+        intro = plain_label("Models in memory now. A model an API request named, or a chat's "
+                            "own model, is loaded beside the window's and unloaded when idle; "
+                            "the window's model stays until you choose another.", self)
         intro.setWordWrap(True)
         self.rows = QWidget(self)
         self.grid = QGridLayout(self.rows)
@@ -154,7 +154,7 @@ class LoadedModelsDialog(QDialog):
 
 
 def _facts(model: LoadedModel) -> str:
-    who = "the window's" if model.by_window else "for the API"
+    who = "the window's" if model.by_window else "beside it (a chat's own, or the API's)"
     memory = gigabytes(model.memory_bytes) if model.memory_bytes else "—"
     running = f"{model.busy} of {model.lanes} replies"
     idle = "" if model.busy else f", idle {_duration(model.idle_s)}"

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.core.load import LOAD_SPECS
-from inglenook.core.settings import MAX_KEEP_CHATS_GB, Settings
+from inglenook.core.load import LOAD_SPECS, LoadOptions
+from inglenook.core.settings import MAX_KEEP_CHATS_GB
 from inglenook.core.units import describe_size
 from inglenook.ui.widgets.controls import helper_label
 from inglenook.ui.widgets.load_field import LoadField
@@ -131,10 +131,9 @@ class SpeedOptions(QWidget):
         layout.addLayout(keep)
         layout.addWidget(self.forget_button)
 
-    def show_settings(self, settings: Settings) -> None:
+    def show_options(self, options: LoadOptions) -> None:
         for name, field in self.fields.items():
-            field.set_value(getattr(settings, name))
-        self.show_keep_chats(settings.keep_chats_gb)
+            field.set_value(getattr(options, name))
 
     def show_keep_chats(self, gigabytes: int) -> None:
         """Emits nothing."""
