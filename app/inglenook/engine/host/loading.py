@@ -18,6 +18,7 @@ import psutil
 
 from inglenook import paths
 from inglenook.core.builtin_templates import Choice, choose, detect, is_base_model
+from inglenook.core.families import MemoryFamily, MemoryKind
 from inglenook.core.load import (
     LOOKUP_MIN_NGRAM,
     LoadParams,
@@ -139,7 +140,8 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     try:
         tokenizer, choice, traits, tools = _template(params, header, model)
         vision = tokenizer.vision = _vision(params, model, n_threads_batch, offload)
-        proposer, most, draft = _speculation(params, model, ctx, n_ctx, threads, abort_cb)
+        proposer, most, draft = _speculation(params, header, model, ctx, n_ctx, threads,
+                                                abort_cb)
     except (TemplateError, _DraftError, ProjectorError) as exc:
         if vision is not None:
             vision.close()
@@ -166,7 +168,8 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         n_slots=n_slots, kv_bytes=kv_bytes, memory_bytes=memory_bytes,
         vision=vision is not None,
         image_tokens=vision.probe_positions() if vision is not None else 0,
-        projector=params.mmproj_path if vision is not None else "")
+        projector=params.mmproj_path if vision is not None else "",
+        family=family(header, model, ctx))
     memories = [ctx.sequence(s) for s in range(n_slots)]
     slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir),
                        copy_threshold(ctx.n_ctx_seq))
@@ -237,12 +240,13 @@ def _draft_header(params: LoadParams, header: GGUFHeader) -> GGUFHeader | None:
     return draft
 
 
-def _speculation(params: LoadParams, model: Model, ctx: Context, n_ctx: int,
+def _speculation(params: LoadParams, header: GGUFHeader, model: Model, ctx: Context,
+                 n_ctx: int,
                  threads: tuple[int, int, int, bool], abort_cb: Any
                  ) -> tuple[Proposer | None, int, DraftModel | None]:
     """What guesses tokens for this model, and how many at most. Raises _DraftError."""
-    if not params.speculation or model.recurrent:
-        return None, 0, None  # recurrent state cannot drop rejected guesses
+    if not params.speculation or not family(header, model, ctx).can_speculate:
+        return None, 0, None  # the cells cannot drop rejected guesses (core/families.py)
     most = min(ctx.n_batch - 1, params.draft_tokens if params.draft_model_path
                else params.lookup_tokens)
     if most < 1:
@@ -310,3 +314,17 @@ def _state_budgets(params: LoadParams) -> tuple[int, int]:
 
 def with_threads(info: ModelInfo, n_threads: int, n_threads_batch: int) -> ModelInfo:
     return dataclasses.replace(info, n_threads=n_threads, n_threads_batch=n_threads_batch)
+
+
+def family(header: GGUFHeader, model: Model, ctx: Context) -> MemoryFamily:
+    """How the loaded model keeps its memory, as llama.cpp reports it."""
+    kind: MemoryKind = ("hybrid" if model.hybrid else "recurrent" if model.recurrent
+                        else "sliding-window" if model.n_swa else "dense")
+    arch = header.architecture
+
+    def number(key: str) -> int:
+        value = header.metadata.get(f"{arch}.{key}")
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return MemoryFamily(kind, model.n_swa, model.n_swa > 0 and ctx.swa_full,
+                        number("expert_count"), number("expert_used_count"))

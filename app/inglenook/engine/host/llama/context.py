@@ -22,12 +22,16 @@ class Context:
     """`n_seq` sequences (ids 0..n_seq-1) of `n_ctx_seq` cells each."""
 
     def __init__(self, model: Model, n_ctx_seq: int, n_seq: int, n_batch: int, n_threads: int,
-                 n_threads_batch: int, flash_attn: bool, kv_type: str) -> None:
+                 n_threads_batch: int, flash_attn: bool, kv_type: str,
+                 swa_full: bool = True) -> None:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx_seq * n_seq
         params.n_batch = params.n_ubatch = min(n_batch, params.n_ctx)
         params.n_seq_max = n_seq
         params.kv_unified = False
+        # Every token's cells in sliding-window layers too (llama.cpp's default), so a
+        # conversation can be cut back anywhere (core/families.py); the fit planner counts it.
+        params.swa_full = swa_full
         params.n_threads, params.n_threads_batch = n_threads, n_threads_batch
         params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
@@ -41,7 +45,12 @@ class Context:
         self.n_seq = n_seq
         self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self.ptr))
         self.n_batch = int(llama_cpp.llama_n_batch(self.ptr))
-        self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem))
+        # llama.cpp keeps only the window's cells of sliding-window layers unless every
+        # sequence has a stream of its own (then "full-size SWA cache") or swa_full is set.
+        self.swa_full = model.n_swa == 0 or bool(params.swa_full) or (
+            n_seq > 1 and not params.kv_unified)
+        # A window-only cache loses its start: no shift (core/families.py).
+        self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem)) and self.swa_full
         self._abort_cb: Any = None
 
     def decode(self, batch: Batch) -> int:
@@ -130,10 +139,23 @@ class SeqMemory:
         at = self.position(n)
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
+            cut = n < len(self.held)
             del self.held[n:]
             del self.pos[n:]
             self.next_pos = at
+            if cut and not self._window_holds(at):
+                self.clear()  # the cells the next token looks back on are gone
+                return False
         return ok
+
+    def _window_holds(self, at: int) -> bool:
+        """Whether a window-only sliding-window cache still holds the cells a token at `at`
+        attends to (llama-server's check: the earliest cell kept is within the window)."""
+        n_swa = self.ctx.model.n_swa
+        if not n_swa or self.ctx.swa_full:
+            return True
+        pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.ctx.mem, self.seq))
+        return pos_min < 0 or pos_min <= max(0, at - n_swa)
 
     def cut(self, start: int, end: int) -> bool:
         mem = self.ctx.mem

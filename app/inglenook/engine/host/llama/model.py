@@ -36,8 +36,9 @@ class Model:
                     int(llama_cpp.llama_vocab_fim_suf(self.vocab)),
                     int(llama_cpp.llama_vocab_fim_mid(self.vocab)))
         # Recurrent state cannot be cut back to a shorter prefix (no speculation, no shift).
-        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)
-                              or llama_cpp.llama_model_is_hybrid(self.ptr))
+        self.hybrid = bool(llama_cpp.llama_model_is_hybrid(self.ptr))
+        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)) or self.hybrid
+        self.n_swa = int(llama_cpp.llama_model_n_swa(self.ptr))  # 0: no sliding window
         self._buffer = (llama_cpp.llama_token * 4096)()
         # Each token's first byte and the one-byte tokens, made for the grammar's first reply
         # (sampler.first_bytes).
