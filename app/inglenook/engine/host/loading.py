@@ -172,7 +172,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         family=family(header, model, ctx))
     memories = [ctx.sequence(s) for s in range(n_slots)]
     slots = SlotStates(memories, StateCache(ram, disk, paths.kv_state_dir),
-                       copy_threshold(ctx.n_ctx_seq))
+                       copy_threshold(ctx.n_ctx_seq), not info.family.trims_anywhere)
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
                        vision)
 
