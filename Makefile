@@ -1,6 +1,6 @@
 # Inglenook: `make run` opens the window, `make test` runs the whole suite, `make bench` prints figures.
 # Everything installs into .venv. The engine (llama-cpp-python) is compiled for this machine once;
-# pip's wheel cache makes later set-ups fast. Overrides (see README, "Building the engine"):
+# pip's wheel cache makes later set-ups fast. Overrides (see docs/building.md):
 #   make engine INGLENOOK_GPU=cuda|metal|vulkan|cpu      rebuild the engine for a GPU back-end
 #   make engine CMAKE_ARGS="-DGGML_CUDA=ON ..."           rebuild with your own CMake flags
 
@@ -61,7 +61,7 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not integration"
 
-# Figures for README (bench/results.json). `make test` runs it in a quick mode, so it cannot rot.
+# Figures for docs/performance.md (bench/results.json). `make test` runs it in a quick mode, so it cannot rot.
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) bench/run.py
 

@@ -51,6 +51,7 @@ import threading
 import time
 from pathlib import Path
 
+import report  # bench/report.py
 from chart import draw  # bench/chart.py: this script's folder is on sys.path
 from common import bundled_model, log
 from inglenook.core.load import LoadParams
@@ -296,9 +297,12 @@ def main() -> int:
     for key, value in results.items():
         print(f"{key:<{width}}  {value}")
     results["quick"] = quick
+    results["date"] = time.strftime("%Y-%m-%d")
     args.output.write_text(json.dumps(results, indent=2) + "\n")
     chart = draw(results, args.output.with_suffix(".png"))
     print(f"\nwrote {args.output} and {chart}")
+    if not quick and args.output == HERE / "results.json":
+        report.main([str(args.output)])
     return 0
 
 

@@ -205,7 +205,7 @@ def test_system_prompt_edit_emits(panel: SamplingPanel, qtbot: QtBot) -> None:
 
 def test_gpu_offload_unsupported(panel: SamplingPanel) -> None:
     reason = ("This build of llama.cpp cannot offload to a GPU (CPU-only build). "
-              "See README: Building the engine.")
+              "See docs/building.md.")
     spin = find(panel, QSpinBox, "n_gpu_layers_spin")
     label = find(panel, QLabel, "gpu_unsupported_label")
     assert spin.isEnabled()

@@ -18,7 +18,7 @@ SERVED = (OPENAI, ANTHROPIC, RESPONSES)  # and OLLAMA where it is turned on
 NO_TOKEN = "none"  # what a client sends as its key when the server asks for no token
 OLLAMA_APPS = "Ollama clients (the ollama library, Goose, n8n, Raycast, Copilot Chat…)"
 # What works with each app, as the tests measure it (through its official SDK, or its exact
-# request shapes): README's table of clients × features says the same, and a test holds them
+# request shapes): docs/api.md's table of clients × features says the same, and a test holds them
 # together (tests/unit/server/test_connect.py).
 WORKS = {
     "OpenAI client (Python)": "chat and completions, streamed or whole; tools (a forced call "

@@ -68,11 +68,11 @@ def test_an_app_whose_dialect_is_not_served_says_so() -> None:
     assert all(g.served for g in every)
 
 
-def test_each_app_says_what_works_there_as_the_readmes_table() -> None:
-    """README's clients × features table and Connect an app say the same, line for line."""
+def test_each_app_says_what_works_there_as_the_manuals_table() -> None:
+    """docs/api.md's clients × features table and Connect an app say the same, line for line."""
     from inglenook.server.connect import OLLAMA_APPS, WORKS
 
-    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[3] / "docs" / "api.md").read_text(encoding="utf-8")
     rows = {line.split(" | ")[-1].rstrip(" |") for line in readme.splitlines()
             if line.startswith("| ") and line.count(" | ") == 1}
     assert set(WORKS.values()) <= rows

@@ -24,7 +24,7 @@ from inglenook.ui.side.sampling_panel import SamplingPanel
 SAVE_DELAY_MS = 500
 CHAT_FIELDS = ("sampling", "system_prompt", "overflow")  # the panel shows the chat's; see _use
 CPU_ONLY = ("This build of llama.cpp runs on the CPU only, so there is nothing to offload. "
-            "See README, “Building the engine”, to build with CUDA, Metal or Vulkan.")
+            "See docs/building.md to build with CUDA, Metal or Vulkan.")
 
 
 class SideController(QObject):
