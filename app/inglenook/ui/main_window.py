@@ -117,8 +117,8 @@ class MainWindow(QMainWindow):
             lambda: self.side.presets, self)
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
-        self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
-                                   self.side.load_params, self)
+        self.loaded = LoadedModels(self.worker, self.lanes_label, self.memory_label,
+                                   self.app_settings, self.side.load_params, self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
         self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
@@ -185,7 +185,8 @@ class MainWindow(QMainWindow):
         central.setMinimumSize(MIN_WIDTH, 360)
 
         (self.model_label, self.status_text, self.server_label, self.progress,
-         self.context_label, self.lanes_label) = fill_status_bar(self.statusBar())
+         self.context_label, self.lanes_label, self.memory_label) = fill_status_bar(
+             self.statusBar())
         # Tab's way round the window (window/tab_order.py); True: by place on screen.
         self._tab_parts = ((top, False), (self.sidebar, False), (self.banner, False),
                            (self.find_bar, False), (self.chat, True),

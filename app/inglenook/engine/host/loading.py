@@ -77,6 +77,22 @@ class LoadedModel:
     draft: DraftModel | None = None
     vision: Vision | None = None  # the projector, when loaded with one (LoadParams.mmproj_path)
 
+    def memory(self) -> p.MemoryReport:
+        """What this model holds in the engine process (protocol.MemoryReport)."""
+        pairs = [(self.model, self.ctx)] + (
+            [(self.draft.model, self.draft.ctx)] if self.draft is not None else [])
+        kv = sum(ctx.buffers.get("kv", 0) for _, ctx in pairs)
+        cells = self.ctx.n_ctx_seq * len(self.memories)
+        main_kv = self.ctx.buffers.get("kv", 0)
+        used = sum(m.n for m in self.memories)
+        states = self.slots.cache.usage()
+        return p.MemoryReport(
+            weights_bytes=sum(model.weights_bytes for model, _ in pairs), kv_bytes=kv,
+            kv_used_bytes=main_kv * used // cells if cells else 0,
+            compute_bytes=sum(ctx.buffers.get("compute", 0) for _, ctx in pairs),
+            states_ram_bytes=states.ram_bytes, states_disk_bytes=states.disk_bytes,
+            rss_bytes=psutil.Process().memory_info().rss)
+
     def close(self) -> None:
         self.slots.reset()
         if self.vision is not None:

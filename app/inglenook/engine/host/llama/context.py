@@ -11,7 +11,7 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
-from inglenook.engine.host.llama.library import KV_TYPES
+from inglenook.engine.host.llama.library import KV_TYPES, take_buffers
 from inglenook.engine.host.llama.model import Model
 from inglenook.engine.kv_reuse import KvMemory
 from inglenook.engine.kv_states import count
@@ -38,9 +38,11 @@ class Context:
         params.type_k = params.type_v = KV_TYPES[kv_type]
         params.no_perf = True
         self.model = model
+        take_buffers()
         self.ptr = llama_cpp.llama_init_from_model(model.ptr, params)
         if not self.ptr:
             raise ValueError("Failed to create the llama.cpp context (out of memory?)")
+        self.buffers = take_buffers()  # KV cells and compute buffers, as llama.cpp allocated
         self.mem = llama_cpp.llama_get_memory(self.ptr)
         self.n_seq = n_seq
         self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self.ptr))

@@ -8,6 +8,8 @@ from collections.abc import Callable
 import llama_cpp
 import numpy as np
 
+from inglenook.engine.host.llama.library import take_buffers
+
 
 # ---- the model --------------------------------------------------------------------------------
 class Model:
@@ -22,9 +24,13 @@ class Model:
             self._progress = llama_cpp.llama_progress_callback(
                 lambda fraction, _data: bool(progress(float(fraction))))
             params.progress_callback = self._progress
+        take_buffers()
         self.ptr = llama_cpp.llama_model_load_from_file(path.encode("utf-8"), params)
         if not self.ptr:
             raise ValueError(f"Failed to load model from file: {path}")
+        # What llama.cpp allocated for the weights (mapped and repacked), else their size.
+        self.weights_bytes = take_buffers().get("weights") or int(
+            llama_cpp.llama_model_size(self.ptr))
         self.vocab = llama_cpp.llama_model_get_vocab(self.ptr)
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
         self.bos = int(llama_cpp.llama_vocab_bos(self.vocab))
