@@ -208,3 +208,34 @@ def test_recurrent_state_is_restored_whole_and_never_cut_back(
     assert shorter.cached_tokens in (0, stats.cached_tokens)
     assert [bytes(t.chosen.utf8) for e in events if isinstance(e, p.Logprobs)
             for t in e.tokens] == fresh
+
+
+def test_a_window_only_sliding_cache_is_never_cut_back_before_its_window(
+        gemma_model: Path) -> None:
+    """With only the window's cells (swa_full off: 768 of them here, the window and a batch),
+    cutting 1,100 tokens back to 100 would leave the next token looking at cells llama.cpp has
+    reused: refused, and the sequence emptied (the prompt is read again). With every cell kept
+    (the engine's choice) it is cut back: test_a_gemma_conversation_restored_…"""
+    from inglenook.engine.host.llama import Batch, Context, Model
+
+    model = Model(str(gemma_model), 0, True, False)
+    ctx = Context(model, 2048, 1, 256, 2, 2, False, "f16", swa_full=False)
+    batch = Batch(256)
+    try:
+        assert not ctx.swa_full and not ctx.can_shift
+        memory = ctx.sequence(0)
+        tokens = model.tokenize(" ".join(f"word{i}" for i in range(600)).encode(), False)[:1100]
+        assert len(tokens) == 1100
+        for start in range(0, len(tokens), 256):
+            batch.clear()
+            chunk = tokens[start:start + 256]
+            for i, token in enumerate(chunk):
+                batch.add(token, start + i, 0, False)
+            assert ctx.decode(batch) == 0
+            memory.appended(chunk)
+        assert memory.keep(1090)  # within the window: always possible
+        assert not memory.keep(100) and memory.n == 0
+    finally:
+        batch.close()
+        ctx.close()
+        model.close()

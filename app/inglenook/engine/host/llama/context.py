@@ -139,25 +139,24 @@ class SeqMemory:
         if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
             return False  # inside an M-RoPE image
         at = self.position(n)
+        if n < len(self.held) and not self._window_holds(at):
+            self.clear()  # the cells a token at `at` looks back on are gone
+            return False
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
-            cut = n < len(self.held)
             del self.held[n:]
             del self.pos[n:]
             self.next_pos = at
-            if cut and not self._window_holds(at):
-                self.clear()  # the cells the next token looks back on are gone
-                return False
         return ok
 
     def _window_holds(self, at: int) -> bool:
         """Whether a window-only sliding-window cache still holds the cells a token at `at`
-        attends to (llama-server's check: the earliest cell kept is within the window)."""
+        attends to (llama-server's check: its earliest cell is within the window)."""
         n_swa = self.ctx.model.n_swa
         if not n_swa or self.ctx.swa_full:
             return True
         pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.ctx.mem, self.seq))
-        return pos_min < 0 or pos_min <= max(0, at - n_swa)
+        return pos_min <= max(0, at - n_swa)
 
     def cut(self, start: int, end: int) -> bool:
         mem = self.ctx.mem
