@@ -132,6 +132,12 @@ def api_responses_file() -> Path:
     return data_dir() / "api-responses.db"
 
 
+def pulled_names_file() -> Path:
+    """The names Ollama's clients pulled models by (`hf.co/owner/repo:Q4_K_M` → the file in
+    the models folder; server/pulled_names.py), so that they find them by that name again."""
+    return data_dir() / "pulled-names.json"
+
+
 def knowledge_database_file() -> Path:
     """The knowledge index: collections, their files' text in chunks, the full-text index
     (see knowledge/). Its own file, apart from the conversations: it can be rebuilt from the

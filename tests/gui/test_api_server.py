@@ -13,9 +13,14 @@ from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
 
 from inglenook.core.settings import load_settings
+from inglenook.models.download_queue import DownloadState
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.server.server_dialog import ServerDialog
+from tests import fakehub
+from tests.fakehub import FakeFile, FakeHub
 from tests.gui.conftest import REPLY_TIMEOUT_MS, Script, start_reply, wait_reply
+
+fake_hub = fakehub.fake_hub  # the fixture, under its own name
 
 
 def free_port() -> int:
@@ -26,11 +31,15 @@ def free_port() -> int:
 
 def ask_api(port: int, text: str, result: dict) -> None:
     """A client on another thread: one non-streaming chat completion."""
+    post(port, "/v1/chat/completions",
+         {"model": "", "messages": [{"role": "user", "content": text}]}, result)
+
+
+def post(port: int, path: str, body: dict, result: dict) -> None:
+    """One JSON request, its status and body put in `result` (for a client thread)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        conn.request("POST", "/v1/chat/completions", json.dumps(
-            {"model": "", "messages": [{"role": "user", "content": text}]}),
-            {"Content-Type": "application/json"})
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
         response = conn.getresponse()
         result["status"] = response.status
         result["body"] = json.loads(response.read())
@@ -177,3 +186,32 @@ def test_the_dialog_says_tokenless_clients_share_a_cache_and_can_keep_them_apart
     dialog.enabled.setChecked(False)
     window.close()
     assert load_settings().api_isolate_clients is True
+
+
+def test_ollamas_pull_is_off_until_ticked_and_goes_through_the_windows_downloads(
+        qtbot: QtBot, window: MainWindow, fake_hub: FakeHub) -> None:
+    fake_hub.add_repo("org/Tiny-GGUF", [FakeFile("tiny.Q4_K_M.gguf", 300_000)])
+    window.command_actions["apiServer"].trigger()
+    dialog = window.findChild(ServerDialog)
+    assert not dialog.pull.isChecked() and not dialog.pull.isEnabled()  # needs Ollama's API
+    dialog.port.setValue(free_port())
+    dialog.ollama.setChecked(True)
+    assert dialog.pull.isEnabled()
+    dialog.pull.setChecked(True)
+    dialog.enabled.setChecked(True)
+    qtbot.waitUntil(lambda: window.server.running, timeout=REPLY_TIMEOUT_MS)
+    assert not dialog.pull.isEnabled()  # changed with the server off
+    server = window.server.server
+    assert server is not None and server.config.allow_pull
+    result: dict = {}
+    client = threading.Thread(target=post, args=(
+        int(server.url.rsplit(":", 1)[1]), "/api/pull",
+        {"model": "hf.co/org/Tiny-GGUF:Q4_K_M", "stream": False}, result))
+    client.start()
+    qtbot.waitUntil(lambda: any(s.state is DownloadState.DONE and s.filename ==
+                                "tiny.Q4_K_M.gguf" for s in window.downloads.statuses()),
+                    timeout=REPLY_TIMEOUT_MS)
+    client.join(30)
+    assert result == {"status": 200, "body": {"status": "success"}}
+    window.close()
+    assert load_settings().api_allow_pull is True

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from inglenook.engine.client import EngineClient
 from inglenook.engine.scheduler import QueueState, Scheduler
+from inglenook.models.download_queue import DownloadManager
 from inglenook.server import ApiServer, ServerConfig, ServerStatus
 
 T = TypeVar("T")
@@ -60,13 +61,15 @@ class Served:
 
 @contextmanager
 def serving(client: EngineClient, on_engine_lost: Callable[[str], None] | None = None,
-            **config: Any) -> Iterator[Served]:
-    """An ApiServer on 127.0.0.1 (a free port) over its own scheduler on `client`."""
+            downloads: DownloadManager | None = None, **config: Any) -> Iterator[Served]:
+    """An ApiServer on 127.0.0.1 (a free port) over its own scheduler on `client`
+    (`downloads`: the queue Ollama's pulls go through, as the window's)."""
     queue: Watch[QueueState] = Watch(QueueState(None, ()))
     status: Watch[ServerStatus] = Watch(ServerStatus())
     scheduler = Scheduler(client.cancel, queue.update)
     server = ApiServer(scheduler, client, ServerConfig(port=0, **config),
-                       on_engine_lost=on_engine_lost, on_status=status.update)
+                       on_engine_lost=on_engine_lost, on_status=status.update,
+                       downloads=downloads)
     try:
         url = server.start()
         yield Served(server, scheduler, url, status, queue)

@@ -16,7 +16,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 from inglenook.engine.client import EngineClient
+from tests.helpers import sdk_clients
 from tests.helpers.api import Served, request, serving
+
+oai, claude = sdk_clients.oai, sdk_clients.claude  # the fixtures, for `served`
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "age"],
           "properties": {"name": {"type": "string", "maxLength": 12},
@@ -40,28 +43,18 @@ def served(engine: EngineClient) -> Iterator[Served]:
         yield s
 
 
-@pytest.fixture
-def api(served: Served) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=served.base_url, api_key="x", max_retries=0) as client:
-        yield client
 
 
-@pytest.fixture
-def claude(served: Served) -> Iterator[anthropic.Anthropic]:
-    with anthropic.Anthropic(base_url=served.url, api_key="x", max_retries=0) as client:
-        yield client
-
-
-def test_responses_parse_gets_its_schema(api: openai.OpenAI) -> None:
-    parsed = api.responses.parse(model="", input=ASK, text_format=Keeper, temperature=0,
+def test_responses_parse_gets_its_schema(oai: openai.OpenAI) -> None:
+    parsed = oai.responses.parse(model="", input=ASK, text_format=Keeper, temperature=0,
                                  max_output_tokens=200)
     assert isinstance(parsed.output_parsed, Keeper)
-    plain = api.responses.create(model="", input=ASK, temperature=0, max_output_tokens=200,
+    plain = oai.responses.create(model="", input=ASK, temperature=0, max_output_tokens=200,
                                  text={"format": {"type": "json_schema", "name": "keeper",
                                                   "schema": SCHEMA, "strict": True},
                                        "verbosity": "low"})
     jsonschema.validate(json.loads(plain.output_text), SCHEMA)
-    anything = api.responses.create(model="", input=ASK + " As JSON.", temperature=0,
+    anything = oai.responses.create(model="", input=ASK + " As JSON.", temperature=0,
                                     max_output_tokens=60,
                                     text={"format": {"type": "json_object"}})
     assert anything.output_text.lstrip().startswith("{")  # the grammar held from the start
@@ -79,7 +72,7 @@ def test_anthropic_structured_output(claude: anthropic.Anthropic) -> None:
     assert isinstance(parsed.parsed_output, Pet)
 
 
-def test_fields_that_only_name_or_cache_are_accepted(api: openai.OpenAI, served: Served
+def test_fields_that_only_name_or_cache_are_accepted(oai: openai.OpenAI, served: Served
                                                      ) -> None:
     base = {"model": "", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4,
             "temperature": 0}
@@ -102,8 +95,8 @@ def test_fields_that_only_name_or_cache_are_accepted(api: openai.OpenAI, served:
     assert one["choices"][0]["message"] == two["choices"][0]["message"]
 
 
-def test_a_request_without_a_limit_gets_the_servers(api: openai.OpenAI) -> None:
-    made = api.chat.completions.create(model="", temperature=0, messages=[
+def test_a_request_without_a_limit_gets_the_servers(oai: openai.OpenAI) -> None:
+    made = oai.chat.completions.create(model="", temperature=0, messages=[
         {"role": "user", "content": "Count from one to one hundred in words."}])
     assert made.usage is not None and made.usage.completion_tokens == 5
     assert made.choices[0].finish_reason == "length"
@@ -145,9 +138,9 @@ def test_anthropic_stop_sequences_say_which_one_stopped(claude: anthropic.Anthro
     assert plain.stop_reason in ("end_turn", "max_tokens") and plain.stop_sequence is None
 
 
-def test_seeded_choices_come_again_with_the_same_seed(api: openai.OpenAI) -> None:
+def test_seeded_choices_come_again_with_the_same_seed(oai: openai.OpenAI) -> None:
     def choices() -> list[str | None]:
-        made = api.chat.completions.create(
+        made = oai.chat.completions.create(
             model="", n=3, seed=7, temperature=1.0, max_tokens=12,
             messages=[{"role": "user", "content": "Name a colour."}])
         return [c.message.content for c in sorted(made.choices, key=lambda c: c.index)]

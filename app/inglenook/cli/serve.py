@@ -63,6 +63,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                        help="fetch an image a request names by http(s) URL (public addresses "
                        "only, up to 32 MiB); without it only data: URLs are read and nothing "
                        "is fetched")
+    serve.add_argument("--allow-pull", action="store_true",
+                       help="with --ollama: let clients download models from the Hugging Face "
+                       "Hub (Ollama's /api/pull, as hf.co/owner/repo:QUANT) into the models "
+                       "folder; without it a pull is refused")
     serve.add_argument("--isolate-clients", action="store_true",
                        help="keep each client's KV cache to itself on a server without a token "
                        "(by its address and `user`, else its connection): clients then cannot "
@@ -79,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
                           ollama=args.ollama,
                           cors_origins=tuple(args.cors_origin),
                           extra_hosts=tuple(args.allow_host), fetch_images=args.fetch_images,
-                          isolate_clients=args.isolate_clients)
+                          isolate_clients=args.isolate_clients, allow_pull=args.allow_pull)
+    if args.allow_pull and not args.ollama:
+        fail("--allow-pull is for Ollama's /api/pull: add --ollama.")
+        return 2
     try:
         config.check()  # refused before a model is loaded for nothing
         load = read_load_params(args, model_path(args))
@@ -168,6 +175,8 @@ def _serve(client: EngineRouter, load: LoadParams, config: ServerConfig) -> int:
         print(SHARED_CACHE, flush=True)
     if config.fetch_images:
         print("Images named by URL are fetched (public addresses only).", flush=True)
+    if config.allow_pull:
+        print("Clients may download models from the Hub (/api/pull).", flush=True)
     try:
         done.wait()
     finally:

@@ -105,6 +105,7 @@ class Settings:
     api_cors_origins: str = ""  # space-separated browser origins allowed to call it
     api_ollama: bool = False  # Ollama's /api/* routes too (a second open door: off by default)
     api_fetch_images: bool = False  # images requests name by http(s) URL are fetched (opt-in)
+    api_allow_pull: bool = False  # Ollama's /api/pull downloads from the Hub for a client (opt-in)
     api_isolate_clients: bool = False  # each tokenless client's KV cache its own (not shared)
     # A model an API request named (loaded for it) is unloaded when idle this long; -1: never.
     model_idle_minutes: int = 5

@@ -69,6 +69,7 @@ class DownloadManager:
         self._lock = threading.Lock()
         self._next_id = 1
         self._closed = False
+        self._watchers: list[Callable[[DownloadStatus], None]] = []
 
     # -- commands --------------------------------------------------------------------------------
     def add(self, repo: str, filename: str, revision: str = "main") -> int:
@@ -120,6 +121,19 @@ class DownloadManager:
             job.status = replace(job.status, state=DownloadState.QUEUED, message="")
         self._notify(job_id)
         self._schedule()
+
+    def watch(self, listener: Callable[[DownloadStatus], None]) -> Callable[[], None]:
+        """Hear every change besides `on_change` (an API pull following its own jobs), on the
+        same threads; returns the call that stops it."""
+        with self._lock:
+            self._watchers.append(listener)
+
+        def unwatch() -> None:
+            with self._lock:
+                if listener in self._watchers:
+                    self._watchers.remove(listener)
+
+        return unwatch
 
     def status(self, job_id: int) -> DownloadStatus:
         with self._lock:
@@ -230,5 +244,10 @@ class DownloadManager:
         self._notify(job.status.id)
 
     def _notify(self, job_id: int) -> None:
+        status = self.status(job_id)
         if self.on_change is not None:
-            self.on_change(self.status(job_id))
+            self.on_change(status)
+        with self._lock:
+            watchers = list(self._watchers)
+        for listener in watchers:
+            listener(status)

@@ -33,3 +33,13 @@ def sha256_of(path: str) -> str:
     with _lock:
         _cache[key] = found
     return _cache[key]
+
+
+def remember(path: str, sha256: str) -> None:
+    """A sha256 known without hashing again: a download checked it as the bytes arrived."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return
+    with _lock:
+        _cache[(os.path.realpath(path), stat.st_size, stat.st_mtime_ns)] = sha256

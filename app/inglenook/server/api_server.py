@@ -21,6 +21,7 @@ import uvicorn
 from inglenook.engine.client import EngineClient
 from inglenook.engine.router import EngineRouter
 from inglenook.engine.scheduler import Scheduler
+from inglenook.models.download_queue import DownloadManager
 from inglenook.server.config import ServerConfig
 from inglenook.server.connections import ConnectionGuard, guarded_protocol, most_connections
 from inglenook.server.engine_link import EngineLink
@@ -41,9 +42,11 @@ class ApiServer:
     def __init__(self, scheduler: Scheduler, client: EngineClient | EngineRouter,
                  config: ServerConfig,
                  on_engine_lost: Callable[[str], None] | None = None,
-                 on_status: Callable[[ServerStatus], None] | None = None) -> None:
+                 on_status: Callable[[ServerStatus], None] | None = None,
+                 downloads: DownloadManager | None = None) -> None:
         config.check()
         self.config = config
+        self.downloads = downloads  # Ollama's pulls go through it (the window's queue)
         self.board = StatusBoard(on_status)
         self.link = EngineLink(scheduler, client, config.max_pending, self.board, on_engine_lost)
         self._started = threading.Event()
@@ -64,7 +67,7 @@ class ApiServer:
             raise RuntimeError("the server is already running")
         sock = _bind(self.config.host, self.config.port)
         port = sock.getsockname()[1]
-        app = build_app(self.link, self.config, self.board, self._started.set)
+        app = build_app(self.link, self.config, self.board, self._started.set, self.downloads)
         # Connections are bounded by the guard (server/connections.py): uvicorn's own limit
         # counted half-open ones too, and answered everyone 503 while they lasted.
         # The backlog is also how many connections asyncio accepts in one go before the guard

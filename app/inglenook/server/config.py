@@ -45,6 +45,9 @@ class ServerConfig:
     # Clients without a token share one principal (their KV states reused across them: a side
     # channel, see engine/kv_reuse.py) unless this keeps each client's to itself.
     isolate_clients: bool = False
+    # Ollama's /api/pull downloads models from the Hub for a client: off unless asked, for
+    # the same reason (and a download fills the disk).
+    allow_pull: bool = False
     fetch_policy: FetchPolicy | None = field(default=None, compare=False, repr=False)
     # Tokens a reply may have when the request names no limit (Codex, Ollama without
     # num_predict): a model that never stops is cut there, with finish reason "length".

@@ -29,8 +29,9 @@ WORKS = {
     "`messages.parse()`; thinking (refused where the model cannot); `stop_sequences` with "
     "`stop_sequence`; a prefilled reply continued; `count_tokens`",
     OLLAMA_APPS: "`/api/chat`, `/api/generate` (`raw` too), `/api/embed`, `show` for every "
-    "model, tags, the root check, the load, unload and preload idioms, `num_ctx`; `pull` is "
-    "not done here (501)",
+    "model, tags, the root check, the load, unload and preload idioms, `num_ctx`; `pull` "
+    "from the Hugging Face Hub (`hf.co/owner/repo:QUANT`) with progress, where the user "
+    "allows downloads",
     "Claude Code": "its requests: streaming, tools, thinking, `max_tokens: 32000` a cap, not "
     "a reservation (a model that calls tools and a long context make it useful)",
     "Codex": "Responses: streamed events in order, `previous_response_id` (kept in the "

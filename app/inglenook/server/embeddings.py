@@ -164,13 +164,15 @@ def openai_route(serving: Serving) -> Callable[[Request], Any]:
     return route
 
 
-def ollama_routes(serving: Serving) -> tuple[Callable[[Request], Any], Callable[[Request], Any]]:
-    """/api/embed and /api/embeddings (errors in Ollama's shape: the caller wraps them)."""
+def ollama_routes(serving: Serving, named: Callable[[Any], Any] = lambda body: body
+                  ) -> tuple[Callable[[Request], Any], Callable[[Request], Any]]:
+    """/api/embed and /api/embeddings (errors in Ollama's shape: the caller wraps them);
+    `named` turns a name a model was pulled by into its file's."""
 
     async def answered(request: Request, parse: Callable[[Any], EmbedCall]
                        ) -> tuple[p.Embedded, str]:
         try:
-            return await embed(serving, request, parse(await serving.body(request)))
+            return await embed(serving, request, parse(named(await serving.body(request))))
         except ApiError as exc:
             serving.board.refused(exc.message)
             raise

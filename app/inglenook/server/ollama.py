@@ -1,7 +1,8 @@
 """Ollama's own API, off by default (a second open door: `inglenook serve --ollama`, on
 Ollama's port 11434 unless --port says otherwise): /api/version, /api/tags, /api/show, /api/ps,
 /api/chat and /api/generate (NDJSON streaming, Ollama's default), /api/embed and /api/embeddings
-(embeddings.py: the same path as OpenAI's /v1/embeddings). Same security middleware;
+(embeddings.py: the same path as OpenAI's /v1/embeddings), /api/pull (ollama_pull.py: from the
+Hugging Face Hub, where the user allows it). Same security middleware;
 errors in Ollama's shape, {"error": "<sentence>"}, past it.
 """
 
@@ -20,11 +21,12 @@ from starlette.routing import Route
 from inglenook.core.messages import JSON_OBJECT, ImageRef, Message, RawPrompt, ToolCallTurn
 from inglenook.core.replies import Stats
 from inglenook.core.sampling import SPECS, SamplingParams
-from inglenook.server import embeddings, ollama_models
+from inglenook.server import embeddings, ollama_models, ollama_pull
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
 from inglenook.server.images import base64_image
 from inglenook.server.ollama_models import load_or_unload
+from inglenook.server.ollama_pull import Puller
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
 from inglenook.server.responses import Format
@@ -296,12 +298,19 @@ def _no_prompt(data: Any, key: str) -> bool:
     return not data.get("prompt") and not data.get("images") and not data.get("suffix")
 
 
-def routes(serving: Serving) -> list[Route]:
+def routes(serving: Serving, puller: Puller) -> list[Route]:
     link = serving.link
+    names = puller.names
+
+    def named(data: Any) -> Any:
+        """A request naming a model by the name it was pulled by names its file."""
+        model = data.get("model") if isinstance(data, dict) else None
+        found = names.file_of(model) if isinstance(model, str) and model else None
+        return {**data, "model": found} if found else data
 
     async def answer(request: Request, key: str, parse: Callable[[Any], ApiCall],
                      fmt: Callable[[str], Format]) -> Any:
-        data = await serving.body(request)
+        data = named(await serving.body(request))
         if _no_prompt(data, key):
             base = _base(obj(data))
             model = base["model"]
@@ -331,12 +340,14 @@ def routes(serving: Serving) -> list[Route]:
     async def generate(request: Request) -> Any:
         return await answer(request, "prompt", parse_generate, GenerateFormat)
 
-    embed, embed_legacy = embeddings.ollama_routes(serving)
+    embed, embed_legacy = embeddings.ollama_routes(serving, named)
+    pull = ollama_pull.route(serving.config, puller, serving.body)
 
     wrapped = [Route(r.path, _ollama(r.endpoint), methods=list(r.methods or []))
-               for r in ollama_models.routes(link, serving.body)]
+               for r in ollama_models.routes(link, serving.body, names)]
     return [Route("/api/version", _ollama(version), methods=["GET"]),
             *wrapped,
+            Route("/api/pull", _ollama(pull), methods=["POST"]),
             Route("/api/chat", _ollama(chat), methods=["POST"]),
             Route("/api/generate", _ollama(generate), methods=["POST"]),
             Route("/api/embed", _ollama(embed), methods=["POST"]),

@@ -1,8 +1,8 @@
 """Ollama's model routes: the root check (`GET /`, `HEAD /`: "Ollama is running"), /api/tags,
 /api/ps and /api/show for every model of the library (loaded or not: a client such as Zed
 shows each one it lists), the load and unload idioms (a chat or generate request with no
-prompt), and Ollama-shaped answers for what this server does not do (pull, push, create,
-copy, delete).
+prompt), and Ollama-shaped answers for what this server does not do (push, create, copy,
+delete). A model pulled through the API is listed by the name it was pulled by.
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ from inglenook.models.library import files_size, quantization, split_parts
 from inglenook.server.engine_link import EngineLink
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import obj, text
+from inglenook.server.pulled_names import PulledNames
 
 _FIM_KEYS = ("tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id")
 NOT_HERE = ("This server does not {what} models through Ollama's API: {how}.")
 _UNSUPPORTED = {
-    "/api/pull": ("download", "use Models → Discover in the window, or `inglenook models "
-                  "download REPO FILE`"),
     "/api/push": ("upload", "models stay on this machine"),
     "/api/create": ("create", "put a GGUF file in the models folder (Models → Library → "
                     "Add…) and set its defaults there"),
@@ -127,16 +126,18 @@ def show_model(name: str, path: str, info: ModelInfo | None) -> dict[str, Any]:
                            f"{architecture}.context_length": trained}}
 
 
-def routes(link: EngineLink, body: Callable[[Request], Any]) -> list[Route]:
+def routes(link: EngineLink, body: Callable[[Request], Any], names: PulledNames
+           ) -> list[Route]:
     def library() -> list[tuple[str, str]]:
         """The library with the window's model first (it may be a file opened from
-        elsewhere)."""
+        elsewhere); a model pulled through the API under the name it was pulled by."""
         model = link.client.model
-        entries = link.client.library()
+        pulled = names.by_file()
+        entries = [(pulled.get(Path(p).name.lower(), n), p) for n, p in link.client.library()]
         if model is None:
             return entries
         rest = [(n, p) for n, p in entries if p != model.path]
-        return [(model.name, model.path), *rest]
+        return [(pulled.get(Path(model.path).name.lower(), model.name), model.path), *rest]
 
     def find(name: str) -> tuple[str, str] | None:
         wanted = name.strip().lower()
@@ -169,7 +170,7 @@ def routes(link: EngineLink, body: Callable[[Request], Any]) -> list[Route]:
         from inglenook.server.ollama import untagged
 
         name = untagged(text(data, "model", 256) or text(data, "name", 256))
-        found = find(name)
+        found = find(names.file_of(name) or name)
         if found is None:
             raise ApiError(404, f"model '{name[:100]}' not found", param="model",
                            code="model_not_found")

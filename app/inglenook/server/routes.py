@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from inglenook.models.download_queue import DownloadManager
 from inglenook.server import anthropic, audio, embeddings, ollama, openai_responses
 from inglenook.server.config import ServerConfig
 from inglenook.server.engine_link import EngineLink
@@ -27,6 +28,7 @@ from inglenook.server.errors import (
     http_error_handler,
     unexpected_error_handler,
 )
+from inglenook.server.ollama_pull import Puller
 from inglenook.server.replying import (  # re-exported: tests and the CLI use them from here
     API_ANONYMOUS,
     API_TOKEN,
@@ -47,10 +49,14 @@ __all__ = ["API_ANONYMOUS", "API_TOKEN", "BODY_TIMEOUT_S", "build_app", "owner_o
 
 
 def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
-              on_startup: Callable[[], None] = lambda: None) -> Starlette:
+              on_startup: Callable[[], None] = lambda: None,
+              downloads: DownloadManager | None = None) -> Starlette:
+    """`downloads`: the queue Ollama's pulls go through (the window's; else the server's own,
+    made at the first pull)."""
     created = int(time.time())
     serving = Serving(link, config, board)
     kept = openai_responses.ResponseStore()  # the profile's stored Responses
+    puller = Puller(downloads)
 
     async def list_models(_request: Request) -> JSONResponse:
         return JSONResponse(models_list(link.model_names(), created))
@@ -76,6 +82,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
             yield
         finally:
             kept.close()
+            puller.close()
 
     return Starlette(
         routes=[Route("/v1/models", list_models, methods=["GET"]),
@@ -86,7 +93,7 @@ def build_app(link: EngineLink, config: ServerConfig, board: StatusBoard,
                 *openai_responses.routes(serving, kept),
                 *audio.routes(serving),
                 *anthropic.routes(serving),
-                *(ollama.routes(serving) if config.ollama else [])],
+                *(ollama.routes(serving, puller) if config.ollama else [])],
         middleware=[Middleware(RequestLogMiddleware, board=board),
                     Middleware(SecurityMiddleware, config=config)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler,

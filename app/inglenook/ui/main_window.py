@@ -116,7 +116,8 @@ class MainWindow(QMainWindow):
             lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
             lambda: self.side.presets, self)
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
-        self.server = ServerController(self.worker, self.app_settings, self.server_label, self)
+        self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
+                                       self.downloads.manager)
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.memory_label,
                                    self.app_settings, self.side.load_params, self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,

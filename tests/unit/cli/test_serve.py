@@ -60,3 +60,12 @@ def test_a_projector_given_with_mmproj_is_the_served_models_alone(
     named = api_params(served)(str(vision))
     assert named.mmproj_path == str(projector)  # found beside it, not carried over
     assert api_params(parsed(vision))(str(text)).mmproj_path == ""
+
+
+def test_allow_pull_needs_ollamas_api(capsys: pytest.CaptureFixture[str]) -> None:
+    from inglenook.cli.serve import run
+
+    args = _parser().parse_args(["serve", "--allow-pull"])
+    assert run(args) == 2  # refused before any model is loaded
+    assert "--allow-pull is for Ollama's /api/pull: add --ollama." in capsys.readouterr().err
+    assert _parser().parse_args(["serve", "--ollama", "--allow-pull"]).allow_pull

@@ -18,7 +18,10 @@ import pytest
 
 from inglenook.core.load import LoadParams
 from inglenook.engine.client import EngineClient
+from tests.helpers import sdk_clients
 from tests.helpers.api import Served, fake_qwen3_engine, request, serving
+
+oai, claude = sdk_clients.oai, sdk_clients.claude  # the fixtures, for `served`
 
 CALL = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
@@ -47,16 +50,6 @@ def served(engine: EngineClient) -> Iterator[Served]:
         yield s
 
 
-@pytest.fixture
-def oai(served: Served) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=served.base_url, api_key="x", max_retries=0) as client:
-        yield client
-
-
-@pytest.fixture
-def claude(served: Served) -> Iterator[anthropic.Anthropic]:
-    with anthropic.Anthropic(base_url=served.url, api_key="x", max_retries=0) as client:
-        yield client
 
 
 def test_a_forced_call_cut_by_the_limit_says_length_and_leaks_no_markup(

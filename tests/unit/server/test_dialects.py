@@ -17,7 +17,10 @@ import pytest
 
 from inglenook.engine.client import EngineClient
 from inglenook.server.errors import ApiError
+from tests.helpers import sdk_clients
 from tests.helpers.api import Served, fake_qwen3_engine, request, serving
+
+oai, claude = sdk_clients.oai, sdk_clients.claude  # the fixtures, for `served`
 
 TOKEN = "s3cret-token-for-tests"
 CALL = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
@@ -57,16 +60,6 @@ def served(engine: EngineClient) -> Iterator[Served]:
         yield s
 
 
-@pytest.fixture(scope="module")
-def oai(served: Served) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=served.base_url, api_key="unused", max_retries=0) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def claude(served: Served) -> Iterator[anthropic.Anthropic]:
-    with anthropic.Anthropic(base_url=served.url, api_key="unused", max_retries=0) as client:
-        yield client
 
 
 # ---- OpenAI: tools and reasoning ---------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import ollama
 import pytest
@@ -17,9 +16,8 @@ from gguf import GGMLQuantizationType
 from inglenook import paths
 from inglenook.engine.client import EngineClient
 from tests.gguf_tools import write_gguf
-from tests.helpers.api import Served, fake_qwen3_engine, request, serving
+from tests.helpers.api import Served, request, serving
 
-SCRIPT = {"default": {"text": "Echo: {last}", "token_ms": 0}}
 TINY = {"general.architecture": "llama", "general.name": "Tiny Coder", "general.file_type": 7,
         "llama.block_count": 2, "llama.context_length": 2048, "llama.embedding_length": 64,
         "llama.attention.head_count": 2, "llama.attention.head_count_kv": 2,
@@ -29,16 +27,10 @@ TINY = {"general.architecture": "llama", "general.name": "Tiny Coder", "general.
 ASK = [{"role": "user", "content": "hello there"}]
 
 
-@pytest.fixture(scope="module")
-def engine(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[EngineClient]:
-    with fake_qwen3_engine(bundled_model, tmp_path_factory.mktemp("fake-ollama"), SCRIPT) as client:
-        yield client
-
 
 @pytest.fixture
-def served(engine: EngineClient) -> Iterator[Served]:
-    with serving(engine, ollama=True) as s:
+def served(echo_engine: EngineClient) -> Iterator[Served]:
+    with serving(echo_engine, ollama=True) as s:
         yield s
 
 
@@ -154,7 +146,7 @@ def test_load_and_unload_idioms(served: Served, coder: str) -> None:
     assert served.server.board.get().tokens == 0  # nothing was generated
 
 
-@pytest.mark.parametrize("path", ["/api/pull", "/api/create", "/api/copy", "/api/push"])
+@pytest.mark.parametrize("path", ["/api/create", "/api/copy", "/api/push"])
 def test_what_is_not_done_here_answers_in_ollamas_shape(served: Served, path: str) -> None:
     got = request(served.port, "POST", path, {"model": "llama3"})
     assert got.status == 501 and set(got.json()) == {"error"}

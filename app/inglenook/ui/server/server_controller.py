@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine.worker import EngineWorker
+from inglenook.models.download_queue import DownloadManager
 from inglenook.server.api_server import ApiServer
 from inglenook.server.config import ConfigError, ServerConfig, is_loopback
 from inglenook.server.connect import guides
@@ -26,9 +27,11 @@ class ServerController(QObject):
     status_changed = Signal(object)
 
     def __init__(self, worker: EngineWorker, app_settings: AppSettings,
-                 indicator: QLabel, parent: QWidget) -> None:
+                 indicator: QLabel, parent: QWidget,
+                 downloads: DownloadManager | None = None) -> None:
         super().__init__(parent)
         self.worker, self.indicator = worker, indicator
+        self.downloads = downloads  # the window's queue: Ollama's pulls show there
         self.app = app_settings
         self._parent = parent
         self.server: ApiServer | None = None
@@ -104,7 +107,8 @@ class ServerController(QObject):
         try:
             server = ApiServer(*self.worker.api_engine(), config,
                                on_engine_lost=self.worker.report_crash,
-                               on_status=self.status_changed.emit)
+                               on_status=self.status_changed.emit,
+                               downloads=self.downloads)
             server.start()
         except (ConfigError, OSError) as exc:
             self.error = f"The server did not start: {exc}"
@@ -124,7 +128,7 @@ class ServerController(QObject):
         s = self.settings
         return ServerConfig(host=s.api_host, port=s.api_port, token=s.api_token,
                             cors_origins=tuple(s.api_cors_origins.split()), ollama=s.api_ollama,
-                            fetch_images=s.api_fetch_images,
+                            fetch_images=s.api_fetch_images, allow_pull=s.api_allow_pull,
                             isolate_clients=s.api_isolate_clients)
 
     def _show(self, status: ServerStatus) -> None:

@@ -118,6 +118,10 @@ class ServerDialog(QDialog):
         ollama_row.addWidget(use_port)
         self.fetch = QCheckBox("Fetch images that requests name by an http(s) URL", self)
         self.fetch.setObjectName("serverFetchImages")
+        self.pull = QCheckBox("Let clients download models (Ollama's pull)", self)
+        self.pull.setObjectName("serverAllowPull")
+        self.ollama.toggled.connect(
+            lambda on: self.pull.setEnabled(on and not self.enabled.isChecked()))
         self.isolate = QCheckBox("Keep each client's cache to itself", self)
         self.isolate.setObjectName("serverIsolateClients")
         self.origins = QLineEdit(self)
@@ -134,6 +138,9 @@ class ServerDialog(QDialog):
                              "is fetched. On: this computer downloads an image a request names "
                              "by URL (public addresses only, up to 32 MiB), on the client's "
                              "behalf"),
+                (self.pull, "Off: Ollama's /api/pull is refused. On: a client may download a "
+                            "GGUF model from the Hugging Face Hub (hf.co/owner/repo:QUANT) into "
+                            "the models folder; it shows under Models → Downloads"),
                 (self.isolate, "For a computer shared with others: clients without a token "
                                "never reuse one another's prompt cache (each by its address "
                                "and 'user', else its connection), so none can learn what "
@@ -150,6 +157,7 @@ class ServerDialog(QDialog):
         form.addRow("Browser origins", self.origins)
         form.addRow("Dialects", ollama_row)
         form.addRow("Images", self.fetch)
+        form.addRow("Downloads", self.pull)
         form.addRow("Prompt cache", self.isolate)
         self.status = plain_label("", self, name="serverStatus")  # errors quote clients
         self.status.setWordWrap(True)
@@ -192,6 +200,8 @@ class ServerDialog(QDialog):
         self.origins.setText(settings.api_cors_origins)
         self.ollama.setChecked(settings.api_ollama)
         self.fetch.setChecked(settings.api_fetch_images)
+        self.pull.setChecked(settings.api_allow_pull)
+        self.pull.setEnabled(settings.api_ollama and not self.enabled.isChecked())
         self.isolate.setChecked(settings.api_isolate_clients)
 
     def config(self) -> ServerConfig:
@@ -201,19 +211,21 @@ class ServerDialog(QDialog):
                             token=self.token.text().strip(),
                             cors_origins=tuple(self.origins.text().split()),
                             ollama=self.ollama.isChecked(), fetch_images=self.fetch.isChecked(),
-                            isolate_clients=self.isolate.isChecked())
+                            isolate_clients=self.isolate.isChecked(),
+                            allow_pull=self.pull.isChecked())
 
     def changes(self) -> dict[str, object]:
         """The settings this dialog shows, for AppSettings.update()."""
         config = self.config()
         return {"api_host": config.host, "api_port": config.port, "api_token": config.token,
                 "api_cors_origins": " ".join(config.cors_origins), "api_ollama": config.ollama,
-                "api_fetch_images": config.fetch_images,
+                "api_fetch_images": config.fetch_images, "api_allow_pull": config.allow_pull,
                 "api_isolate_clients": config.isolate_clients}
 
     def show_status(self, status: ServerStatus, error: str = "") -> None:
         for widget in (self.host, self.port, self.token, self.origins, self.fetch, self.isolate):
             widget.setEnabled(not status.running)  # change them with the server off
+        self.pull.setEnabled(not status.running and self.ollama.isChecked())
         if error:
             self.status.setText(error)
         elif status.running:
