@@ -239,3 +239,29 @@ def test_a_window_only_sliding_cache_is_never_cut_back_before_its_window(
         batch.close()
         ctx.close()
         model.close()
+
+
+@pytest.mark.parametrize("overflow", ["rolling", "middle"])
+def test_a_recurrent_conversation_that_outgrows_its_context_reads_what_it_keeps_again(
+        tiny_models: dict[str, Path], tmp_path: Path, overflow: str) -> None:
+    """Recurrent state cannot lose a block from its middle: the turns kept are read again
+    (nothing shifted), and the reply is the one a fresh engine gives the same prompt."""
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    client.load(LoadParams(str(tiny_models["mamba"]), n_ctx=256, n_slots=1))
+    try:
+        messages: tuple[Message, ...] = ()
+        for turn in range(6):
+            messages += (Message("user", f"Turn {turn}: " + "river flows north " * 8),)
+            events = list(client.generate(GenerationRequest(
+                turn, messages, REPLY, "c:long", overflow=overflow)))  # type: ignore[arg-type]
+            finish = next(e.finish for e in events if isinstance(e, p.Finished))
+            assert finish.reason in ("stop", "length"), finish
+            text = "".join(e.text for e in events if isinstance(e, p.Delta))
+            messages += (Message("assistant", text),)
+        stats = next(e.stats for e in events if isinstance(e, p.ReplyStats))
+        assert stats.dropped_messages > 0 and stats.shifted_tokens == 0
+        fresh = list(client.generate(GenerationRequest(
+            99, messages[:-1], REPLY, "c:fresh", overflow=overflow)))  # type: ignore[arg-type]
+    finally:
+        client.close()
+    assert "".join(e.text for e in fresh if isinstance(e, p.Delta)) == text

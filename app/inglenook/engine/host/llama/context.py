@@ -51,8 +51,11 @@ class Context:
         # sequence has a stream of its own (then "full-size SWA cache") or swa_full is set.
         self.swa_full = model.n_swa == 0 or bool(params.swa_full) or (
             n_seq > 1 and not params.kv_unified)
-        # A window-only cache loses its start: no shift (core/families.py).
-        self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem)) and self.swa_full
+        # A window-only cache loses its start, and a recurrent state cannot lose a block from
+        # its middle (llama.cpp says it "can shift": its positions move, its state does not
+        # forget): no shift (core/families.py).
+        self.can_shift = (bool(llama_cpp.llama_memory_can_shift(self.mem)) and self.swa_full
+                          and not model.recurrent)
         self._abort_cb: Any = None
 
     def decode(self, batch: Batch) -> int:
@@ -139,8 +142,8 @@ class SeqMemory:
         if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
             return False  # inside an M-RoPE image
         at = self.position(n)
-        if n < len(self.held) and not self._window_holds(at):
-            self.clear()  # the cells a token at `at` looks back on are gone
+        if n < len(self.held) and (self.ctx.model.recurrent or not self._window_holds(at)):
+            self.clear()  # a state cannot be cut back, or the window's cells are gone
             return False
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
