@@ -42,7 +42,8 @@ def main() -> int:
     app = QApplication(sys.argv[:1])
     configure(app)
     settings = Settings()
-    settings.n_ctx = 1024 if quick else 4096  # quick: less history to read before streaming
+    # quick: less history to read before streaming
+    settings.load = settings.load.replace(n_ctx=1024 if quick else 4096)
     settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=max_tokens,
                                                   repeat_penalty=1.0)
     window = MainWindow(settings=settings)

@@ -31,6 +31,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
                           100,000 files (progress and Cancel)
   stt_*, tts_*            bench/speech_bench.py: faster-whisper base and Piper: realtime
                           factors, word error rate of a round trip, first audio of a reply
+  speech_*_max_stall_ms   bench/speech_stall.py: the GUI thread while dictating, reading a
+                          reply aloud and in a voice conversation
 A chart of decode speed and TTFT (raw, window, API, peer) goes next to the JSON, as .png.
 
 `--quick` runs every part with tiny counts (make test does, so a bench that no longer runs fails
@@ -229,6 +231,8 @@ SCRIPTS = [  # (what it measures, script), in the order of the results
     ("The GUI thread at model actions: open a 253 MB file, Smaller copy, theme, unload/load…",
      "model_actions_stall.py"),
     ("Voice: whisper base and a Piper voice, speed and word error rate…", "speech_bench.py"),
+    ("The GUI thread while dictating, reading aloud, in a voice conversation…",
+     "speech_stall.py"),
 ]
 
 

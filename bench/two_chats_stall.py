@@ -28,7 +28,7 @@ def main() -> int:
     app = QApplication(sys.argv[:1])
     configure(app)
     settings = Settings()
-    settings.n_ctx = 2048
+    settings.load = settings.load.replace(n_ctx=2048)
     settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, repeat_penalty=1.0,
                                                   max_tokens=48 if quick else 400)
     window = MainWindow(settings=settings)

@@ -64,7 +64,7 @@ def script(tmp_path: Path) -> Script:
 def greedy_settings() -> Settings:
     """Greedy, short replies, a 2,048-token context."""
     settings = Settings()
-    settings.n_ctx = 2048
+    settings.load = settings.load.replace(n_ctx=2048)
     settings.sampling = settings.sampling.replace(temperature=0.0, seed=7, max_tokens=48)
     return settings
 

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 from pytestqt.qtbot import QtBot
 
-from inglenook.core.load import LOAD_SPECS, LoadParams, LoadSpec, ModelDefaults
+from inglenook.core.load import LOAD_SPECS, LoadOptions, LoadParams, LoadSpec, ModelDefaults
 from inglenook.core.settings import Settings
 from inglenook.ui.models.defaults_dialog import ModelDefaultsDialog
 from inglenook.ui.side.sampling_panel import SamplingPanel
@@ -57,13 +57,13 @@ def test_every_load_option_has_a_panel_editor_that_reaches_load_params(
     value = other_value(spec)
     with qtbot.waitSignal(panel.settings_changed):
         user_sets(editor, value)
-    assert getattr(panel.load_params("/m.gguf"), name) == value
-    assert getattr(panel.apply_to(Settings()), name) == value
+    assert getattr(LoadParams.of("/m.gguf", panel.load_options()), name) == value
+    assert getattr(panel.apply_to(Settings()).load, name) == value
     shown = SamplingPanel()
     qtbot.addWidget(shown)
-    shown.set_settings(Settings().with_load_options({name: value, "flash_attn": True}
-                                                    if name == "kv_cache_type" else {name: value}))
-    assert getattr(shown.load_params("/m.gguf"), name) == value
+    shown.set_settings(Settings(load=LoadOptions().replace(
+        **({name: value, "flash_attn": True} if name == "kv_cache_type" else {name: value}))))
+    assert getattr(LoadParams.of("/m.gguf", shown.load_options()), name) == value
 
 
 def test_the_panel_has_no_load_editor_without_a_spec(qtbot: QtBot) -> None:

@@ -52,7 +52,7 @@ def test_a_model_opened_with_its_projector_loads_with_it(
     window.models.open_file()
     qtbot.waitUntil(lambda: len(loads) == 1)
     assert [(p.model_path, p.mmproj_path) for p in loads] == [(str(vlm), str(projector))]
-    assert window.side.app.value.defaults_for(str(vlm)).mmproj_path == str(projector)
+    assert window.side.app.value.defaults_for(str(vlm)).own("mmproj_path") == str(projector)
     window.models.load(str(vlm))  # next time, chosen from the list: still with it
     qtbot.waitUntil(lambda: len(loads) == 2)
     assert loads[-1].mmproj_path == str(projector)

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 from pytestqt.qtbot import QtBot
 
-from inglenook.core.load import KV_CACHE_TYPES
+from inglenook.core.load import KV_CACHE_TYPES, LoadOptions, LoadParams
 from inglenook.core.sampling import SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.load_section import KV_NOTE_RESET
@@ -50,8 +50,8 @@ def test_set_settings_shows_values(panel: SamplingPanel) -> None:
         sampling=SamplingParams(temperature=1.3, top_k=12, seed=7, max_tokens=256,
                                 mirostat_mode=2, stop=("###", "\nUser:")),
         system_prompt="Talk like a pirate.",
-        n_ctx=4096, n_gpu_layers=10, n_threads=3, n_batch=256,
-        flash_attn=True, kv_cache_type="q4_0", use_mmap=False, use_mlock=True,
+        load=LoadOptions(n_ctx=4096, n_gpu_layers=10, n_threads=3, n_batch=256,
+                         flash_attn=True, kv_cache_type="q4_0", use_mmap=False, use_mlock=True),
     )
     panel.set_settings(s)
     assert find(panel, QDoubleSpinBox, "temperature_spin").value() == pytest.approx(1.3)
@@ -74,7 +74,7 @@ def test_set_settings_emits_nothing(panel: SamplingPanel, qtbot: QtBot) -> None:
             qtbot.assertNotEmitted(panel.sampling_changed), \
             qtbot.assertNotEmitted(panel.system_prompt_changed):
         panel.set_settings(Settings(sampling=SamplingParams(temperature=0.1), system_prompt="x",
-                                    kv_cache_type="q8_0", flash_attn=True))
+                                    load=LoadOptions(kv_cache_type="q8_0", flash_attn=True)))
 
 
 def test_slider_updates_spin_and_emits(panel: SamplingPanel, qtbot: QtBot) -> None:
@@ -163,27 +163,27 @@ def test_quantized_kv_forces_flash_attention(panel: SamplingPanel, qtbot: QtBot)
     assert fa.isChecked()
     assert not note.isHidden()
     assert "flash attention" in note.text()
-    panel.load_params("/m.gguf").validate()
+    LoadParams.of("/m.gguf", panel.load_options()).validate()
 
     fa.setChecked(False)
     assert kv.currentText() == "f16"
     assert note.text() == KV_NOTE_RESET
     assert not note.isHidden()
-    params = panel.load_params("/m.gguf")
+    params = LoadParams.of("/m.gguf", panel.load_options())
     assert (params.kv_cache_type, params.flash_attn) == ("f16", False)
     params.validate()
 
 
 def test_invalid_stored_kv_combination_shown_loadable(panel: SamplingPanel) -> None:
-    panel.set_settings(Settings(kv_cache_type="q4_0", flash_attn=False))
+    panel.set_settings(Settings(load=LoadOptions(kv_cache_type="q4_0", flash_attn=False)))
     assert find(panel, QCheckBox, "flash_attn_check").isChecked()
-    panel.load_params("/m.gguf").validate()
+    LoadParams.of("/m.gguf", panel.load_options()).validate()
 
 
 def test_reset_to_defaults(panel: SamplingPanel, qtbot: QtBot) -> None:
     panel.set_settings(Settings(sampling=SamplingParams(temperature=1.9, mirostat_mode=1,
                                                         stop=("x",)),
-                                system_prompt="custom", n_ctx=2048, n_batch=64))
+                                system_prompt="custom", load=LoadOptions(n_ctx=2048, n_batch=64)))
     with qtbot.waitSignals([panel.sampling_changed, panel.system_prompt_changed,
                             panel.settings_changed]):
         qtbot.mouseClick(find(panel, QPushButton, "reset_button"), Qt.MouseButton.LeftButton)
@@ -191,7 +191,7 @@ def test_reset_to_defaults(panel: SamplingPanel, qtbot: QtBot) -> None:
     assert panel.system_prompt() == DEFAULT_SYSTEM_PROMPT
     assert find(panel, QSpinBox, "top_k_spin").isEnabled()
     # Load options are not sampling settings: they stay.
-    assert (panel.load_params("m").n_ctx, panel.load_params("m").n_batch) == (2048, 64)
+    assert (panel.load_options().n_ctx, panel.load_options().n_batch) == (2048, 64)
 
 
 def test_system_prompt_edit_emits(panel: SamplingPanel, qtbot: QtBot) -> None:
@@ -246,12 +246,12 @@ def test_load_params_always_valid(panel: SamplingPanel) -> None:
         fa.setChecked(fa_on)
         for spin in spins:
             spin.setValue(getattr(spin, extreme)())
-        panel.load_params("/m.gguf").validate()
+        LoadParams.of("/m.gguf", panel.load_options()).validate()
     fa.setChecked(True)
     for kv_type in KV_CACHE_TYPES:  # choosing a type last keeps it, with flash attention
         kv.setCurrentText(kv_type)
-        assert panel.load_params("/m.gguf").kv_cache_type == kv_type
-        panel.load_params("/m.gguf").validate()
+        assert LoadParams.of("/m.gguf", panel.load_options()).kv_cache_type == kv_type
+        LoadParams.of("/m.gguf", panel.load_options()).validate()
 
 
 def test_collapsing_a_section(panel: SamplingPanel, qtbot: QtBot) -> None:

@@ -26,7 +26,7 @@ def test_speed_options_reach_the_load(qtbot: QtBot, window: MainWindow) -> None:
     from inglenook.core.settings import load_settings
 
     stored = load_settings()
-    assert stored.prompt_lookup is False and stored.n_threads_batch == 3
+    assert stored.load.prompt_lookup is False and stored.load.n_threads_batch == 3
 
 
 def test_tune_shows_before_and_after_and_asks_before_keeping(
@@ -138,3 +138,15 @@ def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: Mai
     assert "Replies: " in note or "Already the fastest here" in note, note
     assert progress and progress[-1][0] == progress[-1][1]  # every trial reported
     assert real_window.worker.client.model == model  # measured, not applied: it asks first
+
+
+def test_a_load_reads_the_settings_and_the_panel_follows_them(
+        qtbot: QtBot, window: MainWindow) -> None:
+    """A model loads with the options in AppSettings (once read from the panel's widgets, on
+    the worker's thread too for the API's loads); a change made elsewhere shows in the panel."""
+    window.app_settings.set_load(n_batch=64, n_threads_batch=2)
+    assert window.panel.findChild(QSpinBox, "n_batch_spin").value() == 64
+    params = window.side.load_params(window.models.path)
+    assert (params.n_batch, params.n_threads_batch) == (64, 2)
+    window.panel.findChild(QSpinBox, "n_batch_spin").setValue(128)  # and back, once settled
+    qtbot.waitUntil(lambda: window.app_settings.value.load.n_batch == 128)

@@ -62,8 +62,8 @@ def test_the_template_chosen_in_defaults_for_this_model_is_used_and_shown(
     combo.setCurrentIndex(combo.findData("gemma"))
     dialog._save()
     assert not dialog.isVisible()
-    qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).template_name
-                    == "gemma")
+    qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).own(
+        "template_name") == "gemma")
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     info = ready.args[0]

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
@@ -187,3 +187,37 @@ def test_a_message_shown_in_full_is_drawn_again_in_the_new_theme(
     themes.set_mode("dark")  # every part again, in the background
     qtbot.waitUntil(lambda: theme.LIGHT.colors.code_bg not in body.toHtml(), timeout=60_000)
     assert theme.DARK.colors.code_bg in body.toHtml() and not body.truncated
+
+
+class StyleChanges(QObject):
+    """Counts the StyleChange events a widget receives (each is a restyle of it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.StyleChange:
+            self.count += 1
+        return False
+
+
+def test_a_theme_switch_restyles_each_widget_a_fixed_number_of_times(
+        window: MainWindow, themes: theme.ThemeManager) -> None:
+    """Qt restyles a changed application style sheet in place by walking every widget once for
+    itself and once more for each ancestor: the Send button was restyled six
+    times per switch, 0.25 s for the whole window. The switch drops the old sheet first, so that
+    each widget is restyled twice, whatever its depth."""
+    themes.set_mode("light")
+    send = window.composer.button
+    depth, parent = 0, send.parentWidget()
+    while parent is not None:
+        depth, parent = depth + 1, parent.parentWidget()
+    assert depth >= 5  # deep enough for the in-place walk to show
+    counter = StyleChanges()
+    send.installEventFilter(counter)
+    themes.set_mode("dark")
+    send.removeEventFilter(counter)
+    assert 1 <= counter.count <= 2
+    assert themes.theme is theme.DARK and window_colour() == theme.DARK.colors.window
+    assert QApplication.instance().styleSheet() == theme.stylesheet(theme.DARK)  # type: ignore[union-attr]

@@ -61,7 +61,7 @@ def test_two_windows_on_one_profile_keep_each_others_changes(
     second.panel.findChild(QSpinBox, "n_batch_spin").setValue(256)
     second.close()  # its stale temperature must not undo the first window's change
     stored = load_settings()
-    assert stored.sampling.temperature == 1.25 and stored.n_batch == 256
+    assert stored.sampling.temperature == 1.25 and stored.load.n_batch == 256
 
 
 def test_a_message_that_cannot_be_saved_stays_in_the_composer(
@@ -141,7 +141,7 @@ def test_a_context_beyond_the_trained_length_needs_a_choice(
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert ready.args[0].n_ctx == trained * 2
-    qtbot.waitUntil(lambda: window.app_settings.value.allow_beyond_trained)  # for next start
+    qtbot.waitUntil(lambda: window.app_settings.value.load.allow_beyond_trained)  # for next start
 
 
 def test_settings_that_cannot_be_saved_say_so_in_the_window(

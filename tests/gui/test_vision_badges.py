@@ -30,7 +30,8 @@ def test_models_that_see_images_say_so_everywhere_they_are_listed(
     elsewhere = write_mmproj(tmp_path / "my-projector.gguf", 576)
     script.write(vision=16)  # the fake engine's model sees images
     window = open_window(qtbot, fake_worker(script, tmp_path / "engine.log"))
-    window.app_settings.set_model_defaults(str(chosen), ModelDefaults(mmproj_path=str(elsewhere)))
+    window.app_settings.set_model_defaults(str(chosen),
+                                           ModelDefaults({"mmproj_path": str(elsewhere)}))
     window.models.refresh()
     picker = window.picker
     qtbot.waitUntil(lambda: set(picker.entries_seeing()) == {str(seeing), str(chosen)},

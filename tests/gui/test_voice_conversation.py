@@ -72,3 +72,47 @@ def test_a_spoken_question_is_sent_answered_aloud_and_esc_ends_it(
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
     assert not window.chats.voice.active
     qtbot.waitUntil(lambda: window.chats.status.text() == "", timeout=REPLY_TIMEOUT_MS)
+
+
+class HeldSpeakers(Speakers):
+    """Speakers still playing until stopped: the reply is being read when it is interrupted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopped = threading.Event()
+
+    def write(self, pcm: bytes) -> None:
+        super().write(pcm)
+        self.stopped.wait(REPLY_TIMEOUT_MS / 1000)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def test_speaking_over_the_reply_stops_it_and_is_the_next_message(
+        qtbot: QtBot, window: MainWindow, voice: Voice, script: object,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    link_into_speech_dir()
+    said = "Stop, tell me a joke instead."
+    long_reply = "Echo: {last}. " + "Here is one more sentence of a long answer. " * 300
+    script.write(default={"text": long_reply, "token_ms": 20})  # type: ignore[attr-defined]
+    recordings = [decode(voice.wav(text), 60).samples for text in (ASKED, said)]
+    monkeypatch.setattr(recorders, "open_recorder", lambda _rate: Microphone(
+        (recordings.pop(0) * 32767).astype(np.int16).tobytes() if recordings else b""))
+    speakers: list[HeldSpeakers] = []
+    monkeypatch.setattr(players, "open_player",
+                        lambda _rate: speakers.append(HeldSpeakers()) or speakers[-1])
+    window.command_actions["voiceConversation"].trigger()
+    # The question is sent and its reply read; the microphone, open meanwhile, hears the
+    # interruption: the reading and the reply stop, and it is the next message.
+    qtbot.waitUntil(lambda: len([b for b in window.findChildren(MessageBubble)
+                                 if b.role == "user"]) == 2, timeout=REPLY_TIMEOUT_MS * 2)
+    assert speakers[0].stopped.is_set()  # the first reading was cut off
+    users = [b for b in window.findChildren(MessageBubble) if b.role == "user"]
+    assert word_error_rate(said, users[1].text) <= 0.2, users[1].text
+    first_reply = next(b for b in window.findChildren(MessageBubble)
+                       if b.role == "assistant")
+    assert len(first_reply.text) < len(long_reply) // 2  # stopped, not written to its end
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)  # Esc ends it, and the reading
+    assert not window.chats.voice.active
+    assert all(s.stopped.is_set() for s in speakers)

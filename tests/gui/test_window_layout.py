@@ -104,3 +104,25 @@ def test_at_700_wide_the_context_meter_is_whole_and_the_model_name_gives_way(
                     >= window.context_label.sizeHint().width())
     assert window.model_label.width() < window.model_label.sizeHint().width()  # cut with "…"
     assert window.model_label.text().endswith("vision")  # the whole name kept, for tests/a11y
+
+
+def test_at_700_by_600_the_message_box_keeps_room_to_type(
+        qtbot: QtBot, window: MainWindow) -> None:
+    """At 700 px the chat list stays, so the composer is narrow: Attach and Dictate show their
+    icons alone (tooltips and accessible names say what they are) and the message box keeps a
+    usable width (it was ~130 px, its placeholder wrapped)."""
+    composer, edit = window.composer, window.composer.edit
+    window.resize(700, 600)
+    qtbot.waitUntil(lambda: window.width() == 700 and composer.width() < 600)
+    assert not window.sidebar.isHidden()  # the room is not taken from the chat list
+    attach, mic = composer.attach_button, composer.mic.button
+    for button, name in ((attach, "Attach"), (mic, "Dictate")):
+        assert button.text() == "" and not button.icon().isNull()
+        assert button.accessibleName() == name and button.toolTip()
+    qtbot.waitUntil(lambda: edit.width() >= 200)  # 144 with the words
+    placeholder = edit.fontMetrics().horizontalAdvance(edit.placeholderText())
+    assert placeholder < edit.viewport().width() - 2 * edit.document().documentMargin()
+    window.resize(1400, 900)  # room again: the words come back
+    qtbot.waitUntil(lambda: window.width() == 1400 and composer.width() >= 600)
+    assert attach.text() == "Attach" and mic.text() == "Dictate"
+    assert attach.icon().isNull() and mic.icon().isNull()

@@ -111,7 +111,7 @@ def test_panel_settings_survive_a_restart(
     assert stored.sampling.temperature == 1.3
     assert stored.system_prompt == prompt
     assert stored.last_model == str(bundled_model)
-    assert (stored.n_ctx, stored.sampling.seed, stored.sampling.max_tokens) == (2048, 7, 48)
+    assert (stored.load.n_ctx, stored.sampling.seed, stored.sampling.max_tokens) == (2048, 7, 48)
 
     again = MainWindow()  # reads the settings file, like a fresh start
     qtbot.addWidget(again)
@@ -264,7 +264,8 @@ def test_per_model_defaults_are_used_when_the_model_loads(
     dialog.template.setPlainText(CHATML_TEMPLATE)
     dialog._save()
     assert not dialog.isVisible()
-    qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).n_ctx == 1024)
+    qtbot.waitUntil(lambda: load_settings().defaults_for(str(bundled_model)).own("n_ctx")
+                    == 1024)
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS) as ready:
         qtbot.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     info = ready.args[0]

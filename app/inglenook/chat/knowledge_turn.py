@@ -10,8 +10,10 @@ index changed, and exports and source chips name the sources. An index that cann
 does not stop the reply: it goes on without documents and its record says why (`notice`).
 
 Entry points for the window: ChatSettings.knowledge (the per-chat collections picker),
-Reply.knowledge / recorded(provenance) (the source chips and the notice under the bubble),
-ReplyOptions.open_index (which index a reply searches).
+Reply.knowledge / recorded(provenance) (the source chips and the notice under the bubble). A
+reply's turn (chat/turn.py) searches, off the window's thread, with the index it is handed
+(index_with_vectors: the chat's collections' embedding models beside the full text); a reply
+regenerated while the chat uses the same collections is given the same passages.
 """
 
 from __future__ import annotations
@@ -150,27 +152,6 @@ def for_question(collections: Sequence[str], question: str, n_ctx: int,
         # The index's own words say what went wrong (cannot be opened, no such collection).
         return KnowledgeTurn(names, "", notice=f"Answered without your documents: {exc}")
     return KnowledgeTurn(names, got.text, got.sources, got.tokens, note=note)
-
-
-def for_reply(collections: Sequence[str], messages: Sequence[Message], n_ctx: int,
-              open_index: OpenIndex = default_index, replaced: KnowledgeTurn | None = None,
-              found: KnowledgeTurn | None = None) -> KnowledgeTurn | None:
-    """The passages for a reply to the last question of messages. Regenerating a reply
-    (`replaced`: what the reply it replaces was given) gives the new one the same passages
-    while the chat uses the same collections, so the two differ by sampling alone; a notice
-    or other collections search again. `found`: searched beforehand (the window searches off
-    its GUI thread) for these collections."""
-    if replaced is not None and replaced.collections == tuple(collections) and \
-            not replaced.notice and collections:
-        return replaced
-    if found is not None and found.collections == tuple(collections):
-        return found
-    return for_question(collections, question_of(messages), n_ctx, open_index)
-
-
-def question_of(messages: Sequence[Message]) -> str:
-    """The user's last message (what is searched for); "" when there is none."""
-    return next((m.content for m in reversed(messages) if m.role == "user"), "")
 
 
 def with_passages(messages: Sequence[Message], turn: KnowledgeTurn | None

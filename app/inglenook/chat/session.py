@@ -94,8 +94,7 @@ class ReplyOptions:
     tool_format: str = ""
     catalog: ToolCatalog | None = None
     n_ctx: int = 0  # the model's context: a long chat sends only what could fit (0: all)
-    open_index: knowledge_turn.OpenIndex = knowledge_turn.default_index  # searched, if used
-    knowledge: knowledge_turn.KnowledgeTurn | None = None  # searched beforehand, if it was
+    knowledge: knowledge_turn.KnowledgeTurn | None = None  # the passages (chat/turn.py gathers)
     vision: bool = False  # the model sees images: they are sent as images, not named
     extend: bool = False  # Continue: the last reply goes on from where it was cut or stopped
 
@@ -183,10 +182,6 @@ class ChatSession:
         if index is None:
             raise KeyError(f"message {message_id} is not on the branch shown")
         return index
-
-    @property
-    def replying(self) -> bool:
-        return self.reply is not None
 
     @property
     def busy(self) -> bool:
@@ -392,7 +387,8 @@ class ChatSession:
         a reply: Regenerate), or, `continuing`, the model's reply to the results of the tool
         calls the last reply made, or (`options.extend`) a new version of the last reply that
         goes on from where it was cut or stopped: Continue. Writes the reply (empty, or the
-        text continued); None when there is nothing to answer."""
+        text continued); None when there is nothing to answer. Its passages are those in
+        `options` (chat/turn.py gathers them)."""
         if self.reply is not None or self.conv_id is None or not self.path:
             return None
         if continuing and (self.tool_round is None or not self.tool_round.done):
@@ -414,10 +410,7 @@ class ChatSession:
         s = self.settings
         messages = build_messages(s.system_prompt, turns)
         replaced = self.path[-1] if kept < len(outline) and not continuing else None
-        knowledge = knowledge_turn.for_reply(
-            s.knowledge, messages, options.n_ctx, options.open_index,
-            knowledge_turn.recorded(replaced.provenance) if replaced is not None else None,
-            options.knowledge)
+        knowledge = options.knowledge  # never searched here: chat/turn.py did, off the GUI thread
         request = GenerationRequest(
             request_id, knowledge_turn.with_passages(messages, knowledge), s.sampling,
             conversation=self.owner, overflow=s.overflow,

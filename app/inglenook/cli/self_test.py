@@ -35,6 +35,7 @@ def run() -> int:
     from PySide6.QtWidgets import QApplication
 
     from inglenook import paths
+    from inglenook.core.load import LoadOptions
     from inglenook.core.settings import Settings
     from inglenook.ui.app import configure, stylesheet
 
@@ -53,7 +54,7 @@ def run() -> int:
     configure(app)  # type: ignore[arg-type]
     from inglenook.ui.main_window import MainWindow
 
-    settings = Settings(last_model=str(model), n_ctx=2048)
+    settings = Settings(last_model=str(model), load=LoadOptions(n_ctx=2048))
     settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=MAX_TOKENS)
     win = MainWindow(settings=settings)
     outcome: dict[str, object] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Self
 
 from inglenook.core.builtin_templates import AUTOMATIC, TEMPLATE_NAMES
 from inglenook.core.families import MemoryFamily
@@ -31,9 +31,14 @@ class LoadParamsError(ValueError):
     """Load options that cannot work together; the message is shown to the user."""
 
 
-@dataclass(frozen=True)
-class LoadParams:
-    model_path: str
+@dataclass(frozen=True, kw_only=True)
+class LoadOptions:
+    """The load options a user sets, one field per LOAD_SPECS entry (its default is the
+    option's): the same type for every model (Settings.load, the side panel, the flags of
+    `inglenook chat`) and for one model (ModelDefaults.load names those it sets). A new option
+    is a field here and a LoadSpec below; the settings file, the panel, the per-model dialog
+    and the CLI follow from those."""
+
     n_ctx: int = 0  # 0: min(trained context, 8192)
     n_gpu_layers: int = -1  # -1: all layers when the build can offload
     n_threads: int = 0  # decoding, one token at a time; 0: all physical cores
@@ -42,32 +47,21 @@ class LoadParams:
     kv_cache_type: str = "f16"
     use_mmap: bool = True
     use_mlock: bool = False
-    chat_template: str | None = None  # overrides the template in the GGUF file
     # Which template when chat_template is not given (core/builtin_templates.py): "auto" (the
     # file's own, else a built-in chosen from its vocabulary), "file", or a built-in's name.
     template_name: str = AUTOMATIC
     # A context longer than the model was trained on loads only when asked for explicitly:
     # replies past the trained length are often incoherent.
     allow_beyond_trained: bool = False
-    # KV-cache states of conversations the engine keeps (engine/kv_states.py): RAM and disk
-    # budgets in MiB; -1: derived from free memory / free disk (see ModelInfo for the result).
-    kv_state_ram_mb: int = -1
-    kv_state_disk_mb: int = -1
     # Prompt evaluation (and checking speculated tokens) works on batches, where hyperthreads
     # help; decoding one token at a time is bound by memory, where they only add contention.
     n_threads_batch: int = 0  # 0: all logical cores
     # Speculative decoding (engine/speculative.py): the reply is the same token for token, only
     # faster when guesses are accepted. Prompt lookup guesses the continuation of the longest
-    # earlier match of the last `lookup_ngram` tokens (down to LOOKUP_MIN_NGRAM) in the prompt
-    # and the reply, at most `lookup_tokens` at a time. A draft model (same vocabulary, much
-    # smaller) guesses instead when set: at most `draft_tokens`, while its own confidence in
-    # the next guess is at least `draft_p_min`. See host/loading.py on flash attention.
+    # earlier match of the last tokens in the prompt and the reply; a draft model (same
+    # vocabulary, much smaller) guesses instead when set. See host/loading.py on flash attention.
     prompt_lookup: bool = True
-    lookup_ngram: int = 3
-    lookup_tokens: int = 8
     draft_model_path: str = ""
-    draft_tokens: int = 8
-    draft_p_min: float = 0.5
     # Replies decoded at once (slots, "lanes"): each has a KV cache of n_ctx tokens of its own.
     # 0: automatic, up to DEFAULT_SLOTS as free memory allows (see models/fit.py).
     n_slots: int = 0
@@ -75,8 +69,62 @@ class LoadParams:
     # (engine/host/mtmd.py); models/projector.py pairs and checks it before loading.
     mmproj_path: str = ""
 
-    def replace(self, **changes: object) -> LoadParams:
+    def replace(self, **changes: object) -> Self:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in _OPTION_NAMES}
+
+    @classmethod
+    def parse(cls, data: object, where: str = "") -> tuple[LoadOptions, list[str]]:
+        """Stored options (settings.json): each checked by its LoadSpec, repaired with a
+        sentence when it cannot be used; absent ones keep their defaults, unknown names are
+        ignored (a newer version's). A quantized KV cache turns flash attention on."""
+        if not isinstance(data, dict):
+            return LoadOptions(), [f"{where or 'load'}: {show(data)} is not a set of load "
+                                   "options (reset to the defaults)"]
+        values: dict[str, object] = {}
+        problems: list[str] = []
+        for name, spec in LOAD_SPECS.items():
+            if name in data:
+                values[name], problem = spec.check(where + name, data[name], spec.default)
+                if problem:
+                    problems.append(problem)
+        options = LoadOptions(**values)  # type: ignore[arg-type]  # each checked above
+        if options.kv_cache_type != "f16" and not options.flash_attn:
+            # A quantized V cache needs flash attention; the user asked for the cache type.
+            options = options.replace(flash_attn=True)
+            problems.append(f"{where}flash_attn: a {options.kv_cache_type} KV cache needs "
+                            "flash attention (turned on)")
+        return options, problems
+
+
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(LoadOptions))
+
+
+@dataclass(frozen=True)
+class LoadParams(LoadOptions):
+    """What the engine is asked to load: a model file with the user's options, and what the
+    engine tunes itself (not user options: no panel, flag or setting)."""
+
+    model_path: str
+    chat_template: str | None = None  # overrides the template in the GGUF file
+    # KV-cache states of conversations the engine keeps (engine/kv_states.py): RAM and disk
+    # budgets in MiB; -1: derived from free memory / free disk (see ModelInfo for the result).
+    kv_state_ram_mb: int = -1
+    kv_state_disk_mb: int = -1
+    # Prompt lookup matches the last `lookup_ngram` tokens (down to LOOKUP_MIN_NGRAM) and
+    # proposes at most `lookup_tokens`; a draft model at most `draft_tokens`, while its own
+    # confidence in the next guess is at least `draft_p_min`.
+    lookup_ngram: int = 3
+    lookup_tokens: int = 8
+    draft_tokens: int = 8
+    draft_p_min: float = 0.5
+
+    @classmethod
+    def of(cls, model_path: str, options: LoadOptions,
+           chat_template: str | None = None) -> LoadParams:
+        return cls(model_path, chat_template, **options.to_dict())  # type: ignore[arg-type]
 
     def validate(self) -> None:
         for spec in LOAD_SPECS.values():  # each option's range or choices
@@ -281,59 +329,66 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
 )}
 
 
+# Per-model entries written before LoadOptions named every field, with these values meaning
+# "the side panel's" (see ModelDefaults.parse).
+_LEGACY_DEFER: dict[str, tuple[object, ...]] = {
+    "n_ctx": (0,), "n_gpu_layers": (None,), "prompt_lookup": (None,), "draft_model_path": ("",),
+    "mmproj_path": ("",), "template_name": ("", AUTOMATIC)}
+PER_MODEL = tuple(name for name, spec in LOAD_SPECS.items() if spec.per_model)
+
+
 @dataclass(frozen=True)
 class ModelDefaults:
-    """What one model loads with, over the panel's settings. Empty values defer to the panel."""
+    """What one model loads with, over the options for every model: the load options it sets
+    (`load`: by LoadOptions name, the per_model ones, each checked by its LoadSpec as the
+    global one is; an option not named is the side panel's), a preset applied when it loads,
+    and a chat template of the user's own (Jinja) over the file's."""
 
-    n_ctx: int = 0  # 0: the panel's context length
-    n_gpu_layers: int | None = None  # None: the panel's setting; -1: all
-    preset: str = ""  # a preset applied when the model loads
-    chat_template: str = ""  # overrides the template in the GGUF file (custom Jinja)
-    template_name: str = ""  # otherwise: "" automatic, "file", or a built-in's name
-    # Speculative decoding for this model (see LoadParams): None / "" defer to the panel.
-    prompt_lookup: bool | None = None
-    draft_model_path: str = ""
-    mmproj_path: str = ""  # this model's vision projector
+    load: dict[str, object] = field(default_factory=dict)
+    preset: str = ""
+    chat_template: str = ""
 
-    def apply(self, params: LoadParams) -> LoadParams:
-        changes: dict[str, object] = {}
-        if self.n_ctx > 0:
-            changes["n_ctx"] = self.n_ctx
-        if self.n_gpu_layers is not None:
-            changes["n_gpu_layers"] = self.n_gpu_layers
-        if self.chat_template.strip():
-            changes["chat_template"] = self.chat_template
-        if self.template_name:
-            changes["template_name"] = self.template_name
-        if self.prompt_lookup is not None:
-            changes["prompt_lookup"] = self.prompt_lookup
-        if self.draft_model_path.strip():
-            changes["draft_model_path"] = self.draft_model_path
-        if self.mmproj_path.strip():
-            changes["mmproj_path"] = self.mmproj_path
-        return params.replace(**changes)
+    def own(self, name: str, default: object = None) -> object:
+        """This model's own value of a load option; `default` when it uses the panel's."""
+        return self.load.get(name, default)
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def apply(self, options: LoadOptions) -> LoadOptions:
+        return options.replace(**self.load)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"load": dict(self.load), "preset": self.preset,
+                "chat_template": self.chat_template}
 
     @classmethod
     def from_dict(cls, data: object) -> ModelDefaults:
-        """From stored settings; anything malformed falls back to "use the panel"."""
+        return cls.parse(data)[0]
+
+    @classmethod
+    def parse(cls, data: object, where: str = "") -> tuple[ModelDefaults, list[str]]:
+        """From settings.json, lenient: a value that cannot be used is left out (the panel's
+        then) with a sentence. Entries of older versions (every option flat in the entry, an
+        empty value meaning the panel's) read as they did."""
         if not isinstance(data, dict):
-            return cls()
-        n_ctx, layers = data.get("n_ctx"), data.get("n_gpu_layers")
-        preset, template = data.get("preset"), data.get("chat_template")
-        lookup, draft = data.get("prompt_lookup"), data.get("draft_model_path")
-        mmproj, name = data.get("mmproj_path"), data.get("template_name")
-        return cls(
-            n_ctx=n_ctx if type(n_ctx) is int and n_ctx > 0 else 0,
-            n_gpu_layers=layers if type(layers) is int and layers >= -1 else None,
-            preset=preset if isinstance(preset, str) else "",
-            chat_template=template if isinstance(template, str) else "",
-            prompt_lookup=lookup if isinstance(lookup, bool) else None,
-            draft_model_path=draft if isinstance(draft, str) else "",
-            mmproj_path=mmproj if isinstance(mmproj, str) else "",
-            template_name=name if name in TEMPLATE_NAMES and name != AUTOMATIC else "")
+            return cls(), [f"{where}: {show(data)} is not a set of values (left out)"]
+        problems: list[str] = []
+        preset, problem = check_text(f"{where}.preset", data.get("preset", ""), "", 256)
+        problems += [problem] if problem else []
+        template, problem = check_text(f"{where}.chat_template", data.get("chat_template", ""),
+                                       "")
+        problems += [problem] if problem else []
+        stored = data.get("load")
+        if not isinstance(stored, dict):  # an older version's entry
+            stored = {name: data[name] for name in PER_MODEL
+                      if name in data and data[name] not in _LEGACY_DEFER.get(name, ())}
+        load: dict[str, object] = {}
+        for name in PER_MODEL:
+            if name in stored and stored[name] is not None:
+                value, problem = LOAD_SPECS[name].check(f"{where}.{name}", stored[name], None)
+                if problem:  # out of range: clamped; else left out
+                    problems.append(problem.replace(" (reset to None)", " (left out)"))
+                if value is not None:
+                    load[name] = value
+        return cls(load, str(preset), str(template)), problems
 
     @property
     def empty(self) -> bool:

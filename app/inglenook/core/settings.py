@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from inglenook import paths
-from inglenook.core.builtin_templates import TEMPLATE_NAMES
 from inglenook.core.filelock import TIMEOUT_S, LockTimeout, file_lock
 from inglenook.core.files import keep_aside, write_atomic
 from inglenook.core.jsonload import MAX_BYTES, JsonLoadError, load_json
@@ -32,6 +31,7 @@ from inglenook.core.load import (
     LOAD_SPECS,
     MAX_CTX,  # noqa: F401  (re-exported: the settings' limits are the load options')
     MAX_PATH,
+    LoadOptions,
     LoadParams,
     ModelDefaults,
 )
@@ -62,31 +62,16 @@ MAX_GEOMETRY = 8192  # base64 of QWidget.saveGeometry() is about 100 characters
 MAX_PRESET_NAME = 256
 MAX_MODEL_DEFAULTS = 1000
 THEMES = ("system", "light", "dark")  # "system" follows the desktop's light or dark scheme
-_LOAD = LoadParams("")  # the load options' defaults
-_NO_DEFAULTS = ModelDefaults()  # per model: each option's "use the side panel's"
+LEGACY_LOAD_KEYS = frozenset(LOAD_SPECS)  # stored flat, before Settings.load
 
 
 @dataclass
 class Settings:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    # Load options (core/load.py LOAD_SPECS): they apply the next time a model is loaded.
-    # Stored flat, under LoadParams' names; defaults, ranges and meaning are LoadParams'.
-    n_ctx: int = _LOAD.n_ctx
-    n_gpu_layers: int = _LOAD.n_gpu_layers
-    n_threads: int = _LOAD.n_threads
-    n_batch: int = _LOAD.n_batch
-    flash_attn: bool = _LOAD.flash_attn
-    kv_cache_type: str = _LOAD.kv_cache_type
-    use_mmap: bool = _LOAD.use_mmap
-    use_mlock: bool = _LOAD.use_mlock
-    allow_beyond_trained: bool = _LOAD.allow_beyond_trained
-    n_threads_batch: int = _LOAD.n_threads_batch
-    prompt_lookup: bool = _LOAD.prompt_lookup
-    draft_model_path: str = _LOAD.draft_model_path
-    mmproj_path: str = _LOAD.mmproj_path
-    template_name: str = _LOAD.template_name  # per model in practice (Defaults for this model)
-    n_slots: int = _LOAD.n_slots
+    # Load options (core/load.py LoadOptions, LOAD_SPECS): they apply at the next load; a
+    # model's own over them are in model_defaults. Older versions stored them flat (read too).
+    load: LoadOptions = field(default_factory=LoadOptions)
     overflow: str = DEFAULT_OVERFLOW  # what a new chat leaves out when it outgrows the context
     # Window state.
     last_model: str = ""
@@ -112,6 +97,11 @@ class Settings:
     model_defaults: dict = field(default_factory=dict)  # model path -> ModelDefaults.to_dict()
     # Voice: replies on screen read aloud sentence by sentence as they are written.
     read_replies_aloud: bool = False
+    # The installed speech models used (Models → Library): a whisper folder's name, a voice's
+    # name; "": the first installed (speech/catalog.py).
+    speech_model: str = ""
+    speech_voice: str = ""
+    speech_language: str = ""  # what dictation listens for: a whisper code; "": detected
 
     def defaults_for(self, model_path: str) -> ModelDefaults:
         return ModelDefaults.from_dict(self.model_defaults.get(model_path))
@@ -123,23 +113,17 @@ class Settings:
             self.model_defaults[model_path] = defaults.to_dict()
 
     def load_params(self, model_path: str) -> LoadParams:
-        return LoadParams(model_path).replace(**self.load_options())
-
-    def with_load_options(self, options: dict[str, object]) -> Settings:
-        """A copy with these load options (by LoadParams name; other names are ignored)."""
-        copy = dataclasses.replace(self)
-        for name, value in options.items():
-            if name in LOAD_SPECS:
-                setattr(copy, name, value)
-        return copy
-
-    def load_options(self) -> dict[str, object]:
-        """The load options, by LoadParams name."""
-        return {name: getattr(self, name) for name in LOAD_SPECS}
+        """What a model loads with: the options for every model, its own over them. Safe on
+        any thread (the API's loads read it on the worker's): the window replaces its Settings
+        whole on every change, never edits one in place."""
+        own = self.defaults_for(model_path)
+        return LoadParams.of(model_path, own.apply(self.load),
+                             own.chat_template if own.chat_template.strip() else None)
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["sampling"] = self.sampling.to_dict()
+        data["load"] = self.load.to_dict()
         data["model_defaults"] = dict(self.model_defaults)
         return data
 
@@ -156,13 +140,9 @@ class Settings:
         newer version, say) are ignored without a word."""
         if not isinstance(data, dict):
             return cls(), [f"the file holds {show(data)}, not settings (reset to the defaults)"]
-        settings, problems = parse_fields(cls, _FIELD_NAMES, data, _check_field)
-        if settings.kv_cache_type != "f16" and not settings.flash_attn:
-            # A quantized V cache needs flash attention; the user asked for the cache type.
-            settings.flash_attn = True
-            problems.append(f"flash_attn: a {settings.kv_cache_type} KV cache needs flash "
-                            "attention (turned on)")
-        return settings, problems
+        if "load" not in data:  # written by an older version: the load options flat
+            data = {**data, "load": {k: v for k, v in data.items() if k in LEGACY_LOAD_KEYS}}
+        return parse_fields(cls, _FIELD_NAMES, data, _check_field)
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Settings))
@@ -176,8 +156,8 @@ def _check_field(name: str, raw: object, default: Any) -> tuple[object, str | li
         return SamplingParams.parse(raw)
     if name == "model_defaults":
         return _parse_model_defaults(raw)
-    if name in LOAD_SPECS:
-        return LOAD_SPECS[name].check(name, raw, default)
+    if name == "load":
+        return LoadOptions.parse(raw)
     if name in LIMITS:
         return check_number(name, raw, LIMITS[name], default)
     if isinstance(default, bool):
@@ -206,25 +186,8 @@ def _parse_model_defaults(raw: object) -> tuple[dict[str, dict], list[str]]:
         if not isinstance(entry, dict):
             problems.append(f"{where}: {show(entry)} is not a set of values (left out)")
             continue
-        values: dict[str, object] = {}
-        checks = {
-            "preset": lambda raw, name: check_text(name, raw, "", MAX_PRESET_NAME),
-            "chat_template": lambda raw, name: check_text(name, raw, ""),
-            "template_name": lambda raw, name: check_text(name, raw, "", 40,
-                                                          ("", *TEMPLATE_NAMES)),
-        }
-        for key in entry:
-            if key in checks:
-                values[key], problem = checks[key](entry[key], f"{where}.{key}")
-            elif key in LOAD_SPECS and LOAD_SPECS[key].per_model and entry[key] is not None:
-                # None (or absent): this model uses the side panel's value
-                values[key], problem = LOAD_SPECS[key].check(f"{where}.{key}", entry[key],
-                                                             getattr(_NO_DEFAULTS, key))
-            else:
-                continue
-            if problem:
-                problems.append(problem)
-        defaults = ModelDefaults.from_dict(values)
+        defaults, found = ModelDefaults.parse(entry, where)
+        problems += found
         if not defaults.empty:
             out[path] = defaults.to_dict()
     return out, problems
@@ -245,7 +208,8 @@ def with_changes(settings: Settings, changes: dict[str, object]) -> Settings:
                                  "is not a setting.")
     data = settings.to_dict()
     for name, value in changes.items():
-        data[name] = value.to_dict() if isinstance(value, SamplingParams) else value
+        data[name] = value.to_dict() if isinstance(value, (SamplingParams, LoadOptions)) \
+            else value
     result, problems = Settings.parse(data)
     if problems:  # "(reset to …)" says what a file would get; here nothing changes
         found = "; ".join(re.sub(r" \([^()]*\)$", "", problem) for problem in problems)
@@ -256,7 +220,7 @@ def with_changes(settings: Settings, changes: dict[str, object]) -> Settings:
 # ---- the file ----------------------------------------------------------------------------
 
 _FIELDS = frozenset(_FIELD_NAMES)
-_NESTED = ("sampling", "model_defaults")  # merged key by key (model_defaults per model path)
+_NESTED = ("sampling", "load", "model_defaults")  # merged key by key (models per path)
 Key = tuple[str, ...]
 
 
@@ -294,7 +258,8 @@ def _read(path: Path) -> _Disk:
     if not isinstance(data, dict):
         return _Disk(unusable=f"it holds {show(data)}, not settings")
     settings, problems = Settings.parse(data)
-    return _Disk(settings, {k: v for k, v in data.items() if k not in _FIELDS}, problems)
+    unknown = {k: v for k, v in data.items() if k not in _FIELDS and k not in LEGACY_LOAD_KEYS}
+    return _Disk(settings, unknown, problems)
 
 
 def _flatten(data: dict) -> dict[Key, object]:

@@ -9,6 +9,7 @@ would sit behind the very generation it should stop.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,8 @@ from inglenook.engine.client import EngineClient, EngineCrashed, EngineError, Lo
 from inglenook.engine.embedder import RoutedEmbedder
 from inglenook.engine.router import EngineRouter, LoadedModel
 from inglenook.engine.scheduler import Job, QueueState, Scheduler
+
+log = logging.getLogger(__name__)
 
 DELTA_INTERVAL_S = 0.03  # the GUI repaints at most ~30 times a second
 # A reply stopped while it waited for a lane: nothing was written, and "Stopped." would say
@@ -98,13 +101,25 @@ class EngineWorker(QObject):
     def unload(self) -> None:
         self.scheduler.submit(Job(self._unload, owner="engine", exclusive=True))
 
-    def generate(self, request: GenerationRequest, owner: str = "") -> None:
+    def generate(self, request: GenerationRequest, owner: str = "", group: str = "") -> None:
         """Queue a reply; `owner` (a conversation, an API client) takes turns with the others
-        for a lane of the window's engine."""
+        for a lane of its engine: the window's model (`group` ""), or the model of that file
+        loaded beside it (the router loads it first when it is not: a chat's own model)."""
         rid = request.request_id
         self.scheduler.submit(Job(
-            lambda: self._generate(request), owner=owner, request_id=rid,
+            lambda: self._generate(request, group), owner=owner, request_id=rid, group=group,
             dropped=lambda: self.generation_finished.emit(rid, Finish("cancelled", DROPPED))))
+
+    def preload(self, path: str) -> None:
+        """Load the model at `path` beside the window's, as a reply to it would (a chat's own
+        model); replies to it wait for the load. A failure is the first reply's to tell."""
+        def run() -> None:
+            try:
+                self.client.preload(path)
+            except EngineError as exc:
+                log.info("Loading %s beside the window's model failed: %s", path, exc)
+
+        self.scheduler.submit(Job(run, owner="engine", exclusive=True, group=path))
 
     def unload_model(self, key: str) -> None:
         """Unload a model the API loaded ("": the window's), once its replies ended."""
@@ -157,6 +172,11 @@ class EngineWorker(QObject):
     def model(self) -> ModelInfo | None:
         """The window's model, once loaded."""
         return self.client.model
+
+    def model_of(self, path: str) -> ModelInfo | None:
+        """The model at `path` loaded beside the window's (None while it is not)."""
+        engine = self.client.engine_of(path)
+        return engine.model if engine is not None else None
 
     @property
     def ready(self) -> p.Ready | None:
@@ -254,13 +274,13 @@ class EngineWorker(QObject):
             self._crashed(str(exc))
         self.model_unloaded.emit()
 
-    def _generate(self, request: GenerationRequest) -> None:
+    def _generate(self, request: GenerationRequest, group: str = "") -> None:
         rid = request.request_id
         pending: list[str] = []
         last_emit = 0.0
         finish = Finish("error", "The engine ended the reply without a reason.")
         try:
-            for event in self.client.generate(request):
+            for event in self.client.generate(request, group):
                 if isinstance(event, p.Delta):
                     pending.append(event.text)
                     now = time.monotonic()

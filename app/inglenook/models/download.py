@@ -12,6 +12,7 @@ size only.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import random
 import shutil
@@ -27,7 +28,7 @@ from inglenook import paths
 from inglenook.core.files import sha256_file
 from inglenook.core.units import amount
 from inglenook.models import hub
-from inglenook.models.filenames import UnsafeFileName, saved_name
+from inglenook.models.filenames import GGUF_ONLY, UnsafeFileName, saved_name
 from inglenook.models.partials import (
     ResumeRecord,
     discard_partial,
@@ -52,6 +53,8 @@ DISK_MARGIN = 256 << 20  # left free after the download, so the disk is not fill
 _READ_BLOCK = 1 << 20
 _HASH_BATCH = 1 << 20
 _NET_READ = 256 << 10
+GIT_BLOB = "git-blob:"  # what stands for a sha256 when the Hub gives git's id of a small file
+MAX_GIT_FILE = 32 << 20  # the Hub keeps larger files in LFS, with a sha256
 
 
 class DownloadError(Exception):
@@ -114,7 +117,8 @@ def download_file(repo: str, filename: str, revision: str = "main",
                   cancel: threading.Event | None = None, *,
                   policy: RetryPolicy | None = None,
                   on_retry: Callable[[RetryNotice], None] | None = None,
-                  expected_sha256: str | None = None) -> Path:
+                  expected_sha256: str | None = None,
+                  suffixes: tuple[str, ...] = GGUF_ONLY) -> Path:
     """Download `filename` from the Hub repository `repo` into `dest_dir` (default: the models
     folder) and return the installed path. Resumes a partial download of the same file.
 
@@ -123,7 +127,7 @@ def download_file(repo: str, filename: str, revision: str = "main",
     ChecksumMismatch (the partial is deleted), DownloadCancelled (the partial is kept) and
     DownloadError (gave up after retries; the partial is kept).
     """
-    name = saved_name(repo, filename)
+    name = saved_name(repo, filename, suffixes)
     hub.check_repo_id(repo)
     dest = Path(dest_dir) if dest_dir else paths.models_dir()
     final = dest / name
@@ -212,6 +216,8 @@ class _Download:
             listed = hub.lfs_sha256(c, self.repo, self.filename, self.commit or self.revision)
             sha = sha or (listed.sha256 if listed else None)
             size = size if size is not None else (listed.size if listed else None)
+            if not sha and listed and listed.blob_id and 0 < listed.size <= MAX_GIT_FILE:
+                sha = GIT_BLOB + listed.blob_id  # a small file kept in git, not LFS
         if not sha:
             raise DownloadError(f"The Hub gives no sha256 for {self.name}, so it could not be "
                                 "verified; not downloading it.")
@@ -246,7 +252,9 @@ class _Download:
             self._cancelled()
 
     def _already_installed(self) -> Path:
-        if self.final.stat().st_size == self.size and sha256_file(self.final) == self.sha256:
+        digest = (GIT_BLOB + _git_blob_id(self.final, self.size)
+                  if self.sha256.startswith(GIT_BLOB) else sha256_file(self.final))
+        if self.final.stat().st_size == self.size and digest == self.sha256:
             discard_partial(self.final)
             return self.final
         raise DownloadError(f"A different file named {self.name} is already in "
@@ -396,6 +404,8 @@ class _Download:
         f.flush()
         os.fsync(f.fileno())
         digest = hasher.hexdigest()
+        if self.sha256.startswith(GIT_BLOB):
+            digest = GIT_BLOB + _git_blob_id(self.part, self.size)
         if digest != self.sha256:
             discard_partial(self.final)
             raise ChecksumMismatch(
@@ -411,6 +421,14 @@ class _Download:
     def _cancelled(self) -> None:
         raise DownloadCancelled(f"Paused {self.name} at {amount(self.done)} of "
                                 f"{amount(self.size)}; the partial download is kept.", self.done)
+
+
+def _git_blob_id(path: Path, size: int) -> str:
+    """git's id of a file's bytes (sha1 of "blob SIZE\\0" and them): how the Hub names a file kept
+    in git rather than LFS. Only small files are (MAX_GIT_FILE), so they are read again whole."""
+    git = hashlib.sha1(f"blob {size}\0".encode(), usedforsecurity=False)
+    git.update(path.read_bytes())
+    return git.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from inglenook import paths
 from inglenook.models import download as dl
-from inglenook.models.filenames import UnsafeFileName, saved_name
+from inglenook.models.filenames import GGUF_ONLY, UnsafeFileName, saved_name
 from inglenook.models.hub import HubError
 from inglenook.models.partials import discard_partial, find_partials
 
@@ -44,6 +44,7 @@ class DownloadStatus:
     eta_s: float | None = None
     message: str = ""
     path: Path | None = None  # the installed file, once DONE
+    dest_dir: Path | None = None  # where it goes, when not the models folder (a speech model)
 
 
 @dataclass
@@ -53,6 +54,7 @@ class _Job:
     delete_partial: bool = False
     stop_as: DownloadState = DownloadState.PAUSED  # what a stop of the running thread means
     thread: threading.Thread | None = None
+    suffixes: tuple[str, ...] = GGUF_ONLY  # the file names it may have (filenames.local_name)
 
 
 class DownloadManager:
@@ -72,9 +74,11 @@ class DownloadManager:
         self._watchers: list[Callable[[DownloadStatus], None]] = []
 
     # -- commands --------------------------------------------------------------------------------
-    def add(self, repo: str, filename: str, revision: str = "main") -> int:
-        """Queue a download (the same file already queued, running or paused keeps its job)."""
-        saved_name(repo, filename)  # refuse unsafe names now, not on a thread later
+    def add(self, repo: str, filename: str, revision: str = "main", *,
+            dest_dir: Path | None = None, suffixes: tuple[str, ...] = GGUF_ONLY) -> int:
+        """Queue a download (the same file already queued, running or paused keeps its job).
+        `dest_dir` and `suffixes`: a speech model's files, in a folder of their own."""
+        saved_name(repo, filename, suffixes)  # refuse unsafe names now, not on a thread later
         with self._lock:
             for job in self._jobs.values():
                 s = job.status
@@ -82,6 +86,10 @@ class DownloadManager:
                         DownloadState.QUEUED, DownloadState.RUNNING, DownloadState.PAUSED):
                     return s.id
             job_id = self._new_job(repo, filename, revision, DownloadState.QUEUED)
+            if dest_dir is not None:
+                job = self._jobs[job_id]
+                job.suffixes = suffixes
+                job.status = replace(job.status, dest_dir=Path(dest_dir))
         self._notify(job_id)
         self._schedule()
         return job_id
@@ -182,12 +190,14 @@ class DownloadManager:
                                       DownloadState.FAILED):
                 job.status = replace(job.status, state=state, bytes_per_s=0.0, eta_s=None)
         if not running and delete and state is DownloadState.CANCELLED:
-            self._discard(job.status)
+            self._discard(job)
         self._notify(job_id)
 
-    def _discard(self, status: DownloadStatus) -> None:
+    def _discard(self, job: _Job) -> None:
+        status = job.status
         with contextlib.suppress(UnsafeFileName):  # add() checked it; a record might not be
-            discard_partial(self.dest_dir / saved_name(status.repo, status.filename))
+            discard_partial((status.dest_dir or self.dest_dir)
+                            / saved_name(status.repo, status.filename, job.suffixes))
 
     def _schedule(self) -> None:
         with self._lock:
@@ -209,10 +219,11 @@ class DownloadManager:
         self._notify(s.id)
         final_state, message, path = DownloadState.FAILED, "", None
         try:
-            path = dl.download_file(s.repo, s.filename, s.revision, self.dest_dir,
+            path = dl.download_file(s.repo, s.filename, s.revision, s.dest_dir or self.dest_dir,
                                     progress=lambda *p: self._progress(job, *p),
                                     cancel=job.cancel, policy=self.policy,
-                                    on_retry=lambda n: self._retrying(job, n))
+                                    on_retry=lambda n: self._retrying(job, n),
+                                    suffixes=job.suffixes)
             final_state = DownloadState.DONE
         except dl.DownloadCancelled as exc:
             final_state = job.stop_as
@@ -222,7 +233,7 @@ class DownloadManager:
         except Exception as exc:  # a bug must still end the job, visibly
             message = f"Unexpected error: {type(exc).__name__}: {exc}"
         if final_state is DownloadState.CANCELLED and job.delete_partial:
-            self._discard(s)
+            self._discard(job)
         with self._lock:
             job.thread = None
             job.status = replace(job.status, state=final_state, message=message, path=path,

@@ -30,11 +30,18 @@ class UnsafeFileName(ValueError):
     """The message says which name was refused and why; it is shown to the user as is."""
 
 
-def local_name(repo_path: str) -> str:
+GGUF_ONLY = (".gguf",)
+# A speech model's files (speech/downloads.py): whisper's model.bin, config.json, tokenizer.json
+# and vocabulary; a Piper voice's .onnx and .onnx.json.
+SPEECH_FILES = (".bin", ".json", ".txt", ".onnx")
+
+
+def local_name(repo_path: str, suffixes: tuple[str, ...] = GGUF_ONLY) -> str:
     """The name a repository file gets in the models folder: its last path component, checked.
 
-    Refuses `..`, absolute paths, backslashes, control characters, odd characters, names that are
-    not .gguf, and names Windows reserves, so that a download can never land outside its folder.
+    Refuses `..`, absolute paths, backslashes, control characters, odd characters, names that do
+    not end in one of `suffixes` (.gguf unless told), and names Windows reserves, so that a
+    download can never land outside its folder.
     """
     shown = repr(repo_path)[:120]
     if not isinstance(repo_path, str) or not repo_path:
@@ -56,8 +63,11 @@ def local_name(repo_path: str) -> str:
     name = parts[-1]
     if len(name) > MAX_NAME or len(repo_path) > 1000:
         raise UnsafeFileName(f"Refusing the file name {shown}: it is too long.")
-    if not name.lower().endswith(".gguf"):
-        raise UnsafeFileName(f"{name} is not a GGUF file (only .gguf files can be downloaded).")
+    if not name.lower().endswith(suffixes):
+        if suffixes == GGUF_ONLY:
+            raise UnsafeFileName(f"{name} is not a GGUF file (only .gguf files can be "
+                                 "downloaded).")
+        raise UnsafeFileName(f"{name} is not a speech model's file.")
     if name.split(".")[0].upper() in _WINDOWS_RESERVED:
         raise UnsafeFileName(f"Refusing the file name {shown}: Windows reserves that name.")
     return name
@@ -93,12 +103,12 @@ def repo_stem(repo: str) -> str:
     return re.sub(r"[-_.]gguf$", "", name, flags=re.IGNORECASE) or name
 
 
-def saved_name(repo: str, repo_path: str) -> str:
+def saved_name(repo: str, repo_path: str, suffixes: tuple[str, ...] = GGUF_ONLY) -> str:
     """The name a download gets in the (flat) models folder: `local_name`, except that a
     projector with a generic name ("mmproj-model-f16.gguf", "mmproj-F16.gguf": every vision
     repository has one) is named after its repository too, so that two repositories' projectors
     do not overwrite each other and each is paired with its own model."""
-    name = local_name(repo_path)
+    name = local_name(repo_path, suffixes)
     stem = repo_stem(repo)
     if not looks_like_projector(name) or stem.lower() in name.lower() or not _NAME.match(stem):
         return name

@@ -49,6 +49,7 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 TIMEOUT = httpx2.Timeout(30.0, connect=10.0)
 SORTS = {"downloads": "downloads", "likes": "likes", "recent": "lastModified"}
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_GIT_BLOB = re.compile(r"^[0-9a-f]{40}$")
 _MAX_REDIRECTS = 5
 # An answer is read up to these bounds and no further: a repository with thousands of files is a
 # few MB of JSON; an endless list or error page would otherwise fill the memory.
@@ -298,6 +299,7 @@ class HubFile:
     path: str  # in the repository
     size: int
     sha256: str | None  # the LFS hash; None for a file not in LFS
+    blob_id: str | None = None  # git's sha1 of a file not in LFS (a speech model's config)
 
 
 @dataclass(frozen=True)
@@ -444,6 +446,8 @@ def lfs_sha256(c: HubClient, repo: str, filename: str, revision: str) -> HubFile
         if isinstance(sibling, dict) and sibling.get("rfilename") == filename:
             lfs = sibling.get("lfs") or {}
             sha = str(lfs.get("sha256") or "").lower()
+            blob = str(sibling.get("blobId") or "").lower()
             return HubFile(filename, int(sibling.get("size") or lfs.get("size") or 0),
-                           sha if _SHA256.match(sha) else None)
+                           sha if _SHA256.match(sha) else None,
+                           blob if _GIT_BLOB.match(blob) and not lfs else None)
     return None

@@ -92,6 +92,27 @@ def _copy(src: Path, dest: Path) -> None:
         Path(partial).unlink(missing_ok=True)
 
 
+# The user's choice among the installed models (Settings.speech_model / speech_voice; the window
+# sets it): what dictation, reading aloud and OpenAI's names mean. "" or a model since removed:
+# the first installed.
+# The language dictation listens for ("": detected).
+chosen = {"whisper": "", "voice": "", "language": ""}
+
+
+def choose(whisper: str | None = None, voice: str | None = None,
+           language: str | None = None) -> None:
+    if whisper is not None:
+        chosen["whisper"] = whisper
+    if voice is not None:
+        chosen["voice"] = voice
+    if language is not None:
+        chosen["language"] = language
+
+
+def dictation_language() -> str | None:
+    return chosen["language"] or None
+
+
 def whisper_models() -> list[Path]:
     """The whisper model folders installed, the bundled one first."""
     found = []
@@ -123,6 +144,9 @@ def whisper_folder(name: str | None) -> Path:
                 return folder
         raise SpeechModelError(f"There is no speech model named '{name}'; installed: "
                                f"{', '.join(f.name for f in installed) or 'none'}.")
+    for folder in installed:
+        if folder.name == chosen["whisper"]:
+            return folder
     if installed:
         return installed[0]
     if bundled_whisper_parts() is not None:
@@ -142,6 +166,9 @@ def voice_files(name: str | None) -> VoiceFiles:
                 return files
         raise VoiceError(f"There is no voice named '{name}'; installed: "
                          f"{', '.join(f.name for f in installed) or 'none'}.")
+    for files in installed:
+        if files.name == chosen["voice"]:
+            return files
     if installed:
         return installed[0]
     raise VoiceError("No voice is installed: put a Piper voice (NAME.onnx and NAME.onnx.json) "

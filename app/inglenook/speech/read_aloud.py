@@ -13,6 +13,7 @@ or None) and on_error(message) are called on the reading thread.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Hashable
@@ -81,6 +82,14 @@ class ReadAloud:
             return
         job.sentences.put(sentence)
 
+    def prepare(self) -> None:
+        """Load the voice now, on a thread of its own (replies will be read: the first one
+        should not wait a second and a half for it). Loaded voices are kept (catalog)."""
+        def load() -> None:
+            with contextlib.suppress(VoiceError):
+                self._load_voice()
+        threading.Thread(target=load, daemon=True, name="voice-load").start()
+
     def stop(self) -> bool:
         """Stop reading now; True when something was being read."""
         with self._lock:
@@ -99,6 +108,8 @@ class ReadAloud:
         self._on_change(job.key)
         try:
             voice = self._load_voice()
+            # The player starts (a process) while the first sentence is being made.
+            job.set_player(self._open_player(voice.sample_rate))
             while not job.cancelled:
                 sentence = job.sentences.get()
                 if sentence is _END or job.cancelled:
@@ -106,8 +117,6 @@ class ReadAloud:
                 for pcm in voice.speak([sentence], self.speed):
                     if job.cancelled:
                         break
-                    if job.player is None:
-                        job.set_player(self._open_player(voice.sample_rate))
                     job.write(pcm)
             if not job.cancelled and job.player is not None:
                 job.player.close()  # the last sentence is heard to its end

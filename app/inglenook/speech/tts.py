@@ -64,6 +64,22 @@ def read_config(config: Path) -> dict:
     return data
 
 
+def _piper_voice(model: Path, settings: dict) -> object:
+    """Piper's voice, its ONNX session made here rather than by PiperVoice.load: onnxruntime's
+    threads otherwise spin while waiting for work, taking the cores the window's thread
+    needs (a reply read aloud stalled it for 150 ms on two busy cores)."""
+    import onnxruntime
+    from piper import PiperVoice
+    from piper.config import PiperConfig
+
+    options = onnxruntime.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    session = onnxruntime.InferenceSession(str(model), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+    return PiperVoice(config=PiperConfig.from_dict(settings), session=session)
+
+
 class Voice:
     def __init__(self, files: VoiceFiles, piper_voice: object, sample_rate: int) -> None:
         self.files = files
@@ -81,10 +97,8 @@ class Voice:
         if not model.is_file():
             raise VoiceError(f"There is no voice file {model}.")
         settings = read_config(files.config)
-        from piper import PiperVoice
-
         try:
-            piper_voice = PiperVoice.load(model, files.config)
+            piper_voice = _piper_voice(model, settings)
         except Exception as exc:  # onnxruntime's InvalidProtobuf, Fail… share no base class
             raise VoiceError(f"{model.name} is not a Piper voice: {str(exc)[:200]}") from None
         return Voice(files, piper_voice, settings["audio"]["sample_rate"])

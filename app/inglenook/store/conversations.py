@@ -104,3 +104,13 @@ def undelete(conn: sqlite3.Connection, conv_id: int) -> None:
 
 def touch(conn: sqlite3.Connection, conv_id: int) -> None:
     conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), conv_id))
+
+
+def set_unread(conn: sqlite3.Connection, conv_id: int, unread: bool) -> None:
+    _set(conn, conv_id, "unread", int(unread))
+
+
+def unread_ids(conn: sqlite3.Connection) -> list[int]:
+    """The chats marked unread (chat/unread.py), deleted ones left out."""
+    rows = conn.execute("SELECT id FROM conversations WHERE unread = 1 AND deleted_at IS NULL")
+    return [int(row[0]) for row in rows]

@@ -34,6 +34,9 @@ v6: an image part's cost in tokens, as the projector loaded when it was attached
 the image's size (0: not counted: sent before v6, imported, or by a model that cannot see).
 Images cost what their size takes with a projector that tiles or keeps the aspect, so the
 context meter's estimate of a chat's history reads it rather than a fixed guess.
+
+v7: a chat has a reply the user has not seen (chat/unread.py): set when a reply finishes while
+another chat is on screen, cleared when the chat is opened; kept across a restart.
 """
 
 from __future__ import annotations
@@ -230,5 +233,10 @@ def _v6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE attachments ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+def _v7(conn: sqlite3.Connection) -> None:
+    """The unread mark of a chat (0 read, 1 a reply not seen yet)."""
+    conn.execute("ALTER TABLE conversations ADD COLUMN unread INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 LATEST_VERSION = len(MIGRATIONS)

@@ -138,6 +138,15 @@ class Store:
             conversations.set_pinned(conn, conv_id, pinned)
 
     @_guarded
+    def set_unread(self, conv_id: int, unread: bool) -> None:
+        with self._write() as conn:
+            conversations.set_unread(conn, conv_id, unread)
+
+    @_guarded
+    def unread_ids(self) -> list[int]:
+        return conversations.unread_ids(self._conn)
+
+    @_guarded
     def set_preset(self, conv_id: int, name: str | None) -> None:
         with self._write() as conn:
             conversations.set_preset(conn, conv_id, name)

@@ -60,6 +60,11 @@ class AppSettings(QObject):
         """Change one field; whether it changed. Raises SettingsValueError."""
         return bool(self.update(**{name: value}))
 
+    def set_load(self, **options: object) -> bool:
+        """Change some load options (LoadOptions names); whether they changed (changed("load")
+        fires). Raises SettingsValueError: then none of them changed."""
+        return self.set("load", self._value.load.replace(**options))
+
     def set_model_defaults(self, path: str, defaults: ModelDefaults) -> bool:
         """This model's own defaults (empty ones remove its entry)."""
         copy = dataclasses.replace(self._value, model_defaults=dict(self._value.model_defaults))

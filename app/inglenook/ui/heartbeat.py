@@ -33,6 +33,10 @@ class Heartbeat(QObject):
         self._last = 0.0
         self.lateness_ms: list[float] = []  # how late each beat was
         self.worst_at = ""  # the label (mark()) in force at the worst beat
+        # CPU time the GUI thread used between the beats of the worst stall: near its length,
+        # the thread was busy; near zero, it waited (for a core on a loaded machine, the GIL)
+        self.worst_cpu_ms = 0.0
+        self._cpu = 0.0
         self._label = ""
 
     @property
@@ -42,7 +46,8 @@ class Heartbeat(QObject):
     def start(self) -> None:
         self.lateness_ms.clear()
         self.worst_at = ""
-        self._last = time.perf_counter()
+        self.worst_cpu_ms = 0.0
+        self._last, self._cpu = time.perf_counter(), time.thread_time()
         self._timer.start()
 
     def stop(self) -> None:
@@ -54,12 +59,13 @@ class Heartbeat(QObject):
         self._label = label
 
     def _beat(self) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()
         late = max(0.0, (now - self._last) * 1000 - self.interval_ms)
         if late > self.max_stall_ms:
             self.worst_at = self._label
+            self.worst_cpu_ms = (cpu - self._cpu) * 1000
         self.lateness_ms.append(late)
-        self._last = now
+        self._last, self._cpu = now, cpu
 
     @property
     def max_stall_ms(self) -> float:

@@ -8,9 +8,7 @@ conversation list). See ../shared/ARCHITECTURE.md.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent
@@ -22,14 +20,13 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook import paths
-from inglenook.chat import chat_model
 from inglenook.chat.forget import tidy_at_start
-from inglenook.chat.session import OWNER_PREFIX, ChatSession
+from inglenook.chat.session import OWNER_PREFIX
 from inglenook.core.load import ModelInfo
 from inglenook.core.settings import Settings
-from inglenook.engine.providers import is_remote_ref
 from inglenook.engine.worker import EngineWorker
-from inglenook.store import Store, StoreError
+from inglenook.speech import catalog as speech_catalog
+from inglenook.store import Store
 from inglenook.store.opening import open_store
 from inglenook.ui import tasks, theme
 from inglenook.ui.app_settings import AppSettings
@@ -53,6 +50,7 @@ from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.widgets.window_size import fit_in_window
 from inglenook.ui.window import commands
+from inglenook.ui.window.chat_models import ChatModels
 from inglenook.ui.window.drops import accept_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
 from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
@@ -94,7 +92,6 @@ class MainWindow(QMainWindow):
         self._owns_store = store is None
         self.worker = worker or EngineWorker()
         self._shown_once = self._closed = False
-        self._switched_to = ""  # a model loaded because a chat that used it came on screen
         self._build()
         self.downloads = DownloadBridge(self)  # downloads outlive the Models dialog
 
@@ -103,6 +100,9 @@ class MainWindow(QMainWindow):
         self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
                                       self.status_text, self.progress, self.side.load_params,
                                       self.downloads, self.side.load_fix, self)
+        self.models.app_settings = self.app_settings
+        speech_catalog.choose(settings.speech_model, settings.speech_voice,
+                              settings.speech_language)
         self.history = HistoryController(self.sidebar, self.store, self.banner,
                                          lambda: self.chats.conv_id, self)
         self.tools = ToolController(self)  # MCP servers, started on first use
@@ -111,23 +111,30 @@ class MainWindow(QMainWindow):
         self.knowledge = KnowledgeController(self, self.worker.embedder)
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
                               self.status_text, self.progress, self.context_label)
+        self.chat_models = ChatModels(self.models, self.worker, self.banner, self)
         self.chats = ChatController(
-            self.worker, self.store, widgets, self.tools,
-            lambda: (self.models.model, self.models.sha256), self.side.new_chat_settings,
-            lambda: self.side.presets, self)
+            self.worker, self.store, widgets, self.tools, self.chat_models.model_for,
+            self.side.new_chat_settings, lambda: self.side.presets, self)
+        self.chat_models.bind(self.chats)
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
+        if settings.read_replies_aloud:
+            self.chats.read_aloud.reader.prepare()  # the first reply read starts sooner
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
                                        self.downloads.manager)
+        # The API's loads run on the worker's thread: they read the settings, never a widget.
         self.loaded = LoadedModels(self.worker, self.lanes_label, self.memory_label,
-                                   self.app_settings, self.side.load_params, self)
+                                   self.app_settings,
+                                   lambda path: self.app_settings.value.load_params(path), self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
-        self.live = LiveFigures(self.worker, self.chats, lambda: self.models.model, self)
+        self.live = LiveFigures(self.worker, lambda: self.chats.session, self.chats.context,
+                                self.chat, lambda: self.chat_models.model_for()[0], self)
         self._wire()
         # Models into the library, other files (images…) onto the draft.
         self._drops = accept_drops(self, self.models.import_dropped, self.composer.attach_files)
         self.side.bind(self.chats.session)
-        self.picker.chosen_projector = lambda path: self.side.model_defaults(path).mmproj_path
+        self.picker.chosen_projector = lambda path: str(
+            self.side.model_defaults(path).own("mmproj_path", ""))
         self.models.refresh(settings.last_model)
         self.picker.refresh_remote()  # remote endpoints' models, listed in the background
         self.history.refresh()
@@ -247,12 +254,13 @@ class MainWindow(QMainWindow):
         history.deleted.connect(chats.conversation_deleted)
         history.imported.connect(side.refresh_presets)
         chats.session_changed.connect(side.bind)
-        chats.session_changed.connect(self._chat_shown)
+        chats.session_changed.connect(self.chat_models.shown)
         chats.session_changed.connect(lambda s: self.sidebar.select(s.conv_id))
         chats.session_changed.connect(lambda _s: self.finder.chat_changed())
         chats.conversations_changed.connect(history.refresh)
         chats.activity_changed.connect(self.sidebar.set_activity)
         chats.unread_changed.connect(self.sidebar.set_unread)
+        self.sidebar.set_unread(chats.unread.ids)  # as the store kept them
         chats.reply_started.connect(self.reply_started)
         chats.reply_finished.connect(self.reply_finished)
         self.chat.empty.welcome_dismissed.connect(self.side.welcomed)
@@ -291,28 +299,9 @@ class MainWindow(QMainWindow):
         AboutDialog(ready.gpu_offload_supported if ready else None, self).open()
 
     # ---- reactions that span controllers -------------------------------------------------
-    def _chat_shown(self, session: ChatSession) -> None:
-        """A chat came on screen: the model it was answered with comes back with it."""
-        wanted = session.settings.model
-        loaded = self.models.model.path if self.models.model else ""
-        switch = chat_model.to_load(
-            session.settings, loaded, self.models.is_loading,
-            any(s is not session for s in self.chats.sessions.replying()),
-            bool(wanted) and (is_remote_ref(wanted) or Path(wanted).is_file()))
-        if switch.load:
-            self._switched_to = switch.load
-            self.models.load(switch.load)
-        elif switch.notice:
-            self.banner.show_message(switch.notice, "info")
-
     def _model_ready(self, info: ModelInfo) -> None:
         self.app_settings.set("last_model", info.path)
-        session = self.chats.session  # the model chosen for the chat on screen is its own
-        if self._switched_to != info.path or not session.settings.model:
-            session.set_settings(chat_model.answered_with(session.settings, info.path))
-            with contextlib.suppress(StoreError):  # saved with its next message then
-                session.save_settings()
-        self._switched_to = ""
+        self.chat_models.ready(info.path)  # the chat on screen is answered by it
         preset = self.side.model_defaults(info.path).preset
         if preset and not self.chats.session.path:  # a model's preset applies to a new chat
             self.side.apply_preset_named(preset)
@@ -352,6 +341,11 @@ class MainWindow(QMainWindow):
             self.chat.set_zoom(self.app_settings.value.text_zoom)
         elif name == "read_replies_aloud":
             self.chats.read_aloud.follow_replies = self.app_settings.value.read_replies_aloud
+            if self.chats.read_aloud.follow_replies:
+                self.chats.read_aloud.reader.prepare()
+        elif name in ("speech_model", "speech_voice", "speech_language"):
+            value = self.app_settings.value
+            speech_catalog.choose(value.speech_model, value.speech_voice, value.speech_language)
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],
@@ -382,6 +376,8 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self.chats.shutdown()
+        self.composer.mic.dictation.close()  # voice work under way ends before the process
+        self.chats.voice.turns.close()
         self.tools.close()  # calls still running are abandoned; their cards read "not run"
         self.knowledge.close()  # a run stops at its next file; join_writers waits for it
         self.side.flush()

@@ -305,8 +305,13 @@ class ThemeManager(QObject):
         if theme is self._theme:
             return
         self._theme = theme
-        self._app.setPalette(qpalette(theme))
         sheet = stylesheet(theme)
+        if sheet and self._app.styleSheet():  # type: ignore[attr-defined]
+            # Qt restyles a changed sheet in place by walking every widget once per ancestor
+            # (0.25 s for the window's ~500 widgets); dropping the sheet and setting the new one
+            # styles each widget twice, in about a third of that.
+            self._app.setStyleSheet("")  # type: ignore[attr-defined]
+        self._app.setPalette(qpalette(theme))
         if sheet:
             self._app.setStyleSheet(sheet)  # type: ignore[attr-defined]
         self.changed.emit(theme)

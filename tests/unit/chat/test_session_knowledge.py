@@ -1,6 +1,7 @@
-"""A reply in a chat that uses collections, through ChatSession over a real store and the real
-knowledge index at its place (INGLENOOK_HOME is per test): the request holds the passages, the
-reply records its sources, and the inspector replays what was sent after the index changed."""
+"""A reply in a chat that uses collections, through its turn (chat/turn.py gathers the passages)
+and ChatSession over a real store and the real knowledge index at its place (INGLENOOK_HOME is
+per test): the request holds the passages, the reply records its sources, and the inspector
+replays what was sent after the index changed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from inglenook import paths
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import ChatSession, ChatSettings, ReplyOptions
+from inglenook.chat.turn import Turn
+from inglenook.core.messages import GenerationRequest
 from inglenook.core.replies import Finish
 from inglenook.knowledge.fts import SqliteFtsIndex
 from inglenook.knowledge.index import Chunk, Document
@@ -35,6 +38,12 @@ def index_notes() -> None:
     index.close()
 
 
+def begin(session: ChatSession, rid: int) -> GenerationRequest | None:
+    """The reply's turn gathered (here on one thread), then begun."""
+    gathered = Turn.take(session, ReplyOptions(n_ctx=2048)).gather()
+    return session.begin_reply(rid, gathered.options)
+
+
 def reply(session: ChatSession, text: str = "In the mill [1].") -> None:
     session.reply_started()
     session.reply_delta(text)
@@ -45,7 +54,7 @@ def test_the_request_holds_the_passage_and_the_reply_its_sources(store: Store) -
     index_notes()
     session = ChatSession(store, ChatSettings(knowledge=("Notes",)))
     session.add_user(QUESTION)
-    request = session.begin_reply(1, ReplyOptions(n_ctx=2048))
+    request = begin(session, 1)
     assert request is not None
     question = request.messages[-1]
     assert question.role == "user" and f"[1] /n/owl.md, line 3\n```text\n{OWL}" in \
@@ -71,7 +80,7 @@ def test_an_unreadable_index_lets_the_reply_go_on_and_says_so(store: Store) -> N
     paths.knowledge_database_file().write_bytes(b"not a database " * 100)
     session = ChatSession(store, ChatSettings(knowledge=("Notes",)))
     session.add_user(QUESTION)
-    request = session.begin_reply(1, ReplyOptions(n_ctx=2048))
+    request = begin(session, 1)
     assert request is not None and request.messages[-1].content == QUESTION
     assert session.reply is not None and session.reply.knowledge is not None
     assert "cannot be opened" in session.reply.knowledge.notice
@@ -83,7 +92,7 @@ def test_an_unreadable_index_lets_the_reply_go_on_and_says_so(store: Store) -> N
 def test_a_chat_without_collections_never_opens_the_index(store: Store) -> None:
     session = ChatSession(store)
     session.add_user(QUESTION)
-    request = session.begin_reply(1, ReplyOptions(n_ctx=2048))
+    request = begin(session, 1)
     assert request is not None and request.messages[-1].content == QUESTION
     assert not paths.knowledge_database_file().exists()
     reply(session)
@@ -95,7 +104,7 @@ def test_regenerating_gives_the_same_passages_until_the_collections_change(
     index_notes()
     session = ChatSession(store, ChatSettings(knowledge=("Notes",)))
     session.add_user(QUESTION)
-    first = session.begin_reply(1, ReplyOptions(n_ctx=2048))
+    first = begin(session, 1)
     reply(session)
     index = SqliteFtsIndex()  # the document changes after the first reply
     index.add_document("Notes", Document("/n/owl.md", 2, 2, "b", "markdown"),
@@ -104,10 +113,10 @@ def test_regenerating_gives_the_same_passages_until_the_collections_change(
     index.add_document("Birds", Document("/b/owl.md", 1, 1, "c", "markdown"),
                        [Chunk("A barn owl nests in hollow trees.", 9, 9)])
     index.close()
-    again = session.begin_reply(2, ReplyOptions(n_ctx=2048))
+    again = begin(session, 2)
     assert first is not None and again is not None and again.messages == first.messages
     reply(session)
     session.set_settings(session.settings.replace(knowledge=("Birds",)))
-    other = session.begin_reply(3, ReplyOptions(n_ctx=2048))
+    other = begin(session, 3)
     assert other is not None and "hollow trees" in other.messages[-1].content
     assert OWL not in other.messages[-1].content

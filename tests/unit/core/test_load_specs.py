@@ -11,7 +11,7 @@ from inglenook.cli import _parser
 from inglenook.cli.chat import load_params
 from inglenook.cli.common import UsageError
 from inglenook.cli.options import read_load_params, read_sampling
-from inglenook.core.load import LOAD_SPECS, LoadParams, LoadParamsError, LoadSpec
+from inglenook.core.load import LOAD_SPECS, LoadOptions, LoadParams, LoadParamsError, LoadSpec
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import Settings
 
@@ -36,16 +36,16 @@ def flags(spec: LoadSpec, value: object) -> list[str]:
 
 
 def test_every_load_option_has_a_spec_and_nothing_else_does() -> None:
-    settings_fields = {f.name for f in dataclasses.fields(Settings)}
+    options = {f.name for f in dataclasses.fields(LoadOptions)}
     params_fields = {f.name for f in dataclasses.fields(LoadParams)}
     for name, spec in LOAD_SPECS.items():
-        assert name == spec.name and name in params_fields and name in settings_fields
-        assert getattr(Settings(), name) == spec.default == getattr(LoadParams(""), name)
+        assert name == spec.name and name in params_fields and name in options
+        assert getattr(Settings().load, name) == spec.default == getattr(LoadParams(""), name)
         assert spec.flag.startswith("--") and spec.label and spec.tooltip and spec.help
         if spec.automatic is not None:  # automatic is the minimum, spelled, never a bare number
             assert spec.automatic == spec.minimum and spec.special_value_text
-    # Settings' other fields are not load options; LoadParams' others are the engine's tuning.
-    assert settings_fields & params_fields == set(LOAD_SPECS)
+    # LoadParams' other fields are the model and the engine's tuning.
+    assert options == set(LOAD_SPECS) and options < params_fields
 
 
 @pytest.mark.parametrize("name", list(LOAD_SPECS))
@@ -114,34 +114,44 @@ def test_settings_file_values_are_checked_by_the_spec(name: str) -> None:
     spec = LOAD_SPECS[name]
     value = other_value(spec)
     together = {"flash_attn": True} if name == "kv_cache_type" else {}  # q8_0 needs it
-    settings, problems = Settings.parse({name: value, **together})
+    settings, problems = Settings.parse({"load": {name: value, **together}})
     assert problems == [] and getattr(settings.load_params("/m.gguf"), name) == value
     bad = "lots" if spec.kind != "path" else 12
-    settings, problems = Settings.parse({name: bad})
-    assert getattr(settings, name) == spec.default
+    settings, problems = Settings.parse({"load": {name: bad}})
+    assert getattr(settings.load, name) == spec.default
     assert len(problems) == 1 and problems[0].startswith(f"{name}: ")
 
 
 def test_settings_numbers_are_clamped_to_the_specs_range() -> None:
-    settings, problems = Settings.parse({"n_gpu_layers": 5000, "n_ctx": -3})
-    assert (settings.n_gpu_layers, settings.n_ctx) == (LOAD_SPECS["n_gpu_layers"].maximum, 0)
+    settings, problems = Settings.parse({"load": {"n_gpu_layers": 5000, "n_ctx": -3}})
+    assert (settings.load.n_gpu_layers, settings.load.n_ctx) == (
+        LOAD_SPECS["n_gpu_layers"].maximum, 0)
     assert len(problems) == 2
 
 
 def test_per_model_options_round_trip_through_the_settings_file() -> None:
     from inglenook.core.load import ModelDefaults
 
-    own = ModelDefaults(n_ctx=2048, n_gpu_layers=0, prompt_lookup=False,
-                        draft_model_path="/d.gguf")
+    own = ModelDefaults({name: other_value(spec) for name, spec in LOAD_SPECS.items()
+                         if spec.per_model})
     settings = Settings()
     settings.set_defaults("/m.gguf", own)
     again, problems = Settings.parse(settings.to_dict())
     assert problems == [] and again.defaults_for("/m.gguf") == own
-    assert {n for n, s in LOAD_SPECS.items() if s.per_model} <= {
-        f.name for f in dataclasses.fields(ModelDefaults)}
+    params = again.load_params("/m.gguf")
+    assert all(getattr(params, name) == value for name, value in own.load.items())
 
 
-def test_load_options_helpers_ignore_other_names() -> None:
-    settings = Settings().with_load_options({"n_ctx": 1024, "theme": "dark"})
-    assert settings.n_ctx == 1024 and settings.theme == "system"
-    assert settings.load_options()["n_ctx"] == 1024
+def test_a_per_model_value_is_checked_by_the_same_spec_as_the_global_one() -> None:
+    """One check for both (the settings file's per-model entries were once checked against
+    LOAD_SPECS, then again by ModelDefaults.from_dict's own rules)."""
+    from inglenook.core.load import ModelDefaults
+
+    for name, spec in LOAD_SPECS.items():
+        if not spec.per_model:
+            continue
+        bad = "lots" if spec.kind != "path" else 12
+        own, problems = ModelDefaults.parse({"load": {name: bad}}, "m")
+        _, global_problems = LoadOptions.parse({name: bad}, "m.")
+        assert own.empty and len(problems) == len(global_problems) == 1
+        assert problems[0].split(" (")[0] == global_problems[0].split(" (")[0]

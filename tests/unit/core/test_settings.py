@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from inglenook import paths
-from inglenook.core.load import LoadParams, ModelDefaults
+from inglenook.core.load import LoadOptions, LoadParams, ModelDefaults
 from inglenook.core.sampling import MAX_STOP_STRINGS, SamplingParams
 from inglenook.core.settings import (
     DEFAULT_SYSTEM_PROMPT,
@@ -38,8 +38,10 @@ def test_defaults() -> None:
     s = Settings()
     assert s.sampling == SamplingParams()
     assert s.system_prompt == DEFAULT_SYSTEM_PROMPT == "You are a helpful assistant."
-    assert (s.n_ctx, s.n_gpu_layers, s.n_threads, s.n_batch) == (0, -1, 0, 512)
-    assert (s.flash_attn, s.kv_cache_type, s.use_mmap, s.use_mlock) == (False, "f16", True, False)
+    load = s.load
+    assert (load.n_ctx, load.n_gpu_layers, load.n_threads, load.n_batch) == (0, -1, 0, 512)
+    assert (load.flash_attn, load.kv_cache_type, load.use_mmap, load.use_mlock) == (
+        False, "f16", True, False)
     # The side panel is closed until asked for; the welcome shows on the first run.
     assert (s.last_model, s.window_geometry, s.side_panel_visible) == ("", "", False)
     assert (s.welcomed, s.overflow, s.splitter_state) == (False, "middle", "")
@@ -49,8 +51,8 @@ def test_round_trip(home: Path) -> None:
     s = Settings(
         sampling=SamplingParams(temperature=0.2, top_k=10, seed=42, stop=("###", "\nUser:")),
         system_prompt="Be brief.\nVery brief.",
-        n_ctx=4096, n_gpu_layers=20, n_threads=6, n_batch=256,
-        flash_attn=True, kv_cache_type="q8_0", use_mmap=False, use_mlock=True,
+        load=LoadOptions(n_ctx=4096, n_gpu_layers=20, n_threads=6, n_batch=256,
+                         flash_attn=True, kv_cache_type="q8_0", use_mmap=False, use_mlock=True),
         last_model="/models/a.gguf", window_geometry="AdnQywADAAA=", side_panel_visible=False,
     )
     save_settings(s)
@@ -99,7 +101,7 @@ def test_out_of_range_values_clamped(home: Path) -> None:
     assert s.sampling.top_p == 0.0
     assert s.sampling.top_k == 200
     assert s.sampling.seed == -1
-    assert (s.n_ctx, s.n_batch, s.n_gpu_layers) == (0, 1, -1)
+    assert (s.load.n_ctx, s.load.n_batch, s.load.n_gpu_layers) == (0, 1, -1)
     s.load_params("m.gguf").validate()
 
 
@@ -116,26 +118,26 @@ def test_unknown_keys_and_wrong_types_ignored(home: Path) -> None:
     s = load_settings()
     assert s.sampling == SamplingParams(temperature=0.3)
     assert s.system_prompt == DEFAULT_SYSTEM_PROMPT
-    assert s.use_mmap is True
-    assert s.n_threads == 0
-    assert s.n_batch == 1024
+    assert s.load.use_mmap is True
+    assert s.load.n_threads == 0
+    assert s.load.n_batch == 1024
     assert s.last_model == "/m.gguf"
 
 
 def test_inconsistent_load_options_repaired(home: Path) -> None:
     paths.settings_file().write_text(json.dumps({"kv_cache_type": "q4_0", "flash_attn": False}))
     s = load_settings()
-    assert (s.kv_cache_type, s.flash_attn) == ("q4_0", True)
+    assert (s.load.kv_cache_type, s.load.flash_attn) == ("q4_0", True)
     paths.settings_file().write_text(json.dumps({"kv_cache_type": "bf13"}))
-    assert load_settings().kv_cache_type == "f16"
+    assert load_settings().load.kv_cache_type == "f16"
 
 
 def test_atomic_write_leaves_no_temp_files(home: Path) -> None:
     path = paths.settings_file()
     for i in range(3):
-        save_settings(Settings(n_batch=100 + i))
+        save_settings(Settings(load=LoadOptions(n_batch=100 + i)))
     assert [p.name for p in path.parent.iterdir()] == ["settings.json"]
-    assert json.loads(path.read_text())["n_batch"] == 102
+    assert json.loads(path.read_text())["load"]["n_batch"] == 102
 
 
 def test_failed_write_keeps_old_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,29 +155,34 @@ def test_failed_write_keeps_old_file(home: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_load_params() -> None:
-    s = Settings(n_ctx=2048, n_gpu_layers=0, n_threads=4, n_batch=128, flash_attn=True,
-                 kv_cache_type="q4_0", use_mmap=False, use_mlock=True)
+    s = Settings(load=LoadOptions(n_ctx=2048, n_gpu_layers=0, n_threads=4, n_batch=128,
+                                  flash_attn=True, kv_cache_type="q4_0", use_mmap=False,
+                                  use_mlock=True))
     p = s.load_params("/m.gguf")
-    assert p == LoadParams("/m.gguf", 2048, 0, 4, 128, True, "q4_0", False, True)
+    assert p == LoadParams("/m.gguf", n_ctx=2048, n_gpu_layers=0, n_threads=4, n_batch=128,
+                           flash_attn=True, kv_cache_type="q4_0", use_mmap=False,
+                           use_mlock=True)
     p.validate()
 
 
 def test_model_defaults_round_trip_and_apply(tmp_path: Path) -> None:
     settings = Settings()
-    settings.set_defaults("/m/a.gguf", ModelDefaults(n_ctx=2048, n_gpu_layers=10,
+    settings.load = LoadOptions(n_ctx=8192, n_gpu_layers=-1, n_batch=256)
+    settings.set_defaults("/m/a.gguf", ModelDefaults({"n_ctx": 2048, "n_gpu_layers": 10},
                                                      preset="Code", chat_template="{{ x }}"))
     settings.set_defaults("/m/b.gguf", ModelDefaults())  # empty: nothing stored
     save_settings(settings, tmp_path / "s.json")
     loaded = load_settings(tmp_path / "s.json")
     assert list(loaded.model_defaults) == ["/m/a.gguf"]
-    defaults = loaded.defaults_for("/m/a.gguf")
-    params = defaults.apply(LoadParams("/m/a.gguf", n_ctx=8192, n_gpu_layers=-1))
+    params = loaded.load_params("/m/a.gguf")
     assert (params.n_ctx, params.n_gpu_layers, params.chat_template) == (2048, 10, "{{ x }}")
-    assert loaded.defaults_for("/m/other.gguf").apply(params) == params
+    assert params.n_batch == 256  # the options for every model, under its own
+    other = loaded.load_params("/m/other.gguf")
+    assert (other.n_ctx, other.n_gpu_layers, other.chat_template) == (8192, -1, None)
 
 
 def test_malformed_model_defaults_fall_back_to_the_panel() -> None:
-    odd = ModelDefaults.from_dict({"n_ctx": "big", "n_gpu_layers": -7, "preset": 3,
+    odd = ModelDefaults.from_dict({"n_ctx": "big", "n_gpu_layers": "all", "preset": 3,
                                    "chat_template": None})
     assert odd == ModelDefaults() and odd.empty
     assert ModelDefaults.from_dict("nonsense") == ModelDefaults()
@@ -215,7 +222,7 @@ def test_unusable_numbers_are_repaired_reported_and_kept(home: Path, text: str, 
     path.write_text(content)
     file = SettingsFile()
     settings = file.load()
-    value = getattr(settings.sampling if "sampling" in text else settings, field)
+    value = getattr(settings.sampling if "sampling" in text else settings.load, field)
     assert value == expected and type(value) is type(expected)
     assert settings.system_prompt == "mine"  # the usable values are kept
     assert len(file.problems) == 1 and field in file.problems[0]
@@ -229,11 +236,11 @@ def test_unusable_numbers_are_repaired_reported_and_kept(home: Path, text: str, 
 
 
 def test_a_valid_file_is_neither_reported_nor_rewritten(home: Path) -> None:
-    save_settings(Settings(n_ctx=4096, system_prompt="x"))
+    save_settings(Settings(load=LoadOptions(n_ctx=4096), system_prompt="x"))
     path = paths.settings_file()
     before = (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino)
     settings, problems = load_settings_report()
-    assert problems == [] and settings.n_ctx == 4096
+    assert problems == [] and settings.load.n_ctx == 4096
     assert (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino) == before
     assert kept_aside(path) == []
 
@@ -288,7 +295,8 @@ def test_load_options_have_upper_bounds(home: Path) -> None:
     paths.settings_file().write_text(json.dumps(
         {"n_ctx": 10**9, "n_batch": 10**6, "n_threads": 10**5, "n_gpu_layers": 10**4}))
     settings, problems = load_settings_report()
-    assert (settings.n_ctx, settings.n_batch, settings.n_threads, settings.n_gpu_layers) == (
+    load = settings.load
+    assert (load.n_ctx, load.n_batch, load.n_threads, load.n_gpu_layers) == (
         MAX_CTX, 8192, 512, 999)
     assert len(problems) == 5  # four clamped, and where the original was kept
 
@@ -298,7 +306,7 @@ def test_text_fields_hold_text(home: Path) -> None:
     path.write_text('{"system_prompt": "\\ud800 broken", "last_model": ["/m.gguf"],'
                     ' "kv_cache_type": "f16\\u0000", "window_geometry": 7}')
     settings, problems = load_settings_report()
-    assert (settings.system_prompt, settings.last_model, settings.kv_cache_type,
+    assert (settings.system_prompt, settings.last_model, settings.load.kv_cache_type,
             settings.window_geometry) == (DEFAULT_SYSTEM_PROMPT, "", "f16", "")
     assert len(problems) == 5
     strict_json(path)
@@ -318,10 +326,12 @@ def test_model_defaults_are_validated_per_model(home: Path) -> None:
                     '"/m/d.gguf": {"n_ctx": 99999999999, "n_gpu_layers": -5},'
                     '"": {"n_ctx": 512}}}')
     settings, problems = load_settings_report()
-    assert settings.defaults_for("/m/a.gguf") == ModelDefaults(n_gpu_layers=12, preset="Code")
+    assert settings.defaults_for("/m/a.gguf") == ModelDefaults({"n_gpu_layers": 12},
+                                                               preset="Code")
     assert "/m/b.gguf" not in settings.model_defaults
-    assert settings.defaults_for("/m/c.gguf") == ModelDefaults(n_ctx=4096)
-    assert settings.defaults_for("/m/d.gguf") == ModelDefaults(n_ctx=MAX_CTX, n_gpu_layers=-1)
+    assert settings.defaults_for("/m/c.gguf") == ModelDefaults({"n_ctx": 4096})
+    assert settings.defaults_for("/m/d.gguf") == ModelDefaults({"n_ctx": MAX_CTX,
+                                                                "n_gpu_layers": -1})
     assert sorted(settings.model_defaults) == ["/m/a.gguf", "/m/c.gguf", "/m/d.gguf"]
     assert len(problems) == 7
     assert any("a.gguf" in p and "n_ctx" in p for p in problems)
@@ -332,10 +342,10 @@ def test_keys_from_a_newer_version_are_kept(home: Path) -> None:
     path.write_text(json.dumps({"palette": {"accent": "teal"}, "n_ctx": 2048}))
     file = SettingsFile()
     settings = file.load()
-    settings.n_ctx = 4096
+    settings.load = settings.load.replace(n_ctx=4096)
     file.save(settings)
     assert json.loads(path.read_text())["palette"] == {"accent": "teal"}
-    assert load_settings().n_ctx == 4096
+    assert load_settings().load.n_ctx == 4096
 
 
 def test_a_file_that_cannot_be_repaired_is_still_read(home: Path,
@@ -356,17 +366,17 @@ def test_a_file_that_cannot_be_repaired_is_still_read(home: Path,
 # -- two windows on one profile: each writes only what it changed -----------------------------
 
 def test_two_windows_keep_each_others_changes(home: Path) -> None:
-    save_settings(Settings(system_prompt="first", n_ctx=2048))
+    save_settings(Settings(system_prompt="first", load=LoadOptions(n_ctx=2048)))
     a, b = SettingsFile(), SettingsFile()
     in_a, in_b = a.load(), b.load()
-    in_a.n_ctx = 4096
+    in_a.load = in_a.load.replace(n_ctx=4096)
     in_a.sampling = in_a.sampling.replace(temperature=0.2)
     a.save(in_a)
     in_b.system_prompt = "second"
     in_b.sampling = in_b.sampling.replace(top_k=7)
     written = b.save(in_b)
     stored = load_settings()
-    assert (stored.n_ctx, stored.system_prompt) == (4096, "second")
+    assert (stored.load.n_ctx, stored.system_prompt) == (4096, "second")
     assert (stored.sampling.temperature, stored.sampling.top_k) == (0.2, 7)
     assert written == stored
     a.save(in_a)  # the first window closes with its stale copy of the prompt
@@ -377,37 +387,37 @@ def test_two_windows_keep_each_others_changes(home: Path) -> None:
 def test_the_last_change_to_one_key_wins(home: Path) -> None:
     a, b = SettingsFile(), SettingsFile()
     in_a, in_b = a.load(), b.load()
-    in_a.n_batch, in_b.n_batch = 128, 256
+    in_a.load, in_b.load = in_a.load.replace(n_batch=128), in_b.load.replace(n_batch=256)
     a.save(in_a)
     b.save(in_b)
-    assert load_settings().n_batch == 256
-    in_a.n_batch = 64
+    assert load_settings().load.n_batch == 256
+    in_a.load = in_a.load.replace(n_batch=64)
     a.save(in_a)
-    assert load_settings().n_batch == 64
+    assert load_settings().load.n_batch == 64
 
 
 def test_model_defaults_merge_per_model(home: Path) -> None:
     first = Settings()
-    first.set_defaults("/m/old.gguf", ModelDefaults(n_ctx=1024))
-    first.set_defaults("/m/gone.gguf", ModelDefaults(n_ctx=512))
+    first.set_defaults("/m/old.gguf", ModelDefaults({"n_ctx": 1024}))
+    first.set_defaults("/m/gone.gguf", ModelDefaults({"n_ctx": 512}))
     save_settings(first)
     a, b = SettingsFile(), SettingsFile()
     in_a, in_b = a.load(), b.load()
-    in_a.set_defaults("/m/a.gguf", ModelDefaults(n_ctx=2048))
+    in_a.set_defaults("/m/a.gguf", ModelDefaults({"n_ctx": 2048}))
     in_a.set_defaults("/m/gone.gguf", ModelDefaults())  # removed in the first window
     a.save(in_a)
     in_b.set_defaults("/m/b.gguf", ModelDefaults(preset="Code"))
-    in_b.set_defaults("/m/old.gguf", ModelDefaults(n_ctx=8192))
+    in_b.set_defaults("/m/old.gguf", ModelDefaults({"n_ctx": 8192}))
     b.save(in_b)
     stored = load_settings().model_defaults
     assert sorted(stored) == ["/m/a.gguf", "/m/b.gguf", "/m/old.gguf"]
-    assert stored["/m/old.gguf"]["n_ctx"] == 8192
+    assert stored["/m/old.gguf"]["load"] == {"n_ctx": 8192}
 
 
 def test_a_deleted_file_gets_everything_back(home: Path) -> None:
     file = SettingsFile()
     settings = file.load()
-    settings.n_ctx = 4096
+    settings.load = settings.load.replace(n_ctx=4096)
     file.save(settings)
     paths.settings_file().unlink()
     settings.system_prompt = "changed"
@@ -420,7 +430,7 @@ def test_a_file_spoiled_while_open_is_kept_and_replaced(home: Path) -> None:
     settings = file.load()
     path = paths.settings_file()
     path.write_text("{spoiled")
-    settings.n_ctx = 4096
+    settings.load = settings.load.replace(n_ctx=4096)
     file.save(settings)
     assert load_settings() == settings
     assert [p.read_text() for p in kept_aside(path)] == ["{spoiled"]
@@ -434,7 +444,7 @@ from inglenook.core.settings import SettingsFile
 file = SettingsFile(Path(sys.argv[1]))
 settings = file.load()
 for i in range(int(sys.argv[3])):
-    settings.set_defaults(f"/{sys.argv[2]}/{i}.gguf", ModelDefaults(n_ctx=1024 + i))
+    settings.set_defaults(f"/{sys.argv[2]}/{i}.gguf", ModelDefaults({"n_ctx": 1024 + i}))
     file.save(settings)
 """
 
@@ -457,8 +467,8 @@ def test_a_lock_left_by_a_dead_window_is_taken_over(home: Path) -> None:
     lock = paths.settings_file().with_name("settings.json.lock")
     lock.write_text("999999999\n")
     os.utime(lock, (time.time() - 3600, time.time() - 3600))
-    save_settings(Settings(n_ctx=4096))
-    assert load_settings().n_ctx == 4096 and not lock.exists()
+    save_settings(Settings(load=LoadOptions(n_ctx=4096)))
+    assert load_settings().load.n_ctx == 4096 and not lock.exists()
 
 
 def test_a_lock_held_too_long_gives_a_clear_error(home: Path) -> None:
@@ -530,11 +540,11 @@ def test_settings_too_large_to_read_back_are_not_written(home: Path) -> None:
 
 def test_save_settings_writes_exactly_what_it_is_given(home: Path) -> None:
     both = Settings()
-    both.set_defaults("/m/a.gguf", ModelDefaults(n_ctx=1024))
-    both.set_defaults("/m/b.gguf", ModelDefaults(n_ctx=2048))
+    both.set_defaults("/m/a.gguf", ModelDefaults({"n_ctx": 1024}))
+    both.set_defaults("/m/b.gguf", ModelDefaults({"n_ctx": 2048}))
     save_settings(both)
     one = Settings()
-    one.set_defaults("/m/b.gguf", ModelDefaults(n_ctx=2048))
+    one.set_defaults("/m/b.gguf", ModelDefaults({"n_ctx": 2048}))
     save_settings(one)
     assert load_settings() == one
 
@@ -543,14 +553,72 @@ def test_a_checked_change_refuses_a_bad_value_naming_it() -> None:
     from inglenook.core.settings import SettingsValueError, with_changes
 
     settings = Settings()
-    assert with_changes(settings, {"n_ctx": 4096}).n_ctx == 4096
-    assert settings.n_ctx == 0  # a copy: the original is left as it was
-    for changes, words in (({"n_ctx": -5}, "n_ctx: -5 is outside"),
+    assert with_changes(settings, {"load": LoadOptions(n_ctx=4096)}).load.n_ctx == 4096
+    assert settings.load.n_ctx == 0  # a copy: the original is left as it was
+    for changes, words in (({"load": {"n_ctx": -5}}, "n_ctx: -5 is outside"),
                            ({"theme": "pink"}, "theme: 'pink'"),
                            ({"api_port": "80"}, "api_port: '80' is not a number"),
-                           ({"kv_cache_type": "q8_0"}, "needs flash attention"),
+                           ({"load": {"kv_cache_type": "q8_0"}}, "needs flash attention"),
                            ({"colour": "red"}, "colour is not a setting")):
         with pytest.raises(SettingsValueError, match="Settings not changed") as caught:
             with_changes(settings, changes)
         assert words in str(caught.value) and "reset to" not in str(caught.value)
-    assert with_changes(settings, {"kv_cache_type": "q8_0", "flash_attn": True}).flash_attn
+    assert with_changes(settings, {"load": LoadOptions(kv_cache_type="q8_0", flash_attn=True)}
+                        ).load.flash_attn
+
+
+# -- settings.json as older versions wrote it: load options flat, every per-model field named --
+
+OLD_FORMAT = {  # written by Inglenook before Settings.load (main at 1cbcf56), abridged
+    "sampling": {"temperature": 0.7, "top_k": 40}, "system_prompt": "Be brief.",
+    "n_ctx": 4096, "n_gpu_layers": 12, "n_threads": 4, "n_batch": 256, "flash_attn": True,
+    "kv_cache_type": "q8_0", "use_mmap": True, "use_mlock": False,
+    "allow_beyond_trained": False, "n_threads_batch": 0, "prompt_lookup": False,
+    "draft_model_path": "", "mmproj_path": "", "template_name": "auto", "n_slots": 2,
+    "overflow": "middle", "last_model": "/m/a.gguf", "theme": "dark",
+    "model_defaults": {
+        "/m/a.gguf": {"n_ctx": 2048, "n_gpu_layers": None, "preset": "Code",
+                      "chat_template": "", "template_name": "", "prompt_lookup": True,
+                      "draft_model_path": "", "mmproj_path": "/m/mmproj-a.gguf"},
+        "/m/b.gguf": {"n_ctx": 0, "n_gpu_layers": -1, "preset": "", "chat_template": "",
+                      "template_name": "gemma", "prompt_lookup": None,
+                      "draft_model_path": "", "mmproj_path": ""}},
+}
+
+
+def test_a_settings_file_of_an_older_version_loads_as_it_did(home: Path) -> None:
+    path = paths.settings_file()
+    path.write_text(json.dumps(OLD_FORMAT))
+    file = SettingsFile()
+    settings = file.load()
+    assert file.problems == [] and settings.theme == "dark"
+    assert settings.load == LoadOptions(n_ctx=4096, n_gpu_layers=12, n_threads=4, n_batch=256,
+                                        flash_attn=True, kv_cache_type="q8_0",
+                                        prompt_lookup=False, n_slots=2)
+    # Per model, an empty value was "the side panel's": only what the model set is its own.
+    a = settings.load_params("/m/a.gguf")
+    assert (a.n_ctx, a.n_gpu_layers, a.prompt_lookup, a.mmproj_path) == (
+        2048, 12, True, "/m/mmproj-a.gguf")
+    assert settings.defaults_for("/m/a.gguf").preset == "Code"
+    b = settings.load_params("/m/b.gguf")
+    assert (b.n_ctx, b.n_gpu_layers, b.template_name, b.prompt_lookup) == (
+        4096, -1, "gemma", False)
+    settings.system_prompt = "Be briefer."  # the next save writes the new shape, all of it
+    file.save(settings)
+    written = json.loads(path.read_text())
+    assert written["load"]["n_ctx"] == 4096 and "n_ctx" not in written
+    assert written["model_defaults"]["/m/b.gguf"] == {
+        "load": {"n_gpu_layers": -1, "template_name": "gemma"}, "preset": "",
+        "chat_template": ""}
+    again = load_settings()
+    assert again == settings and again.load_params("/m/a.gguf") == a
+
+
+def test_a_models_own_value_may_be_the_automatic_one(home: Path) -> None:
+    """Now that a model's entry names what it sets, "Model default" (0) for one model is a
+    value of its own, over a panel set to 8,192."""
+    settings = Settings(load=LoadOptions(n_ctx=8192))
+    settings.set_defaults("/m/a.gguf", ModelDefaults({"n_ctx": 0}))
+    save_settings(settings)
+    assert load_settings().load_params("/m/a.gguf").n_ctx == 0
+    assert load_settings().load_params("/m/b.gguf").n_ctx == 8192

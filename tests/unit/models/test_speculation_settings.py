@@ -29,9 +29,9 @@ def test_what_guesses_tokens() -> None:
 def test_a_model_can_have_its_own_speculation() -> None:
     params = LoadParams("m.gguf")
     assert ModelDefaults().apply(params) == params
-    own = ModelDefaults(prompt_lookup=False, draft_model_path="small.gguf")
+    own = ModelDefaults({"prompt_lookup": False, "draft_model_path": "small.gguf"})
     assert own.apply(params).speculation == "draft model"
-    assert ModelDefaults(prompt_lookup=False).apply(params).speculation == ""
+    assert ModelDefaults({"prompt_lookup": False}).apply(params).speculation == ""
     assert ModelDefaults.from_dict(own.to_dict()) == own
     assert ModelDefaults.from_dict({"prompt_lookup": "yes", "draft_model_path": 3}).empty
 

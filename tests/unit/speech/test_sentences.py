@@ -58,3 +58,16 @@ def test_a_long_first_sentence_is_spoken_clause_first() -> None:
     assert lead_in(long) == ["When the rain finally stopped,",
                              "we walked down to the harbour to see the boats."]
     assert lead_in("Short and sweet.") == ["Short and sweet."]
+
+
+def test_a_first_sentence_without_an_early_clause_is_spoken_a_few_words_first() -> None:
+    """The first sound waits for its whole piece to be made: a few words, not a sentence."""
+    assert lead_in("Please water the plants while I am away.") == [
+        "Please water the plants", "while I am away."]  # before a phrase's first word
+    assert lead_in("Our team finished the project a week before the deadline.") == [
+        "Our team finished", "the project a week before the deadline."]
+    assert lead_in("Could you bring a warm coat, because the evening will be cold?") == [
+        "Could you bring a warm coat,", "because the evening will be cold?"]
+    assert lead_in("An umbrella would be wise today.") == [
+        "An umbrella would", "be wise today."]
+    assert lead_in("Absolutely everything happened.") == ["Absolutely everything happened."]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from inglenook.speech.audio import decode
-from inglenook.speech.dictation import Dictation, EndOfSpeech
+from inglenook.speech.dictation import Dictation, EndOfSpeech, VoiceActivity
 from inglenook.speech.read_aloud import ReadAloud
 from inglenook.speech.stt import Transcriber
 from inglenook.speech.tts import Voice
@@ -119,4 +119,63 @@ def test_a_stopped_reply_ends_the_conversation(voice: Voice) -> None:
     turns.state = WAITING  # as if a question had been sent
     turns.reply_started(5, "r")
     turns.reply_ended(5, complete=False)
+    assert turns.state == OFF
+
+
+def test_voice_activity_needs_speech_not_a_click() -> None:
+    activity = VoiceActivity(threshold=0.05, onset_s=0.3, gap_s=0.3)
+    assert not activity.push(0.5, 0.1)  # a click
+    assert not any(activity.push(0.0, 0.1) for _ in range(4))  # the gap forgets it
+    assert [activity.push(0.2, 0.1) for _ in range(3)] == [False, False, True]
+
+
+class LiveMicrophone:
+    """Silence until `speak` is set, then `pcm`, then silence until stopped (a microphone open
+    while the reply is read)."""
+
+    def __init__(self, pcm: bytes, speak: threading.Event) -> None:
+        self._pcm, self._speak, self._stopped = pcm, speak, threading.Event()
+        self.opened = 0
+
+    def read(self, size: int) -> bytes:
+        if self._speak.is_set() and self._pcm:
+            chunk, self._pcm = self._pcm[:size], self._pcm[size:]
+            return chunk
+        return b"" if self._stopped.wait(0.01) else b"\0" * size
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+def test_speaking_while_the_reply_is_read_interrupts_it_and_is_the_next_turn(
+        voice: Voice, transcriber: Transcriber) -> None:
+    said = "Stop, tell me a joke instead."
+    spoken = decode(voice.wav(said), 60).samples
+    speak = threading.Event()
+    monitor = LiveMicrophone((spoken * 32767).astype(np.int16).tobytes(), speak)
+    states, sent, interrupted = States(), [], []
+    speakers = Speakers()
+
+    def dictation(on_text: Callable[[str], None], on_error: Callable[[str], None],
+                  on_done: Callable[[], None]) -> Dictation:
+        return Dictation(lambda _rate: Microphone(b""), lambda: transcriber, lambda _l: None,
+                         on_text, on_error, on_done, end_of_speech=EndOfSpeech)
+
+    reader = ReadAloud(lambda: voice, lambda _rate: speakers)
+    turns = VoiceTurns(dictation, reader, lambda text: sent.append(text) is None, states.note,
+                       open_monitor=lambda _rate: monitor,
+                       on_interrupt=lambda: interrupted.append(True))
+    turns.state = WAITING  # as if a question had been sent
+    turns.reply_started(1, "reply-1")
+    turns.reply_delta(1, "Once upon a time there was a very long story. ")  # still writing
+    assert turns.state == SPEAKING
+    speak.set()  # the user speaks over it
+    states.wait_for(LISTENING)
+    assert interrupted == [True] and reader.reading is None  # the reading stopped at once
+    states.wait_for(WAITING)  # what was said is the next turn, heard on the same microphone
+    assert len(sent) == 1 and word_error_rate(said, sent[0]) <= 0.2, sent
+    turns.reply_delta(1, "The rest of the old reply is not read. ")
+    turns.reply_ended(1, complete=False)  # the interrupted reply ends: the conversation goes on
+    assert turns.state == WAITING
+    turns.stop()
     assert turns.state == OFF

@@ -170,6 +170,9 @@ def test_every_earlier_version_opens_with_everything_kept(fixture: Path, db: Pat
         expected_settings = make_fixtures.CUSTOM_SETTINGS if version >= 2 else None
         assert store.chat_settings(empty) == (None, expected_settings)
         assert store.chat_settings(trip) == ("Precise", None)
+        # v7: the unread mark (every chat read before it).
+        review = by_title['Code review: <script> & "quotes"']
+        assert store.unread_ids() == ([review] if version >= 7 else [])
         store.add_message(trip, "user", "still writable", None)
     assert user_version(db) == LATEST_VERSION
     assert db.with_name(f"inglenook.db.bak-v{version}").exists() == (version < LATEST_VERSION)

@@ -11,7 +11,6 @@ model thought above its answer (live, then folded), and the cards of the tools i
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,18 +18,16 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
-from inglenook.chat import images as chat_images
 from inglenook.chat import knowledge_turn, reply_edits
-from inglenook.chat.history import images_sent
 from inglenook.chat.knowledge_turn import recorded
 from inglenook.chat.session import (
     ChatSession,
     ChatSettings,
-    ReplyOptions,
     Sessions,
     conversation_of,
 )
 from inglenook.chat.sessions import RETRY_UNSAVED_S
+from inglenook.chat.turn import Gathered, Turn, options_for
 from inglenook.chat.unread import Unread
 from inglenook.core.attachments import Attachment, message_tokens
 from inglenook.core.load import ModelInfo
@@ -99,11 +96,14 @@ class ChatController(QObject):
     unread_changed = Signal(object)
 
     def __init__(self, worker: EngineWorker, store: Store, widgets: ChatWidgets,
-                 tools: ToolController, model: Callable[[], tuple[ModelInfo | None, str]],
+                 tools: ToolController,
+                 model: Callable[..., tuple[ModelInfo | None, str]],
                  new_settings: Callable[[], ChatSettings],
                  presets: Callable[[], Sequence[Preset]], parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.store, self.tools = worker, store, tools
+        # The engine a chat's reply runs on ("": the window's model; ChatModels sets it).
+        self.engine_group: Callable[[ChatSession], str] = lambda _session: ""
         self.view, self.composer = view, composer = widgets.view, widgets.composer
         self.banner, self.status = widgets.banner, widgets.status
         self.model, self._new_settings, self._presets = model, new_settings, presets
@@ -112,12 +112,12 @@ class ChatController(QObject):
         # Replies the store refused (a full disk) are written again on this beat (chat/).
         self._unsaved_timer = QTimer(self, interval=RETRY_UNSAVED_S * 1000)
         self._unsaved_timer.timeout.connect(self.save_unsaved)
-        self.unread = Unread()
+        self.unread = Unread(store)  # the marks kept in the store
         self.session = ChatSession(store, new_settings())
         self.sessions.show(self.session)
         self._next_id = 0
         self.last_request: GenerationRequest | None = None  # what was last sent (tests, Details)
-        self._preparing: set[ChatSession] = set()  # chats whose tools are being listed
+        self._preparing: set[ChatSession] = set()  # chats whose turn is gathering
         # A reply searches its chat's collections with their embedding model's vectors too,
         # loaded beside the chat model by the worker's engines.
         self.open_index = knowledge_turn.index_with_vectors(
@@ -126,16 +126,16 @@ class ChatController(QObject):
                                lambda s: self.request_reply(s, continuing=True), self)
         self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
                                    self.sessions, self)
+        self.can_send = False
         self.actions = MessageActions(self)
         self.read_aloud = ReadAloudControl(view.bubble_of, self)
         self.read_aloud.failed.connect(lambda message: self.banner.show_message(
             f"Could not read aloud: {message}"))
         self.voice = VoiceConversation(self.read_aloud, composer,
                                        lambda: self.session.reply is None and self.can_send,
-                                       self.status, self.banner, self)
+                                       self.status, self.banner, self, self.stop)
         composer.edit.escape.connect(self.voice.stop)  # Esc in the message box too
         composer.edit.escape.connect(self.read_aloud.stop)
-        self.can_send = False
         self.context = ContextMeter(widgets.meter)
         meter = tasks.debounce(150, self.show_context, self)
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
@@ -269,55 +269,33 @@ class ChatController(QObject):
                       continuing: bool = False, extend: bool = False) -> None:
         """Ask for a reply in this chat (the one on screen by default): to its last question,
         or, `continuing`, to the results of the tools the last reply called, or, `extend`,
-        going on from the last reply (Continue)."""
+        going on from the last reply (Continue). Its turn gathers what it needs off the GUI
+        thread first (chat/turn.py): one trip there and back, none when it needs nothing."""
         session = session or self.session
         if session in self._preparing:
             return
+        reply_turn = Turn.take(session, options_for(self.model(session)[0], extend),
+                               self.tools.enabled(), continuing=continuing)
+        if reply_turn.idle:
+            self._begin(session, reply_turn.gather())
+            return
         self._preparing.add(session)
-        self.calls.prepare(session, self.model()[0], lambda options: self._search(
-            session, dataclasses.replace(options, extend=extend), continuing))
-
-    def with_images_ready(self, session: ChatSession, vision: bool,
-                          then: Callable[[], None]) -> None:
-        """then(), once the history's images are hashed and their files checked off the GUI
-        thread (a request for a model that sees is made on it: 20 photos took ~190 ms there);
-        at once when there are none."""
-        images = images_sent(session.path) if vision else []
-        if not images:
-            then()
-            return
-        tasks.run(chat_images.ready, images, owner=self, name="image-files",
-                  on_done=lambda _: then(), on_failed=lambda _: then())
-
-    def _search(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
-        """Have the history's images made ready, and search the chat's collections, off the
-        GUI thread (the question's vector may wait for the embedding model to load); then
-        begin the reply with what was found."""
-        self.with_images_ready(session, options.vision,
-                               lambda: self._search_collections(session, options, continuing))
-
-    def _search_collections(self, session: ChatSession, options: ReplyOptions,
-                            continuing: bool) -> None:
-        collections = tuple(session.settings.knowledge)
-        options = dataclasses.replace(options, open_index=self.open_index)
-        if not collections:
-            self._begin(session, options, continuing)
-            return
-        if session is self.session:
+        if reply_turn.collections and reply_turn.kept is None and session is self.session:
             self.status.setText("Searching your documents…")
-        tasks.run(knowledge_turn.for_question, collections, session.question(), options.n_ctx,
-                  self.open_index, owner=self, name="knowledge-search",
-                  on_done=lambda turn: self._begin(
-                      session, dataclasses.replace(options, knowledge=turn), continuing),
-                  on_failed=lambda exc: self._begin(session, options, continuing))
+        tasks.run(reply_turn.gather, self.tools.listing, self.open_index, owner=self,
+                  name="reply-turn", on_done=lambda got: self._begin(session, got),
+                  on_failed=lambda exc: self._begin(session, Gathered(
+                      reply_turn.options, continuing, (f"Could not prepare the reply: {exc}",))))
 
-    def _begin(self, session: ChatSession, options: ReplyOptions, continuing: bool) -> None:
+    def _begin(self, session: ChatSession, gathered: Gathered) -> None:
         self._preparing.discard(session)
-        if not self.can_send:  # the model went while the chat's tools were listed
+        if gathered.notices:
+            self.banner.show_message(" ".join(gathered.notices))
+        if not self.can_send:  # the model went while the turn gathered
             return
         try:
-            request = session.begin_reply(self.next_request_id(), options,
-                                          continuing=continuing)
+            request = session.begin_reply(self.next_request_id(), gathered.options,
+                                          continuing=gathered.continuing)
         except (StoreError, OSError) as exc:  # OSError: an image not written for the engine
             self.banner.show_message(f"Could not start the reply: {exc}")
             return
@@ -332,7 +310,7 @@ class ChatController(QObject):
             self._append(session.path.outline.ids[-1])
             self.view.set_writing(True)
             self._update_controls()
-        self.worker.generate(request, session.owner)
+        self.worker.generate(request, session.owner, self.engine_group(session))
         self.reply_started.emit(request.request_id)
 
     def next_request_id(self) -> int:
@@ -558,7 +536,7 @@ class ChatController(QObject):
         if visible:
             self.reply.flush()
         reply_id = session.reply.message_id if session.reply is not None else 0
-        event = self.sessions.finished(rid, finish, *self.model())
+        event = self.sessions.finished(rid, finish, *self.model(session))
         assert event is not None
         if event.problem:
             self.banner.show_message(event.problem)

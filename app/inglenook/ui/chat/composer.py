@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QIcon, QImage, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -65,6 +65,8 @@ FILE_FILTER = ("Text, code, Markdown, CSV, PDF and images (*.txt *.md *.markdown
                "Images (*.png *.jpg *.jpeg *.gif *.webp *.bmp);;All files (*)")
 
 
+COMPACT_BELOW = 600  # the composer's width under which Attach and Dictate show icons alone
+
 PASTED_SUFFIXES = {"image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif",
                    "image/bmp": "bmp"}
 
@@ -98,6 +100,8 @@ class Composer(QWidget):
         self.attach_button.setToolTip(f"Attach {FILE_TYPES}, or images (or drop them here, "
                                       "or paste an image)")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.attach_button.setAccessibleName("Attach")  # also when it shows its icon alone
+        self._compact = False
         self.button = QPushButton("Send", self)
         self.button.setObjectName("sendButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -131,7 +135,11 @@ class Composer(QWidget):
         layout.setSpacing(10)
         layout.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         self.mic = MicButton(self)  # dictation: the words arrive in the box, editable
+        self.mic.started.connect(self._dictation_started)
+        self.mic.partial.connect(self._dictated_so_far)
         self.mic.heard.connect(self._dictated)
+        self._live: QTextCursor | None = None  # the dictated words shown so far, selected
+        self._live_text = ""
         layout.addWidget(self.mic, 0, Qt.AlignmentFlag.AlignBottom)
         layout.addWidget(self.edit, 1)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
@@ -167,6 +175,26 @@ class Composer(QWidget):
     @property
     def generating(self) -> bool:
         return self._generating
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_buttons()
+
+    def _fit_buttons(self) -> None:
+        """Narrow (a 700-pixel window with the chat list): Attach and Dictate show their icons
+        alone, so that the message box keeps room to type in (its placeholder wrapped at
+        ~130 px); their tooltips and accessible names still say what they do."""
+        compact = self.width() < COMPACT_BELOW
+        if compact == self._compact:
+            return
+        self._compact = compact
+        if not compact:
+            self.attach_button.setIcon(QIcon())
+        restyle(self.attach_button, compact=compact)  # the style sheet gives the themed icon
+        # Without a style sheet (no resources) there is no icon: the words stay.
+        iconic = compact and not self.attach_button.icon().isNull()
+        self.attach_button.setText("" if iconic else "Attach")
+        self.mic.set_compact(compact)
 
     # ---- attachments ----------------------------------------------------------------------
     @property
@@ -446,12 +474,44 @@ class Composer(QWidget):
         if not self.cancel_pending() and self._generating:
             self.stop_requested.emit()
 
+    def _dictation_started(self) -> None:
+        """The words will go where the cursor is; a cursor of its own keeps the place as the
+        rest of the text is edited meanwhile (Qt moves it with the edits)."""
+        self._live = QTextCursor(self.edit.textCursor())
+        self._live.clearSelection()
+        self._live_text = ""
+
+    def _dictated_so_far(self, text: str) -> None:
+        self._show_dictated(text)
+
     def _dictated(self, text: str) -> None:
-        if text:
-            cursor = self.edit.textCursor()
-            before = self.edit.toPlainText()[:cursor.position()]
-            cursor.insertText(("" if not before or before[-1].isspace() else " ") + text)
-            self.edit.setFocus()
+        if not self._show_dictated(text) and text:  # the words so far were edited: add these
+            self._live = QTextCursor(self.edit.textCursor())
+            self._live.clearSelection()
+            self._live_text = ""
+            self._show_dictated(text)  # at the cursor, spaced from what is around it
+        self._live = None
+        self.edit.setFocus()
+
+    def _show_dictated(self, text: str) -> bool:
+        """The dictated words so far put in place of the last ones shown; False when those
+        were edited meanwhile (the edit wins: nothing more is shown there)."""
+        live = self._live
+        if live is None or live.selectedText() != self._live_text:
+            self._live = None
+            return False
+        start, end = live.selectionStart(), live.selectionEnd()
+        document = self.edit.document()
+        before = document.characterAt(start - 1) if start else ""
+        after = document.characterAt(end) if end < document.characterCount() - 1 else ""
+        words = ("" if not before or before.isspace() or not text else " ") + text
+        words += " " if text and after and not after.isspace() else ""
+        live.insertText(words)
+        end = live.position()
+        live.setPosition(start)
+        live.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        self._live_text = live.selectedText()
+        return True
 
     def cancel_pending(self) -> bool:
         """Esc on a message waiting for the model: it becomes editable again, unsent."""

@@ -28,7 +28,7 @@ from inglenook.store import StoredMessage
 from inglenook.ui.widgets.style import restyle
 
 if TYPE_CHECKING:
-    from inglenook.ui.chat.chat_controller import ChatController
+    from inglenook.ui.chat.chat_view import ChatView
 
 LIVE_MS = 250
 
@@ -132,12 +132,14 @@ def context_before_reply(session: ChatSession) -> int:
 
 
 class LiveFigures(QObject):
-    """Moves the meter and the streaming reply's figures while it is written (see above)."""
+    """Moves the meter and the streaming reply's figures while it is written (see above):
+    those of `session()`, the chat on screen, in `meter` and in its bubble in `view`."""
 
-    def __init__(self, worker: EngineWorker, chats: ChatController,
-                 model: Callable[[], ModelInfo | None], parent: QObject | None = None) -> None:
+    def __init__(self, worker: EngineWorker, session: Callable[[], ChatSession],
+                 meter: ContextMeter, view: ChatView, model: Callable[[], ModelInfo | None],
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.chats, self._model = chats, model
+        self._session, self.meter, self.view, self._model = session, meter, view, model
         self._first: dict[int, float] = {}  # request id -> when its first text came
         self._before: dict[int, int] = {}  # request id -> context_before_reply, once
         self._timer = QTimer(self, interval=LIVE_MS)
@@ -160,7 +162,7 @@ class LiveFigures(QObject):
     def tick(self) -> None:
         """Redraw the estimates for the reply on screen, if it streams and has no exact
         figures yet."""
-        session = self.chats.session
+        session = self._session()
         reply = session.reply
         if reply is None or reply.stats is not None or reply.request_id not in self._first:
             return
@@ -169,9 +171,8 @@ class LiveFigures(QObject):
             self._before[rid] = context_before_reply(session)
         written = estimate_tokens(reply.parts.answer + reply.parts.reasoning)
         given = reply.knowledge.tokens if reply.knowledge is not None else 0
-        self.chats.context.show_live(session, self._model(),
-                                     self._before[rid] + given + written)
-        bubble = self.chats.view.bubble_of(reply.message_id)
+        self.meter.show_live(session, self._model(), self._before[rid] + given + written)
+        bubble = self.view.bubble_of(reply.message_id)
         if bubble is None:
             return
         elapsed = time.monotonic() - self._first[rid]

@@ -6,12 +6,15 @@ prompt).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
-from PySide6.QtWidgets import QBoxLayout, QMessageBox
+from PySide6.QtWidgets import QBoxLayout, QMessageBox, QWidget
 
+from inglenook.chat import images as chat_images
+from inglenook.chat.history import images_sent
 from inglenook.engine.protocol import PromptView
 from inglenook.store import StoreError
+from inglenook.ui import tasks
 from inglenook.ui.chat.attachment_chips import AttachmentStrip
 from inglenook.ui.chat.bubble import MessageBubble
 from inglenook.ui.chat.details import DetailsDialog
@@ -19,11 +22,32 @@ from inglenook.ui.chat.inline_edit import InlineEdit
 from inglenook.ui.chat.prompt_dialog import PromptDialog
 
 if TYPE_CHECKING:
-    from inglenook.ui.chat.chat_controller import ChatController
+    from inglenook.chat.session import ChatSession
+    from inglenook.core.load import ModelInfo
+    from inglenook.engine.worker import EngineWorker
+    from inglenook.ui.chat.chat_view import ChatView
+    from inglenook.ui.widgets.banner import Banner
+
+
+class ChatOnScreen(Protocol):
+    """What the actions use of the chat on screen (ChatController has it): ten things, named
+    here rather than passed one by one, so that this module needs no import of its owner."""
+
+    session: ChatSession
+    can_send: bool
+    view: ChatView
+    banner: Banner
+    window: QWidget
+    worker: EngineWorker  # the prompt inspector's request
+    model: Callable[[], tuple[ModelInfo | None, str]]
+
+    def render(self, keep_position: bool = False) -> None: ...
+    def request_reply(self) -> None: ...
+    def next_request_id(self) -> int: ...
 
 
 class MessageActions:
-    def __init__(self, chats: ChatController) -> None:
+    def __init__(self, chats: ChatOnScreen) -> None:
         self.chats = chats
         self._inspecting = 0  # the request id of the prompt asked for last
 
@@ -103,8 +127,13 @@ class MessageActions:
         if model is None:
             self.chats.banner.show_message("Load a model to see the prompt it is sent.", "info")
             return
-        self.chats.with_images_ready(self.chats.session, model.vision,
-                                     lambda: self._inspect(message_id))
+        images = images_sent(self.chats.session.path) if model.vision else []
+        if not images:
+            self._inspect(message_id)
+            return
+        tasks.run(chat_images.ready, images, owner=self.chats.view, name="image-files",
+                  on_done=lambda _: self._inspect(message_id),
+                  on_failed=lambda _: self._inspect(message_id))
 
     def _inspect(self, message_id: int) -> None:
         model = self.chats.model()[0]

@@ -1,7 +1,9 @@
 """Chat → Voice conversation in the window: binds speech/turns.py (the Qt-free turn logic) to
 the chat. What was heard is sent as if typed (the composer's own send path, so each turn is an
-ordinary message); the reply is read as it streams; then it listens again. Esc or the command
-again ends it. The microphone, the transcription and the voice all work off the GUI thread.
+ordinary message); the reply is read as it streams; then it listens again. Speaking while the
+reply is read interrupts it: the reading and the reply stop, and what is said is the next turn.
+Esc or the command again ends it. The microphone, the transcription and the voice all work
+off the GUI thread.
 
 Signals:
     state_changed(str): off, listening, transcribing, waiting, speaking (queued).
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
+from inglenook.speech import catalog as speech_catalog
 from inglenook.speech import recorder as recorders
 from inglenook.speech.dictation import Dictation, EndOfSpeech
 from inglenook.speech.turns import OFF, VoiceTurns
@@ -26,26 +29,33 @@ from inglenook.ui.widgets.banner import Banner
 SHOWN = {"listening": "Voice conversation: listening…",
          "transcribing": "Voice conversation: writing down what you said…",
          "waiting": "Voice conversation: waiting for the reply…",
-         "speaking": "Voice conversation: reading the reply (Esc ends it)", OFF: ""}
+         "speaking": "Voice conversation: reading the reply (speak to interrupt; Esc ends it)",
+         OFF: ""}
 
 
 class VoiceConversation(QObject):
     state_changed = Signal(str)
     failed = Signal(str)
     _heard = Signal(str)
+    _interrupted = Signal()
 
     def __init__(self, read_aloud: ReadAloudControl, composer: Composer,
                  can_send: Callable[[], bool], status: QLabel, banner: Banner,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None,
+                 stop_reply: Callable[[], None] = lambda: None) -> None:
         super().__init__(parent)
         self._composer, self._can_send, self._banner = composer, can_send, banner
         self._heard.connect(self._send_now)
+        self._interrupted.connect(stop_reply)
         self.state_changed.connect(lambda state: status.setText(SHOWN[state]))
         self.failed.connect(lambda message: banner.show_message(
             f"The voice conversation stopped: {message}"))
         self.turns = VoiceTurns(self._dictation, read_aloud.reader, self._send,
                                 unless_gone(self.state_changed.emit),
-                                unless_gone(self.failed.emit))
+                                unless_gone(self.failed.emit),
+                                open_monitor=lambda rate: recorders.open_recorder(rate),
+                                on_interrupt=unless_gone(self._interrupted.emit))
+        self.turns.language = speech_catalog.dictation_language
         self.destroyed.connect(self.turns.stop)
 
     @staticmethod

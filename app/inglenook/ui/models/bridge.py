@@ -10,6 +10,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from inglenook.models.download import RetryPolicy
 from inglenook.models.download_queue import DownloadManager, DownloadState, DownloadStatus
+from inglenook.models.filenames import GGUF_ONLY
 from inglenook.ui.tasks import ensure_relay, post_to_gui
 
 CLOSE_TIMEOUT_S = 3.0  # a download stops at its next chunk; do not hold up quitting for long
@@ -46,9 +47,11 @@ class DownloadBridge(QObject):
             app.aboutToQuit.connect(self.close)
 
     # -- commands (GUI thread); what they change is reported before they return -------------------
-    def add(self, repo: str, filename: str, revision: str = "main") -> int:
+    def add(self, repo: str, filename: str, revision: str = "main", *,
+            dest_dir: Path | None = None, suffixes: tuple[str, ...] = GGUF_ONLY) -> int:
         """Queue a download; raises UnsafeFileName for a name that could not be saved safely."""
-        job_id = self.manager.add(repo, filename, revision)
+        job_id = self.manager.add(repo, filename, revision, dest_dir=dest_dir,
+                                  suffixes=suffixes)
         self._flush()
         return job_id
 

@@ -29,7 +29,6 @@ from inglenook.ui.widgets.load_field import LoadField
 
 PANEL = "Use the side panel's"
 CPU_ONLY = "This build of llama.cpp runs on the CPU only."
-_PANEL_DEFAULTS = ModelDefaults()  # every option left to the side panel
 CUSTOM = "custom"  # the chat template choice that is your Jinja (ModelDefaults.chat_template)
 CUSTOM_TEMPLATE = "Your own (Jinja)…"
 FILE_TEMPLATE = "The file's own"
@@ -61,7 +60,7 @@ class ModelDefaultsDialog(QDialog):
         for spec in LOAD_SPECS.values():
             if spec.per_model and spec.name != "template_name":  # its own row, below
                 self._add_row(form, LoadField(spec, self, "defaults_", switch_as_choice=True),
-                              getattr(defaults, spec.name))
+                              defaults.own(spec.name))
         if not gpu_offload:
             for w in (self.overrides["n_gpu_layers"], self.fields["n_gpu_layers"].editor):
                 w.setEnabled(False)
@@ -86,9 +85,10 @@ class ModelDefaultsDialog(QDialog):
         self.template_choice.addItem(CUSTOM_TEMPLATE, CUSTOM)
         if loaded is not None and loaded.template_source == "gguf":
             self._offer_file_own()
-        if defaults.template_name == FILE_OWN:  # kept, whether or not the file still has one
+        template_name = defaults.own("template_name", "")
+        if template_name == FILE_OWN:  # kept, whether or not the file still has one
             self._offer_file_own()
-        current = CUSTOM if defaults.chat_template.strip() else defaults.template_name
+        current = CUSTOM if defaults.chat_template.strip() else template_name
         self.template_choice.setCurrentIndex(max(0, self.template_choice.findData(current)))
         form.addRow("Chat template", self.template_choice)
         self.template = QPlainTextEdit(self)
@@ -140,8 +140,9 @@ class ModelDefaultsDialog(QDialog):
         self._layout.setStretch(self._layout.count() - 2, 0 if custom else 1)
 
     def _add_row(self, form: QFormLayout, field: LoadField, value: object) -> None:
+        """`value`: this model's own, or None when it uses the side panel's."""
         name = field.spec.name
-        own = value != getattr(_PANEL_DEFAULTS, name)
+        own = value is not None
         tick = QCheckBox(field.spec.label, self)
         tick.setObjectName(f"defaults_{name}_override")
         tick.setToolTip(f"Ticked: this model loads with its own {field.spec.label.lower()}. "
@@ -165,9 +166,10 @@ class ModelDefaultsDialog(QDialog):
                if self.overrides[name].isChecked()}
         choice = self.template_choice.currentData() or ""
         custom = choice == CUSTOM
+        if choice and not custom:  # "": Automatic, the panel's
+            own["template_name"] = choice
         return ModelDefaults.from_dict({
-            **own, "preset": self.preset.currentData() or "",
-            "template_name": "" if custom else choice,
+            "load": own, "preset": self.preset.currentData() or "",
             "chat_template": self.template.toPlainText().strip() if custom else ""})
 
     def _save(self) -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.models.download_queue import DownloadStatus
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.discover import DiscoverPage
 from inglenook.ui.models.downloads import DownloadsPage
@@ -50,7 +51,8 @@ class ModelsDialog(QDialog):
     defaults_requested = Signal(str)
 
     def __init__(self, bridge: DownloadBridge, parent: QWidget | None = None,
-                 chosen_projector: Callable[[str], str] | None = None) -> None:
+                 chosen_projector: Callable[[str], str] | None = None,
+                 app_settings: AppSettings | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelsDialog")
         self.setWindowTitle("Models")
@@ -58,6 +60,7 @@ class ModelsDialog(QDialog):
         self.bridge = bridge
         bridge.adopt_partials()  # first, so that the Downloads page starts with them
         self.library = LibraryPage(self, chosen_projector)
+        self.library.speech.bind(app_settings)  # its choices are settings
         self.discover = DiscoverPage(bridge, self)
         self.downloads = DownloadsPage(bridge, self)
         self._build()
@@ -123,6 +126,7 @@ class ModelsDialog(QDialog):
 
     def _models_changed(self) -> None:
         self.discover.repo_panel.refresh_installed()
+        self.discover.speech_panel.refresh_installed()
         self.models_changed.emit()
 
     def _on_completed(self, _status: DownloadStatus) -> None:

@@ -28,9 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inglenook.core.units import describe_size
 from inglenook.models import hub
 from inglenook.models.catalog import CatalogEntry, CatalogError, load_catalog
 from inglenook.models.hub import HubOffline, RepoSummary
+from inglenook.speech.downloads import SPEECH_MODELS
 from inglenook.ui import tasks, theme
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import notice_label, page_header
@@ -41,11 +43,15 @@ from inglenook.ui.models.repo_panel import (
     is_unreachable,
     retryable,
 )
+from inglenook.ui.models.speech_panel import SpeechPanel
 from inglenook.ui.widgets.style import restyle
 
 EMBEDDING_HEADING = "Embedding models, for Knowledge"  # one line: the list does not wrap it
 EMBEDDING_TIP = ("For Chat → Knowledge…: they find your documents' passages by meaning. They "
                  "do not chat.")
+SPEECH_HEADING = "Speech models and voices"
+SPEECH_TIP = ("Whisper models write down what you say (Dictate, Voice conversation); Piper voices "
+              "read replies aloud. They work offline once downloaded.")
 SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "recent"))
 
 
@@ -121,11 +127,15 @@ class DiscoverPage(QWidget):
         self.repo_panel = panel = RepoPanel(self.bridge, self)
         panel.downloads_added.connect(self.downloads_added)
         panel.failed.connect(self._panel_failed)
+        self.speech_panel = SpeechPanel(self.bridge, self)  # in the panel's place for one
+        self.speech_panel.downloads_added.connect(self.downloads_added)
+        self.speech_panel.hide()
 
         body = QHBoxLayout()
         body.setSpacing(14)
         body.addWidget(self.results)
         body.addWidget(panel, 1)
+        body.addWidget(self.speech_panel, 1)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 20, 24, 20)
@@ -153,6 +163,15 @@ class DiscoverPage(QWidget):
             self._heading(EMBEDDING_HEADING, EMBEDDING_TIP)
         for entry in embedding:
             self._add_entry(entry)
+        self._heading(SPEECH_HEADING, SPEECH_TIP)
+        muted = theme.current().colors.text_muted
+        for speech in SPEECH_MODELS:
+            kind = "speech to text" if speech.kind == "whisper" else "voice"
+            self._add_result(("speech", speech),
+                             f"<b>{html.escape(speech.title)}</b>"
+                             f" <span style='color:{muted}'>{kind} · "
+                             f"{describe_size(speech.size)}</span>"
+                             f"<br>{html.escape(speech.description)}")
 
     def _add_entry(self, entry: CatalogEntry) -> None:
         facts = f"{entry.params} · {entry.context:,} tokens · {entry.licence}"
@@ -237,20 +256,33 @@ class DiscoverPage(QWidget):
         return super().eventFilter(watched, event)
 
     def result_ids(self) -> list[str]:
-        """The repositories (or catalog repositories) listed, in order."""
+        """The repositories (or catalog repositories) listed, in order (not speech models)."""
         ids = []
         for i in range(self.results.count()):
             data = self.results.item(i).data(Qt.ItemDataRole.UserRole)
-            if data:
+            if data and data[0] != "speech":
                 ids.append(data[1].id if data[0] == "repo" else data[1].repo)
         return ids
+
+    def speech_row(self, name: str) -> int:
+        """The list's row of the speech model installed as `name`; -1 when not listed."""
+        for i in range(self.results.count()):
+            data = self.results.item(i).data(Qt.ItemDataRole.UserRole)
+            if data and data[0] == "speech" and data[1].name == name:
+                return i
+        return -1
 
     def _on_selection(self) -> None:
         selected = self.results.selectedItems()
         data = selected[0].data(Qt.ItemDataRole.UserRole) if selected else None
         if not data:
             return
-        if data[0] == "catalog":
+        speech = data[0] == "speech"
+        self.repo_panel.setVisible(not speech)
+        self.speech_panel.setVisible(speech)
+        if speech:
+            self.speech_panel.open(data[1])
+        elif data[0] == "catalog":
             self.repo_panel.open_catalog_entry(data[1])
         else:
             repo: RepoSummary = data[1]
@@ -258,6 +290,8 @@ class DiscoverPage(QWidget):
                                     f"{repo.likes:,} likes")
 
     def open_repo(self, repo: str, meta: str = "", entry: CatalogEntry | None = None) -> None:
+        self.speech_panel.hide()
+        self.repo_panel.show()
         self.repo_panel.open_repo(repo, meta, entry)
 
     def _query_edited(self, text: str) -> None:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from inglenook.core import units
 from inglenook.core.units import describe_size
 from inglenook.models.download_queue import DownloadState, DownloadStatus
-from inglenook.models.filenames import UnsafeFileName, saved_name
+from inglenook.models.filenames import GGUF_ONLY, SPEECH_FILES, UnsafeFileName, saved_name
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.page import page_header
 from inglenook.ui.plain import plain_label
@@ -65,7 +65,7 @@ def describe_status(s: DownloadStatus) -> str:
 
 def file_label(repo: str, filename: str) -> str:
     try:
-        return saved_name(repo, filename)
+        return saved_name(repo, filename, (*GGUF_ONLY, *SPEECH_FILES))
     except UnsafeFileName:
         return filename
 

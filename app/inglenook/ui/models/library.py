@@ -50,6 +50,7 @@ from inglenook.ui import tasks
 from inglenook.ui.models.page import notice_label, page_header
 from inglenook.ui.models.picker import LOADED_MARK
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
+from inglenook.ui.models.speech_library import SpeechLibrary
 from inglenook.ui.plain import plain_box, plain_label, plain_tip
 from inglenook.ui.widgets.style import restyle
 
@@ -228,6 +229,8 @@ class LibraryPage(QWidget):
         layout.addWidget(self.notice)
         layout.addWidget(self.table, 1)
         layout.addWidget(card)
+        self.speech = SpeechLibrary(self)  # whisper models and voices, and which are used
+        layout.addWidget(self.speech)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -252,11 +255,13 @@ class LibraryPage(QWidget):
             shown.remove(column)
 
     # -- listing ----------------------------------------------------------------------------------
-    def refresh(self) -> None:
-        """List the installed models again; headers not read before are read in the background."""
+    def refresh(self, entries: list[ModelEntry] | None = None) -> None:
+        """List the installed models again (`entries`: a listing made off the GUI thread);
+        headers not read before are read in the background."""
         selected = self.selected_entry()
+        self.speech.refresh()
         self._generation += 1
-        self.entries = installed_models()
+        self.entries = installed_models() if entries is None else entries
         self.headers = {}
         self.table.clear()
         to_read, chosen = [], {}
@@ -504,9 +509,7 @@ class LibraryPage(QWidget):
         self._import_finished()
         installed, message = cast(tuple[Path, str], value)
         self.show_notice(message)
-        self.refresh()
-        self.select(str(installed))
-        self.models_changed.emit()
+        self._list_again(str(installed))
 
     def _headers_failed(self, generation: int, exc: object) -> None:
         if generation == self._generation:  # a bug, not a bad file: say so per row
@@ -533,8 +536,18 @@ class LibraryPage(QWidget):
 
     def _quantized(self, path: str) -> None:
         self.show_notice(f"{Path(path).name} was made, checked and added to the library.")
-        self.refresh()
-        self.select(path)
+        self._list_again(path)
+
+    def _list_again(self, select: str) -> None:
+        """The folder listed off the GUI thread (globs and a stat per file: on a busy disk the
+        window froze ~150 ms when a Smaller copy finished), then shown with `select` selected;
+        the picker is refreshed from the same listing."""
+        tasks.run(installed_models, owner=self, name="list models",
+                  on_done=lambda entries: self._listed(cast(list[ModelEntry], entries), select))
+
+    def _listed(self, entries: list[ModelEntry], select: str) -> None:
+        self.refresh(entries)
+        self.select(select)
         self.models_changed.emit()
 
     def show_notice(self, text: str, error: bool = False) -> None:

@@ -74,9 +74,9 @@ class LoadedModelsDialog(QDialog):
         self.setObjectName("loadedModelsDialog")
         self.setWindowTitle("Loaded models")
         self.worker = worker
-        intro = plain_label("Models in memory now. A model an API request named is loaded for "
-                            "it and unloaded when idle; the window's model stays until you "
-                            "choose another.", self)
+        intro = plain_label("Models in memory now. A model an API request named, or a chat's "
+                            "own model, is loaded beside the window's and unloaded when idle; "
+                            "the window's model stays until you choose another.", self)
         intro.setWordWrap(True)
         self.rows = QWidget(self)
         self.grid = QGridLayout(self.rows)
@@ -167,7 +167,7 @@ class LoadedModelsDialog(QDialog):
 def _facts(model: LoadedModel, report: p.MemoryReport | None = None) -> str:
     """Who loaded it, its memory (the engine's own figures once it has reported them, else the
     fit planner's estimate), its replies and idle time."""
-    who = "the window's" if model.by_window else "for the API"
+    who = "the window's" if model.by_window else "beside it (a chat's own, or the API's)"
     memory = gigabytes(model.memory_bytes) if model.memory_bytes else "—"
     parts = ""
     if report is not None and report.weights_bytes:

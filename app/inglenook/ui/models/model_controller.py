@@ -18,6 +18,7 @@ from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
 from inglenook.models.projector import opened_files, with_projector
 from inglenook.ui import tasks
+from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
@@ -68,6 +69,7 @@ class ModelController(QObject):
         self._preparing: tasks.Task | None = None  # files opened or a load, read off the GUI
         downloads.completed.connect(lambda _status: self.refresh())
         self._parent = parent
+        self.app_settings: AppSettings | None = None  # the window's: the speech models chosen
         self.model: ModelInfo | None = None
         self.is_loading = False
         self.sha256 = ""
@@ -84,7 +86,9 @@ class ModelController(QObject):
         worker.model_load_failed.connect(self._on_failed)
         worker.engine_crashed.connect(self._on_crashed)
         worker.model_unloaded.connect(self._on_unloaded)
-        picker.model_chosen.connect(self.load)
+        # What choosing a model does (the window gives it to the chat on screen: ChatModels).
+        self.choose: Callable[[str], None] = self.load
+        picker.model_chosen.connect(lambda path: self.choose(path))
         picker.open_requested.connect(self.open_file)
         picker.providers_requested.connect(self.show_providers)
 
@@ -134,6 +138,11 @@ class ModelController(QObject):
 
     def refresh(self, last_model: str = "") -> None:
         self.picker.refresh(self.model.path if self.model else last_model or self.picker.path())
+
+    def _library_changed(self) -> None:
+        """The Models dialog listed the folder again: the picker shows the same listing."""
+        listing = self._dialog.library.entries if self._dialog is not None else None
+        self.picker.refresh(self.model.path if self.model else self.picker.path(), listing)
 
     def show_providers(self) -> None:
         """Remote engines: add, test and remove OpenAI-compatible endpoints."""
@@ -247,9 +256,9 @@ class ModelController(QObject):
         """The Models dialog: one instance, refreshed each time it is shown."""
         if self._dialog is None:
             self._dialog = ModelsDialog(self._downloads, self._parent,
-                                        self.picker.chosen_projector)
-            self._dialog.model_chosen.connect(self.load)
-            self._dialog.models_changed.connect(self.refresh)
+                                        self.picker.chosen_projector, self.app_settings)
+            self._dialog.model_chosen.connect(lambda path: self.choose(path))
+            self._dialog.models_changed.connect(self._library_changed)
             self._dialog.defaults_requested.connect(self.defaults_requested)
             self._dialog.library.set_loaded(self.model.path if self.model is not None else "")
         self._dialog.show()
@@ -260,6 +269,32 @@ class ModelController(QObject):
         if ready.gpu_offload_supported:
             vram = ready.vram_free
             fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
+
+    def show_label(self, info: ModelInfo | None = None, beside: bool = False) -> None:
+        """The status bar's model: the window's (`info` None), or with `beside` the chat on
+        screen's own model, loaded beside the window's."""
+        info = info or self.model
+        if info is None:
+            return
+        built_in = info.template_source in ("detected", "chosen")
+        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
+            f"  ·  {VISION_TAG}" if info.vision else "")
+        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
+            info.template_source, info.template_name, info.template_reason)
+        if beside and self.model is not None:
+            tags += f"  ·  this chat's model, beside {self.model.name}"
+        self.model_label.setText(info.name + tags)
+        self.model_label.setToolTip(plain_tip(
+            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
+            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
+            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
+            f" loaded in {info.load_seconds:.1f} s"
+            + ("" if is_remote_ref(info.path) else f"\n{info.family.summary()}")
+            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
+               f"{info.image_tokens:,} tokens" if info.vision and info.projector
+               else "\nSees images (the server says so, or you marked it)" if info.vision
+               else "")
+            + (f"\n{notice}" if notice else "")))
 
     def _on_loading(self, path: str, fraction: float) -> None:
         self.is_loading = True
@@ -275,23 +310,9 @@ class ModelController(QObject):
         self.unloaded_path = ""
         self._mark_loaded(info)
         self.progress.hide()
-        built_in = info.template_source in ("detected", "chosen")
-        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
-            f"  ·  {VISION_TAG}" if info.vision else "")
         notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
             info.template_source, info.template_name, info.template_reason)
-        self.model_label.setText(info.name + tags)
-        self.model_label.setToolTip(plain_tip(
-            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
-            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
-            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
-            f" loaded in {info.load_seconds:.1f} s"
-            + ("" if is_remote_ref(info.path) else f"\n{info.family.summary()}")
-            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
-               f"{info.image_tokens:,} tokens" if info.vision and info.projector
-               else "\nSees images (the server says so, or you marked it)" if info.vision
-               else "")
-            + (f"\n{notice}" if notice else "")))
+        self.show_label(info)
         # The file has none: said in the status bar until it moves on (and in the tooltip).
         self.status.setText(notice if info.template_source == "detected" else "")
         self.sha256 = ""

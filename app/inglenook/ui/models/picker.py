@@ -25,7 +25,7 @@ from inglenook.engine.providers import ProviderStore, parse_model_ref
 from inglenook.engine.remote_catalog import ProviderListing, list_all
 from inglenook.engine.remote_dialects import dialect
 from inglenook.models.filenames import parse_quant
-from inglenook.models.library import installed_models
+from inglenook.models.library import ModelEntry, installed_models
 from inglenook.models.projector import known_projector, vision_projector
 from inglenook.ui import tasks
 from inglenook.ui.plain import plain_tip
@@ -73,6 +73,7 @@ class ModelPicker(QComboBox):
         self.setToolTip("The model to chat with")
         self._current = ""
         self._loaded = ""  # the model loaded now ("" none), marked with LOADED_MARK
+        self._beside: frozenset[str] = frozenset()  # files loaded beside it: marked too
         self._quant: dict[str, str] = {}  # a file outside the library: its type, once loaded
         self._none_chosen = False  # after Unload: the picker shows that no model is loaded
         self.setPlaceholderText("No model loaded")
@@ -91,11 +92,13 @@ class ModelPicker(QComboBox):
             self._providers = ProviderStore()  # paths are read when first needed
         return self._providers
 
-    def refresh(self, select: str = "") -> None:
+    def refresh(self, select: str = "", listing: list[ModelEntry] | None = None) -> None:
+        """List the models again (`listing`: installed_models() made off the GUI thread)."""
         self.blockSignals(True)
         self.clear()
         # Embedding models are for Knowledge (its dialog offers them), not to chat with.
-        entries = [e for e in installed_models() if not e.embedding]
+        entries = [e for e in (installed_models() if listing is None else listing)
+                   if not e.embedding]
         unknown = {}  # models whose projector is not known yet: path → the one chosen
         for entry in entries:
             chosen = self.chosen_projector(entry.path)
@@ -103,7 +106,7 @@ class ModelPicker(QComboBox):
             if projector is None:
                 unknown[entry.path] = chosen
             label = f"{entry.name}  ·  {describe_size(entry.size_bytes)}"
-            if entry.path == self._loaded:
+            if entry.path == self._loaded or entry.path in self._beside:
                 label = f"{LOADED_MARK} {label}"
             if entry.source == "bundled":
                 label += "  ·  bundled"
@@ -168,6 +171,12 @@ class ModelPicker(QComboBox):
         if self._none_chosen:
             self._current = ""
         self.refresh(path)
+
+    def set_beside(self, paths: frozenset[str]) -> None:
+        """Mark the files loaded beside the window's model (a chat's own, the API's)."""
+        if paths != self._beside:
+            self._beside = paths
+            self.refresh(self._current)
 
     def select(self, path: str) -> None:
         """Show `path` as the current model, adding it if it is not listed (a file outside the

@@ -6,8 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFormLayout, QPushButton, QVBoxLayout, QWidget
 
-from inglenook.core.load import LOAD_SPECS
-from inglenook.core.settings import Settings
+from inglenook.core.load import LOAD_SPECS, LoadOptions
 from inglenook.ui.plain import plain_tip
 from inglenook.ui.side.speed_options import SpeedOptions
 from inglenook.ui.widgets.controls import CollapsibleSection, helper_label
@@ -20,7 +19,7 @@ KV_NOTE_RESET = "KV cache set back to f16: a quantized cache needs flash attenti
 class LoadSection(CollapsibleSection):
     """Numbers and choices in a form, switches under it, then the speed options and Reload.
 
-    show_settings() emits nothing; everything the user does emits.
+    show_options() emits nothing; everything the user does emits.
 
     Signals:
         changed(): a load option changed (it applies at the next load).
@@ -93,16 +92,16 @@ class LoadSection(CollapsibleSection):
 
     # -- values ---------------------------------------------------------------------------
 
-    def show_settings(self, settings: Settings) -> None:
-        """Show these settings' load options; emits nothing."""
+    def show_options(self, options: LoadOptions) -> None:
+        """Show these load options; emits nothing."""
         for name, field in self.fields.items():
-            field.set_value(getattr(settings, name))
+            field.set_value(getattr(options, name))
         if self._kv_quantized():  # stored by hand or an older version: keep it loadable
             self.fields["flash_attn"].set_value(True)
         self._show_kv_note(KV_NOTE_QUANTIZED if self._kv_quantized() else "")
 
     def values(self) -> dict[str, object]:
-        """The load options shown, by LoadParams name."""
+        """The load options shown, by LoadOptions name."""
         return {name: field.value() for name, field in self.fields.items()}
 
     def set_value(self, name: str, value: object) -> None:

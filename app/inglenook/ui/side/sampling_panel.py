@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inglenook.core.load import LoadParams
+from inglenook.core.load import LoadOptions
 from inglenook.core.sampling import SPECS, SamplingParams
 from inglenook.core.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from inglenook.ui.side.knowledge_section import KnowledgeSection
@@ -268,7 +268,7 @@ class SamplingPanel(QWidget):
             self.mirostat_combo.setCurrentIndex(s.mirostat_mode)
             self.stop_edit.set_stop_strings(s.stop)
             self.system_prompt_edit.setPlainText(settings.system_prompt)
-            self.load.show_settings(settings)
+            self.load.show_options(settings.load)
         finally:
             self._quiet = False
         self._update_mirostat_rows()
@@ -286,10 +286,12 @@ class SamplingPanel(QWidget):
         """A copy of `settings` with everything this panel shows taken from the panel."""
         return dataclasses.replace(settings, sampling=self.sampling(),
                                    system_prompt=self.system_prompt(),
-                                   ).with_load_options(self.load.values())
+                                   load=self.load_options(settings.load))
 
-    def load_params(self, model_path: str) -> LoadParams:
-        return self.apply_to(Settings()).load_params(model_path)
+    def load_options(self, base: LoadOptions | None = None) -> LoadOptions:
+        """`base` (None: the defaults) with the load options this panel shows over it (it
+        shows none of one model's own: its projector, its template)."""
+        return (base or LoadOptions()).replace(**self.load.values())
 
     def set_context(self, n_ctx: int, allow_beyond_trained: bool | None = None) -> None:
         """Set the context length to load with (a fix offered when a load was refused)."""

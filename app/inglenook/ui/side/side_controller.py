@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QWidget
 
 from inglenook.chat.session import ChatSession, ChatSettings
 from inglenook.core.load import LoadParams, LoadRefusal, ModelDefaults, ModelInfo
-from inglenook.core.settings import Settings, SettingsValueError
+from inglenook.core.settings import SettingsValueError
 from inglenook.engine import protocol as p
 from inglenook.store import Preset, Store, StoreError
 from inglenook.ui import tasks
@@ -52,6 +52,9 @@ class SideController(QObject):
         # before the KV cache type follows): the panel's load options are taken once it settles.
         self._load_edited = tasks.debounce(0, self.store_load_options, self)
         panel.set_settings(app_settings.value)
+        # The panel shows the settings' load options: changed from elsewhere too (a fix on a
+        # refused load, another window's save), it follows.
+        app_settings.changed.connect(self._setting_changed)
         panel.sampling_changed.connect(lambda _s: self._edited())
         panel.system_prompt_changed.connect(lambda _s: self._edited())
         panel.overflow_changed.connect(lambda _s: self._edited())
@@ -208,10 +211,14 @@ class SideController(QObject):
         self.panel.set_physical_cores(ready.physical_cores)
 
     def load_params(self, path: str) -> LoadParams:
-        """The panel's load options with this model's own defaults over them (the vision
-        projector beside the model is looked for off the GUI thread: models/projector.py's
-        with_projector, which ModelController.load applies)."""
-        return self.app.value.defaults_for(path).apply(self.panel.load_params(path))
+        """What this model loads with, read from the settings (Settings.load_params: the
+        options for every model, its own over them); the panel's last edit is taken first
+        when it has not settled yet (a fix offered on a refused load sets it, then reloads).
+        The vision projector beside the model is looked for off the GUI thread
+        (models/projector.py's with_projector, which ModelController.load applies)."""
+        if self._load_edited.pending:
+            self.store_load_options()
+        return self.app.value.load_params(path)
 
     def load_fix(self, refusal: LoadRefusal | None) -> tuple[str, Callable[[], None]] | None:
         """For a load refused as too large or beyond the trained length: the change that
@@ -248,7 +255,8 @@ class SideController(QObject):
 
     def remember_projector(self, path: str, projector: str) -> None:
         """The vision projector the user opened this model with: its own from now on."""
-        defaults = dataclasses.replace(self.app.value.defaults_for(path), mmproj_path=projector)
+        own = self.app.value.defaults_for(path)
+        defaults = dataclasses.replace(own, load={**own.load, "mmproj_path": projector})
         self.app.set_model_defaults(path, defaults)
 
     def _save_model_defaults(self, path: str, defaults: ModelDefaults) -> None:
@@ -259,11 +267,13 @@ class SideController(QObject):
         """The first-run welcome was shown: not shown again."""
         self._change(welcomed=True)
 
+    def _setting_changed(self, name: str) -> None:
+        if name == "load":
+            self.panel.load.show_options(self.app.value.load)
+
     def store_load_options(self) -> None:
         """Keep the load options the panel shows in the settings (they apply at the next
         load). The panel's prompt and sampling belong to the chat on screen: the defaults
         for new chats change only by editing them (_use)."""
         self._load_edited.cancel()
-        shown = self.panel.apply_to(self.app.value)
-        self._change(**{f.name: getattr(shown, f.name) for f in dataclasses.fields(Settings)
-                        if f.name not in CHAT_FIELDS})
+        self._change(load=self.panel.apply_to(self.app.value).load)

@@ -7,8 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from inglenook.core.load import LOAD_SPECS
-from inglenook.core.settings import Settings
+from inglenook.core.load import LOAD_SPECS, LoadOptions
 from inglenook.core.units import describe_size
 from inglenook.ui.widgets.controls import helper_label
 from inglenook.ui.widgets.load_field import LoadField
@@ -95,9 +94,9 @@ class SpeedOptions(QWidget):
         layout.addLayout(answers)
         layout.addWidget(self.state_note)
 
-    def show_settings(self, settings: Settings) -> None:
+    def show_options(self, options: LoadOptions) -> None:
         for name, field in self.fields.items():
-            field.set_value(getattr(settings, name))
+            field.set_value(getattr(options, name))
 
     def values(self) -> dict[str, object]:
         return {name: field.value() for name, field in self.fields.items()}

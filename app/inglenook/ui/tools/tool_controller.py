@@ -2,12 +2,15 @@
 
 The manager (and the MCP SDK it imports, ~0.7 s) is made on first use: a window whose chats use
 no tools never pays for it. Its futures complete on the manager's thread; their results come
-back here through ui/tasks (on the GUI thread), so the GUI thread never waits on a tool.
+back here through ui/tasks (on the GUI thread), so the GUI thread never waits on a tool. A
+reply's turn lists its chat's tools with `listing`, which waits: it runs on the turn's thread
+(chat/turn.py), and may be the first use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +18,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from inglenook.tools import results
-from inglenook.tools.approval import ChatToolPolicy
-from inglenook.tools.catalog import ToolCatalog, ToolInfo
+from inglenook.tools.catalog import ToolCatalog
 from inglenook.tools.config import (
     McpConfig,
     ServerConfig,
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from inglenook.tools.manager import ToolManager
 
 DEFAULT_CALL_TIMEOUT = 60.0  # tools.manager's; repeated so that importing it waits for use
-Listed = Callable[[ToolCatalog, Mapping[str, str]], None]  # the catalog, server → error
 
 
 class ToolController(QObject):
@@ -48,6 +49,8 @@ class ToolController(QObject):
         self.call_timeout = DEFAULT_CALL_TIMEOUT
         self.config: McpConfig = load_config()
         self._manager: ToolManager | None = None
+        self._manager_lock = threading.Lock()  # made on the GUI thread or on a turn's
+        self._closed = False
         self._waiting: set[tasks.Task] = set()  # dropped at close: their answers with them
 
     # ---- configuration ------------------------------------------------------------------
@@ -58,9 +61,9 @@ class ToolController(QObject):
     def servers(self) -> tuple[ServerConfig, ...]:
         return self.config.servers
 
-    def usable(self, policy: ChatToolPolicy) -> list[str]:
-        """The servers a chat uses that are on in mcp.json."""
-        return [s.name for s in self.config.enabled if policy.uses(s.name)]
+    def enabled(self) -> tuple[str, ...]:
+        """The servers that are on in mcp.json (a chat uses those of them it names)."""
+        return tuple(s.name for s in self.config.enabled)
 
     def reload(self) -> None:
         self.config = load_config()
@@ -80,25 +83,29 @@ class ToolController(QObject):
 
     # ---- work on the manager's thread ---------------------------------------------------
     def manager(self) -> ToolManager:
-        if self._manager is None:
-            from inglenook.tools.manager import ToolManager  # the MCP SDK: only when used
+        """RuntimeError once closed (a turn still gathering at quit must not start another)."""
+        with self._manager_lock:
+            if self._closed:
+                raise RuntimeError("The tool servers were stopped.")
+            if self._manager is None:
+                from inglenook.tools.manager import ToolManager  # the MCP SDK: only when used
 
-            self._manager = ToolManager(self.config.servers, on_state=self.server_state.emit)
-        return self._manager
+                self._manager = ToolManager(self.config.servers,
+                                            on_state=self.server_state.emit)
+            return self._manager
+
+    def listing(self, servers: Sequence[str]) -> tuple[ToolCatalog, Mapping[str, str]]:
+        """The tools of these servers as one catalog, and why any could not be listed. It
+        waits for them: call it off the GUI thread (chat/turn.py's gather does)."""
+        try:
+            outcome = self.manager().list_all_tools(list(servers)).result()
+        except Exception as exc:  # closed meanwhile: the listing was cancelled
+            return ToolCatalog(()), {"": str(exc) or type(exc).__name__}
+        return ToolCatalog(outcome.tools), dict(outcome.errors)
 
     def list_tools(self, server: str, done: Callable[[object], None]) -> None:
         """`done(tuple of ToolInfo | Exception)` on this thread."""
         self._when_done(self.manager().list_tools(server), done)
-
-    def catalog(self, servers: Iterable[str], done: Listed) -> None:
-        """The tools of these servers as one catalog, and why any could not be listed."""
-        def listed(outcome: object) -> None:
-            tools: tuple[ToolInfo, ...] = getattr(outcome, "tools", ())
-            errors: Mapping[str, str] = getattr(outcome, "errors", {}) or (
-                {"": str(outcome)} if isinstance(outcome, BaseException) else {})
-            done(ToolCatalog(tools), errors)
-
-        self._when_done(self.manager().list_all_tools(list(servers)), listed)
 
     def call(self, server: str, tool: str, arguments: Mapping[str, Any],
              done: Callable[[ToolResult], None]) -> None:
@@ -111,7 +118,8 @@ class ToolController(QObject):
 
     def close(self) -> None:
         """Stop every server (on quit); safe to call when none ran."""
-        manager, self._manager = self._manager, None
+        with self._manager_lock:
+            manager, self._manager, self._closed = self._manager, None, True
         for task in self._waiting:
             task.cancel()
         self._waiting.clear()

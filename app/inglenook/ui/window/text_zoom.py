@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from inglenook.ui.main_window import MainWindow
+    from inglenook.ui.app_settings import AppSettings
 
 STEPS = (50, 67, 75, 80, 90, 100, 110, 125, 150, 175, 200, 250, 300)
 
@@ -21,6 +21,6 @@ def next_zoom(current: int, direction: int) -> int:
     return next((s for s in reversed(STEPS) if s < current), STEPS[0])
 
 
-def zoom(w: MainWindow, direction: int) -> None:
+def zoom(settings: AppSettings, direction: int) -> None:
     """Change the chat's text size and keep it; the window applies it on changed("text_zoom")."""
-    w.app_settings.set("text_zoom", next_zoom(w.app_settings.value.text_zoom, direction))
+    settings.set("text_zoom", next_zoom(settings.value.text_zoom, direction))
