@@ -107,6 +107,7 @@ def parts_only_at_near_ties(got: list[bytes], raw: list[bytes], gaps: list[float
 
 
 # ---- sliding window: the real Gemma 3 270M ----------------------------------------------------
+@pytest.mark.long  # make test runs bench/family_bench.py's quick form of it (test_bench)
 def test_gemma_through_the_engine_equals_raw_llama_cpp_alone_and_at_once(
         gemma_model: Path, tmp_path: Path) -> None:
     client = engine(gemma_model, tmp_path, prompt_lookup=False)
