@@ -55,15 +55,16 @@ run: $(STAMP)
 	$(PY) -m inglenook
 
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not long"
 
 # Without llama.cpp: unit tests and the window on the fake engine (tests/helpers/fake_host.py).
 test-fast: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not integration"
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not integration and not long"
 
 # Figures for docs/performance.md (bench/results.json). `make test` runs it in a quick mode, so it cannot rot.
 bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) bench/run.py
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m long
 
 lint: $(STAMP)
 	$(PY) -m ruff check app tests bench

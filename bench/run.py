@@ -17,6 +17,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
   raw_batched_*, parallel_*, single_stream_*, prefill_*   bench/batch_bench.py: several
                           replies at once (raw llama_decode of N sequences, N API clients)
   two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
+  gemma_*                 bench/family_bench.py: Gemma 3 270M (sliding window) through the
+                          engine against raw llama.cpp, four at once, switching back
   actions_*               bench/model_actions_stall.py: the GUI thread's longest stall (a 10 ms
                           heartbeat) at model actions: open Gemma, Smaller copy, theme, unload
   template_*              bench/template_bench.py: a prompt rendered here vs in the child
@@ -226,6 +228,8 @@ SCRIPTS = [  # (what it measures, script), in the order of the results
     ("Several replies at once: raw batches, 1-8 API clients, a long prompt beside…",
      "batch_bench.py"),
     ("Two chats of the window replying at once…", "two_chats_stall.py"),
+    ("A sliding-window model (Gemma 3 270M): exactness, four at once, switching back…",
+     "family_bench.py"),
     ("The GUI thread at model actions: open a 253 MB file, Smaller copy, theme, unload/load…",
      "model_actions_stall.py"),
     ("Voice: whisper base and a Piper voice, speed and word error rate…", "speech_bench.py"),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Self
 
 from inglenook.core.builtin_templates import AUTOMATIC, TEMPLATE_NAMES
+from inglenook.core.families import MemoryFamily
 from inglenook.core.reasoning import TemplateTraits
 from inglenook.core.sampling import ParamSpec
 from inglenook.core.values import Number, check_number, check_text, show
@@ -460,6 +461,8 @@ class ModelInfo:
     projector: str = ""  # the projector's file, when `vision` (whose counts are whose)
     template_name: str = ""  # the built-in template's label, for chosen and detected
     template_reason: str = ""  # why it was detected ("chosen from its <start_of_turn> ...")
+    # How it keeps its memory: what trimming, shifts and speculation it allows (core/families).
+    family: MemoryFamily = field(default_factory=MemoryFamily)
 
 
 RefusalReason = Literal["memory", "beyond_trained"]

@@ -462,6 +462,17 @@ class EngineClient:
                 if isinstance(event, p.StateReport):
                     return event
 
+    def memory_report(self) -> p.MemoryReport:
+        """What the engine process holds (protocol.MemoryReport); answered at once, beside
+        replies being written."""
+        with self._control_lock:
+            channel = self._control()
+            self._send(p.MemoryUsage())
+            while True:
+                event = self._next(channel, channel.control)
+                if isinstance(event, p.MemoryReport):
+                    return event
+
     def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
              on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         """Measure threads and batch sizes with the loaded model (see protocol.Tune); a few

@@ -97,6 +97,10 @@ class Engine(Protocol):
 
     def state_report(self) -> p.StateReport: ...
 
+    def memory_report(self) -> p.MemoryReport:
+        """What the engine process holds now (all 0 for a remote engine)."""
+        ...
+
     def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
              on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult: ...
 

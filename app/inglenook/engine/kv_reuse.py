@@ -129,8 +129,13 @@ class SlotStates:
     only sequences with consecutive ids in one pass; a pool decodes any set)."""
 
     def __init__(self, memories: Sequence[KvMemory], cache: StateCache,
-                 min_copy: int = MIN_COPY_TOKENS, together: bool = True) -> None:
+                 min_copy: int = MIN_COPY_TOKENS, together: bool = True,
+                 whole_only: bool = False) -> None:
         self.memories = list(memories)
+        # Memory that cannot be cut back to a prefix (recurrent state, a window-only sliding
+        # cache: core/families.py): a state or a slot's cells count only when the prompt
+        # extends all of them.
+        self.whole_only = whole_only
         self.cache = cache
         self.min_copy = min_copy
         self.together = together
@@ -236,7 +241,7 @@ class SlotStates:
         for s, memory in enumerate(self.memories):
             if s == slot or not self.live[s] or principal_of(self.live[s]) != principal:
                 continue
-            n = min(common_prefix(memory.tokens(), target), count(target) - 1)
+            n = self._usable(memory.tokens(), target, common_prefix(memory.tokens(), target))
             if n > length:
                 best, length = s, n
         return best, length
@@ -332,22 +337,31 @@ class SlotStates:
                     may_shift: bool) -> tuple[SavedState | None, int]:
         best, gain = self.cache.longest_prefix(
             target, lambda k: principal_of(k) == principal)
+        if self.whole_only and best is not None and not self._usable(best.tokens, target, gain):
+            best, gain = None, 0
         own = self.cache.get(key) if name_of(key) else None
-        if own is not None and may_shift:  # its own state may line up after a shift
+        if own is not None and (may_shift or self.whole_only):  # after a shift, or whole
             own_gain = self._gain(own.tokens, target, may_shift)
             if own_gain > gain:
                 best, gain = own, own_gain
         return best, min(gain, count(target) - 1)
 
-    @staticmethod
-    def _gain(tokens: bytes, target: bytes, may_shift: bool) -> int:
+    def _gain(self, tokens: bytes, target: bytes, may_shift: bool) -> int:
         """How many prompt tokens `tokens` would spare evaluating."""
         n = common_prefix(tokens, target)
+        if self.whole_only:
+            return self._usable(tokens, target, n)
         if may_shift and n < count(tokens):
             _, match = find_shift(tokens, target, n)
             if match >= MIN_SHIFT_MATCH:
                 n += match
         return n
+
+    def _usable(self, tokens: bytes, target: bytes, n: int) -> int:
+        """Of `n` shared tokens, those a slot can keep: all but the prompt's last (read again
+        for fresh logits); with whole_only, all the held ones or none."""
+        usable = min(n, count(target) - 1)
+        return 0 if self.whole_only and usable < count(tokens) else usable
 
 
 def _adoptable(key: str, content: str, tokens: bytes, gain: int) -> bool:

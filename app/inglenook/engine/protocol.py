@@ -73,6 +73,11 @@ class StateUsage:
 
 
 @dataclass(frozen=True)
+class MemoryUsage:
+    """Answered with a MemoryReport."""
+
+
+@dataclass(frozen=True)
 class Tune:
     """Measure decoding and prompt speed at a few thread counts and batch sizes with the loaded
     model, each trial about `seconds_per_trial` long; answered with a TuneResult. With `apply`,
@@ -229,6 +234,22 @@ class StateReport:
 
 
 @dataclass(frozen=True)
+class MemoryReport:
+    """What the engine process holds, in bytes: llama.cpp's buffers as it allocated them (the
+    weights, mapped or copied; the KV cells of every slot and the part holding tokens now; the
+    compute buffers), the conversations' saved states, and the process's resident memory
+    measured by the system (what the status bar shows). All 0 with no model (rss aside)."""
+
+    weights_bytes: int = 0
+    kv_bytes: int = 0
+    kv_used_bytes: int = 0
+    compute_bytes: int = 0
+    states_ram_bytes: int = 0
+    states_disk_bytes: int = 0
+    rss_bytes: int = 0
+
+
+@dataclass(frozen=True)
 class TuneTrial:
     kind: str  # "decode" (one token at a time) or "prompt" (batches of n_batch tokens)
     n_threads: int
@@ -329,11 +350,11 @@ class ImagesCounted:
 
 _TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, Tune, Quantize,
-                Embed, CountImages, Shutdown, Ready, LoadProgress, Loaded, LoadFailed, Unloaded,
-                Started, PromptProgress, Delta, Logprobs, ReplyStats, Finished, PromptView,
-                StateReport, TuneResult, TuneProgress, QuantizeProgress, Quantized, Embedded,
-                ImagesCounted)
+    for cls in (Load, Unload, Generate, Cancel, Inspect, DropState, StateUsage, MemoryUsage,
+                Tune, Quantize, Embed, CountImages, Shutdown, Ready, LoadProgress, Loaded,
+                LoadFailed, Unloaded, Started, PromptProgress, Delta, Logprobs, ReplyStats,
+                Finished, PromptView, StateReport, MemoryReport, TuneResult, TuneProgress,
+                QuantizeProgress, Quantized, Embedded, ImagesCounted)
 }
 
 

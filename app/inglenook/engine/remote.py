@@ -233,6 +233,10 @@ class RemoteClient:
     def state_report(self) -> p.StateReport:
         return p.StateReport()
 
+    def memory_report(self) -> p.MemoryReport:
+        """Another machine's memory: nothing of it is here."""
+        return p.MemoryReport()
+
     def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
              on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         raise RemoteError("Remote engines tune themselves.")

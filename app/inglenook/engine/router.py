@@ -452,6 +452,21 @@ class EngineRouter:
             if isinstance(client, EngineClient):
                 client.forget_states()
 
+    def memory_report(self) -> p.MemoryReport:
+        return self._active.memory_report()
+
+    def memory_reports(self) -> dict[str, p.MemoryReport]:
+        """What each loaded model's engine holds, by LoadedModel.key (blocks on each host's
+        answer: call it off the GUI thread). A host that died is left out."""
+        engines: list[tuple[str, Engine]] = [("", self._active)] if self.model else []
+        with self._lock:
+            engines += [(h.key, h.client) for h in self._hosted.values()]
+        reports = {}
+        for key, engine in engines:
+            with contextlib.suppress(EngineError):
+                reports[key] = engine.memory_report()
+        return reports
+
     def tune(self, request_id: int, seconds_per_trial: float = 0.5, apply: bool = True,
              on_progress: Callable[[int, int], None] | None = None) -> p.TuneResult:
         """Tune the window's engine (a remote one raises EngineError: it tunes itself)."""

@@ -58,6 +58,8 @@ class EngineWorker(QObject):
         tune_progress(int, int): trials measured so far, of how many.
         models_changed(): what is loaded changed (a model the API loaded, or unloaded).
         model_unloaded(): the window's model was unloaded (as asked: no model now).
+        memory_reported(object): {LoadedModel.key: protocol.MemoryReport} asked for with
+            request_memory(), read from the engine hosts on a thread of its own.
     """
 
     engine_ready = Signal(object)
@@ -76,6 +78,7 @@ class EngineWorker(QObject):
     tune_progress = Signal(int, int)
     models_changed = Signal()
     model_unloaded = Signal()
+    memory_reported = Signal(object)
 
     def __init__(self, client: EngineRouter | EngineClient | None = None) -> None:
         super().__init__()
@@ -89,6 +92,7 @@ class EngineWorker(QObject):
         self._last_load: LoadParams | None = None
         self._crash_reported = False
         self._restarting = threading.Lock()
+        self._memory_asked = threading.Lock()  # held while a request_memory() is under way
 
     # ---- asking (any thread; returns at once) -------------------------------------------
     def load(self, params: LoadParams) -> None:
@@ -191,6 +195,24 @@ class EngineWorker(QObject):
     def loaded_models(self) -> list[LoadedModel]:
         """The window's model and those the API loaded, with their memory and last use."""
         return self.client.loaded_models()
+
+    def request_memory(self) -> None:
+        """Ask every loaded model's engine what it holds; memory_reported follows. Not behind
+        the scheduler's jobs (the hosts answer beside the replies they write); one at a time:
+        a request while one is under way is dropped (its answer is as fresh)."""
+        if not self._memory_asked.acquire(blocking=False):
+            return
+
+        def run() -> None:
+            try:
+                reports = self.client.memory_reports()
+            except EngineError:
+                reports = {}
+            finally:
+                self._memory_asked.release()
+            self.memory_reported.emit(reports)
+
+        threading.Thread(target=run, name="memory-report", daemon=True).start()
 
     def set_api_params(self, params: Callable[[str], LoadParams]) -> None:
         """How a model an API request names is loaded (the window's options for that file)."""

@@ -122,7 +122,8 @@ class MainWindow(QMainWindow):
         self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
                                        self.downloads.manager)
         # The API's loads run on the worker's thread: they read the settings, never a widget.
-        self.loaded = LoadedModels(self.worker, self.lanes_label, self.app_settings,
+        self.loaded = LoadedModels(self.worker, self.lanes_label, self.memory_label,
+                                   self.app_settings,
                                    lambda path: self.app_settings.value.load_params(path), self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
@@ -192,7 +193,8 @@ class MainWindow(QMainWindow):
         central.setMinimumSize(MIN_WIDTH, 360)
 
         (self.model_label, self.status_text, self.server_label, self.progress,
-         self.context_label, self.lanes_label) = fill_status_bar(self.statusBar())
+         self.context_label, self.lanes_label, self.memory_label) = fill_status_bar(
+             self.statusBar())
         # Tab's way round the window (window/tab_order.py); True: by place on screen.
         self._tab_parts = ((top, False), (self.sidebar, False), (self.banner, False),
                            (self.find_bar, False), (self.chat, True),

@@ -289,3 +289,27 @@ def test_a_short_shared_start_is_copied_where_a_copy_is_cheaper_than_reading_it(
 def test_a_larger_slot_needs_a_longer_shared_start_before_it_is_copied() -> None:
     assert copy_threshold(2048) == MIN_COPY_TOKENS
     assert copy_threshold(32768) == 64 > MIN_COPY_TOKENS
+
+
+class WholeMemory(FakeMemory):
+    """Recurrent state: it cannot be cut back to a shorter prefix."""
+
+    def keep(self, n: int) -> bool:
+        if n < len(self.held):
+            self.held = []
+            return False
+        return True
+
+
+def test_memory_used_only_whole_takes_the_state_the_prompt_extends_not_a_longer_one() -> None:
+    memories: list[FakeMemory] = [WholeMemory()]
+    s = SlotStates(memories, StateCache(10**9, 10**9, paths.kv_state_dir), whole_only=True)
+    run(s, memories, chat(1), A)  # chat 1 holds A + its reply
+    a2 = [*A, 7, 7, 300, 301]
+    assert run(s, memories, chat(1), a2)[1:3] == (len(A) + 2, "live")  # extends it: kept
+    run(s, memories, chat(2), [*A, 50, 51])  # shares A with chat 1's longer cells: read whole
+    assert s.cache.get(chat(1)) is not None
+    # Back to chat 1, edited after A: its state (longer) cannot be cut back to A; chat 2's
+    # cells cannot either; nothing is reused rather than restored and then refused.
+    slot, reuse = s.admit(chat(1), [*A, 90, 91], False)
+    assert reuse.cached == 0 and memories[slot].held == []

@@ -19,6 +19,7 @@ import psutil
 
 from inglenook import paths
 from inglenook.core.builtin_templates import Choice, choose, detect, is_base_model
+from inglenook.core.families import MemoryFamily, MemoryKind
 from inglenook.core.load import (
     LOOKUP_MIN_NGRAM,
     LoadParams,
@@ -79,6 +80,22 @@ class LoadedModel:
     draft: DraftModel | None = None
     vision: Vision | None = None  # the projector, when loaded with one (LoadParams.mmproj_path)
 
+    def memory(self) -> p.MemoryReport:
+        """What this model holds in the engine process (protocol.MemoryReport)."""
+        pairs = [(self.model, self.ctx)] + (
+            [(self.draft.model, self.draft.ctx)] if self.draft is not None else [])
+        kv = sum(ctx.buffers.get("kv", 0) for _, ctx in pairs)
+        cells = self.ctx.n_ctx_seq * len(self.memories)
+        main_kv = self.ctx.buffers.get("kv", 0)
+        used = sum(m.n for m in self.memories)
+        states = self.slots.cache.usage()
+        return p.MemoryReport(
+            weights_bytes=sum(model.weights_bytes for model, _ in pairs), kv_bytes=kv,
+            kv_used_bytes=main_kv * used // cells if cells else 0,
+            compute_bytes=sum(ctx.buffers.get("compute", 0) for _, ctx in pairs),
+            states_ram_bytes=states.ram_bytes, states_disk_bytes=states.disk_bytes,
+            rss_bytes=psutil.Process().memory_info().rss)
+
     def close(self) -> None:
         self.slots.close()  # what the slots and the cache hold is kept for the next engine
         if self.vision is not None:
@@ -137,7 +154,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     threads = (n_threads, n_threads_batch, n_gpu_layers, flash)
     try:
         ctx = Context(model, n_ctx, n_slots, params.n_batch, n_threads, n_threads_batch, flash,
-                      params.kv_cache_type, pool)
+                      params.kv_cache_type, n_pool=pool)
     except (ValueError, RuntimeError, OSError) as exc:
         model.close()
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
@@ -145,7 +162,8 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     try:
         tokenizer, choice, traits, tools = _template(params, header, model)
         vision = tokenizer.vision = _vision(params, model, n_threads_batch, offload)
-        proposer, most, draft = _speculation(params, model, ctx, n_ctx, threads, abort_cb)
+        proposer, most, draft = _speculation(params, header, model, ctx, n_ctx, threads,
+                                                abort_cb)
     except (TemplateError, _DraftError, ProjectorError) as exc:
         if vision is not None:
             vision.close()
@@ -173,12 +191,13 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         kv_pool=ctx.n_pool if ctx.pooled else 0,
         vision=vision is not None,
         image_tokens=vision.probe_positions() if vision is not None else 0,
-        projector=params.mmproj_path if vision is not None else "")
+        projector=params.mmproj_path if vision is not None else "",
+        family=family(header, model, ctx))
     memories = [ctx.sequence(s) for s in range(n_slots)]
     cache = StateCache(ram, disk, paths.kv_state_dir, validity=_validity(params, ctx, flash),
                        key_file=paths.kv_state_key_path)
     slots = SlotStates(memories, cache, copy_threshold(ctx.n_ctx_seq, ctx.pooled),
-                       together=not ctx.pooled)
+                       together=not ctx.pooled, whole_only=not info.family.trims_anywhere)
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
                        vision)
 
@@ -261,12 +280,13 @@ def _draft_header(params: LoadParams, header: GGUFHeader) -> GGUFHeader | None:
     return draft
 
 
-def _speculation(params: LoadParams, model: Model, ctx: Context, n_ctx: int,
+def _speculation(params: LoadParams, header: GGUFHeader, model: Model, ctx: Context,
+                 n_ctx: int,
                  threads: tuple[int, int, int, bool], abort_cb: Any
                  ) -> tuple[Proposer | None, int, DraftModel | None]:
     """What guesses tokens for this model, and how many at most. Raises _DraftError."""
-    if not params.speculation or model.recurrent:
-        return None, 0, None  # recurrent state cannot drop rejected guesses
+    if not params.speculation or not family(header, model, ctx).can_speculate:
+        return None, 0, None  # the cells cannot drop rejected guesses (core/families.py)
     most = min(ctx.n_batch - 1, params.draft_tokens if params.draft_model_path
                else params.lookup_tokens)
     if most < 1:
@@ -334,3 +354,17 @@ def _state_budgets(params: LoadParams) -> tuple[int, int]:
 
 def with_threads(info: ModelInfo, n_threads: int, n_threads_batch: int) -> ModelInfo:
     return dataclasses.replace(info, n_threads=n_threads, n_threads_batch=n_threads_batch)
+
+
+def family(header: GGUFHeader, model: Model, ctx: Context) -> MemoryFamily:
+    """How the loaded model keeps its memory, as llama.cpp reports it."""
+    kind: MemoryKind = ("hybrid" if model.hybrid else "recurrent" if model.recurrent
+                        else "sliding-window" if model.n_swa else "dense")
+    arch = header.architecture
+
+    def number(key: str) -> int:
+        value = header.metadata.get(f"{arch}.{key}")
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return MemoryFamily(kind, model.n_swa, model.n_swa > 0 and ctx.swa_full,
+                        number("expert_count"), number("expert_used_count"))

@@ -29,6 +29,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import IO, Any
 
+import psutil
+
 from inglenook.core.context import ContextOverflow, Fit
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, ImageRef
@@ -182,6 +184,9 @@ class EngineHost:
                 self.loaded.slots.forget(scoped(message.principal, message.conversation))
         elif isinstance(message, p.StateUsage):
             self.send(self.state_report())
+        elif isinstance(message, p.MemoryUsage):
+            self.send(self.loaded.memory() if self.loaded is not None else p.MemoryReport(
+                rss_bytes=psutil.Process().memory_info().rss))
         elif isinstance(message, p.Tune):
             self.tune(message)
         elif isinstance(message, p.Quantize):

@@ -20,11 +20,13 @@ from PySide6.QtWidgets import (
 )
 
 from inglenook.core.load import LoadParams
-from inglenook.core.units import gigabytes
+from inglenook.core.units import describe_size, gigabytes
+from inglenook.engine import protocol as p
 from inglenook.engine.router import LoadedModel
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.ui.app_settings import AppSettings
+from inglenook.ui.models.memory_view import MemoryIndicator, parts_text
 from inglenook.ui.plain import plain_label, plain_tip
 from inglenook.ui.widgets.content_height import fit_to_content
 
@@ -103,8 +105,10 @@ class LoadedModelsDialog(QDialog):
         self._timer = QTimer(self, interval=REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
         worker.models_changed.connect(self.refresh)
+        worker.memory_reported.connect(self._on_memory)
         self._keys: list[str] | None = None
         self._facts: list[QLabel] = []
+        self._memory: dict[str, p.MemoryReport] = {}  # the engines' last reports, by key
         self.refresh()
         self._height = fit_to_content(self, 680)
 
@@ -124,7 +128,14 @@ class LoadedModelsDialog(QDialog):
             self._keys = keys
             self._build(models)
         for model, facts in zip(models, self._facts, strict=True):
-            facts.setText(_facts(model))
+            facts.setText(_facts(model, self._memory.get(model.key)))
+        if self.isVisible():
+            self.worker.request_memory()  # answered by _on_memory, off this thread
+
+    def _on_memory(self, reports: dict[str, p.MemoryReport]) -> None:
+        self._memory = reports
+        for model, facts in zip(self.worker.loaded_models(), self._facts, strict=False):
+            facts.setText(_facts(model, reports.get(model.key)))
 
     def _build(self, models: list[LoadedModel]) -> None:
         while self.grid.count():
@@ -153,14 +164,21 @@ class LoadedModelsDialog(QDialog):
         self.grid.addWidget(widget, row, column)
 
 
-def _facts(model: LoadedModel) -> str:
+def _facts(model: LoadedModel, report: p.MemoryReport | None = None) -> str:
+    """Who loaded it, its memory (the engine's own figures once it has reported them, else the
+    fit planner's estimate), its replies and idle time."""
     who = "the window's" if model.by_window else "beside it (a chat's own, or the API's)"
     memory = gigabytes(model.memory_bytes) if model.memory_bytes else "—"
+    parts = ""
+    if report is not None and report.weights_bytes:
+        memory = f"engine {describe_size(report.rss_bytes)} (planned {memory})"
+        parts = f"\n{parts_text(report)}"
     running = f"{model.busy} of {model.lanes} replies"
     idle = "" if model.busy else f", idle {_duration(model.idle_s)}"
     if not model.by_window and model.keep_alive_s >= 0:
         idle += f" (unloads after {_duration(model.keep_alive_s)})"
-    return f"{who} · {memory}{' · sees images' if model.vision else ''} · {running}{idle}"
+    return (f"{who} · {memory}{' · sees images' if model.vision else ''} · {running}{idle}"
+            f"{parts}")
 
 
 def _duration(seconds: float) -> str:
@@ -179,11 +197,13 @@ class LoadedModels(QObject):
     The idle time-out follows the settings' model_idle_minutes.
     """
 
-    def __init__(self, worker: EngineWorker, lanes_label: QLabel, app_settings: AppSettings,
-                 load_params: Callable[[str], LoadParams], parent: QWidget) -> None:
+    def __init__(self, worker: EngineWorker, lanes_label: QLabel, memory_label: QLabel,
+                 app_settings: AppSettings, load_params: Callable[[str], LoadParams],
+                 parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self._parent, self.app = worker, parent, app_settings
         self.indicator = LanesIndicator(worker, lanes_label)
+        self.memory = MemoryIndicator(worker, memory_label)
         worker.set_api_params(load_params)
         self._apply("model_idle_minutes")
         app_settings.changed.connect(self._apply)

@@ -289,6 +289,7 @@ class ModelController(QObject):
             f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
             f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
             f" loaded in {info.load_seconds:.1f} s"
+            + ("" if is_remote_ref(info.path) else f"\n{info.family.summary()}")
             + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
                f"{info.image_tokens:,} tokens" if info.vision and info.projector
                else "\nSees images (the server says so, or you marked it)" if info.vision

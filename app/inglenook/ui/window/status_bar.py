@@ -10,8 +10,9 @@ from inglenook.ui.widgets.elided_label import ElidedLabel
 
 
 def fill_status_bar(bar: QStatusBar
-                    ) -> tuple[QLabel, QLabel, QLabel, QProgressBar, QLabel, QLabel]:
-    """(model, status text, server, progress, context meter, lanes), added to `bar`."""
+                    ) -> tuple[QLabel, QLabel, QLabel, QProgressBar, QLabel, QLabel, QLabel]:
+    """(model, status text, server, progress, context meter, lanes, engine memory), added to
+    `bar`."""
     # Plain text: they quote model names, file names and server addresses.
     # The model's name gives way (cut with "…") before the context meter in a narrow window.
     model = ElidedLabel(bar)
@@ -27,8 +28,10 @@ def fill_status_bar(bar: QStatusBar
     progress.hide()
     context = plain_label("", bar, name="statusContext")
     lanes = plain_label("", bar, name="statusLanes")
+    memory = plain_label("", bar, name="statusMemory")
+    memory.hide()
     bar.addWidget(model)
     bar.addWidget(text, 1)
-    for widget in (lanes, server, progress, context):
+    for widget in (lanes, server, progress, memory, context):
         bar.addPermanentWidget(widget)
-    return model, text, server, progress, context, lanes
+    return model, text, server, progress, context, lanes, memory

@@ -11,7 +11,7 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
-from inglenook.engine.host.llama.library import KV_TYPES
+from inglenook.engine.host.llama.library import KV_TYPES, take_buffers
 from inglenook.engine.host.llama.model import Model
 from inglenook.engine.kv_reuse import KvMemory
 from inglenook.engine.kv_states import count
@@ -29,13 +29,16 @@ class Context:
 
     def __init__(self, model: Model, n_ctx_seq: int, n_seq: int, n_batch: int, n_threads: int,
                  n_threads_batch: int, flash_attn: bool, kv_type: str,
-                 n_pool: int = 0) -> None:
+                 swa_full: bool = True, n_pool: int = 0) -> None:
         params = llama_cpp.llama_context_default_params()
         self.pooled = n_pool > 0
         params.n_ctx = max(n_pool, n_ctx_seq) if self.pooled else n_ctx_seq * n_seq
         params.n_batch = params.n_ubatch = min(n_batch, params.n_ctx)
         params.n_seq_max = n_seq
         params.kv_unified = self.pooled
+        # Every token's cells in sliding-window layers too (llama.cpp's default), so a
+        # conversation can be cut back anywhere (core/families.py); the fit planner counts it.
+        params.swa_full = swa_full
         params.n_threads, params.n_threads_batch = n_threads, n_threads_batch
         params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
                                   if flash_attn or self.pooled
@@ -43,9 +46,11 @@ class Context:
         params.type_k = params.type_v = KV_TYPES[kv_type]
         params.no_perf = True
         self.model = model
+        take_buffers()
         self.ptr = llama_cpp.llama_init_from_model(model.ptr, params)
         if not self.ptr:
             raise ValueError("Failed to create the llama.cpp context (out of memory?)")
+        self.buffers = take_buffers()  # KV cells and compute buffers, as llama.cpp allocated
         self.mem = llama_cpp.llama_get_memory(self.ptr)
         self.n_seq = n_seq
         # Cells all sequences may hold together: the pool, or every stream's.
@@ -53,7 +58,15 @@ class Context:
         self.n_ctx_seq = (min(n_ctx_seq, self.n_pool) if self.pooled
                           else int(llama_cpp.llama_n_ctx_seq(self.ptr)))
         self.n_batch = int(llama_cpp.llama_n_batch(self.ptr))
-        self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.mem))
+        # llama.cpp keeps only the window's cells of sliding-window layers unless every
+        # sequence has a stream of its own (then "full-size SWA cache") or swa_full is set.
+        self.swa_full = model.n_swa == 0 or bool(params.swa_full) or (
+            n_seq > 1 and not params.kv_unified)
+        # A window-only cache loses its start, and a recurrent state cannot lose a block from
+        # its middle (llama.cpp says it "can shift": its positions move, its state does not
+        # forget): no shift (core/families.py).
+        self.can_shift = (bool(llama_cpp.llama_memory_can_shift(self.mem)) and self.swa_full
+                          and not model.recurrent)
         self._abort_cb: Any = None
 
     def pool_used(self) -> int:
@@ -150,12 +163,24 @@ class SeqMemory:
         if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
             return False  # inside an M-RoPE image
         at = self.position(n)
+        if n < len(self.held) and (self.ctx.model.recurrent or not self._window_holds(at)):
+            self.clear()  # a state cannot be cut back, or the window's cells are gone
+            return False
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
         if ok:
             del self.held[n:]
             del self.pos[n:]
             self.next_pos = at
         return ok
+
+    def _window_holds(self, at: int) -> bool:
+        """Whether a window-only sliding-window cache still holds the cells a token at `at`
+        attends to (llama-server's check: its earliest cell is within the window)."""
+        n_swa = self.ctx.model.n_swa
+        if not n_swa or self.ctx.swa_full:
+            return True
+        pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.ctx.mem, self.seq))
+        return pos_min <= max(0, at - n_swa)
 
     def cut(self, start: int, end: int) -> bool:
         mem = self.ctx.mem

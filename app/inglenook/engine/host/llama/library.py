@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import re
 import sys
 from collections.abc import Callable, Iterator
 
@@ -26,9 +27,27 @@ llama_cpp.llama_backend_init()
 _log_handler: Callable[[int, str], None] | None = None
 
 
+# llama.cpp says what it allocates only in its log ("CPU_REPACK model buffer size = 12.66 MiB",
+# "CPU KV buffer size", "RS", "compute", "output"): the sizes since take_buffers() was last
+# called, by what they hold (weights, kv: KV cells and recurrent state, compute).
+_BUFFER = re.compile(r"\b(model|KV|RS|compute|output) buffer size =\s*([0-9.]+) MiB")
+_KINDS = {"model": "weights", "KV": "kv", "RS": "kv", "compute": "compute", "output": "compute"}
+_buffers: dict[str, int] = {}
+
+
+def take_buffers() -> dict[str, int]:
+    """Bytes llama.cpp allocated since the last call, by kind ('weights', 'kv', 'compute')."""
+    taken = dict(_buffers)
+    _buffers.clear()
+    return taken
+
+
 @llama_cpp.llama_log_callback
 def _on_log(level: int, text: bytes, _data: object) -> None:
     line = text.decode("utf-8", errors="replace")
+    if "buffer size =" in line and (found := _BUFFER.search(line)):
+        kind = _KINDS[found.group(1)]
+        _buffers[kind] = _buffers.get(kind, 0) + int(float(found.group(2)) * 2**20)
     if _log_handler is not None:
         _log_handler(level, line)
     elif level == LOG_ERROR:  # the engine log (stderr) keeps llama.cpp's errors only

@@ -8,6 +8,8 @@ from collections.abc import Callable
 import llama_cpp
 import numpy as np
 
+from inglenook.engine.host.llama.library import take_buffers
+
 
 # ---- the model --------------------------------------------------------------------------------
 class Model:
@@ -22,9 +24,13 @@ class Model:
             self._progress = llama_cpp.llama_progress_callback(
                 lambda fraction, _data: bool(progress(float(fraction))))
             params.progress_callback = self._progress
+        take_buffers()
         self.ptr = llama_cpp.llama_model_load_from_file(path.encode("utf-8"), params)
         if not self.ptr:
             raise ValueError(f"Failed to load model from file: {path}")
+        # What llama.cpp allocated for the weights (mapped and repacked), else their size.
+        self.weights_bytes = take_buffers().get("weights") or int(
+            llama_cpp.llama_model_size(self.ptr))
         self.vocab = llama_cpp.llama_model_get_vocab(self.ptr)
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
         self.bos = int(llama_cpp.llama_vocab_bos(self.vocab))
@@ -36,8 +42,9 @@ class Model:
                     int(llama_cpp.llama_vocab_fim_suf(self.vocab)),
                     int(llama_cpp.llama_vocab_fim_mid(self.vocab)))
         # Recurrent state cannot be cut back to a shorter prefix (no speculation, no shift).
-        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)
-                              or llama_cpp.llama_model_is_hybrid(self.ptr))
+        self.hybrid = bool(llama_cpp.llama_model_is_hybrid(self.ptr))
+        self.recurrent = bool(llama_cpp.llama_model_is_recurrent(self.ptr)) or self.hybrid
+        self.n_swa = int(llama_cpp.llama_model_n_swa(self.ptr))  # 0: no sliding window
         self._buffer = (llama_cpp.llama_token * 4096)()
         # Each token's first byte and the one-byte tokens, made for the grammar's first reply
         # (sampler.first_bytes).
