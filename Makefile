@@ -55,6 +55,7 @@ run: $(STAMP)
 	$(PY) -m inglenook
 
 test: $(STAMP)
+	sh packaging/test-system-deps.sh
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m "not long"
 
 # Without llama.cpp: unit tests and the window on the fake engine (tests/helpers/fake_host.py).
