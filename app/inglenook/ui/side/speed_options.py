@@ -112,11 +112,12 @@ class SpeedOptions(QWidget):
             "after quitting, unloading or a crash continues without reading it all again. "
             "The least recently used go first. Applies at the next load.")
         self.keep_chats.valueChanged.connect(lambda _v: self.changed.emit())
-        keep = QHBoxLayout()
+        keep = QVBoxLayout()  # label above the box: side by side they widened the panel
         keep.setContentsMargins(0, 0, 0, 0)
+        keep.setSpacing(2)
         keep_label = QLabel("Keep chats ready: up to", self)
         keep_label.setBuddy(self.keep_chats)
-        keep.addWidget(keep_label, 1)
+        keep.addWidget(keep_label)
         keep.addWidget(self.keep_chats)
         self.forget_button = QPushButton("Forget cached states", self)
         self.forget_button.setObjectName("forget_states_button")
