@@ -5,6 +5,7 @@ Loaded models."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QLabel
 
 from inglenook.core.units import describe_size
@@ -27,11 +28,13 @@ def engine_text(report: p.MemoryReport) -> str:
     return f"Engine {describe_size(report.rss_bytes)}" if report.weights_bytes else ""
 
 
-class MemoryIndicator:
+class MemoryIndicator(QObject):
     """Keeps a status bar label showing the engine process's memory for the window's model,
-    asked again after a load, each reply and an unload."""
+    asked again after a load, each reply and an unload. A child of the label, so the worker's
+    signals stop reaching it when the label goes (a report can arrive after the window)."""
 
     def __init__(self, worker: EngineWorker, label: QLabel) -> None:
+        super().__init__(label)
         self.worker, self.label = worker, label
         label.setObjectName("statusMemory")
         label.hide()
