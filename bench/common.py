@@ -1,4 +1,5 @@
-"""What the bench scripts share: their log line, the bundled model, and N clients at once."""
+"""What the bench scripts share: their log line, the bundled model, N clients at once, and the
+window the GUI-stall scripts measure."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from inglenook import paths
 
@@ -32,3 +34,22 @@ def at_once(n: int, ask: Callable[[int], None]) -> float:
     for t in threads:
         t.join()
     return time.perf_counter() - started
+
+
+def open_window() -> tuple[Any, Any]:
+    """A QApplication and the real MainWindow on the default settings, shown at 700 × 600 (the
+    size the stall benches measure at); the window shuts down when the app quits."""
+    from PySide6.QtWidgets import QApplication
+
+    from inglenook.core.settings import Settings
+    from inglenook.ui.app import configure, started
+    from inglenook.ui.main_window import MainWindow
+
+    app = QApplication(sys.argv[:1])
+    configure(app)
+    window = MainWindow(settings=Settings())
+    app.aboutToQuit.connect(window.shutdown)
+    window.resize(700, 600)
+    window.show()
+    started()
+    return app, window

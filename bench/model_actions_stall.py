@@ -29,7 +29,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers
 
 from PySide6.QtCore import QEventLoop, QTimer
-from PySide6.QtWidgets import QApplication
 
 TIMEOUT_MS = 300_000
 
@@ -40,19 +39,11 @@ def main() -> int:
     os.environ["INGLENOOK_HOME"] = home.name
     from tests.helpers.long_chat import add_long_chat
 
-    from inglenook.core.settings import Settings
-    from inglenook.ui.app import configure, started
+    from common import open_window  # bench/common.py: this script's folder is on sys.path
     from inglenook.ui.heartbeat import Heartbeat
-    from inglenook.ui.main_window import MainWindow
     from inglenook.ui.window.menus import use_theme
 
-    app = QApplication(sys.argv[:1])
-    configure(app)
-    window = MainWindow(settings=Settings())
-    app.aboutToQuit.connect(window.shutdown)
-    window.resize(700, 600)
-    window.show()
-    started()
+    app, window = open_window()
     result: dict[str, float] = {}
     beat = Heartbeat()
 

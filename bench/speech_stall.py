@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helper
 
 import numpy as np
 from PySide6.QtCore import QEventLoop, QTimer
-from PySide6.QtWidgets import QApplication
 
 TIMEOUT_MS = 300_000
 SAID = "Remind me to call the plumber tomorrow morning about the kitchen sink."
@@ -81,14 +80,11 @@ def main() -> int:
     os.environ["INGLENOOK_HOME"] = home.name
     from tests.speech_models import link_into_speech_dir
 
-    from inglenook.core.settings import Settings
     from inglenook.speech import catalog
     from inglenook.speech import player as players
     from inglenook.speech import recorder as recorders
     from inglenook.speech.audio import decode
-    from inglenook.ui.app import configure, started
     from inglenook.ui.heartbeat import Heartbeat
-    from inglenook.ui.main_window import MainWindow
 
     link_into_speech_dir()
     voice = catalog.loaded.voice(None)
@@ -104,13 +100,9 @@ def main() -> int:
     Speakers.realtime = not quick
     players.open_player = Speakers  # type: ignore[assignment]
 
-    app = QApplication(sys.argv[:1])
-    configure(app)
-    window = MainWindow(settings=Settings())
-    app.aboutToQuit.connect(window.shutdown)
-    window.resize(700, 600)
-    window.show()
-    started()
+    from common import open_window  # bench/common.py: this script's folder is on sys.path
+
+    app, window = open_window()
     result: dict[str, float] = {}
     beat = Heartbeat()
 
