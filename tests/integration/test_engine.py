@@ -192,6 +192,20 @@ def test_killed_engine_is_reported_and_can_be_restarted(
         client.close()
 
 
+def test_a_death_met_by_a_memory_report_is_still_reported_by_check(
+        bundled_model: Path, tmp_path: Path) -> None:
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    try:
+        client.load(LoadParams(str(bundled_model), n_ctx=1024))
+        client.kill()
+        with pytest.raises(EngineCrashed, match="SIGKILL"):
+            client.memory_report()  # the status bar's thread meets the death first
+        with pytest.raises(EngineCrashed, match="SIGKILL"):
+            client.check()  # the engine thread must still hear of it
+    finally:
+        client.close()
+
+
 def test_clean_shutdown_exits_zero(bundled_model: Path, tmp_path: Path) -> None:
     client = EngineClient(log_path=tmp_path / "engine.log")
     client.load(LoadParams(str(bundled_model), n_ctx=1024))

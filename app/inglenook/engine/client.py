@@ -269,6 +269,10 @@ class EngineClient:
         """Raise EngineCrashed if the host died while a model was loaded (the reason is read
         from its exit status and log). Call from the thread that drives the client."""
         channel = self._channel
+        if channel is not None and channel.crash is not None:
+            # Another thread's request (a memory report) met the death first and forgot the
+            # model: the death is still news to the thread that drives the client.
+            raise EngineCrashed(channel.crash)
         # Its output closed is enough: the process may not be reaped yet (poll() says alive).
         if channel is not None and self.model is not None and (channel.ended or not self.alive):
             while self._next(channel, channel.control, 1.0) is not None:  # events before the end
