@@ -1,7 +1,8 @@
 """Several replies at once (issue 18), printed as one JSON line (run by bench/run.py):
 
   raw_batched_{1,2,4,8}_tok_s     llama_decode of one token of each of N sequences per step,
-                                  each sequence its own KV stream (the limit on this machine)
+                                  in one KV pool of N contexts with flash attention, as the
+                                  engine's default (the limit on this machine)
   raw_batched4_over_1             raw_batched_4 ÷ raw_batched_1
   parallel_{1,2,4,8}_aggregate_tok_s   N openai clients streaming different conversations
                                   from `inglenook serve --parallel 8` at once (all tokens ÷ wall)
@@ -47,6 +48,10 @@ from inglenook.engine.host import physical_cores
 from server_bench import EXTRA, SAMPLING, STORY, TOPICS, inglenook_serve, peer_server
 
 N_CTX = 2048
+# The engine's default layout, which the raw baselines match: a shared KV pool (unless
+# kv_per_reply) and flash attention with it.
+POOLED = not LoadParams("").kv_per_reply
+FLASH = LoadParams("").flash_attn or POOLED
 
 
 def _quiet(level: int, text: bytes, _data: object) -> None:
@@ -92,10 +97,11 @@ def _raw_run(llama_cpp: Any, loaded: Any, vocab: Any, n: int, threads: int,
     """Tokens per second decoding n sequences, and the seconds reading their prompts."""
     cp = llama_cpp.llama_context_default_params()
     cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = N_CTX * n, 512, 512, n
-    cp.kv_unified, cp.n_threads, cp.n_threads_batch, cp.no_perf = False, threads, threads, True
-    # The same work as the engine's: llama.cpp's own default (auto) turns flash attention on,
-    # the engine's default leaves it off (see host/loading.py).
-    cp.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if LoadParams("").flash_attn
+    cp.n_threads, cp.n_threads_batch, cp.no_perf = threads, threads, True
+    # The same work as the engine's default: one KV pool all sequences share (kv_unified),
+    # with flash attention, which the pool turns on (host/loading.py).
+    cp.kv_unified = POOLED
+    cp.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if FLASH
                           else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     ctx = llama_cpp.llama_init_from_model(loaded, cp)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
@@ -222,7 +228,7 @@ def single_stream(model: str, threads: int, runs: int, max_tokens: int) -> dict[
     greedy = SamplingParams(temperature=0.0, seed=1, repeat_penalty=1.0, top_k=40, top_p=0.95,
                             min_p=0.05, max_tokens=max_tokens)
     llm = llama_cpp.Llama(model, n_ctx=N_CTX, n_batch=512, n_ubatch=512, n_threads=threads,
-                          n_threads_batch=threads, verbose=False)
+                          n_threads_batch=threads, flash_attn=FLASH, verbose=False)
     with tempfile.TemporaryDirectory() as tmp:
         client = EngineClient(log_path=Path(tmp) / "engine.log")
         client.load(LoadParams(model, n_ctx=N_CTX, n_threads=threads, n_threads_batch=threads,
@@ -273,8 +279,9 @@ def main() -> int:
     log("One reply through the engine (prompt lookup off) against raw llama-cpp-python…")
     results.update(single_stream(str(model), threads, runs, 256 if not quick else 8))
     with tempfile.TemporaryDirectory() as tmp:
+        # A pool of a context per client, as the raw runs: the clients never wait for room.
         with inglenook_serve(str(model), threads, Path(tmp), "--parallel", "8",
-                             "--ctx", str(N_CTX)) as url:
+                             "--ctx", str(N_CTX), "--kv-pool", str(8 * N_CTX)) as url:
             with openai.OpenAI(base_url=f"{url}", api_key="x", max_retries=0) as api:
                 stream(api, "Hello", 4)  # the first reply pages the weights in
             log(f"1, 2, 4 and 8 clients at once ({rounds} rounds of {tokens} tokens)…")

@@ -9,9 +9,9 @@
   restart_resume_ttft_over_cold  TTFT continuing that chat after the engine quit and a new one
                                  loaded the model (its state kept on disk) ÷ the cold TTFT
   engine_rss_4_replies_over_1    the engine process's peak RSS (VmHWM) with 4 replies at once
-                                 at the default context, sharing a KV pool of that context,
-                                 ÷ one reply with one slot (fresh engines)
-  engine_rss_4_streams_over_1    the same with a KV cache per reply (the default, no pool)
+                                 at the default context, sharing a KV pool of that context
+                                 (the default load), ÷ one reply with one slot (fresh engines)
+  engine_rss_4_streams_over_1    the same with a KV cache per reply (kv_per_reply)
   kv_pool_bytes_per_token        the fit planner's KV bytes a pool token; kv_state_bytes_per_token
                                  llama.cpp's own: a saved sequence's bytes ÷ its tokens
 
@@ -143,8 +143,8 @@ def peak_rss(pid: int | None) -> int:
 
 def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, float]:
     """Fresh engines at the default context: one slot and one reply; four replies at once
-    sharing a KV pool of that context; four at once with a KV cache each, the default. Their
-    peak RSS."""
+    sharing a KV pool of that context (the default); four at once with a KV cache each
+    (kv_per_reply). Their peak RSS."""
     import threading
 
     from inglenook.models import fit
@@ -154,14 +154,14 @@ def pool_memory(model: str, threads: int, home: Path, quick: bool) -> dict[str, 
     chat_tokens = 100 if quick else 600
     peaks: dict[str, int] = {}
     infos = {}
-    layouts = [("one", 1, False), ("pool", 4, True), ("streams", 4, False)]
-    for name, slots, pooled in layouts:
+    layouts = [("one", 1, False), ("pool", 4, False), ("streams", 4, True)]
+    for name, slots, per_reply in layouts:
         client = EngineClient(log_path=home / f"engine-{name}.log")
         try:
             context = infos["one"].n_ctx if infos else n_ctx
             infos[name] = client.load(LoadParams(
                 model, n_ctx=context, n_threads=threads, n_slots=slots,
-                kv_pool=context if pooled else 0))
+                kv_per_reply=per_reply))
             timers = [Timer(client) for _ in range(slots)]
             for n, timer in enumerate(timers):
                 timer.rid = 1000 * (n + 1)

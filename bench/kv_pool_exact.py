@@ -3,7 +3,8 @@ model: the same request replayed at once; four prompts alone, the four at once, 
 alone again after that. Prints one line per check.
 
     PYTHONPATH=app:. .venv/bin/python bench/kv_pool_exact.py FLASH POOL KV_TYPE
-    (e.g. `0 0 f16`: a KV cache per reply, the default; `1 16384 f16`: what --kv-pool does)
+    (POOL 0: a KV cache per reply, --kv-per-reply: `0 0 f16`; `1 16384 f16`: a pool of
+    16,384 tokens, what --kv-pool 16384 does; `1 4096 f16`: the default at this context)
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def main() -> int:
     client = EngineClient(log_path=Path(tempfile.mkdtemp()) / "engine.log")
     try:
         client.load(LoadParams(str(model), n_ctx=4096, n_slots=4, flash_attn=flash,
-                               kv_pool=pool, kv_cache_type=kv_type))
+                               kv_pool=pool, kv_per_reply=not pool,
+                               kv_cache_type=kv_type))
         print(f"flash {flash}, pool {pool}, {kv_type}: replayed at once equal:",
               ask(client, QUESTION, 1, 40) == ask(client, QUESTION, 2, 40))
         alone = [ask(client, m, 10 + i, 60) for i, m in enumerate(PROMPTS)]

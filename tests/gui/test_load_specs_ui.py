@@ -117,3 +117,18 @@ def test_dialog_says_gpu_layers_cannot_be_set_on_a_cpu_build(qtbot: QtBot) -> No
     qtbot.addWidget(dialog)
     assert not dialog.overrides["n_gpu_layers"].isEnabled()
     assert "CPU only" in dialog.overrides["n_gpu_layers"].toolTip()
+
+
+def test_the_pool_size_is_off_with_a_kv_cache_per_reply(qtbot: QtBot) -> None:
+    """The shared pool is the default; with a KV cache per reply its size means nothing."""
+    panel = SamplingPanel()
+    qtbot.addWidget(panel)
+    pool = find_editor(panel, LOAD_SPECS["kv_pool"])
+    per_reply = find_editor(panel, LOAD_SPECS["kv_per_reply"])
+    assert isinstance(per_reply, QCheckBox) and isinstance(pool, QSpinBox)
+    assert pool.isEnabled() and not per_reply.isChecked()
+    assert pool.specialValueText() == "Context length"
+    user_sets(per_reply, True)
+    assert not pool.isEnabled() and panel.load_options().kv_per_reply
+    user_sets(per_reply, False)
+    assert pool.isEnabled()

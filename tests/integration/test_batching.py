@@ -28,10 +28,12 @@ REPLY = GREEDY.replace(max_tokens=48)
 @pytest.fixture(scope="module")
 def four(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[EngineClient]:
-    """Four slots; no speculation, so that a reply alone is plain decoding too."""
+    """Four slots with a KV cache each (the exact layout: in the shared pool, the default, a
+    reply may part from the lone one at a near-tie, tests/integration/test_kv_pool.py); no
+    speculation, so that a reply alone is plain decoding too."""
     client = EngineClient(log_path=tmp_path_factory.mktemp("logs") / "engine.log")
     info = client.load(LoadParams(str(bundled_model), n_ctx=N_CTX, n_slots=4,
-                                  prompt_lookup=False))
+                                  prompt_lookup=False, kv_per_reply=True))
     assert info.n_slots == 4 and info.n_ctx == N_CTX
     yield client
     client.close()
@@ -195,7 +197,8 @@ def test_a_conversation_restored_into_a_slot_continues_exactly(
         bundled_model: Path, tmp_path: Path) -> None:
     client = EngineClient(log_path=tmp_path / "engine.log")
     try:
-        client.load(LoadParams(str(bundled_model), n_ctx=N_CTX, n_slots=2, prompt_lookup=False))
+        client.load(LoadParams(str(bundled_model), n_ctx=N_CTX, n_slots=2, prompt_lookup=False,
+                               kv_per_reply=True))
         facts = " ".join(f"Fact {i}: river number {i} flows north." for i in range(30))
         a1 = (Message("user", facts + " Which way does river 3 flow?"),)
         first = alone(client, 1, a1, REPLY, "chat:a")
@@ -224,7 +227,8 @@ def test_a_load_is_refused_when_its_slots_cannot_fit(bundled_model: Path,
     try:
         with pytest.raises(LoadRefused) as refused:
             client.load(LoadParams(str(bundled_model), n_ctx=n_ctx, n_slots=16,
-                                   allow_beyond_trained=True), on_progress=progress.append)
+                                   allow_beyond_trained=True, kv_per_reply=True),
+                        on_progress=progress.append)
         refusal = refused.value.refusal
         assert refusal.reason == "memory" and "16 replies at once" in refusal.message
         assert 1 <= refusal.largest_slots < 16 and refusal.largest_context < n_ctx

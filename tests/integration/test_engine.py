@@ -266,15 +266,15 @@ def test_engine_reports_gpu_memory_of_its_build(engine: EngineClient) -> None:
 def test_a_context_that_cannot_fit_is_refused_before_any_load(
         engine: EngineClient, bundled_model: Path) -> None:
     progress: list[float] = []
-    # The longest context a load may ask for, for the most replies at once: ~24 GB of KV
-    # cache each, more than any desktop holds.
+    # The longest context a load may ask for, for the most replies at once sharing it (the
+    # default pool): ~24 GB of KV cache, more than any desktop holds.
     with pytest.raises(EngineError, match=r"largest context that fits is ([\d,]+) tokens") as info:
         engine.load(LoadParams(str(bundled_model), n_ctx=MAX_CTX, n_slots=MAX_SLOTS,
                                allow_beyond_trained=True), on_progress=progress.append)
     # llama.cpp reports progress from the first byte of the model it reads: none was read.
     assert progress == []
     message = str(info.value)
-    assert f"{MAX_CTX:,} tokens for each of {MAX_SLOTS} replies at once needs about" in message
+    assert f"{MAX_CTX:,} tokens, shared by {MAX_SLOTS} replies at once, needs about" in message
     assert "\n" not in message
     found = re.search(r"fits is ([\d,]+) tokens", message)
     assert found is not None

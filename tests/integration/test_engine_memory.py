@@ -37,7 +37,9 @@ def test_the_engines_memory_report_agrees_with_the_process(bundled_model: Path,
     # The KV cells of every slot, which the fit planner counts exactly for a dense model; those
     # holding the conversation now are its share.
     assert report.kv_bytes == info.kv_bytes
-    cells = info.n_ctx * info.n_slots
+    # The default load's slots share one pool (with a KV cache per reply: a context each).
+    assert info.kv_pool == info.n_ctx and info.n_slots > 1
+    cells = info.kv_pool
     assert report.kv_used_bytes == report.kv_bytes * stats.context_used // cells or (
         report.kv_used_bytes == report.kv_bytes * (stats.context_used - 1) // cells)
     assert report.compute_bytes > 0

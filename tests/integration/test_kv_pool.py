@@ -1,8 +1,8 @@
-"""The shared KV pool (LoadParams.kv_pool) on the real bundled model: four replies at once in a
-pool of one context hold the memory of one context, not four; a request replayed at once gives
-the same reply; a full pool saves the idle chat or ends the latest reply with a message, never
-silently.
-(Without a pool each slot has a KV stream of its own: tests/integration/test_batching.py.)"""
+"""The shared KV pool (LoadParams.kv_pool, the default) on the real bundled model: four replies
+at once in a pool of one context hold the memory of one context, not four; a request replayed
+at once gives the same reply; a full pool saves the idle chat or ends the latest reply with a
+message, never silently.
+(With kv_per_reply each slot has a KV stream of its own: tests/integration/test_batching.py.)"""
 
 from __future__ import annotations
 
@@ -43,29 +43,32 @@ def say(client: EngineClient, rid: int, messages: tuple[Message, ...], max_token
     return text, stats_of(events).stats, finish_of(events)
 
 
-def test_four_replies_in_a_pool_of_one_context_hold_the_memory_of_one(
+def test_a_default_load_holds_four_replies_in_the_memory_of_one(
         bundled_model: Path, tmp_path: Path) -> None:
-    """Before the pool each of four slots reserved a whole context: the engine's memory grew
-    with the slots, not with the chats in flight."""
+    """A default load shares one pool of the context length among its replies at once; before
+    it was the default each of four slots reserved a whole context (what --kv-per-reply still
+    does): the engine's memory grew with the slots, not with the chats in flight."""
     n_ctx = 8192
     shape = fit.shape_from_header(read_header(bundled_model))
     one_context = fit.kv_cache_bytes(shape, n_ctx, "f16")
     rss, infos = [], []
-    for options in ({}, {"kv_pool": n_ctx}):
+    for options in ({"kv_per_reply": True}, {}, {"n_slots": 1}):
         engine = EngineClient(log_path=tmp_path / f"engine-{len(rss)}.log")
         try:
-            infos.append(engine.load(LoadParams(str(bundled_model), n_ctx=n_ctx, n_slots=4,
-                                                **options)))
+            infos.append(engine.load(LoadParams(str(bundled_model), n_ctx=n_ctx,
+                                                **{"n_slots": 4, **options})))
             assert engine.pid is not None
             rss.append(psutil.Process(engine.pid).memory_info().rss)
         finally:
             engine.close()
-    streams, pooled = infos
-    assert (streams.kv_pool, pooled.kv_pool) == (0, n_ctx)
+    streams, pooled, _single = infos
+    assert (streams.kv_pool, pooled.kv_pool, pooled.n_slots) == (0, n_ctx, 4)
     assert streams.kv_bytes == 4 * pooled.kv_bytes == 4 * one_context
     assert pooled.flash_attn  # the pool turns it on
-    # Three contexts' KV less, measured on the process (half of it, for what else moves).
+    # Three contexts' KV less, measured on the process (half of it, for what else moves),
+    # and four slots hold about what one does.
     assert rss[0] - rss[1] > 1.5 * one_context, (rss, one_context)
+    assert rss[1] < 1.3 * rss[2], rss
 
 
 def test_a_replayed_request_in_the_pool_gives_the_same_reply(client: EngineClient,

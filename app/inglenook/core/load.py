@@ -68,14 +68,24 @@ class LoadOptions:
     n_slots: int = 0
     # A KV pool of this many tokens that all replies share (llama.cpp's unified KV cache, with
     # flash attention): memory follows the tokens in flight, not the slots. Never less than
-    # the context length (one long chat may use all of it). 0: off, a KV cache per slot.
+    # the context length (one long chat may use all of it). 0: the context length (as
+    # llama-server's -c with its slots). Settings of versions before the pool was the default
+    # stored 0 for "off": they read as this default, which is what a user who never set it
+    # expects (docs/memory.md).
     kv_pool: int = 0
+    # A KV cache of the context length per reply instead of the pool: a reply written beside
+    # others is the one written alone, bit for bit, at the memory of a context per slot.
+    kv_per_reply: bool = False
     # A vision projector (mmproj GGUF) read with the model: its images become embeddings
     # (engine/host/mtmd.py); models/projector.py pairs and checks it before loading.
     mmproj_path: str = ""
 
     def replace(self, **changes: object) -> Self:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def pool_tokens(self, n_ctx: int) -> int:
+        """The shared KV pool's size at this context length; 0: a KV cache per reply."""
+        return 0 if self.kv_per_reply else max(self.kv_pool, n_ctx)
 
     def to_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in _OPTION_NAMES}
@@ -96,7 +106,7 @@ class LoadOptions:
                 if problem:
                     problems.append(problem)
         options = LoadOptions(**values)  # type: ignore[arg-type]  # each checked above
-        if options.kv_cache_type != "f16" and not options.flash_attn and not options.kv_pool:
+        if options.kv_cache_type != "f16" and not options.flash_attn and options.kv_per_reply:
             # A quantized V cache needs flash attention (a pool turns it on); the user asked
             # for the cache type.
             options = options.replace(flash_attn=True)
@@ -136,7 +146,7 @@ class LoadParams(LoadOptions):
         for spec in LOAD_SPECS.values():  # each option's range or choices
             if problem := spec.problem(getattr(self, spec.name)):
                 raise LoadParamsError(problem)
-        if self.kv_cache_type != "f16" and not self.flash_attn and not self.kv_pool:
+        if self.kv_cache_type != "f16" and not self.flash_attn and self.kv_per_reply:
             raise LoadParamsError(
                 f"A {self.kv_cache_type} KV cache needs flash attention: llama.cpp can only "
                 "quantize the V cache with it. Turn flash attention on or use f16.")
@@ -276,25 +286,33 @@ LOAD_SPECS: dict[str, LoadSpec] = {s.name: s for s in (
             "Prompt tokens processed per step. Larger is faster for long prompts and uses "
             "more memory.", flag="--batch", help="prompt tokens processed per step", step=128),
     _number("n_slots", "Replies at once", 0, MAX_SLOTS,
-            "How many replies the model writes at the same time (chats, API clients). Each "
-            "has a KV cache of the context length of its own unless they share a KV pool: "
-            "more costs memory. Several decoded together are faster in total than one after "
+            "How many replies the model writes at the same time (chats, API clients). They "
+            "share the KV pool, so more costs little memory (with a KV cache per reply, a "
+            "context each). Several decoded together are faster in total than one after "
             f"another. Automatic: up to {DEFAULT_SLOTS}, as free memory allows.",
-            flag="--parallel", help="replies decoded at once, each with a KV cache of --ctx "
-            "tokens unless --kv-pool", automatic="Automatic",
+            flag="--parallel", help="replies decoded at once, sharing the KV pool (each with "
+            "a KV cache of --ctx tokens with --kv-per-reply)", automatic="Automatic",
             auto_help=f"up to {DEFAULT_SLOTS}, as free memory allows"),
     _number("kv_pool", "Shared KV pool", 0, MAX_CTX,
-            "Tokens of KV cache that all replies at once share, instead of a cache of the "
-            "context length each: one long chat may use all of it, four short ones share it, "
-            "so memory follows the chats in flight. When it is full, the chats least recently "
-            "used are saved to the state cache, and a new reply waits for room. Turns flash "
-            "attention on. The price: where a chat's cells sit in the pool changes rounding, so "
-            "a reply may part at a near-tie word from the one written alone or beside other "
-            "chats (see docs/memory.md). At least the context length. Off: a KV cache per "
-            "reply, the same reply in any company.",
+            "Tokens of KV cache that all replies at once share: one long chat may use all of "
+            "it, four short ones share it, so memory follows the chats in flight. When it is "
+            "full, the chats least recently used are saved to the state cache, and a new reply "
+            "waits for room. At least the context length (Automatic: the context length); "
+            "more lets several long chats run at once. Turns flash attention on. Where a "
+            "chat's cells sit in the pool changes rounding: a reply may part at a near-tie "
+            "word from the one written alone (see docs/memory.md); a seeded request replayed "
+            "gives the same reply.",
             flag="--kv-pool", help="KV cache tokens shared by the replies at once (turns "
-            "flash attention on; 0: a cache per reply)", step=1024,
-            automatic="Off", auto_help="a KV cache of the context length per reply"),
+            "flash attention on)", step=1024,
+            automatic="Context length", auto_help="the context length"),
+    _switch("kv_per_reply", "A KV cache per reply (exact in any company)",
+            "Instead of the shared pool, each reply at once gets a KV cache of the context "
+            "length of its own: a reply written beside others is the one written alone, bit "
+            "for bit, but every slot reserves a whole context whether it is used or not "
+            "(four slots: four times the KV memory).",
+            flag="--kv-per-reply", help="a KV cache of --ctx tokens per reply instead of "
+            "the shared pool (exact beside other replies; a context's memory per slot)",
+            per_model=True),
     LoadSpec("kv_cache_type", "KV cache", 0, 0, 0, 0,
              "Precision of the attention cache. q8_0 halves its memory with little loss; "
              "q4_0 saves more. Quantized caches need flash attention.",

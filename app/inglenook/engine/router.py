@@ -543,7 +543,7 @@ def _estimate(params: LoadParams) -> int:
         return 0
     n_ctx = choose_context(params.n_ctx, header.context_length)
     memory = fit.system_memory()
-    pool = max(params.kv_pool, n_ctx) if params.kv_pool else 0
+    pool = params.pool_tokens(n_ctx)
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
                                                 draft_shape, pool)
     return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape,

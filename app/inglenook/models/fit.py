@@ -356,8 +356,9 @@ def refusal(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory, *,
     in_ram = share * memory.ram_free if memory.ram_free > 0 else need.total_bytes
     on_gpu = " beyond what fits on the GPU" if need.total_bytes - in_ram > 1e6 else ""
     drafting = f", {gigabytes(need.draft_bytes)} for the draft model" if need.draft_bytes else ""
-    lanes = (f", {slots} replies at once in a pool of {max(pool, n_ctx):,} tokens,"
-             if pooled else f" for each of {slots} replies at once" if slots > 1 else "")
+    lanes = (f", {slots} replies at once in a pool of {pool:,} tokens," if pool > n_ctx
+             else f", shared by {slots} replies at once," if pooled and slots > 1
+             else f" for each of {slots} replies at once" if slots > 1 else "")
     needs = (f"A context of {n_ctx:,} tokens{lanes} needs about {gigabytes(in_ram)}{on_gpu} "
              f"({gigabytes(need.weights_bytes)} of weights, "
              f"{gigabytes(need.kv_bytes)} of KV cache, "

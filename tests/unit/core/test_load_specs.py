@@ -80,9 +80,12 @@ def test_out_of_range_numbers_are_one_line_with_the_range(name: str) -> None:
 
 
 def test_options_that_cannot_work_together_are_refused() -> None:
-    args = _parser().parse_args(["chat", "--kv-cache-type", "q4_0", "Hi"])
+    args = _parser().parse_args(["chat", "--kv-per-reply", "--kv-cache-type", "q4_0", "Hi"])
     with pytest.raises(UsageError, match="needs flash attention"):
         read_load_params(args, "/m.gguf")
+    # The shared pool (the default) turns flash attention on itself.
+    pooled = _parser().parse_args(["chat", "--kv-cache-type", "q4_0", "Hi"])
+    assert read_load_params(pooled, "/m.gguf").kv_cache_type == "q4_0"
 
 
 def test_unknown_choice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,3 +158,15 @@ def test_a_per_model_value_is_checked_by_the_same_spec_as_the_global_one() -> No
         _, global_problems = LoadOptions.parse({name: bad}, "m.")
         assert own.empty and len(problems) == len(global_problems) == 1
         assert problems[0].split(" (")[0] == global_problems[0].split(" (")[0]
+
+
+def test_a_default_load_shares_one_pool_of_the_context_length() -> None:
+    """The pool is the default (llama-server's -c with its slots); --kv-pool makes it bigger,
+    never smaller than the context; --kv-per-reply goes back to a KV cache per reply."""
+    assert LoadParams("/m.gguf").pool_tokens(8192) == 8192
+    args = _parser().parse_args(["chat", "--kv-pool", "2048", "Hi"])
+    assert read_load_params(args, "/m.gguf").pool_tokens(4096) == 4096
+    args = _parser().parse_args(["chat", "--kv-pool", "20000", "Hi"])
+    assert read_load_params(args, "/m.gguf").pool_tokens(4096) == 20000
+    args = _parser().parse_args(["chat", "--kv-per-reply", "Hi"])
+    assert read_load_params(args, "/m.gguf").pool_tokens(4096) == 0

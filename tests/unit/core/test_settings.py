@@ -125,9 +125,15 @@ def test_unknown_keys_and_wrong_types_ignored(home: Path) -> None:
 
 
 def test_inconsistent_load_options_repaired(home: Path) -> None:
-    paths.settings_file().write_text(json.dumps({"kv_cache_type": "q4_0", "flash_attn": False}))
+    paths.settings_file().write_text(json.dumps({"kv_cache_type": "q4_0", "flash_attn": False,
+                                                 "kv_per_reply": True}))
     s = load_settings()
     assert (s.load.kv_cache_type, s.load.flash_attn) == ("q4_0", True)
+    # In the shared pool (the default) flash attention is on whatever the switch says.
+    paths.settings_file().write_text(json.dumps({"kv_cache_type": "q4_0", "flash_attn": False}))
+    s = load_settings()
+    assert (s.load.kv_cache_type, s.load.flash_attn, s.load.kv_per_reply) == ("q4_0", False,
+                                                                              False)
     paths.settings_file().write_text(json.dumps({"kv_cache_type": "bf13"}))
     assert load_settings().load.kv_cache_type == "f16"
 
@@ -560,7 +566,8 @@ def test_a_checked_change_refuses_a_bad_value_naming_it() -> None:
     for changes, words in (({"load": {"n_ctx": -5}}, "n_ctx: -5 is outside"),
                            ({"theme": "pink"}, "theme: 'pink'"),
                            ({"api_port": "80"}, "api_port: '80' is not a number"),
-                           ({"load": {"kv_cache_type": "q8_0"}}, "needs flash attention"),
+                           ({"load": {"kv_cache_type": "q8_0", "kv_per_reply": True}},
+                            "needs flash attention"),
                            ({"colour": "red"}, "colour is not a setting")):
         with pytest.raises(SettingsValueError, match="Settings not changed") as caught:
             with_changes(settings, changes)
@@ -624,3 +631,18 @@ def test_a_models_own_value_may_be_the_automatic_one(home: Path) -> None:
     save_settings(settings)
     assert load_settings().load_params("/m/a.gguf").n_ctx == 0
     assert load_settings().load_params("/m/b.gguf").n_ctx == 8192
+
+
+def test_a_saved_pool_of_0_reads_as_the_pool_now_the_default(home: Path) -> None:
+    """Before the pool was the default a saved kv_pool of 0 meant "off, a KV cache per
+    reply": it was written for every user, set or not. Now 0 is the automatic pool (the
+    context length), what a user who never touched it gets; a size set stays that size, and
+    the way back to a cache per reply is its own switch."""
+    paths.settings_file().write_text(json.dumps({"load": {"kv_pool": 0, "n_ctx": 8192}}))
+    load = load_settings().load
+    assert (load.kv_per_reply, load.pool_tokens(8192)) == (False, 8192)
+    paths.settings_file().write_text(json.dumps({"load": {"kv_pool": 16384}}))
+    assert load_settings().load.pool_tokens(8192) == 16384
+    paths.settings_file().write_text(json.dumps({"load": {"kv_pool": 16384,
+                                                          "kv_per_reply": True}}))
+    assert load_settings().load.pool_tokens(8192) == 0

@@ -167,3 +167,16 @@ def test_the_estimate_of_a_vision_model_counts_its_projector(
     alpha = str(files["alpha"])
     seeing = _estimate(LoadParams(alpha, mmproj_path=str(mmproj), n_slots=1))
     assert seeing == _estimate(LoadParams(alpha, n_slots=1)) + projector.memory_bytes
+
+
+def test_the_estimate_counts_the_shared_pool_at_the_defaults(files: dict[str, Path]) -> None:
+    """Four replies at once share one pool of the context length by default: the router's
+    budget counts one context of KV for them, not four (as a KV cache per reply does)."""
+    from inglenook.models import fit
+    from inglenook.models.gguf import read_header
+
+    alpha = str(files["alpha"])
+    one_context = fit.kv_cache_bytes(fit.shape_from_header(read_header(alpha)), 2048, "f16")
+    pooled = _estimate(LoadParams(alpha, n_slots=4))
+    assert pooled == _estimate(LoadParams(alpha, n_slots=1))
+    assert _estimate(LoadParams(alpha, n_slots=4, kv_per_reply=True)) == pooled + 3 * one_context

@@ -338,3 +338,9 @@ def test_a_pool_that_cannot_fit_names_the_largest_that_does() -> None:
                   .replace(",", ""))
     assert 8192 < largest < 1 << 20 and largest % fit.CONTEXT_STEP == 0
     assert fit.refusal(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=largest) is None
+    # The default pool is the context: too long a context says so, and names the longest.
+    default = fit.refusal(MISTRAL_7B, 1 << 20, "f16", memory, slots=4, pool=1 << 20,
+                          allow_beyond_trained=True)
+    assert default is not None and "pool" not in default.message
+    assert "1,048,576 tokens, shared by 4 replies at once, needs" in default.message
+    assert 0 < default.largest_context < 1 << 20 and default.largest_slots == 0

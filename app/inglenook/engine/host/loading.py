@@ -85,7 +85,7 @@ class LoadedModel:
         pairs = [(self.model, self.ctx)] + (
             [(self.draft.model, self.draft.ctx)] if self.draft is not None else [])
         kv = sum(ctx.buffers.get("kv", 0) for _, ctx in pairs)
-        cells = self.ctx.n_ctx_seq * len(self.memories)
+        cells = self.ctx.n_pool  # the pool's, or every stream's
         main_kv = self.ctx.buffers.get("kv", 0)
         used = sum(m.n for m in self.memories)
         states = self.slots.cache.usage()
@@ -122,7 +122,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     n_threads = params.n_threads or physical_cores()
     n_threads_batch = params.n_threads_batch or logical_cores()
     n_ctx = choose_context(params.n_ctx, header.context_length)
-    pool = max(params.kv_pool, n_ctx) if params.kv_pool else 0  # 0: a KV stream per slot
+    pool = params.pool_tokens(n_ctx)  # 0: a KV stream per slot (kv_per_reply)
     offload = supported and n_gpu_layers != 0
     n_slots, refused, memory_bytes, kv_bytes = _check_memory(params, header, n_ctx, pool,
                                                               offload, draft_header, projector)

@@ -84,6 +84,7 @@ class LoadSection(CollapsibleSection):
                     layout.addWidget(self.kv_note_label)
         self.fields["flash_attn"].changed.disconnect(self.changed)
         self.fields["flash_attn"].changed.connect(self._on_flash_attn_toggled)
+        self.fields["kv_per_reply"].changed.connect(self._show_pool)
 
     def _add(self, field: LoadField) -> LoadField:
         self.fields[field.spec.name] = field
@@ -99,6 +100,7 @@ class LoadSection(CollapsibleSection):
         if self._kv_quantized():  # stored by hand or an older version: keep it loadable
             self.fields["flash_attn"].set_value(True)
         self._show_kv_note(KV_NOTE_QUANTIZED if self._kv_quantized() else "")
+        self._show_pool()
 
     def values(self) -> dict[str, object]:
         """The load options shown, by LoadOptions name."""
@@ -127,6 +129,10 @@ class LoadSection(CollapsibleSection):
         """What "Automatic" chose for the model loaded now."""
         field = self.fields["n_slots"]
         field.set_special_text(f"{field.spec.special_value_text} ({n_slots})" if n_slots else "")
+
+    def _show_pool(self) -> None:
+        """The pool's size means nothing with a KV cache per reply."""
+        self.fields["kv_pool"].set_enabled(not self.fields["kv_per_reply"].value())
 
     # -- a quantized KV cache needs flash attention ---------------------------------------
 
