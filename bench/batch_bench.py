@@ -100,7 +100,7 @@ def _raw_run(llama_cpp: Any, loaded: Any, vocab: Any, n: int, threads: int,
     cp.n_threads, cp.n_threads_batch, cp.no_perf = threads, threads, True
     # The same work as the engine's default: one KV pool all sequences share (kv_unified),
     # with flash attention, which the pool turns on (host/loading.py).
-    cp.kv_unified = POOLED
+    cp.kv_unified, cp.swa_full = POOLED, not POOLED  # a sliding window's cells only
     cp.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if FLASH
                           else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     ctx = llama_cpp.llama_init_from_model(loaded, cp)

@@ -9,6 +9,12 @@
                                 (a batch rounds differently from a lone token: docs/families.md)
   gemma_parallel4_efficiency    engine 4 at once ÷ 1, over raw llama_decode of 4 ÷ 1
   gemma_switch_back_over_cold   TTFT continuing a 3,000-token chat after another ran ÷ cold
+  gemma_restart_resume_over_cold  TTFT continuing a 3,000-token chat after the engine quit
+                                and a new one loaded the model (its state on disk) ÷ cold
+  gemma_engine_rss_pool_mb      the engine's peak RSS at the defaults (4 replies at once,
+                                8,192 tokens, the shared pool: only the window's cells of the
+                                sliding layers) after a short reply; gemma_engine_rss_per_reply_mb
+                                the same with a KV cache per reply (every cell, four contexts)
 
 `--quick` uses tiny counts; its figures mean nothing.
 """
@@ -26,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.gemma_gguf
 
 from tests.gemma_gguf import gemma_gguf
 
-from batch_bench import raw_batched
+from batch_bench import FLASH, POOLED, raw_batched
 from common import at_once, log
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, RawPrompt
@@ -34,8 +40,11 @@ from inglenook.core.sampling import SamplingParams
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
 from inglenook.engine.host import physical_cores
-from kv_bench import switch_back
+from kv_bench import peak_rss, restart_resume, switch_back
 
+# Raw llama.cpp in the engine's default KV layout: the shared pool's flash attention, and only
+# the window's cells of the sliding layers.
+RAW_LAYOUT = {"flash_attn": FLASH, "swa_full": not POOLED}
 PROMPTS = ("def fibonacci(n):\n    ", "The capital of France is",
            "Once upon a time, in a small village by the sea,", "Ingredients for bread:\n1.")
 
@@ -57,7 +66,7 @@ def raw_texts(model: str, sampling: SamplingParams) -> list[str]:
     """Raw llama-cpp-python's greedy replies."""
     import llama_cpp  # the reference; the app imports llama_cpp only in engine/host/
 
-    llm = llama_cpp.Llama(model, n_ctx=2048, verbose=False)
+    llm = llama_cpp.Llama(model, n_ctx=2048, verbose=False, **RAW_LAYOUT)
     out = []
     try:
         for text in PROMPTS:
@@ -75,7 +84,7 @@ def raw_texts(model: str, sampling: SamplingParams) -> list[str]:
 def near_tie(model: str, prompt: str, a: str, b: str) -> bool:
     import llama_cpp
 
-    llm = llama_cpp.Llama(model, n_ctx=2048, logits_all=True, verbose=False)
+    llm = llama_cpp.Llama(model, n_ctx=2048, logits_all=True, verbose=False, **RAW_LAYOUT)
     try:
         ta = llm.tokenize(a.encode(), add_bos=False, special=False)
         tb = llm.tokenize(b.encode(), add_bos=False, special=False)
@@ -98,6 +107,25 @@ def parallel(client: EngineClient, tokens: int) -> float:
     one = tokens / at_once(1, ask)
     four = 4 * tokens / at_once(4, ask)
     return four / one
+
+
+def memory(model: str, threads: int, home: Path) -> dict[str, float]:
+    """Peak RSS of fresh engines at the default load (4 replies, 8,192 tokens), the shared
+    pool against a KV cache per reply, after one short reply each."""
+    peaks = {}
+    for name, per_reply in (("pool", False), ("per_reply", True)):
+        client = EngineClient(log_path=home / f"engine-{name}.log")
+        try:
+            client.load(LoadParams(model, n_threads=threads, n_slots=4, kv_per_reply=per_reply))
+            list(client.generate(GenerationRequest(1, (), SamplingParams(max_tokens=8),
+                                                   raw=RawPrompt(PROMPTS[1]))))
+            peaks[name] = peak_rss(client.pid)
+        finally:
+            client.close()
+    log(f"  peak RSS: pool {peaks['pool'] / 2**20:.0f} MiB, a KV cache per reply "
+        f"{peaks['per_reply'] / 2**20:.0f} MiB")
+    return {f"gemma_engine_rss_{name}_mb": round(peak / 2**20, 1)
+            for name, peak in peaks.items()}
 
 
 def main() -> int:
@@ -141,8 +169,14 @@ def main() -> int:
             log("Switching back to a long Gemma chat after another one ran…")
             switched = switch_back(client, model, threads, 300 if quick else 3000)
             results["gemma_switch_back_over_cold"] = switched["ttft_switch_back_over_cold"]
+            log("Continuing a long Gemma chat after a restart…")
+            client, resumed = restart_resume(client, model, threads, 300 if quick else 3000,
+                                             Path(tmp))
+            results["gemma_restart_resume_over_cold"] = resumed["restart_resume_ttft_over_cold"]
         finally:
             client.close()
+        log("The engine's memory at the defaults: the pool, and a KV cache per reply…")
+        results.update(memory(model, threads, Path(tmp)))
     print(json.dumps(results))
     return 0
 

@@ -18,7 +18,8 @@ All figures use the bundled model, greedy decoding and the same threads and sett
                           replies at once (raw llama_decode of N sequences, N API clients)
   two_chats_*             bench/two_chats_stall.py: two chats of the window replying at once
   gemma_*                 bench/family_bench.py: Gemma 3 270M (sliding window) through the
-                          engine against raw llama.cpp, four at once, switching back
+                          engine against raw llama.cpp, four at once, switching back,
+                          after a restart, its memory in the pool and per reply
   actions_*               bench/model_actions_stall.py: the GUI thread's longest stall (a 10 ms
                           heartbeat) at model actions: open Gemma, Smaller copy, theme, unload
   template_*              bench/template_bench.py: a prompt rendered here vs in the child

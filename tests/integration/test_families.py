@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from inglenook.core.load import LoadParams
 from inglenook.core.messages import GenerationRequest, Message, RawPrompt
+from inglenook.core.replies import Stats
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
 from tests.family_gguf import write_mamba, write_moe
@@ -65,12 +67,15 @@ def together(client: EngineClient, texts: tuple[str, ...], first: int) -> list[l
     return out
 
 
-def raw_replies(model: Path, texts: tuple[str, ...]) -> Iterator[tuple[list[bytes], list[float]]]:
+def raw_replies(model: Path, texts: tuple[str, ...], n_ctx: int = N_CTX, pooled: bool = True
+                ) -> Iterator[tuple[list[bytes], list[float]]]:
     """Raw llama-cpp-python, greedy: each reply's tokens, and at each the gap between the two
-    likeliest tokens' logits."""
+    likeliest tokens' logits. `pooled`: the KV layout of the engine's default, the shared pool
+    (flash attention, only a sliding window's cells); else a KV cache per reply's."""
     import llama_cpp  # the reference; the app imports llama_cpp only in engine/host/
 
-    llm = llama_cpp.Llama(str(model), n_ctx=N_CTX, logits_all=True, verbose=False)
+    llm = llama_cpp.Llama(str(model), n_ctx=n_ctx, logits_all=True, verbose=False,
+                          flash_attn=pooled, swa_full=not pooled)
     try:
         for text in texts:
             llm.reset()
@@ -110,11 +115,15 @@ def parts_only_at_near_ties(got: list[bytes], raw: list[bytes], gaps: list[float
 @pytest.mark.long  # make test runs bench/family_bench.py's quick form of it (test_bench)
 def test_gemma_through_the_engine_equals_raw_llama_cpp_alone_and_at_once(
         gemma_model: Path, tmp_path: Path) -> None:
-    client = engine(gemma_model, tmp_path, prompt_lookup=False)
+    client = engine(gemma_model, tmp_path)  # the default: the shared pool, prompt lookup asked
     try:
-        family = client.model.family if client.model else None
-        assert family is not None and family.kind == "sliding-window"
-        assert family.n_swa == 512 and family.swa_full and family.trims_anywhere
+        info = client.model
+        assert info is not None and info.kv_pool == N_CTX
+        family = info.family
+        # In the pool only the window's cells are kept, as llama-server does: no cutting back
+        # before the window, so no speculation whatever the settings say.
+        assert family.kind == "sliding-window" and family.n_swa == 512
+        assert not family.swa_full and not family.trims_anywhere and info.speculation == ""
         solo = [reply(client, 10 + i, text) for i, text in enumerate(GEMMA_PROMPTS)]
         batched = together(client, GEMMA_PROMPTS, 20)
     finally:
@@ -125,43 +134,147 @@ def test_gemma_through_the_engine_equals_raw_llama_cpp_alone_and_at_once(
         assert parts_only_at_near_ties(got, tokens, gaps), (got, tokens)
 
 
+def gemma_ask(client: EngineClient, rid: int, text: str) -> tuple[list[bytes], p.ReplyStats]:
+    """A raw prompt's reply tokens (as bytes) and its stats, in one conversation."""
+    events = list(client.generate(GenerationRequest(rid, (), REPLY, "c:story",
+                                                    raw=RawPrompt(text), logprobs=0)))
+    return ([bytes(t.chosen.utf8) for e in events if isinstance(e, p.Logprobs)
+             for t in e.tokens], next(e for e in events if isinstance(e, p.ReplyStats)))
+
+
 @pytest.mark.long
-def test_a_gemma_conversation_restored_continues_as_one_kept_and_is_trimmed_exactly(
+def test_gemma_in_the_pool_regenerates_from_its_window_or_reads_the_prompt_again(
         gemma_model: Path, tmp_path: Path) -> None:
-    client = engine(gemma_model, tmp_path, n_slots=2, prompt_lookup=False)
+    """Only the window's cells are kept: a reply regenerated (the prompt again, without the
+    reply) or an earlier message edited reuses the cells while they cover the window before
+    the cut (llama-server's check); once llama.cpp has reused the cells there, the prompt is
+    read again. Every reply equals raw llama.cpp's (the same window-only layout)."""
+    n_ctx = 2048
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    client.load(LoadParams(str(gemma_model), n_ctx=n_ctx, n_slots=1))
+    story = " ".join(f"Day {i}: the keeper lit lamp {i} at dusk." for i in range(100))
+    short = story[:story.index("Day 30:")]  # ~330 tokens: every cell still held
     try:
-        facts = " ".join(f"Fact {i}: river number {i} flows north." for i in range(45))
-        a1 = (Message("user", facts + " Which way does river 3 flow?"),)
-        first = "".join(e.text for e in client.generate(GenerationRequest(1, a1, REPLY, "c:a"))
-                        if isinstance(e, p.Delta))
-        a2 = (*a1, Message("assistant", first), Message("user", "And river 7?"))
-        straight = list(client.generate(GenerationRequest(2, a2, REPLY, "c:straight")))
-        for i in range(2):  # two other conversations take both slots: c:a is saved
-            list(client.generate(GenerationRequest(10 + i, (Message("user", PROMPTS[i] * 9),),
-                                                   REPLY, f"c:other{i}")))
-        restored = list(client.generate(GenerationRequest(3, a2, REPLY, "c:a")))
-        # The same conversation asked again after its reply: its cells are cut back (past the
-        # 512-token window: the full cache keeps them) and only the question read again.
-        again = list(client.generate(GenerationRequest(4, a2, REPLY, "c:a")))
+        first, _ = gemma_ask(client, 1, short)
+        again, regenerated = gemma_ask(client, 2, short)
+        edited_short = short[:short.index("Day 15:")] + "Day 15: a storm came."
+        edited, edit_stats = gemma_ask(client, 3, edited_short)
+        long_first, _ = gemma_ask(client, 4, story)  # ~1,400 tokens: older cells reused
+        long_again, long_regenerated = gemma_ask(client, 5, story)
+        edited_long = story[:story.index("Day 15:")] + "Day 15: a storm came."
+        long_edited, long_edit_stats = gemma_ask(client, 6, edited_long)
     finally:
         client.close()
+    raw = [tokens for tokens, _ in raw_replies(
+        gemma_model, (short, edited_short, story, edited_long), n_ctx)]
+    assert first == again == raw[0] and edited == raw[1]
+    assert long_first == long_again == raw[2] and long_edited == raw[3]
+    # The cut back: the reply's cells go, the prompt's stay (its last token is read again).
+    assert regenerated.stats.cached_tokens == regenerated.stats.prompt_tokens - 1
+    assert long_regenerated.stats.cached_tokens == long_regenerated.stats.prompt_tokens - 1
+    assert 150 < edit_stats.stats.cached_tokens < edit_stats.stats.prompt_tokens - 3
+    # Editing day 15 of the long story: the window before it was reused. Read again.
+    assert long_edit_stats.stats.cached_tokens == 0
 
-    def text(events: list[object]) -> str:
-        return "".join(e.text for e in events if isinstance(e, p.Delta))
 
-    def stats(events: list[object]) -> p.ReplyStats:
-        return next(e for e in events if isinstance(e, p.ReplyStats))
+@pytest.mark.long
+@pytest.mark.parametrize("per_reply", [False, True], ids=["pool", "per reply"])
+def test_a_gemma_conversation_restored_continues_as_one_kept(
+        gemma_model: Path, tmp_path: Path, per_reply: bool) -> None:
+    """A conversation saved when others took both slots and restored continues as the one
+    kept in its slot: the same tokens, reading only what is new. llama.cpp saves only the
+    window's cells of the sliding layers (whatever the layout), so a restored state that would
+    need cutting back before them is not used: the prompt is read again, and the reply is the
+    same."""
+    facts = " ".join(f"Fact {i}: river number {i} flows north." for i in range(45))
+    turn1 = facts + " Which way does river 3 flow?"
 
-    assert stats(restored).stats.cached_tokens > 450 and text(restored) == text(straight)
-    assert stats(again).stats.cached_tokens > 450 and text(again) == text(straight)
+    def conversation(client: EngineClient, switch: bool) -> list[p.ReplyStats]:
+        first = gemma_text(client, 1, turn1)
+        turn2 = turn1 + first.text + "\nAnd river 7?"
+        second = gemma_text(client, 2, turn2)
+        if switch:  # two other conversations take both slots: c:a is saved
+            for i in range(2):
+                list(client.generate(GenerationRequest(10 + i, (), REPLY, f"c:other{i}",
+                                                       raw=RawPrompt(PROMPTS[i] * 9))))
+        third = gemma_text(client, 3, turn2 + second.text + "\nAnd river 9?")
+        # Regenerated: the same prompt again, without its reply (cut back).
+        again = gemma_text(client, 4, turn2 + second.text + "\nAnd river 9?")
+        # Edited: the second question asked otherwise (cut back before a saved state's cells).
+        edited = gemma_text(client, 5, turn2 + second.text + "\nAnd river 11?")
+        return [first, second, third, again, edited]
+
+    runs = []
+    for switch in (True, False):
+        client = engine(gemma_model, tmp_path, n_slots=2, kv_per_reply=per_reply)
+        try:
+            assert client.model is not None and client.model.family.swa_full == per_reply
+            runs.append(conversation(client, switch))
+        finally:
+            client.close()
+    switched, kept = runs
+    # Restored = kept, and so the reply regenerated from it. The edit is cut back in the
+    # slot's cells too; in the pool, where the other chats left its cells, it may part at a
+    # near-tie from the one never switched (docs/memory.md): exact with a cache per reply.
+    same = 5 if per_reply else 4
+    assert [r.text for r in switched[:same]] == [r.text for r in kept[:same]]
+    assert switched[4].stats.cache_source == "live"
+    assert switched[4].stats.cached_tokens > switched[2].stats.cached_tokens
+    restored = switched[2].stats
+    assert restored.cache_source == "ram" and restored.cached_tokens > 500
+    assert kept[2].stats.cache_source == "live"
+    assert switched[3].stats.cached_tokens == switched[3].stats.prompt_tokens - 1
+
+
+@dataclass
+class GemmaReply:
+    text: str
+    stats: Stats
+
+
+def gemma_text(client: EngineClient, rid: int, prompt: str) -> GemmaReply:
+    events = list(client.generate(GenerationRequest(rid, (), REPLY, "c:a",
+                                                    raw=RawPrompt(prompt))))
+    return GemmaReply(text(events), stats(events).stats)
+
+
+def text(events: list[object]) -> str:
+    return "".join(e.text for e in events if isinstance(e, p.Delta))
+
+
+def stats(events: list[object]) -> p.ReplyStats:
+    return next(e for e in events if isinstance(e, p.ReplyStats))
+
+
+def test_gemma_at_4_by_8192_in_the_pool_holds_its_window_not_four_contexts(
+        gemma_model: Path, tmp_path: Path) -> None:
+    """Gemma 3 270M at the defaults (4 replies, 8,192 tokens): a KV cache per reply held four
+    full contexts (576 MiB, 970 MB for the engine); the pool holds one context of its 3 global
+    layers and the window of its 15 sliding ones (62 MiB), as llama-server."""
+    from inglenook.models import fit
+    from inglenook.models.gguf import read_header
+
+    client = EngineClient(log_path=tmp_path / "engine.log")
+    try:
+        info = client.load(LoadParams(str(gemma_model), n_slots=4))
+        report = client.memory_report()
+    finally:
+        client.close()
+    one_context = fit.kv_cache_bytes(fit.shape_from_header(read_header(gemma_model)), 8192,
+                                     "f16")
+    assert (info.n_ctx, info.kv_pool, info.family.swa_full) == (8192, 8192, False)
+    assert report.kv_bytes < 0.5 * one_context  # a KV cache per reply: 4 × one_context
 
 
 # ---- recurrent and mixture of experts: tiny random-weight files --------------------------------
+@pytest.mark.parametrize("per_reply", [False, True], ids=["pool", "per reply"])
 @pytest.mark.parametrize("name", ["mamba", "moe"])
 def test_a_tiny_family_model_through_the_engine_equals_raw_llama_cpp(
-        name: str, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+        name: str, per_reply: bool, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """Alone, equal to raw llama.cpp in the same KV layout; four at once too with a KV cache
+    per reply, and in the pool but for near-ties (docs/memory.md)."""
     model = tiny_models[name]
-    client = engine(model, tmp_path)  # prompt lookup asked for (the default)
+    client = engine(model, tmp_path, kv_per_reply=per_reply)  # prompt lookup asked for
     try:
         info = client.model
         assert info is not None
@@ -175,9 +288,13 @@ def test_a_tiny_family_model_through_the_engine_equals_raw_llama_cpp(
         batched = together(client, PROMPTS, 20)
     finally:
         client.close()
-    raw = [tokens for tokens, _ in raw_replies(model, PROMPTS)]
-    assert solo == raw and batched == raw
-    assert all(len(tokens) == REPLY.max_tokens for tokens in raw)
+    raw = list(raw_replies(model, PROMPTS, pooled=not per_reply))
+    assert solo == [tokens for tokens, _ in raw]
+    if per_reply:
+        assert batched == solo
+    for got, (tokens, gaps) in zip(batched, raw, strict=True):
+        assert parts_only_at_near_ties(got, tokens, gaps), (got, tokens)
+    assert all(len(tokens) == REPLY.max_tokens for tokens, _ in raw)
 
 
 def test_recurrent_state_is_restored_whole_and_never_cut_back(
@@ -236,6 +353,43 @@ def test_a_window_only_sliding_cache_is_never_cut_back_before_its_window(
             memory.appended(chunk)
         assert memory.keep(1090)  # within the window: always possible
         assert not memory.keep(100) and memory.n == 0
+    finally:
+        batch.close()
+        ctx.close()
+        model.close()
+
+
+@pytest.mark.parametrize("pooled", [True, False], ids=["pool", "per reply"])
+def test_a_restored_gemma_state_is_never_cut_back_before_its_window(
+        gemma_model: Path, pooled: bool) -> None:
+    """llama.cpp saves only the window's cells of the sliding layers, even from a full-size
+    cache: a state restored holds 512 of 600 there, and cutting it back 20 tokens would leave
+    the next token without the cells its window starts with. Refused (the prompt is read
+    again); extending it exactly goes on."""
+    import llama_cpp
+
+    from inglenook.engine.host.llama import Batch, Context, Model
+
+    model = Model(str(gemma_model), 0, True, False)
+    ctx = Context(model, 1024, 1, 256, 2, 2, pooled, "f16", swa_full=not pooled,
+                  n_pool=1024 if pooled else 0)
+    batch = Batch(256)
+    try:
+        memory = ctx.sequence(0)
+        tokens = model.tokenize(" ".join(f"word{i}" for i in range(300)).encode(), True)[:600]
+        for start in range(0, len(tokens), 256):
+            batch.clear()
+            chunk = tokens[start:start + 256]
+            for i, token in enumerate(chunk):
+                batch.add(token, start + i, 0, False)
+            assert ctx.decode(batch) == 0
+            memory.appended(chunk)
+        assert memory.can_keep(580)  # every cell read is still there
+        data, held = memory.save(), memory.tokens()
+        assert memory.restore(data, held)
+        assert llama_cpp.llama_memory_seq_pos_min(ctx.mem, 0) == 600 - 512
+        assert memory.can_keep(600) and not memory.can_keep(580)
+        assert not memory.keep(580) and memory.n == 0
     finally:
         batch.close()
         ctx.close()

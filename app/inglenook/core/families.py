@@ -7,7 +7,8 @@ experts) has a KV cache of every token: cells can be cut back to any prefix, shi
 saved and restored. A sliding-window model (Gemma 2/3, gpt-oss, Cohere 2) attends to its last
 `n_swa` tokens in most layers; llama.cpp keeps all the cells of those layers only with several
 streams (n_seq_max > 1, kv_unified off: "full-size SWA cache") or swa_full, and otherwise just
-the window, so a cache that no longer holds the start cannot be cut back to it. A recurrent
+the window (the engine's shared KV pool, as llama-server), so a cache that no longer holds the
+window before a cut cannot be cut back there. A recurrent
 model (Mamba, RWKV) keeps one state per sequence that only moves forward, and a hybrid one
 (Qwen3-Next, LFM2, Granite 4 H, Falcon-H1, Nemotron-H) keeps such a state beside its KV
 cache: a state is used whole, at the length it was saved, or not at all.
@@ -34,10 +35,17 @@ class MemoryFamily:
     def trims_anywhere(self) -> bool:
         """Cells can be cut back to any prefix (prefix reuse of a shorter match, rejected
         guesses dropped, a regenerated reply): dense memory, or a full sliding-window cache.
-        A window-only cache can be cut back only within the window, recurrent state never."""
+        A window-only cache can be cut back only while its cells cover the window before the
+        cut (SlotStates asks the slot's memory), recurrent state never."""
         if self.kind == "sliding-window":
             return self.swa_full
         return self.kind == "dense"
+
+    @property
+    def states_whole(self) -> bool:
+        """A saved state is used only at its full length (recurrent state cannot be cut back);
+        a window-only cache's is cut back when, restored, its cells cover the window."""
+        return self.kind in ("recurrent", "hybrid")
 
     @property
     def can_speculate(self) -> bool:

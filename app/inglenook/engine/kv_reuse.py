@@ -87,6 +87,12 @@ class KvMemory(Protocol):
         n inside an image placed with M-RoPE, whose embeddings share one position)."""
         ...
 
+    def can_keep(self, n: int) -> bool:
+        """Whether keep(n) would succeed: always for dense memory; for a window-only
+        sliding-window cache while its cells still cover the window before n; for recurrent
+        state only when nothing is cut (n at least the tokens held)."""
+        ...
+
     def cut(self, start: int, end: int) -> bool:
         """Remove positions [start, end) and move later tokens down; False when it cannot."""
         ...
@@ -132,9 +138,11 @@ class SlotStates:
                  min_copy: int = MIN_COPY_TOKENS, together: bool = True,
                  whole_only: bool = False) -> None:
         self.memories = list(memories)
-        # Memory that cannot be cut back to a prefix (recurrent state, a window-only sliding
-        # cache: core/families.py): a state or a slot's cells count only when the prompt
-        # extends all of them.
+        # Memory that cannot be cut back at all (recurrent state, core/families.py): a saved
+        # state counts only when the prompt extends all of it. A slot's cells count as far as
+        # they can be cut back (KvMemory.can_keep: a window-only sliding cache while its cells
+        # cover the window before the cut); a saved state of such a cache is checked once
+        # restored (_trim: the prompt is read again when its cells do not reach back).
         self.whole_only = whole_only
         self.cache = cache
         self.min_copy = min_copy
@@ -157,7 +165,7 @@ class SlotStates:
         memory = self.memories[slot]
         if not self.live[slot] or principal_of(self.live[slot]) != principal:
             self._evict(slot)  # another principal's cells are never read
-        own = self._gain(memory.tokens(), target, may_shift) if self.live[slot] else 0
+        own = self._gain(memory.tokens(), target, may_shift, memory) if self.live[slot] else 0
         donor, copied = self._donor(slot, principal, target, busy)
         state, saved = self._best_saved(principal, key, target, may_shift)
         source: CacheSource = "live"
@@ -218,7 +226,7 @@ class SlotStates:
         def gain(s: int) -> int:
             if not self.live[s] or principal_of(self.live[s]) != principal:
                 return 0
-            return self._gain(self.memories[s].tokens(), target, may_shift)
+            return self._gain(self.memories[s].tokens(), target, may_shift, self.memories[s])
 
         for s in placeable:
             held = self.memories[s].tokens()
@@ -241,7 +249,8 @@ class SlotStates:
         for s, memory in enumerate(self.memories):
             if s == slot or not self.live[s] or principal_of(self.live[s]) != principal:
                 continue
-            n = self._usable(memory.tokens(), target, common_prefix(memory.tokens(), target))
+            n = self._usable(memory.tokens(), target, common_prefix(memory.tokens(), target),
+                             memory)
             if n > length:
                 best, length = s, n
         return best, length
@@ -346,22 +355,32 @@ class SlotStates:
                 best, gain = own, own_gain
         return best, min(gain, count(target) - 1)
 
-    def _gain(self, tokens: bytes, target: bytes, may_shift: bool) -> int:
-        """How many prompt tokens `tokens` would spare evaluating."""
+    def _gain(self, tokens: bytes, target: bytes, may_shift: bool,
+              memory: KvMemory | None = None) -> int:
+        """How many prompt tokens `tokens` (a slot's `memory`, or a saved state's) would spare
+        evaluating."""
         n = common_prefix(tokens, target)
         if self.whole_only:
-            return self._usable(tokens, target, n)
+            return self._usable(tokens, target, n, memory)
+        if memory is not None and not memory.can_keep(min(n, count(target) - 1)):
+            return 0
         if may_shift and n < count(tokens):
             _, match = find_shift(tokens, target, n)
             if match >= MIN_SHIFT_MATCH:
                 n += match
         return n
 
-    def _usable(self, tokens: bytes, target: bytes, n: int) -> int:
+    def _usable(self, tokens: bytes, target: bytes, n: int,
+                memory: KvMemory | None = None) -> int:
         """Of `n` shared tokens, those a slot can keep: all but the prompt's last (read again
-        for fresh logits); with whole_only, all the held ones or none."""
+        for fresh logits), as far as the slot's `memory` can be cut back; of a saved state
+        with whole_only, all the held ones or none."""
         usable = min(n, count(target) - 1)
-        return 0 if self.whole_only and usable < count(tokens) else usable
+        if usable >= count(tokens):
+            return usable
+        if memory is not None:
+            return usable if memory.can_keep(usable) else 0
+        return 0 if self.whole_only else usable
 
 
 def _adoptable(key: str, content: str, tokens: bytes, gain: int) -> bool:

@@ -41,6 +41,9 @@ class FakeMemory:
         del self.held[n:]
         return True
 
+    def can_keep(self, n: int) -> bool:
+        return True
+
     def cut(self, start: int, end: int) -> bool:
         if self.shiftable:
             del self.held[start:end]
@@ -295,10 +298,14 @@ class WholeMemory(FakeMemory):
     """Recurrent state: it cannot be cut back to a shorter prefix."""
 
     def keep(self, n: int) -> bool:
-        if n < len(self.held):
+        if not self.can_keep(n):
             self.held = []
             return False
+        del self.held[n:]
         return True
+
+    def can_keep(self, n: int) -> bool:
+        return n >= len(self.held)
 
 
 def test_memory_used_only_whole_takes_the_state_the_prompt_extends_not_a_longer_one() -> None:
@@ -313,3 +320,46 @@ def test_memory_used_only_whole_takes_the_state_the_prompt_extends_not_a_longer_
     # cells cannot either; nothing is reused rather than restored and then refused.
     slot, reuse = s.admit(chat(1), [*A, 90, 91], False)
     assert reuse.cached == 0 and memories[slot].held == []
+
+
+class WindowMemory(FakeMemory):
+    """A window-only sliding-window cache: the cells before `first` were reused by llama.cpp,
+    so it can be cut back only to where the window before the cut is still held."""
+
+    window = 16
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = 0  # the earliest position still held (llama_memory_seq_pos_min)
+
+    def can_keep(self, n: int) -> bool:
+        return n >= len(self.held) or self.first <= max(0, n - self.window)
+
+    def keep(self, n: int) -> bool:
+        if not self.can_keep(n):
+            self.held, self.first = [], 0
+            return False
+        del self.held[n:]
+        return True
+
+
+def test_a_window_only_cache_is_cut_back_while_it_holds_the_window_else_read_again() -> None:
+    """Regenerating a reply (the prompt without it) reuses the cells when they still cover
+    the window before the cut, as llama-server checks; once llama.cpp has reused the cells
+    there, the prompt is read again, never continued from missing cells. A saved state is
+    checked once restored the same way."""
+    memories: list[FakeMemory] = [WindowMemory()]
+    s = SlotStates(memories, StateCache(10**9, 10**9, paths.kv_state_dir))
+    run(s, memories, chat(1), A)  # A + its reply (7, 7)
+    assert run(s, memories, chat(1), A)[1:3] == (len(A) - 1, "live")  # regenerated: kept
+    window = memories[0]
+    assert isinstance(window, WindowMemory)
+    window.first = len(A) - 4  # a long reply moved the window past the cut
+    slot, reuse = s.admit(chat(1), A, False)
+    assert reuse.cached == 0 and memories[slot].held == []
+    # Saved when another chat takes the slot; restored and cut back to the prompt (its
+    # reply goes), which its cells cover.
+    window.evaluate(A, 0)
+    s.release(slot)
+    run(s, memories, chat(2), B)
+    assert run(s, memories, chat(1), A)[1:3] == (len(A) - 1, "ram")

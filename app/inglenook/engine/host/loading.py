@@ -153,8 +153,12 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
     threads = (n_threads, n_threads_batch, n_gpu_layers, flash)
     try:
+        # In the pool a sliding-window model keeps only its window's cells in those layers,
+        # as llama-server does (Gemma 3 at 4 × 8,192: 62 MiB of KV, not 576): what needs
+        # cutting back checks that the window is still held (SeqMemory.can_keep), speculation
+        # is off. A KV cache per reply keeps every cell (llama.cpp's full-size SWA cache).
         ctx = Context(model, n_ctx, n_slots, params.n_batch, n_threads, n_threads_batch, flash,
-                      params.kv_cache_type, n_pool=pool)
+                      params.kv_cache_type, swa_full=not pool, n_pool=pool)
     except (ValueError, RuntimeError, OSError) as exc:
         model.close()
         raise LoadFailure(f"llama.cpp could not load this model: {exc}") from None
@@ -197,7 +201,7 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     cache = StateCache(ram, disk, paths.kv_state_dir, validity=_validity(params, ctx, flash),
                        key_file=paths.kv_state_key_path)
     slots = SlotStates(memories, cache, copy_threshold(ctx.n_ctx_seq, ctx.pooled),
-                       together=not ctx.pooled, whole_only=not info.family.trims_anywhere)
+                       together=not ctx.pooled, whole_only=info.family.states_whole)
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
                        vision)
 

@@ -37,7 +37,8 @@ class Context:
         params.n_seq_max = n_seq
         params.kv_unified = self.pooled
         # Every token's cells in sliding-window layers too (llama.cpp's default), so a
-        # conversation can be cut back anywhere (core/families.py); the fit planner counts it.
+        # conversation can be cut back anywhere (core/families.py); off, only the window's
+        # (the pool's choice, host/loading.py).
         params.swa_full = swa_full
         params.n_threads, params.n_threads_batch = n_threads, n_threads_batch
         params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
@@ -159,11 +160,20 @@ class SeqMemory:
             self.pos.extend(positions)
             self.next_pos = next_pos if next_pos is not None else self.pos[-1] + 1
 
+    def can_keep(self, n: int) -> bool:
+        """Whether keep(n) can cut back to the first n tokens: not a recurrent state, not
+        before a window-only cache's earliest cell within the window, not inside an image."""
+        if n >= len(self.held):
+            return True
+        if n > 0 and self.pos[n] == self.pos[n - 1]:
+            return False  # inside an M-RoPE image
+        return not self.ctx.model.recurrent and self._window_holds(self.position(n))
+
     def keep(self, n: int) -> bool:
         if 0 < n < len(self.pos) and self.pos[n] == self.pos[n - 1]:
             return False  # inside an M-RoPE image
         at = self.position(n)
-        if n < len(self.held) and (self.ctx.model.recurrent or not self._window_holds(at)):
+        if not self.can_keep(n):
             self.clear()  # a state cannot be cut back, or the window's cells are gone
             return False
         ok = bool(llama_cpp.llama_memory_seq_rm(self.ctx.mem, self.seq, at, -1))
@@ -174,10 +184,12 @@ class SeqMemory:
         return ok
 
     def _window_holds(self, at: int) -> bool:
-        """Whether a window-only sliding-window cache still holds the cells a token at `at`
-        attends to (llama-server's check: its earliest cell is within the window)."""
+        """Whether the sliding-window layers still hold the cells a token at `at` attends to
+        (llama-server's check: the earliest cell is within the window). Asked of a full-size
+        cache too: a state llama.cpp saved holds only the window's cells of those layers, so
+        one restored cannot be cut back before them either."""
         n_swa = self.ctx.model.n_swa
-        if not n_swa or self.ctx.swa_full:
+        if not n_swa:
             return True
         pos_min = int(llama_cpp.llama_memory_seq_pos_min(self.ctx.mem, self.seq))
         return pos_min <= max(0, at - n_swa)
