@@ -99,11 +99,15 @@ def test_sampling_with_a_seed_gives_the_same_reply_with_speculation(
 def test_flash_attention_follows_the_setting_with_speculation(
         client: EngineClient, bundled_model: Path) -> None:
     """On a CPU flash attention makes a long chat's next prompt slower to read: speculation
-    does not force it (the reply may then differ at a rounding near-tie)."""
-    info = client.load(LoadParams(str(bundled_model), n_ctx=1024))
+    does not force it (the reply may then differ at a rounding near-tie). With a KV cache per
+    reply it follows the setting; the shared pool (the default) turns it on."""
+    info = client.load(LoadParams(str(bundled_model), n_ctx=1024, kv_per_reply=True))
     assert info.speculation == "prompt lookup" and not info.flash_attn
-    info = client.load(LoadParams(str(bundled_model), n_ctx=1024, flash_attn=True))
+    info = client.load(LoadParams(str(bundled_model), n_ctx=1024, flash_attn=True,
+                                  kv_per_reply=True))
     assert info.speculation == "prompt lookup" and info.flash_attn
+    info = client.load(LoadParams(str(bundled_model), n_ctx=1024))
+    assert info.speculation == "prompt lookup" and info.flash_attn and info.kv_pool == 1024
 
 
 def test_draft_model_gives_the_plain_reply_and_its_guesses_are_accepted(
