@@ -166,12 +166,15 @@ def test_model_without_a_template_uses_chatml_from_its_tokens(
 def test_quantized_v_cache_without_flash_attention_is_refused(
         engine: EngineClient, bundled_model: Path) -> None:
     with pytest.raises(EngineError, match="flash attention"):
-        engine.load(LoadParams(str(bundled_model), kv_cache_type="q8_0"))
+        engine.load(LoadParams(str(bundled_model), kv_cache_type="q8_0", kv_per_reply=True))
     info = engine.load(LoadParams(str(bundled_model), n_ctx=4096, kv_cache_type="q8_0",
-                                  flash_attn=True))
+                                  flash_attn=True, kv_per_reply=True))
     assert info.kv_cache_type == "q8_0"
     reply, _ = ask(engine, QUESTION, 60, GREEDY.replace(max_tokens=8))
     assert reply
+    # The shared pool (the default) turns flash attention on itself.
+    info = engine.load(LoadParams(str(bundled_model), n_ctx=4096, kv_cache_type="q8_0"))
+    assert info.kv_cache_type == "q8_0" and info.flash_attn and info.kv_pool == 4096
     engine.load(LoadParams(str(bundled_model), n_ctx=4096))
 
 
