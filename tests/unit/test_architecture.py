@@ -46,6 +46,22 @@ def test_the_window_writes_nothing_of_the_worker():
     assert not found, "ui/ sets the worker's attributes:\n" + "\n".join(found)
 
 
+def test_only_the_status_bar_writes_the_status_bar():
+    """Its fields own their widgets (ui/window/status_bar.py); a controller feeds them through
+    signals. Three controllers once wrote one label, and a reply's "Reading the prompt…" wiped
+    the model's notice."""
+    found = [f"{name}:{node.lineno}: {ast.unparse(node)}"
+             for name, tree in _sources(UI) if name != "ui/window/status_bar.py"
+             for node in ast.walk(tree)
+             if (isinstance(node, ast.Attribute) and node.attr in STATUS_BAR_CALLS)
+             or (isinstance(node, ast.Name) and node.id in STATUS_BAR_CALLS)]
+    assert not found, "the status bar reached outside window/status_bar.py:\n" + \
+        "\n".join(found)
+
+
+STATUS_BAR_CALLS = {"statusBar", "QStatusBar", "showMessage", "clearMessage"}
+
+
 # ---- imports ----------------------------------------------------------------------------------
 # Loops that remain (imports inside functions and under TYPE_CHECKING count: a helper typed
 # by its owner is handed it whole). Modules that should not know each other; the list

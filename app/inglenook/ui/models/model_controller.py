@@ -1,4 +1,5 @@
-"""The loaded model: loading it (with progress), its file's fingerprint, and losing it."""
+"""The loaded model: loading it, its file's fingerprint, and losing it (the status bar's
+ModelStatus shows which it is and the load's progress)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QFileDialog, QWidget
 
-from inglenook.core.builtin_templates import describe
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
@@ -22,9 +22,8 @@ from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
-from inglenook.ui.models.picker import VISION_TAG, ModelPicker
+from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
-from inglenook.ui.plain import plain_tip
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.widgets.banner import Banner
 
@@ -54,13 +53,11 @@ class ModelController(QObject):
     projector_chosen = Signal(str, str)
 
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
-                 model_label: QLabel, status: QLabel, progress: QProgressBar,
                  load_params: Callable[[str], LoadParams], downloads: DownloadBridge,
                  load_fix: Callable[[LoadRefusal | None], tuple[str, Callable[[], None]] | None],
                  parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.picker, self.banner = worker, picker, banner
-        self.model_label, self.status, self.progress = model_label, status, progress
         self._load_params = load_params
         self._load_fix = load_fix
         self._downloads = downloads
@@ -270,51 +267,14 @@ class ModelController(QObject):
             vram = ready.vram_free
             fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
 
-    def show_label(self, info: ModelInfo | None = None, beside: bool = False) -> None:
-        """The status bar's model: the window's (`info` None), or with `beside` the chat on
-        screen's own model, loaded beside the window's."""
-        info = info or self.model
-        if info is None:
-            return
-        built_in = info.template_source in ("detected", "chosen")
-        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
-            f"  ·  {VISION_TAG}" if info.vision else "")
-        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
-            info.template_source, info.template_name, info.template_reason)
-        if beside and self.model is not None:
-            tags += f"  ·  this chat's model, beside {self.model.name}"
-        self.model_label.setText(info.name + tags)
-        self.model_label.setToolTip(plain_tip(
-            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
-            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
-            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
-            f" loaded in {info.load_seconds:.1f} s"
-            + ("" if is_remote_ref(info.path) else f"\n{info.family.summary()}")
-            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
-               f"{info.image_tokens:,} tokens" if info.vision and info.projector
-               else "\nSees images (the server says so, or you marked it)" if info.vision
-               else "")
-            + (f"\n{notice}" if notice else "")))
-
-    def _on_loading(self, path: str, fraction: float) -> None:
+    def _on_loading(self, _path: str, _fraction: float) -> None:
         self.is_loading = True
-        name = model_name_of(path) if is_remote_ref(path) else Path(path).name
-        self.status.setText(f"Loading {name}…" if fraction < 1 or not is_remote_ref(path)
-                            else f"Connecting to {name}…")
-        self.progress.setValue(int(fraction * 100))
-        self.progress.show()
 
     def _on_loaded(self, info: ModelInfo) -> None:
         self.is_loading = False
         self.model = info
         self.unloaded_path = ""
         self._mark_loaded(info)
-        self.progress.hide()
-        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
-            info.template_source, info.template_name, info.template_reason)
-        self.show_label(info)
-        # The file has none: said in the status bar until it moves on (and in the tooltip).
-        self.status.setText(notice if info.template_source == "detected" else "")
         self.sha256 = ""
         if self._restarting and self.banner.kind == "info":
             self.banner.clear()
@@ -335,9 +295,6 @@ class ModelController(QObject):
         self.is_loading = False
         self.model = None
         self._mark_loaded(None)
-        self.progress.hide()
-        self.status.setText("")
-        self.model_label.setText("No model")
         fix = self._load_fix(refusal)
         action: tuple[str, Callable[[], None]] | None = None
         if fix is not None:
@@ -377,13 +334,10 @@ class ModelController(QObject):
             self.unloaded_path = self.model.path
         self.model = None
         self._mark_loaded(None, none_chosen=True)
-        self.model_label.setText("No model")
-        self.status.setText("")
         self.unloaded.emit()
 
     def _on_crashed(self, message: str) -> None:
         self.model = None
-        self.model_label.setText("No model")
         self._restarting = message.startswith("The engine was restarted")
         if self._restarting:
             self.banner.show_message(f"{message} The model is being loaded again.", "info")
