@@ -61,9 +61,9 @@ def test_a_load_says_so_in_the_model_field_and_a_reply_field_stays_its_own(
 def _status_widgets_held(root: QObject, bar: QWidget) -> list[str]:
     """Paths from `root` through its attributes (and theirs) to a widget of the status bar; a
     field of the status bar may be held (it is fed), not looked into."""
-    fields = tuple(cls for cls in vars(status_bar).values() if isinstance(cls, type)
-                   and cls.__module__ == status_bar.__name__) + (
-        type(bar.context), type(bar.lanes), type(bar.memory))
+    fields = (*(cls for cls in vars(status_bar).values() if isinstance(cls, type)
+                and cls.__module__ == status_bar.__name__),
+              type(bar.context), type(bar.lanes), type(bar.memory))
     found: list[str] = []
     seen: set[int] = set()
     work: list[tuple[str, object]] = [(type(root).__name__, root)]

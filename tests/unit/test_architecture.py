@@ -70,7 +70,6 @@ KNOWN_LOOPS = {
     frozenset({"engine.remote_api", "engine.remote_vision"}),
     frozenset({"chat.session", "chat.sessions"}),
     frozenset({"ui.chat.chat_view", "ui.chat.loose_messages"}),
-    frozenset({"ui.main_window", "ui.window.menus"}),
     frozenset({"ui.knowledge.backend_row", "ui.knowledge.embed_row",
                "ui.knowledge.knowledge_controller", "ui.knowledge.knowledge_dialog"}),
     frozenset({"server.ollama", "server.ollama_models"}),
