@@ -69,7 +69,6 @@ STATUS_BAR_CALLS = {"statusBar", "QStatusBar", "showMessage", "clearMessage"}
 KNOWN_LOOPS = {
     frozenset({"engine.remote_api", "engine.remote_vision"}),
     frozenset({"chat.session", "chat.sessions"}),
-    frozenset({"ui.chat.chat_view", "ui.chat.loose_messages"}),
     frozenset({"ui.knowledge.backend_row", "ui.knowledge.embed_row",
                "ui.knowledge.knowledge_controller", "ui.knowledge.knowledge_dialog"}),
     frozenset({"server.ollama", "server.ollama_models"}),
