@@ -69,8 +69,6 @@ STATUS_BAR_CALLS = {"statusBar", "QStatusBar", "showMessage", "clearMessage"}
 KNOWN_LOOPS = {
     frozenset({"engine.remote_api", "engine.remote_vision"}),
     frozenset({"chat.session", "chat.sessions"}),
-    frozenset({"ui.knowledge.backend_row", "ui.knowledge.embed_row",
-               "ui.knowledge.knowledge_controller", "ui.knowledge.knowledge_dialog"}),
     frozenset({"server.ollama", "server.ollama_models"}),
     frozenset({"knowledge.convert", "knowledge.convert_process"}),
 }
@@ -161,3 +159,18 @@ def test_what_the_window_shares_imports_none_of_its_parts():
                 if module.startswith(SHARED_UI) for target in targets
                 if target.startswith(UI_FLOORS))
     assert not up, up
+
+
+def test_no_two_parts_of_the_window_import_each_other():
+    """ui/'s parts (chat, models, side, window, main_window…) stand one above another: the
+    models' tune once wrote the side panel's spin boxes while the side panel opened the models'
+    defaults dialog, and the menus took the whole main window that built them."""
+    arrows = {(_part(module), _part(target)) for module, targets in _import_graph().items()
+              if module.startswith("ui.") for target in targets if target.startswith("ui.")}
+    both = sorted({tuple(sorted(arrow)) for arrow in arrows
+                   if arrow[0] != arrow[1] and arrow[::-1] in arrows})
+    assert not both, both
+
+
+def _part(module: str) -> str:
+    return ".".join(module.split(".")[:2])

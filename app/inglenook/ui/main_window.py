@@ -39,6 +39,7 @@ from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
+from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.loaded_view import LoadedModels
 from inglenook.ui.models.model_controller import ModelController
@@ -46,6 +47,7 @@ from inglenook.ui.server.server_controller import ServerController
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
+from inglenook.ui.side.tuning import Tuning
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.widgets.window_size import fit_in_window
@@ -224,11 +226,8 @@ class MainWindow(QMainWindow):
             lambda on: self.folder.want("side_panel", on, self.width()))
         self.panel_button.toggled.connect(self._remember_panels)
         self.panel.reload_requested.connect(models.reload)
-        self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
-        self.panel.speed.tune_kept.connect(lambda: models.keep_tuned(self.panel))
-        self.panel.speed.tune_dismissed.connect(lambda: models.dismiss_tuned(self.panel))
-        self.panel.speed.tune_restore_requested.connect(
-            lambda: models.restore_untuned(self.panel))
+        self.tuning = Tuning(self.worker, self.panel, lambda: models.model is not None,
+                             models.reload, self)
         self.panel.speed.forget_requested.connect(self._forget_states)
         settings.changed.connect(self._setting_changed)
         settings.save_failed.connect(self.banner.show_message)
@@ -299,7 +298,11 @@ class MainWindow(QMainWindow):
         self.panel.setFocus()
 
     def show_knowledge(self) -> None:
-        self.knowledge.show_dialog(self)
+        """Chat → Knowledge… (the dialog acts on the controller; the controller knows no
+        dialog)."""
+        dialog = KnowledgeDialog(self.knowledge, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
 
     def focus_composer(self) -> None:
         self.composer.edit.setFocus()

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
-from inglenook.engine.tune import compare
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
@@ -24,7 +23,6 @@ from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
 from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
-from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.widgets.banner import Banner
 
 
@@ -71,11 +69,7 @@ class ModelController(QObject):
         self.is_loading = False
         self.sha256 = ""
         self._restarting = False
-        self._tune_id = -1  # tune requests count down: they never meet a reply's id
         self.unloaded_path = ""  # the model unloaded as asked, offered to load again
-        self._tuning = False
-        self._tuned: p.TuneResult | None = None  # found, not kept or dismissed yet
-        self._untuned: tuple[int, int, int] | None = None  # before the tune kept: the way back
         worker.engine_ready.connect(self.engine_started)
         worker.engine_ready.connect(self._on_engine_ready)
         worker.model_loading.connect(self._on_loading)
@@ -154,83 +148,6 @@ class ModelController(QObject):
         ref = parse_model_ref(self.model.path) if self.model is not None else None
         if ref is not None and ref[0] == provider_id and not self.is_loading:
             self.reload()
-
-    def tune(self, panel: SamplingPanel) -> None:
-        """Tune (or, while it measures, stop it): measure with the loaded model, showing its
-        progress, then the figures before and after, and ask; nothing changes until Keep."""
-        speed = panel.speed
-        if self._tuning:
-            self.worker.cancel(self._tune_id)
-            return
-        if self.model is None:
-            speed.show_tune("Load a model first: tuning measures it.")
-            return
-        self._tuning = True
-        speed.show_tune("Measuring… (about ten seconds; longer on a busy machine)", busy=True)
-
-        def progress(done: int, total: int) -> None:
-            speed.show_tune_progress(done, total, f"Measuring… {done} of {total} trials "
-                                                  "(longer on a busy machine)")
-
-        def done(result: p.TuneResult | str) -> None:
-            self.worker.tuned.disconnect(done)
-            self.worker.tune_progress.disconnect(progress)
-            self._tuning = False
-            if isinstance(result, str) or result.error:
-                why = result if isinstance(result, str) else result.error
-                speed.show_tune(f"Could not tune: {why}")
-                return
-            if result.cancelled:
-                speed.show_tune("Stopped: nothing was changed.")
-                return
-            text, changed = compare(result)
-            if changed:
-                self._tuned = result
-                speed.offer_tuned(text + "\nKeep these? The model is loaded again with them.")
-            else:
-                speed.show_tune(text + " Nothing to change.")
-
-        self.worker.tuned.connect(done)
-        self.worker.tune_progress.connect(progress)
-        self._tune_id -= 1
-        self.worker.tune(self._tune_id, apply=False)
-
-    def keep_tuned(self, panel: SamplingPanel) -> None:
-        """Tune's answer kept: the panel takes its settings, the model loads with them, and
-        the way back is offered."""
-        best = self._tuned
-        if best is None:
-            return
-        self._tuned = None
-        before = (best.before_n_threads, best.before_n_threads_batch or best.before_n_threads,
-                  best.before_n_batch)
-        self._untuned = before
-        self._set_speed(panel, best.n_threads, best.n_threads_batch, best.n_batch)
-        panel.speed.offer_restore(
-            f"Kept: {best.n_threads} threads for replies, {best.n_threads_batch} and batch "
-            f"{best.n_batch} for prompts.", f"{before[0]} / {before[1]} threads, batch {before[2]}")
-
-    def dismiss_tuned(self, panel: SamplingPanel) -> None:
-        self._tuned = None
-        panel.speed.show_tune("Not kept: nothing was changed.")
-
-    def restore_untuned(self, panel: SamplingPanel) -> None:
-        """Back to the threads and batch size from before the tune that was kept."""
-        if self._untuned is None:
-            return
-        threads, batch_threads, batch = self._untuned
-        self._untuned = None
-        self._set_speed(panel, threads, batch_threads, batch)
-        panel.speed.show_tune(f"Restored: {threads} threads for replies, {batch_threads} and "
-                              f"batch {batch} for prompts.")
-
-    def _set_speed(self, panel: SamplingPanel, threads: int, batch_threads: int,
-                   batch: int) -> None:
-        panel.n_threads_spin.setValue(threads)
-        panel.speed.threads_batch.setValue(batch_threads)
-        panel.n_batch_spin.setValue(batch)
-        if self.model is not None:
-            self.reload()  # threads and batch size take effect at a load
 
     def defaults_saved(self, path: str) -> None:
         """New defaults for a model: offer to reload it now when it is the one loaded."""
