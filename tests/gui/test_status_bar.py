@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Slot
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
@@ -49,13 +49,27 @@ def test_a_reply_in_progress_leaves_the_model_notice_shown(
 def test_a_load_says_so_in_the_model_field_and_a_reply_field_stays_its_own(
         qtbot: QtBot, window: MainWindow, bundled_model: Path) -> None:
     bar = window.status_bar
-    loading: list[str] = []
-    window.worker.model_loading.connect(lambda *_a: loading.append(bar.model.notice.text()))
+    seen = Seen(bar)
+    window.worker.model_loading.connect(seen.note)  # queued after the status bar's own slot
     with qtbot.waitSignal(window.model_ready, timeout=LOAD_TIMEOUT_MS):
         window.models.load(str(bundled_model))
-    assert loading and all(text == f"Loading {bundled_model.name}…" for text in loading)
+    assert seen.texts and all(text == f"Loading {bundled_model.name}…" for text in seen.texts)
     assert bar.model.notice.text() == "" and not bar.model.progress.isVisible()
     assert bar.reply.text.text() == ""
+
+
+class Seen(QObject):
+    """What the model's notice said each time the worker reported the load's progress (a
+    QObject on the GUI thread: the worker's signals reach it queued, as they reach the bar)."""
+
+    def __init__(self, bar: status_bar.StatusBar) -> None:
+        super().__init__(bar)
+        self.bar = bar
+        self.texts: list[str] = []
+
+    @Slot(str, float)
+    def note(self, _path: str, _fraction: float) -> None:
+        self.texts.append(self.bar.model.notice.text())
 
 
 def _status_widgets_held(root: QObject, bar: QWidget) -> list[str]:
