@@ -46,7 +46,8 @@ def test_a_reply_waiting_its_turn_says_so_and_a_cancelled_one_never_started(
     qtbot.waitUntil(window.queue_notice.isVisible, timeout=REPLY_TIMEOUT_MS)
     reply = window.chat.bubbles[-1]
     assert reply.notice.text() == WAITING
-    assert window.status_bar.reply.text.text() == ""  # not "Thinking…" under "Waiting for its turn…"
+    # not "Reading the prompt…" under "Waiting for its turn…"
+    assert window.status_bar.reply.text.text() == ""
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(window.queue_notice.stop_own_button, Qt.MouseButton.LeftButton)
     assert reply.notice.text() == "Cancelled before it started: taken out of the queue."
