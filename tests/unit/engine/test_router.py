@@ -178,5 +178,5 @@ def test_the_estimate_counts_the_shared_pool_at_the_defaults(files: dict[str, Pa
     alpha = str(files["alpha"])
     one_context = fit.kv_cache_bytes(fit.shape_from_header(read_header(alpha)), 2048, "f16")
     pooled = _estimate(LoadParams(alpha, n_slots=4))
-    assert pooled == _estimate(LoadParams(alpha, n_slots=1))
-    assert _estimate(LoadParams(alpha, n_slots=4, kv_per_reply=True)) == pooled + 3 * one_context
+    per_reply = LoadParams(alpha, n_slots=4, kv_per_reply=True, flash_attn=True)
+    assert _estimate(per_reply) == pooled + 3 * one_context
