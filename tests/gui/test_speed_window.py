@@ -3,6 +3,7 @@ keeps the fastest settings, and a smaller copy is made from the Library."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -121,11 +122,16 @@ def test_model_loading_says_how_much_of_recent_chats_is_kept(
     assert not note.isHidden() and "in memory" in note.text() and "on disk" in note.text()
 
 
-def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: MainWindow) -> None:
+def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: MainWindow,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The real wiring: the window's engine is the router in front of the real host (issue 16:
     it once had no tune, and the button always failed with "Remote engines tune themselves")."""
     speed = real_window.panel.speed
     assert real_window.worker.client.can_tune
+    # Trials of 50 ms, as tests/integration/test_tune.py's: the wiring is what is tested here,
+    # and the window's 0.5 s made this test's 12 trials take 15 s of the suite.
+    router = real_window.worker.client
+    monkeypatch.setattr(router, "tune", functools.partial(router.tune, seconds_per_trial=0.05))
     model = real_window.worker.client.model
     assert model is not None
     progress: list[tuple[int, int]] = []
