@@ -33,7 +33,7 @@ def notes(tmp_path: Path) -> Path:
 
 
 def open_dialog(qtbot: QtBot, window: MainWindow) -> KnowledgeDialog:
-    window.knowledge.show_dialog(window)
+    window.show_knowledge()
     qtbot.waitUntil(lambda: window.findChild(KnowledgeDialog) is not None)
     dialog = window.findChild(KnowledgeDialog)
     assert dialog is not None

@@ -32,9 +32,9 @@ def test_a_plain_model_reads_its_prompt_it_does_not_think(
     qtbot.waitUntil(lambda: window.chats.session.reply is not None
                     and window.chats.session.reply.phase == "streaming",
                     timeout=REPLY_TIMEOUT_MS)
-    assert window.status_text.text() == READING and bubble.notice.text() == READING
+    assert window.status_bar.reply.text.text() == READING and bubble.notice.text() == READING
     wait_reply(qtbot, window)
-    assert window.status_text.text() == "" and not bubble.notice.isVisible()
+    assert window.status_bar.reply.text.text() == "" and not bubble.notice.isVisible()
 
 
 def test_a_reply_waiting_its_turn_says_so_and_a_cancelled_one_never_started(
@@ -46,7 +46,8 @@ def test_a_reply_waiting_its_turn_says_so_and_a_cancelled_one_never_started(
     qtbot.waitUntil(window.queue_notice.isVisible, timeout=REPLY_TIMEOUT_MS)
     reply = window.chat.bubbles[-1]
     assert reply.notice.text() == WAITING
-    assert window.status_text.text() == ""  # not "Thinking…" under "Waiting for its turn…"
+    # not "Reading the prompt…" under "Waiting for its turn…"
+    assert window.status_bar.reply.text.text() == ""
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(window.queue_notice.stop_own_button, Qt.MouseButton.LeftButton)
     assert reply.notice.text() == "Cancelled before it started: taken out of the queue."

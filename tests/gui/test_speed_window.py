@@ -178,7 +178,7 @@ def test_keep_chats_ready_sets_the_disk_budget_and_forget_empties_it(
     kept.write_bytes(b"a state an earlier engine kept")
     qtbot.mouseClick(speed.forget_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not kept.parent.exists(), timeout=LOAD_TIMEOUT_MS)
-    assert "forgotten" in window.status_text.text()
+    assert "forgotten" in window.status_bar.notice.label.text()
     window.close()
     from inglenook.core.settings import load_settings
 

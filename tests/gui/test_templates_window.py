@@ -35,7 +35,7 @@ def test_the_gemma_base_file_says_its_template_and_its_reply_stops(
             window.models.load(str(gemma_model))
         assert ready.args[0].template_source == "detected"
         assert window.model_label.text() == f"{gemma_model.stem}  ·  {PLAIN} template"
-        notice = window.status_text.text()
+        notice = window.status_bar.model.notice.text()
         assert notice.startswith(f"No chat template in the file: using {PLAIN}, chosen for a "
                                  "base model (its vocabulary is Gemma's)")
         assert notice in window.model_label.toolTip()

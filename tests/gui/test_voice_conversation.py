@@ -63,7 +63,8 @@ def test_a_spoken_question_is_sent_answered_aloud_and_esc_ends_it(
         recordings.pop(0) if recordings else b""))
     monkeypatch.setattr(players, "open_player", lambda _rate: speakers)
     window.command_actions["voiceConversation"].trigger()
-    qtbot.waitUntil(lambda: "listening" in window.chats.status.text(), timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "listening" in window.status_bar.voice.label.text(),
+                    timeout=REPLY_TIMEOUT_MS)
     # heard, sent as a message, answered (the fake engine echoes), read, listening again
     qtbot.waitUntil(lambda: len(speakers.pcm) > 0 and window.chats.voice.turns.state
                     == "listening", timeout=REPLY_TIMEOUT_MS * 2)
@@ -71,7 +72,7 @@ def test_a_spoken_question_is_sent_answered_aloud_and_esc_ends_it(
     assert len(users) == 1 and word_error_rate(ASKED, users[0].text) <= 0.1, users[0].text
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
     assert not window.chats.voice.active
-    qtbot.waitUntil(lambda: window.chats.status.text() == "", timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.status_bar.voice.label.text() == "", timeout=REPLY_TIMEOUT_MS)
 
 
 class HeldSpeakers(Speakers):

@@ -81,7 +81,7 @@ def test_the_status_line_clears_once_the_reply_writes(
     send(qtbot, window, "Tell me a story.")
     qtbot.waitUntil(lambda: bool(window.chat.bubbles[-1].text), timeout=REPLY_TIMEOUT_MS)
     assert window.chats.session.reply is not None  # still writing
-    assert window.status_text.text() == ""  # not "Thinking…" under text already there
+    assert window.status_bar.reply.text.text() == ""  # not "Thinking…" under text already there
     window.chats.stop()
     wait_reply(qtbot, window)
 

@@ -75,7 +75,7 @@ def test_engine_dying_mid_load_keeps_the_chat_and_forgets_the_model(
     assert window.models.model is None and not window.models.is_loading
     assert window.model_label.text() == "No model"
     assert not window.composer.button.isEnabled()
-    assert not window.progress.isVisible()
+    assert not window.status_bar.model.progress.isVisible()
     # A model that was loading when the engine died is not retried on the next start.
     assert window.app_settings.value.last_model == ""
     qtbot.waitUntil(lambda: load_settings().last_model == "", timeout=LOAD_TIMEOUT_MS)
@@ -236,9 +236,10 @@ def test_a_model_without_a_chat_template_says_which_it_uses_and_why(
     info = ready.args[0]
     assert info.path == str(copy) and info.template_source == "detected"
     assert window.model_label.text() == "SmolLM2-no-template  ·  ChatML template"
-    assert window.status_text.isVisible()
-    assert window.status_text.text() == ("No chat template in the file: using ChatML, chosen "
-                                         "from its <|im_start|> and <|im_end|> tokens.")
+    assert window.status_bar.model.notice.isVisible()
+    assert window.status_bar.model.notice.text() == (
+        "No chat template in the file: using ChatML, chosen from its <|im_start|> and "
+        "<|im_end|> tokens.")
     assert "chosen from its <|im_start|>" in window.model_label.toolTip()
     assert not window.banner.isVisible()
 

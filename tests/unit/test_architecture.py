@@ -46,6 +46,22 @@ def test_the_window_writes_nothing_of_the_worker():
     assert not found, "ui/ sets the worker's attributes:\n" + "\n".join(found)
 
 
+def test_only_the_status_bar_writes_the_status_bar():
+    """Its fields own their widgets (ui/window/status_bar.py); a controller feeds them through
+    signals. Three controllers once wrote one label, and a reply's "Reading the prompt…" wiped
+    the model's notice."""
+    found = [f"{name}:{node.lineno}: {ast.unparse(node)}"
+             for name, tree in _sources(UI) if name != "ui/window/status_bar.py"
+             for node in ast.walk(tree)
+             if (isinstance(node, ast.Attribute) and node.attr in STATUS_BAR_CALLS)
+             or (isinstance(node, ast.Name) and node.id in STATUS_BAR_CALLS)]
+    assert not found, "the status bar reached outside window/status_bar.py:\n" + \
+        "\n".join(found)
+
+
+STATUS_BAR_CALLS = {"statusBar", "QStatusBar", "showMessage", "clearMessage"}
+
+
 # ---- imports ----------------------------------------------------------------------------------
 # Loops that remain (imports inside functions and under TYPE_CHECKING count: a helper typed
 # by its owner is handed it whole). Modules that should not know each other; the list
@@ -53,10 +69,6 @@ def test_the_window_writes_nothing_of_the_worker():
 KNOWN_LOOPS = {
     frozenset({"engine.remote_api", "engine.remote_vision"}),
     frozenset({"chat.session", "chat.sessions"}),
-    frozenset({"ui.chat.chat_view", "ui.chat.loose_messages"}),
-    frozenset({"ui.main_window", "ui.window.menus"}),
-    frozenset({"ui.knowledge.backend_row", "ui.knowledge.embed_row",
-               "ui.knowledge.knowledge_controller", "ui.knowledge.knowledge_dialog"}),
     frozenset({"server.ollama", "server.ollama_models"}),
     frozenset({"knowledge.convert", "knowledge.convert_process"}),
 }
@@ -147,3 +159,18 @@ def test_what_the_window_shares_imports_none_of_its_parts():
                 if module.startswith(SHARED_UI) for target in targets
                 if target.startswith(UI_FLOORS))
     assert not up, up
+
+
+def test_no_two_parts_of_the_window_import_each_other():
+    """ui/'s parts (chat, models, side, window, main_window…) stand one above another: the
+    models' tune once wrote the side panel's spin boxes while the side panel opened the models'
+    defaults dialog, and the menus took the whole main window that built them."""
+    arrows = {(_part(module), _part(target)) for module, targets in _import_graph().items()
+              if module.startswith("ui.") for target in targets if target.startswith("ui.")}
+    both = sorted({tuple(sorted(arrow)) for arrow in arrows
+                   if arrow[0] != arrow[1] and arrow[::-1] in arrows})
+    assert not both, both
+
+
+def _part(module: str) -> str:
+    return ".".join(module.split(".")[:2])

@@ -547,7 +547,7 @@ def _estimate(params: LoadParams) -> int:
     slots = params.n_slots or fit.default_slots(shape, n_ctx, params.kv_cache_type, memory,
                                                 draft_shape, pool)
     return fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape,
-                    slots=slots, pool=pool).total_bytes
+                    slots=slots, pool=pool, flash=params.flash_attn).total_bytes
 
 
 def _is_an_engine(router: EngineRouter) -> Engine:

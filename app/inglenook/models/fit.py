@@ -3,9 +3,10 @@ KV cache type, against free RAM (and VRAM when the build offloads), labelled fit
 won't fit, with a recommended quantization and GPU-layer count.
 
 The architecture numbers come from a GGUF header: a local file's, or a Hub file's read with
-HTTP Range requests of its first megabytes (models/remote_header.py). Every figure here is an
-estimate that errs on the large side: a "fits" should load, and a "won't fit" that
-would just load is the cheaper mistake. Qt-free.
+HTTP Range requests of its first megabytes (models/remote_header.py). The total is an
+estimate of the engine process's resident memory at work (checked against the real engine by
+tests/integration/test_fit_accuracy.py); the margin is in the labels: "fits" leaves a quarter of
+free memory, since a "won't fit" that would just load is the cheaper mistake. Qt-free.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import psutil
 from inglenook.core.load import DEFAULT_SLOTS, KV_CACHE_TYPES, LoadRefusal
 from inglenook.core.units import gigabytes
 from inglenook.models.filenames import parse_quant
-from inglenook.models.gguf import GGUFError, GGUFHeader
+from inglenook.models.gguf import ArrayInfo, GGUFError, GGUFHeader
 
 # -- the model's shape ----------------------------------------------------------------------------
 
@@ -40,6 +41,10 @@ class ModelShape:
     # A vision projector loaded with the model (models/projector.py: its weights and buffers),
     # counted in RAM: libmtmd reads it into memory.
     projector_bytes: int = 0
+    n_ff: int = 0  # the feed-forward width (0: unknown, counted as 4 × n_embd)
+    n_vocab: int = 0  # tokens of the vocabulary (0: unknown, counted as DEFAULT_VOCAB)
+    n_swa: int = 0  # the sliding window of most layers, in tokens (0: none)
+    swa_every: int = 0  # one layer in this many attends to everything (0: unknown: all do)
 
 
 def _int(header: GGUFHeader, key: str) -> int | None:
@@ -68,6 +73,9 @@ def shape_from_header(header: GGUFHeader) -> ModelShape:
     # No attention heads (recurrent models such as Mamba or RWKV): no KV cache to speak of.
     n_head = _int(header, f"{arch}.attention.head_count") or 0
     n_head_kv = _int(header, f"{arch}.attention.head_count_kv")
+    tokens = header.metadata.get("tokenizer.ggml.tokens")
+    n_vocab = _int(header, f"{arch}.vocab_size") or (
+        tokens.length if isinstance(tokens, ArrayInfo) else 0)
     return ModelShape(
         n_layers=n_layers, n_embd=n_embd, n_head=n_head,
         n_head_kv=n_head if n_head_kv is None else n_head_kv,
@@ -75,7 +83,10 @@ def shape_from_header(header: GGUFHeader) -> ModelShape:
         weights_bytes=header.tensor_bytes or header.file_size,
         architecture=arch,
         key_length=_int(header, f"{arch}.attention.key_length") or None,
-        value_length=_int(header, f"{arch}.attention.value_length") or None)
+        value_length=_int(header, f"{arch}.attention.value_length") or None,
+        n_ff=_int(header, f"{arch}.feed_forward_length") or 0, n_vocab=n_vocab,
+        n_swa=_int(header, f"{arch}.attention.sliding_window") or 0,
+        swa_every=SWA_PATTERNS.get(arch, 0))
 
 
 # -- memory estimates -----------------------------------------------------------------------------
@@ -93,10 +104,11 @@ def load_shapes(header: GGUFHeader, projector_bytes: int = 0,
     return shape, shape_from_header(draft) if draft is not None else None
 
 
-def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str) -> int:
+def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str, window_cells: int = 0) -> int:
     """K and V for every layer and context position: n_layers × n_ctx × n_head_kv × (key length
     + value length) × bytes per element, i.e. 2 × … × head_dim × … when both are head_dim.
-    Sliding-window layers (Gemma 2) are counted at full context: llama.cpp may allocate less."""
+    With `window_cells`, the sliding-window layers of a model whose pattern is known hold only
+    that many cells (llama.cpp's window-only cache: swa_full off)."""
     try:
         num, den = _KV_TYPE_BYTES[kv_type]
     except KeyError:
@@ -107,35 +119,63 @@ def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str) -> int:
     head_dim = shape.n_embd // shape.n_head if shape.n_head else 0
     k = shape.key_length or head_dim
     v = shape.value_length or k
-    elements = shape.n_layers * n_ctx * shape.n_head_kv * (k + v)
+    per_cell = shape.n_head_kv * (k + v)
+    if window_cells and shape.n_swa and shape.swa_every:
+        n_full = shape.n_layers // shape.swa_every
+        elements = per_cell * (n_full * n_ctx
+                               + (shape.n_layers - n_full) * min(n_ctx, window_cells))
+    else:
+        elements = shape.n_layers * n_ctx * per_cell
     return -(-elements * num // den)
 
 
-# The compute buffers, estimated the way llama.cpp sizes them: its graph is reserved for a batch of
-# n_ubatch (512) tokens against the whole context. Without flash attention the largest tensor is the
-# f32 attention-score matrix, n_ctx × n_ubatch × n_head × 4 bytes (448 MiB for a 28-head 7B at 8192
-# tokens; llama.cpp logs ~500 MiB there). Add f32 activations of the batch, counted generously
-# (8 tensors of n_ubatch × n_embd), and a fixed allowance for the engine process itself (Python,
-# llama.cpp, the output logits). Flash attention needs much less; this does not count on it.
+def window_cells(shape: ModelShape, slots: int) -> int:
+    """Cells a window-only sliding-window layer keeps in a pool shared by `slots` sequences:
+    each one's window, and a batch being read (llama.cpp: n_swa × n_seq_max + n_ubatch)."""
+    return shape.n_swa * max(1, slots) + N_UBATCH if shape.n_swa else 0
+
+
+# What the engine process holds beyond its weights and KV cells, as its resident memory grows
+# at work (measured on the bundled SmolLM2 and Gemma 3 270M, a prompt filling the context: the
+# plan is within 5 % of the peak; docs/memory.md). llama.cpp reserves its compute buffers for a
+# batch of n_ubatch (512) tokens against the whole context, all of them with logits, but only
+# what a step touches becomes resident:
+# - the process itself before a model (Python, llama.cpp, the engine): 53 MiB measured;
+# - each vocabulary entry as the tokenizer holds it, and a row of logits per slot;
+# - f32 activations of a batch (about 8 rows of n_embd and 3 of the feed-forward width);
+# - the attention masks and whatever else grows with the cells a batch attends to;
+# - without flash attention the f32 attention scores, n_ctx × n_ubatch × n_head × 4 bytes (448
+#   MiB for a 28-head 7B at 8192 tokens; llama.cpp logs ~500 MiB there). With it, none.
 N_UBATCH = 512
-ENGINE_BASE_BYTES = 192 * 2**20
-_ACTIVATIONS = 8
+ENGINE_BASE_BYTES = 56 * 2**20
+VOCAB_ENTRY_BYTES = 200
+DEFAULT_VOCAB = 128_000  # a vocabulary the header does not give (a remote header's first MB)
+_ACTIVATIONS, _FF_ACTIVATIONS, _MASK_BYTES = 8, 3, 8
+# Sliding-window architectures and their pattern (llama.cpp's set_swa_pattern): one layer in
+# this many attends to the whole context; the others keep their window.
+SWA_PATTERNS = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2,
+                "exaone4": 4}
 
 
-def overhead_bytes(shape: ModelShape, n_ctx: int) -> int:
-    scores = n_ctx * N_UBATCH * max(shape.n_head, 1) * 4
-    activations = _ACTIVATIONS * N_UBATCH * shape.n_embd * 4
-    return ENGINE_BASE_BYTES + scores + activations
+def overhead_bytes(shape: ModelShape, n_ctx: int, flash: bool = False, slots: int = 1) -> int:
+    """The engine's memory beside the weights and KV cells at work (see above); n_ctx is the
+    cells a batch may attend to (a pool's size)."""
+    scores = 0 if flash else n_ctx * N_UBATCH * max(shape.n_head, 1) * 4
+    n_ff = shape.n_ff or 4 * shape.n_embd
+    activations = N_UBATCH * 4 * (_ACTIVATIONS * shape.n_embd + _FF_ACTIVATIONS * n_ff)
+    vocab = (shape.n_vocab or DEFAULT_VOCAB) * (VOCAB_ENTRY_BYTES + 4 * max(1, slots))
+    return ENGINE_BASE_BYTES + scores + n_ctx * N_UBATCH * _MASK_BYTES + activations + vocab
 
 
-def draft_bytes(draft: ModelShape | None, n_ctx: int, kv_type: str) -> int:
+def draft_bytes(draft: ModelShape | None, n_ctx: int, kv_type: str,
+                flash: bool = False) -> int:
     """A draft model for speculative decoding (LoadParams.draft_model_path): its weights, its own
     KV cache at the same context and its compute buffers, all counted in RAM (the engine
     process's base is already counted once)."""
     if draft is None:
         return 0
     return (max(0, draft.weights_bytes) + kv_cache_bytes(draft, n_ctx, kv_type)
-            + overhead_bytes(draft, n_ctx) - ENGINE_BASE_BYTES)
+            + overhead_bytes(draft, n_ctx, flash) - ENGINE_BASE_BYTES)
 
 
 # -- the machine ----------------------------------------------------------------------------------
@@ -202,15 +242,17 @@ class FitPlan:
 
 def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
           draft: ModelShape | None = None, slots: int = 1,
-          pool: int = 0) -> tuple[FitPlan, float]:
+          pool: int = 0, flash: bool = False) -> tuple[FitPlan, float]:
     """The plan, and the share of free RAM it needs. Without a pool (0) each slot (a reply
     decoded at once) has a KV cache of n_ctx of its own; with one, the slots share `pool`
     tokens (at least n_ctx). The compute buffers are sized for one batch either way."""
     weights = max(0, shape.weights_bytes)
-    kv = (kv_cache_bytes(shape, max(pool, n_ctx), kv_type) if pool
+    # A pool turns flash attention on, and keeps only the window of sliding-window layers.
+    flash = flash or bool(pool)
+    kv = (kv_cache_bytes(shape, max(pool, n_ctx), kv_type, window_cells(shape, slots)) if pool
           else kv_cache_bytes(shape, n_ctx, kv_type) * max(1, slots))
-    overhead = overhead_bytes(shape, max(pool, n_ctx))
-    drafting = draft_bytes(draft, n_ctx, kv_type)
+    overhead = overhead_bytes(shape, max(pool, n_ctx), flash, slots)
+    drafting = draft_bytes(draft, n_ctx, kv_type, flash)
     total = weights + kv + overhead + drafting + shape.projector_bytes
     gpu_layers, on_gpu = 0, 0
     split = memory.gpu_offload and memory.vram_free > 0 and shape.n_layers > 0
@@ -248,14 +290,15 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
 
 
 def plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
-         draft: ModelShape | None = None, slots: int = 1, pool: int = 0) -> FitPlan:
+         draft: ModelShape | None = None, slots: int = 1, pool: int = 0,
+         flash: bool = False) -> FitPlan:
     """Weights + KV cache + compute buffers at n_ctx and kv_type, against free memory.
 
     fits: what RAM must hold is at most 75% of free RAM; tight: at most 100%; else won't fit.
     With gpu_offload and a known vram_free, as many layers (weights plus their KV share) as fill
     at most 90% of free VRAM go to the GPU (gpu_layers; -1 when all do) and the rest stays in RAM;
     the compute buffers (and a draft model, see draft_bytes) are counted in RAM either way."""
-    return _plan(shape, n_ctx, kv_type, memory, draft, slots, pool)[0]
+    return _plan(shape, n_ctx, kv_type, memory, draft, slots, pool, flash)[0]
 
 
 # -- before loading -------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from inglenook.ui.chat.queue_notice import QueueNotice
 from inglenook.ui.history.history_controller import HistoryController
 from inglenook.ui.history.sidebar import ConversationSidebar
 from inglenook.ui.knowledge.knowledge_controller import KnowledgeController
+from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.loaded_view import LoadedModels
 from inglenook.ui.models.model_controller import ModelController
@@ -46,6 +47,7 @@ from inglenook.ui.server.server_controller import ServerController
 from inglenook.ui.side.preset_bar import PresetBar
 from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.side.side_controller import SideController
+from inglenook.ui.side.tuning import Tuning
 from inglenook.ui.tools.tool_controller import ToolController
 from inglenook.ui.widgets.banner import Banner
 from inglenook.ui.widgets.window_size import fit_in_window
@@ -55,7 +57,7 @@ from inglenook.ui.window.drops import accept_drops
 from inglenook.ui.window.help import AboutDialog, ShortcutsDialog
 from inglenook.ui.window.layout import MIN_WIDTH, PanelFolder
 from inglenook.ui.window.menus import window_menus
-from inglenook.ui.window.status_bar import fill_status_bar
+from inglenook.ui.window.status_bar import StatusBar
 from inglenook.ui.window.tab_order import step as tab_step
 from inglenook.ui.window.top_bar import TopBar
 
@@ -97,9 +99,9 @@ class MainWindow(QMainWindow):
 
         self.side = SideController(self.panel, self.preset_bar, self.store, self.app_settings,
                                    self._gpu_supported, self)
-        self.models = ModelController(self.worker, self.picker, self.banner, self.model_label,
-                                      self.status_text, self.progress, self.side.load_params,
-                                      self.downloads, self.side.load_fix, self)
+        self.models = ModelController(self.worker, self.picker, self.banner,
+                                      self.side.load_params, self.downloads, self.side.load_fix,
+                                      self)
         self.models.app_settings = self.app_settings
         speech_catalog.choose(settings.speech_model, settings.speech_voice,
                               settings.speech_language)
@@ -110,7 +112,7 @@ class MainWindow(QMainWindow):
         # loads beside the chat model.
         self.knowledge = KnowledgeController(self, self.worker.embedder)
         widgets = ChatWidgets(self.chat, self.composer, self.queue_notice, self.banner,
-                              self.status_text, self.progress, self.context_label)
+                              self.status_bar.context)
         self.chat_models = ChatModels(self.models, self.worker, self.banner, self)
         self.chats = ChatController(
             self.worker, self.store, widgets, self.tools, self.chat_models.model_for,
@@ -119,11 +121,10 @@ class MainWindow(QMainWindow):
         self.chats.read_aloud.follow_replies = settings.read_replies_aloud
         if settings.read_replies_aloud:
             self.chats.read_aloud.reader.prepare()  # the first reply read starts sooner
-        self.server = ServerController(self.worker, self.app_settings, self.server_label, self,
+        self.server = ServerController(self.worker, self.app_settings, self,
                                        self.downloads.manager)
         # The API's loads run on the worker's thread: they read the settings, never a widget.
-        self.loaded = LoadedModels(self.worker, self.lanes_label, self.memory_label,
-                                   self.app_settings,
+        self.loaded = LoadedModels(self.worker, self.app_settings,
                                    lambda path: self.app_settings.value.load_params(path), self)
         self.finder = FindInChat(self.find_bar, self.chat, self.store,
                                  lambda: self.chats.session, self.focus_composer, self)
@@ -192,9 +193,12 @@ class MainWindow(QMainWindow):
         # may be narrower than all three side by side.
         central.setMinimumSize(MIN_WIDTH, 360)
 
-        (self.model_label, self.status_text, self.server_label, self.progress,
-         self.context_label, self.lanes_label, self.memory_label) = fill_status_bar(
-             self.statusBar())
+        self.status_bar = bar = StatusBar(self.worker, self)
+        self.setStatusBar(bar)
+        # Its fields' widgets, for tests to read (each field is their only writer).
+        self.model_label, self.context_label = bar.model.name, bar.context.label
+        self.server_label, self.lanes_label = bar.server.label, bar.lanes.label
+        self.memory_label = bar.memory.label
         # Tab's way round the window (window/tab_order.py); True: by place on screen.
         self._tab_parts = ((top, False), (self.sidebar, False), (self.banner, False),
                            (self.find_bar, False), (self.chat, True),
@@ -204,6 +208,7 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         chats, models, side, history = self.chats, self.models, self.side, self.history
         settings = self.app_settings
+        self._wire_status_bar()
         self.menus = window_menus(self)
         self.command_actions = commands.build(self, self.menus)
         for name in ("search", "exportChat", "exportAll", "importChats", None, "models",
@@ -221,11 +226,8 @@ class MainWindow(QMainWindow):
             lambda on: self.folder.want("side_panel", on, self.width()))
         self.panel_button.toggled.connect(self._remember_panels)
         self.panel.reload_requested.connect(models.reload)
-        self.panel.speed.tune_requested.connect(lambda: models.tune(self.panel))
-        self.panel.speed.tune_kept.connect(lambda: models.keep_tuned(self.panel))
-        self.panel.speed.tune_dismissed.connect(lambda: models.dismiss_tuned(self.panel))
-        self.panel.speed.tune_restore_requested.connect(
-            lambda: models.restore_untuned(self.panel))
+        self.tuning = Tuning(self.worker, self.panel, lambda: models.model is not None,
+                             models.reload, self)
         self.panel.speed.forget_requested.connect(self._forget_states)
         settings.changed.connect(self._setting_changed)
         settings.save_failed.connect(self.banner.show_message)
@@ -266,6 +268,19 @@ class MainWindow(QMainWindow):
         chats.reply_finished.connect(self.reply_finished)
         self.chat.empty.welcome_dismissed.connect(self.side.welcomed)
 
+    def _wire_status_bar(self) -> None:
+        """Each field of the status bar follows its concern (window/status_bar.py)."""
+        bar, models = self.status_bar, self.models
+        self.worker.model_loading.connect(bar.model.loading)
+        models.ready.connect(bar.model.loaded)  # before the chat's own model is shown beside
+        for gone in (models.failed, models.lost, models.unloaded):
+            gone.connect(bar.model.gone)
+        self.chat_models.model_shown.connect(bar.model.show_chat_model)
+        self.chats.reply.status_changed.connect(bar.reply.show)
+        self.chats.voice.said.connect(bar.voice.show)
+        self.chats.notice.connect(bar.notice.show)
+        self.server.shown.connect(bar.server.show)
+
     # ---- commands of the menus -----------------------------------------------------------
     def toggle_sidebar(self) -> None:
         self.folder.want("sidebar", self.sidebar.isHidden(), self.width())
@@ -283,7 +298,11 @@ class MainWindow(QMainWindow):
         self.panel.setFocus()
 
     def show_knowledge(self) -> None:
-        self.knowledge.show_dialog(self)
+        """Chat → Knowledge… (the dialog acts on the controller; the controller knows no
+        dialog)."""
+        dialog = KnowledgeDialog(self.knowledge, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
 
     def focus_composer(self) -> None:
         self.composer.edit.setFocus()
@@ -351,7 +370,7 @@ class MainWindow(QMainWindow):
     def _forget_states(self) -> None:
         """Settings' Forget cached states: the engine drops them off the GUI thread."""
         self.worker.forget_states()
-        self.status_text.setText("Cached chat states forgotten: chats read their text again.")
+        self.status_bar.notice.show("Cached chat states forgotten: chats read their text again.")
 
     def _remember_panels(self) -> None:
         self.app_settings.update(side_panel_visible=self.folder.wanted["side_panel"],

@@ -46,7 +46,8 @@ def ram(free: int, total: int | None = None) -> Memory:
 def test_shape_from_the_bundled_model(smollm2_header: GGUFHeader) -> None:
     shape = fit.shape_from_header(smollm2_header)
     assert shape == ModelShape(n_layers=30, n_embd=576, n_head=9, n_head_kv=3, n_ctx_train=8192,
-                               weights_bytes=smollm2_header.tensor_bytes, architecture="llama")
+                               weights_bytes=smollm2_header.tensor_bytes, architecture="llama",
+                               n_ff=1536, n_vocab=49152)  # the vocabulary: its tokens' array
     assert shape.weights_bytes == 96_576_768  # the tensor data: the file less its 1.8 MB header
 
 
@@ -338,3 +339,14 @@ def test_a_pool_that_cannot_fit_names_the_largest_that_does() -> None:
                   .replace(",", ""))
     assert 8192 < largest < 1 << 20 and largest % fit.CONTEXT_STEP == 0
     assert fit.refusal(MISTRAL_7B, 8192, "f16", memory, slots=4, pool=largest) is None
+
+
+def test_a_pool_keeps_only_the_window_of_sliding_window_layers(gemma_model: Path) -> None:
+    # Gemma 3 270M: 18 layers, every 6th global; window 512. In a pool of 8,192 shared by 4,
+    # 15 layers keep 4 × 512 + a batch of 512 cells, the other 3 all 8,192.
+    shape = fit.shape_from_header(read_header(gemma_model))
+    assert (shape.n_swa, shape.swa_every, shape.n_vocab) == (512, 6, 262_144)
+    full = kv_cache_bytes(shape, 8192, "f16")
+    pooled = plan(shape, 8192, "f16", ram(16 * GB), slots=4, pool=8192).kv_bytes
+    assert pooled == full * (3 * 8192 + 15 * 2560) // (18 * 8192)
+    assert plan(shape, 8192, "f16", ram(16 * GB), slots=4).kv_bytes == 4 * full  # streams

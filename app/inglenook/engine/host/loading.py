@@ -258,7 +258,8 @@ def _check_memory(params: LoadParams, header: GGUFHeader, n_ctx: int, pool: int,
     refused = fit.refusal(shape, n_ctx, params.kv_cache_type, memory,
                           allow_beyond_trained=params.allow_beyond_trained, draft=draft_shape,
                           slots=slots, pool=pool)
-    planned = fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape, slots, pool)
+    planned = fit.plan(shape, n_ctx, params.kv_cache_type, memory, draft_shape, slots, pool,
+                       params.flash_attn)
     return slots, refused, planned.total_bytes, planned.kv_bytes
 
 

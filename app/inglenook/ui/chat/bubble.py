@@ -60,6 +60,10 @@ BUTTONS = {  # name: (label, tooltip)
 # Shorter labels where a narrow bubble's footer has no room for the full ones (the tooltip and
 # the accessible name keep the full one).
 SHORT = {"regenerate": "Retry", "details": "Info", "continue": "Go on", "speak": "Read"}
+# The most a reply's footer shows at rest (the last reply, stopped early, with versions);
+# the labels are chosen for it in every reply, so that they agree.
+WIDEST_FOOTER = ("previous", "next", "continue", "edit", "details", "regenerate", "speak",
+                 "copy", "delete")
 AT_REST = {"user": ("edit", "copy", "delete"),
            "assistant": ("edit", "details", "regenerate", "speak", "copy", "delete")}
 EDIT_REPLY = "Rewrite this reply (a new version; what follows builds on it)"
@@ -266,9 +270,11 @@ class MessageBubble(QFrame):
         elif name == "continue":
             widget.setVisible(self._continuable and not self._streaming)
         elif name in ("copy", "delete", "regenerate", "edit", "speak"):
+            # Put away while the reply streams (Stop and Details stay): seven buttons did not
+            # fit a 700-wide window's bubble, and none of these can act on it yet.
             widget.setEnabled(not self._streaming)
-            if name in ("regenerate", "speak"):
-                widget.setVisible(self.role == "assistant")
+            widget.setVisible(not self._streaming and (
+                self.role == "assistant" or name not in ("regenerate", "speak")))
         elif name == "details":
             widget.setVisible(self.role == "assistant")
 
@@ -283,18 +289,22 @@ class MessageBubble(QFrame):
         self._fit_footer()
 
     def _fit_footer(self) -> None:
-        """Short labels when the full ones would not fit beside each other."""
+        """Short labels when the full ones of the widest reply footer would not fit beside
+        each other: measured on that footer, not on this bubble's buttons, so that every reply
+        of a chat says the same (the last one's Regenerate once made it say Retry and Info
+        where the others said Details)."""
         buttons = {n: w for n, w in self._widgets.items() if n in SHORT}
         if self.role != "assistant" or not buttons:
             return
-        for name, button in buttons.items():
-            cast(QToolButton, button).setText(self._label(name))
+        probe = cast(QToolButton, self._widgets["copy"])
+        metrics = probe.fontMetrics()
+        padding = probe.sizeHint().width() - metrics.horizontalAdvance(probe.text()) + 2
         room = self.width() - 28 - 80  # the frame's margins; some room for the figures
-        needed = sum(w.sizeHint().width() + 2 for n, w in self._widgets.items()
-                     if w.isVisibleTo(self) and n != "stats")
-        if needed > room:
-            for name, button in buttons.items():
-                cast(QToolButton, button).setText(self._label(name, short=True))
+        needed = sum(metrics.horizontalAdvance(self._label(name)) + padding
+                     for name in WIDEST_FOOTER) + metrics.horizontalAdvance("2/2") + 2
+        short = needed > room
+        for name, button in buttons.items():
+            cast(QToolButton, button).setText(self._label(name, short))
 
     def _label(self, name: str, short: bool = False) -> str:
         if name == "speak" and self._speaking:

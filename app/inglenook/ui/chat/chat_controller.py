@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QWidget
 
 from inglenook.chat import knowledge_turn, reply_edits
 from inglenook.chat.knowledge_turn import recorded
@@ -63,15 +63,13 @@ CLOSED = "Stopped: Inglenook was closed while this reply was being written."
 
 @dataclass(frozen=True)
 class ChatWidgets:
-    """The window's widgets a chat is shown in."""
+    """The window's widgets a chat is shown in; `meter`, the status bar's context meter."""
 
     view: ChatView
     composer: Composer
     queue_notice: QueueNotice
     banner: Banner
-    status: QLabel
-    progress: QProgressBar
-    meter: QLabel
+    meter: ContextMeter
 
 
 class ChatController(QObject):
@@ -86,6 +84,7 @@ class ChatController(QObject):
         conversations_changed(): a conversation was created or retitled.
         activity_changed(object): {conversation id: "generating" | "waiting"}.
         unread_changed(object): the frozenset of chats with a reply not seen yet.
+        notice(str): a passing notice for the status bar ("Copied the last reply.").
     """
 
     reply_started = Signal(int)
@@ -94,6 +93,7 @@ class ChatController(QObject):
     conversations_changed = Signal()
     activity_changed = Signal(object)
     unread_changed = Signal(object)
+    notice = Signal(str)
 
     def __init__(self, worker: EngineWorker, store: Store, widgets: ChatWidgets,
                  tools: ToolController,
@@ -105,7 +105,7 @@ class ChatController(QObject):
         # The engine a chat's reply runs on ("": the window's model; ChatModels sets it).
         self.engine_group: Callable[[ChatSession], str] = lambda _session: ""
         self.view, self.composer = view, composer = widgets.view, widgets.composer
-        self.banner, self.status = widgets.banner, widgets.status
+        self.banner = widgets.banner
         self.model, self._new_settings, self._presets = model, new_settings, presets
         self.window = parent
         self.sessions = Sessions()
@@ -124,8 +124,7 @@ class ChatController(QObject):
             worker.embedder)
         self.calls = ChatTools(tools, self.banner, self._bubble_of,
                                lambda s: self.request_reply(s, continuing=True), self)
-        self.reply = ReplyOnScreen(view, widgets.status, widgets.progress, widgets.queue_notice,
-                                   self.sessions, self)
+        self.reply = ReplyOnScreen(view, widgets.queue_notice, self.sessions, self)
         self.can_send = False
         self.actions = MessageActions(self)
         self.read_aloud = ReadAloudControl(view.bubble_of, self)
@@ -133,10 +132,10 @@ class ChatController(QObject):
             f"Could not read aloud: {message}"))
         self.voice = VoiceConversation(self.read_aloud, composer,
                                        lambda: self.session.reply is None and self.can_send,
-                                       self.status, self.banner, self, self.stop)
+                                       self.banner, self, self.stop)
         composer.edit.escape.connect(self.voice.stop)  # Esc in the message box too
         composer.edit.escape.connect(self.read_aloud.stop)
-        self.context = ContextMeter(widgets.meter)
+        self.context = widgets.meter
         meter = tasks.debounce(150, self.show_context, self)
         composer.edit.textChanged.connect(meter.call)  # typing counts, throttled
         composer.attachments_changed.connect(meter.call)  # and so do files
@@ -281,7 +280,7 @@ class ChatController(QObject):
             return
         self._preparing.add(session)
         if reply_turn.collections and reply_turn.kept is None and session is self.session:
-            self.status.setText("Searching your documents…")
+            self.reply.searching()
         tasks.run(reply_turn.gather, self.tools.listing, self.open_index, owner=self,
                   name="reply-turn", on_done=lambda got: self._begin(session, got),
                   on_failed=lambda exc: self._begin(session, Gathered(
@@ -324,7 +323,7 @@ class ChatController(QObject):
         reply = self.session.path.find(last) if last is not None else None
         if reply is not None and reply.content:
             QGuiApplication.clipboard().setText(reply.content)
-            self.status.setText("Copied the last reply.")
+            self.notice.emit("Copied the last reply.")
 
     def escape(self) -> None:
         """Esc: reading aloud stops; else a message waiting for the model becomes editable

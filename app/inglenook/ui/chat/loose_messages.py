@@ -3,19 +3,26 @@ benches use it (`ChatView.add_bubble`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtWidgets import QWidget
 
 from inglenook.store.branch import MessageOutline, Outline
 from inglenook.ui.chat.bubble import MessageBubble
+from inglenook.ui.chat.bubble_pool import Factory
 
-if TYPE_CHECKING:
-    from inglenook.ui.chat.chat_view import ChatView
+
+class Rows(Protocol):
+    """The part of ChatView these messages use."""
+
+    def makes_with(self, make: Factory) -> bool: ...
+    def set_rows(self, rows: Outline, make: Factory) -> None: ...
+    def append(self, row: MessageOutline) -> MessageBubble: ...
+    def key_at(self, index: int) -> int: ...
 
 
 class LooseMessages:
-    def __init__(self, view: ChatView) -> None:
+    def __init__(self, view: Rows) -> None:
         self.view = view
         self._messages: dict[int, tuple[str, str]] = {}  # key -> (role, text)
         self._next_key = -1

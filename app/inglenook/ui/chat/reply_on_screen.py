@@ -1,6 +1,6 @@
-"""The reply of the chat on screen as it arrives: the bubble it streams into, the status line and
-progress bar while the prompt is read, the queue notice while it waits, and the notice on the
-reply that history was left out.
+"""The reply of the chat on screen as it arrives: the bubble it streams into, what it does before
+its first word (status_changed: the status bar's reply field shows it), the queue notice while it
+waits, and the notice on the reply that history was left out.
 
 ChatController routes the engine's events through chat/sessions.py and hands this what belongs
 to the chat on screen; replies of other chats go on in their sessions without drawing anything.
@@ -8,8 +8,7 @@ to the chat on screen; replies of other chats go on in their sessions without dr
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QLabel, QProgressBar
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from inglenook.chat.session import ChatSession, Reply
 from inglenook.chat.sessions import Sessions, conversation_of
@@ -22,12 +21,22 @@ from inglenook.ui.chat.context_meter import ahead_marker, left_out_marker
 from inglenook.ui.chat.presenter import mark_stopped_thinking, show_answer
 from inglenook.ui.chat.queue_notice import QueueNotice
 
+SEARCHING = "Searching your documents…"
+
 
 class ReplyOnScreen(QObject):
-    def __init__(self, view: ChatView, status: QLabel, progress: QProgressBar,
-                 queue_notice: QueueNotice, sessions: Sessions, parent: QObject) -> None:
+    """Signals:
+        status_changed(str, int, int): what the reply on screen does before its first word
+            ("" nothing), and the prompt's tokens read of its total (0, 0: no progress).
+    """
+
+    status_changed = Signal(str, int, int)
+
+    def __init__(self, view: ChatView, queue_notice: QueueNotice, sessions: Sessions,
+                 parent: QObject) -> None:
         super().__init__(parent)
-        self.view, self.status, self.progress = view, status, progress
+        self.view = view
+        self.said = ""  # the last status_changed text
         self.queue_notice, self.sessions = queue_notice, sessions
         self.bubble: MessageBubble | None = None  # the streaming reply's, while in view
         self.queue = QueueState(None, ())
@@ -43,8 +52,7 @@ class ReplyOnScreen(QObject):
         self._flush_timer.stop()
         self.bubble, self._marker, self._session = None, None, session
         self._writing = False
-        self.status.setText("")  # the last chat's "Reading the prompt…" is not this one's
-        self.progress.hide()
+        self._say("")  # the last chat's "Reading the prompt…" is not this one's
 
     # ---- bubbles as the view makes them ---------------------------------------------------
     def dress(self, bubble: MessageBubble, message: StoredMessage) -> None:
@@ -86,8 +94,7 @@ class ReplyOnScreen(QObject):
             return
         if not self._writing and (reply.text or reply.reasoning or reply.parts.calling):
             self._writing = True
-            self.status.setText("")  # "Reading the prompt…" or its progress
-            self.progress.hide()
+            self._say("")  # "Reading the prompt…" or its progress
         self.draw(self.bubble, reply)
 
     # ---- the engine's events, for the chat on screen --------------------------------------
@@ -98,9 +105,7 @@ class ReplyOnScreen(QObject):
     def prompt_read(self, done: int, total: int) -> None:
         if self._behind() is not None:
             return  # its bubble and the queue notice say it waits
-        self.status.setText(f"Reading the prompt: {done:,} / {total:,} tokens")
-        self.progress.setValue(int(100 * done / max(total, 1)))
-        self.progress.setVisible(done < total)
+        self._say(f"Reading the prompt: {done:,} / {total:,} tokens", done, total)
 
     def show_phase(self) -> None:
         """Before its first word, what the reply on screen is doing, said once on its bubble
@@ -113,13 +118,20 @@ class ReplyOnScreen(QObject):
         if self._behind() is not None:
             if self.bubble is not None:
                 self.bubble.set_notice(WAITING, "waiting")
-            self.status.setText("")  # the queue notice says for whom, with Stop
-            self.progress.hide()
+            self._say("")  # the queue notice says for whom, with Stop
             return
         if self.bubble is not None and not self.bubble.text and not reply.parts.calling:
             self.bubble.set_notice(READING, "waiting")
-        if reply.phase == "streaming" and not self.status.text().startswith(READING[:-1]):
-            self.status.setText(READING)
+        if reply.phase == "streaming" and not self.said.startswith(READING[:-1]):
+            self._say(READING)
+
+    def searching(self) -> None:
+        """The chat on screen's turn searches its documents before the reply starts."""
+        self._say(SEARCHING)
+
+    def _say(self, text: str, done: int = 0, total: int = 0) -> None:
+        self.said = text
+        self.status_changed.emit(text, done, total)
 
     def _behind(self) -> tuple[str, int] | None:
         session = self._session
@@ -157,8 +169,7 @@ class ReplyOnScreen(QObject):
         if row is not None:
             self.view.changed(reply_id, session.path.outline[row])
         self.view.set_writing(False)
-        self.status.setText("")
-        self.progress.hide()
+        self._say("")
         self.queue_notice.hide()
         return bubble if message is not None else None
 

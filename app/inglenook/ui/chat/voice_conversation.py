@@ -7,6 +7,7 @@ off the GUI thread.
 
 Signals:
     state_changed(str): off, listening, transcribing, waiting, speaking (queued).
+    said(str): the state in words, for the status bar ("" off).
     failed(str): the conversation ended on a problem (no microphone, no sound device).
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QLabel
 
 from inglenook.speech import catalog as speech_catalog
 from inglenook.speech import recorder as recorders
@@ -35,19 +35,20 @@ SHOWN = {"listening": "Voice conversation: listening…",
 
 class VoiceConversation(QObject):
     state_changed = Signal(str)
+    said = Signal(str)
     failed = Signal(str)
     _heard = Signal(str)
     _interrupted = Signal()
 
     def __init__(self, read_aloud: ReadAloudControl, composer: Composer,
-                 can_send: Callable[[], bool], status: QLabel, banner: Banner,
+                 can_send: Callable[[], bool], banner: Banner,
                  parent: QObject | None = None,
                  stop_reply: Callable[[], None] = lambda: None) -> None:
         super().__init__(parent)
         self._composer, self._can_send, self._banner = composer, can_send, banner
         self._heard.connect(self._send_now)
         self._interrupted.connect(stop_reply)
-        self.state_changed.connect(lambda state: status.setText(SHOWN[state]))
+        self.state_changed.connect(lambda state: self.said.emit(SHOWN[state]))
         self.failed.connect(lambda message: banner.show_message(
             f"The voice conversation stopped: {message}"))
         self.turns = VoiceTurns(self._dictation, read_aloud.reader, self._send,

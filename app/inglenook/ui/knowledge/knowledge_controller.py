@@ -20,8 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from inglenook.knowledge import collections as kc
 from inglenook.knowledge.fts import Collection, KnowledgeError, SqliteFtsIndex
@@ -335,14 +334,6 @@ class KnowledgeController(QObject):
             self.failed.emit(name, f"Indexing {name} failed: {outcome!r}")
         self.changed.emit()
         self._next()
-
-    def show_dialog(self, parent: QWidget) -> None:
-        """Chat → Knowledge…"""
-        from inglenook.ui.knowledge.knowledge_dialog import KnowledgeDialog
-
-        dialog = KnowledgeDialog(self, parent)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
 
     def close(self) -> None:
         """At quit: the run stops at the next file (quitting waits for it, ui/tasks.py)."""

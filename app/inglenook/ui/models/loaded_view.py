@@ -26,7 +26,7 @@ from inglenook.engine.router import LoadedModel
 from inglenook.engine.scheduler import QueueState
 from inglenook.engine.worker import EngineWorker
 from inglenook.ui.app_settings import AppSettings
-from inglenook.ui.models.memory_view import MemoryIndicator, parts_text
+from inglenook.ui.models.memory_view import parts_text
 from inglenook.ui.plain import plain_label, plain_tip
 from inglenook.ui.widgets.content_height import fit_to_content
 
@@ -192,18 +192,15 @@ def _duration(seconds: float) -> str:
 class LoadedModels(QObject):
     """The window's part in several models: the router loads a model an API request names with
     this window's load options (`load_params`) and unloads it after the idle time-out of the
-    settings; the status bar shows the lanes; the dialog what is loaded.
+    settings; the dialog shows what is loaded (the status bar's LanesIndicator, the lanes).
 
     The idle time-out follows the settings' model_idle_minutes.
     """
 
-    def __init__(self, worker: EngineWorker, lanes_label: QLabel, memory_label: QLabel,
-                 app_settings: AppSettings, load_params: Callable[[str], LoadParams],
-                 parent: QWidget) -> None:
+    def __init__(self, worker: EngineWorker, app_settings: AppSettings,
+                 load_params: Callable[[str], LoadParams], parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self._parent, self.app = worker, parent, app_settings
-        self.indicator = LanesIndicator(worker, lanes_label)
-        self.memory = MemoryIndicator(worker, memory_label)
         worker.set_api_params(load_params)
         self._apply("model_idle_minutes")
         app_settings.changed.connect(self._apply)

@@ -1,4 +1,5 @@
-"""The loaded model: loading it (with progress), its file's fingerprint, and losing it."""
+"""The loaded model: loading it, its file's fingerprint, and losing it (the status bar's
+ModelStatus shows which it is and the load's progress)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QFileDialog, QWidget
 
-from inglenook.core.builtin_templates import describe
 from inglenook.core.load import LoadParams, LoadRefusal, ModelInfo
 from inglenook.engine import protocol as p
 from inglenook.engine.providers import is_remote_ref, model_name_of, parse_model_ref
-from inglenook.engine.tune import compare
 from inglenook.engine.worker import EngineWorker
 from inglenook.models import fit
 from inglenook.models.fingerprint import sha256_of
@@ -22,10 +21,8 @@ from inglenook.ui.app_settings import AppSettings
 from inglenook.ui.models.bridge import DownloadBridge
 from inglenook.ui.models.dialog import ModelsDialog
 from inglenook.ui.models.library import ask_import_mode
-from inglenook.ui.models.picker import VISION_TAG, ModelPicker
+from inglenook.ui.models.picker import ModelPicker
 from inglenook.ui.models.providers_dialog import ProvidersDialog
-from inglenook.ui.plain import plain_tip
-from inglenook.ui.side.sampling_panel import SamplingPanel
 from inglenook.ui.widgets.banner import Banner
 
 
@@ -54,13 +51,11 @@ class ModelController(QObject):
     projector_chosen = Signal(str, str)
 
     def __init__(self, worker: EngineWorker, picker: ModelPicker, banner: Banner,
-                 model_label: QLabel, status: QLabel, progress: QProgressBar,
                  load_params: Callable[[str], LoadParams], downloads: DownloadBridge,
                  load_fix: Callable[[LoadRefusal | None], tuple[str, Callable[[], None]] | None],
                  parent: QWidget) -> None:
         super().__init__(parent)
         self.worker, self.picker, self.banner = worker, picker, banner
-        self.model_label, self.status, self.progress = model_label, status, progress
         self._load_params = load_params
         self._load_fix = load_fix
         self._downloads = downloads
@@ -74,11 +69,7 @@ class ModelController(QObject):
         self.is_loading = False
         self.sha256 = ""
         self._restarting = False
-        self._tune_id = -1  # tune requests count down: they never meet a reply's id
         self.unloaded_path = ""  # the model unloaded as asked, offered to load again
-        self._tuning = False
-        self._tuned: p.TuneResult | None = None  # found, not kept or dismissed yet
-        self._untuned: tuple[int, int, int] | None = None  # before the tune kept: the way back
         worker.engine_ready.connect(self.engine_started)
         worker.engine_ready.connect(self._on_engine_ready)
         worker.model_loading.connect(self._on_loading)
@@ -158,83 +149,6 @@ class ModelController(QObject):
         if ref is not None and ref[0] == provider_id and not self.is_loading:
             self.reload()
 
-    def tune(self, panel: SamplingPanel) -> None:
-        """Tune (or, while it measures, stop it): measure with the loaded model, showing its
-        progress, then the figures before and after, and ask; nothing changes until Keep."""
-        speed = panel.speed
-        if self._tuning:
-            self.worker.cancel(self._tune_id)
-            return
-        if self.model is None:
-            speed.show_tune("Load a model first: tuning measures it.")
-            return
-        self._tuning = True
-        speed.show_tune("Measuring… (about ten seconds; longer on a busy machine)", busy=True)
-
-        def progress(done: int, total: int) -> None:
-            speed.show_tune_progress(done, total, f"Measuring… {done} of {total} trials "
-                                                  "(longer on a busy machine)")
-
-        def done(result: p.TuneResult | str) -> None:
-            self.worker.tuned.disconnect(done)
-            self.worker.tune_progress.disconnect(progress)
-            self._tuning = False
-            if isinstance(result, str) or result.error:
-                why = result if isinstance(result, str) else result.error
-                speed.show_tune(f"Could not tune: {why}")
-                return
-            if result.cancelled:
-                speed.show_tune("Stopped: nothing was changed.")
-                return
-            text, changed = compare(result)
-            if changed:
-                self._tuned = result
-                speed.offer_tuned(text + "\nKeep these? The model is loaded again with them.")
-            else:
-                speed.show_tune(text + " Nothing to change.")
-
-        self.worker.tuned.connect(done)
-        self.worker.tune_progress.connect(progress)
-        self._tune_id -= 1
-        self.worker.tune(self._tune_id, apply=False)
-
-    def keep_tuned(self, panel: SamplingPanel) -> None:
-        """Tune's answer kept: the panel takes its settings, the model loads with them, and
-        the way back is offered."""
-        best = self._tuned
-        if best is None:
-            return
-        self._tuned = None
-        before = (best.before_n_threads, best.before_n_threads_batch or best.before_n_threads,
-                  best.before_n_batch)
-        self._untuned = before
-        self._set_speed(panel, best.n_threads, best.n_threads_batch, best.n_batch)
-        panel.speed.offer_restore(
-            f"Kept: {best.n_threads} threads for replies, {best.n_threads_batch} and batch "
-            f"{best.n_batch} for prompts.", f"{before[0]} / {before[1]} threads, batch {before[2]}")
-
-    def dismiss_tuned(self, panel: SamplingPanel) -> None:
-        self._tuned = None
-        panel.speed.show_tune("Not kept: nothing was changed.")
-
-    def restore_untuned(self, panel: SamplingPanel) -> None:
-        """Back to the threads and batch size from before the tune that was kept."""
-        if self._untuned is None:
-            return
-        threads, batch_threads, batch = self._untuned
-        self._untuned = None
-        self._set_speed(panel, threads, batch_threads, batch)
-        panel.speed.show_tune(f"Restored: {threads} threads for replies, {batch_threads} and "
-                              f"batch {batch} for prompts.")
-
-    def _set_speed(self, panel: SamplingPanel, threads: int, batch_threads: int,
-                   batch: int) -> None:
-        panel.n_threads_spin.setValue(threads)
-        panel.speed.threads_batch.setValue(batch_threads)
-        panel.n_batch_spin.setValue(batch)
-        if self.model is not None:
-            self.reload()  # threads and batch size take effect at a load
-
     def defaults_saved(self, path: str) -> None:
         """New defaults for a model: offer to reload it now when it is the one loaded."""
         if self.model is not None and self.model.path == path:
@@ -270,51 +184,14 @@ class ModelController(QObject):
             vram = ready.vram_free
             fit.set_vram_probe(lambda: vram)  # free VRAM as the engine saw it when it started
 
-    def show_label(self, info: ModelInfo | None = None, beside: bool = False) -> None:
-        """The status bar's model: the window's (`info` None), or with `beside` the chat on
-        screen's own model, loaded beside the window's."""
-        info = info or self.model
-        if info is None:
-            return
-        built_in = info.template_source in ("detected", "chosen")
-        tags = (f"  ·  {info.template_name} template" if built_in else "") + (
-            f"  ·  {VISION_TAG}" if info.vision else "")
-        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
-            info.template_source, info.template_name, info.template_reason)
-        if beside and self.model is not None:
-            tags += f"  ·  this chat's model, beside {self.model.name}"
-        self.model_label.setText(info.name + tags)
-        self.model_label.setToolTip(plain_tip(
-            f"{info.path}\n{info.architecture}, context {info.n_ctx} (trained {info.n_ctx_train}),"
-            f" {info.n_threads} threads, GPU layers {info.n_gpu_layers}, KV {info.kv_cache_type},"
-            f" {info.n_slots} {'reply' if info.n_slots == 1 else 'replies'} at once,"
-            f" loaded in {info.load_seconds:.1f} s"
-            + ("" if is_remote_ref(info.path) else f"\n{info.family.summary()}")
-            + (f"\nSees images with {Path(info.projector).name}: a 512 × 512 image takes "
-               f"{info.image_tokens:,} tokens" if info.vision and info.projector
-               else "\nSees images (the server says so, or you marked it)" if info.vision
-               else "")
-            + (f"\n{notice}" if notice else "")))
-
-    def _on_loading(self, path: str, fraction: float) -> None:
+    def _on_loading(self, _path: str, _fraction: float) -> None:
         self.is_loading = True
-        name = model_name_of(path) if is_remote_ref(path) else Path(path).name
-        self.status.setText(f"Loading {name}…" if fraction < 1 or not is_remote_ref(path)
-                            else f"Connecting to {name}…")
-        self.progress.setValue(int(fraction * 100))
-        self.progress.show()
 
     def _on_loaded(self, info: ModelInfo) -> None:
         self.is_loading = False
         self.model = info
         self.unloaded_path = ""
         self._mark_loaded(info)
-        self.progress.hide()
-        notice = "" if is_remote_ref(info.path) else describe(  # a server's own business
-            info.template_source, info.template_name, info.template_reason)
-        self.show_label(info)
-        # The file has none: said in the status bar until it moves on (and in the tooltip).
-        self.status.setText(notice if info.template_source == "detected" else "")
         self.sha256 = ""
         if self._restarting and self.banner.kind == "info":
             self.banner.clear()
@@ -335,9 +212,6 @@ class ModelController(QObject):
         self.is_loading = False
         self.model = None
         self._mark_loaded(None)
-        self.progress.hide()
-        self.status.setText("")
-        self.model_label.setText("No model")
         fix = self._load_fix(refusal)
         action: tuple[str, Callable[[], None]] | None = None
         if fix is not None:
@@ -377,13 +251,10 @@ class ModelController(QObject):
             self.unloaded_path = self.model.path
         self.model = None
         self._mark_loaded(None, none_chosen=True)
-        self.model_label.setText("No model")
-        self.status.setText("")
         self.unloaded.emit()
 
     def _on_crashed(self, message: str) -> None:
         self.model = None
-        self.model_label.setText("No model")
         self._restarting = message.startswith("The engine was restarted")
         if self._restarting:
             self.banner.show_message(f"{message} The model is being loaded again.", "info")

@@ -4,7 +4,7 @@ requests sharing the engine (and the queue) with the chats."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QWidget
 
 from inglenook.core.settings import Settings, SettingsValueError
 from inglenook.engine.worker import EngineWorker
@@ -14,7 +14,6 @@ from inglenook.server.config import ConfigError, ServerConfig, is_loopback
 from inglenook.server.connect import guides
 from inglenook.server.status import ServerStatus
 from inglenook.ui.app_settings import AppSettings
-from inglenook.ui.plain import plain_tip
 from inglenook.ui.server.connect_dialog import ConnectDialog
 from inglenook.ui.server.server_dialog import ServerDialog
 
@@ -22,15 +21,17 @@ from inglenook.ui.server.server_dialog import ServerDialog
 class ServerController(QObject):
     """Signals:
     status_changed(object): the latest ServerStatus (re-emitted on the GUI thread).
+    shown(object): the ServerStatus shown now (the status bar's indicator follows it).
     """
 
     status_changed = Signal(object)
+    shown = Signal(object)
 
     def __init__(self, worker: EngineWorker, app_settings: AppSettings,
-                 indicator: QLabel, parent: QWidget,
+                 parent: QWidget,
                  downloads: DownloadManager | None = None) -> None:
         super().__init__(parent)
-        self.worker, self.indicator = worker, indicator
+        self.worker = worker
         self.downloads = downloads  # the window's queue: Ollama's pulls show there
         self.app = app_settings
         self._parent = parent
@@ -39,7 +40,6 @@ class ServerController(QObject):
         self._dialog: ServerDialog | None = None
         self._connect: ConnectDialog | None = None
         self.status_changed.connect(self._show)
-        indicator.hide()
 
     @property
     def settings(self) -> Settings:
@@ -137,8 +137,4 @@ class ServerController(QObject):
         if self._connect is not None and self._connect.isVisible() and \
                 status.running != self._connect.running:
             self._fill_connect()  # the server went on or off
-        self.indicator.setVisible(status.running)
-        self.indicator.setText(f"API on {status.url}  ·  {status.requests} requests"
-                               if status.running else "")
-        self.indicator.setToolTip(plain_tip(f"Serving the loaded model at {status.url}/v1"
-                                            if status.running else ""))
+        self.shown.emit(status)

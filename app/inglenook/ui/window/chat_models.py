@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 
 from inglenook.chat import chat_model
 from inglenook.chat.session import ChatSession
@@ -23,7 +23,14 @@ from inglenook.ui.widgets.banner import Banner
 
 class ChatModels(QObject):
     """Binds the chats' own models to the picker, the router and the window's model. A QObject
-    on the GUI thread: what the worker says about loaded models arrives queued."""
+    on the GUI thread: what the worker says about loaded models arrives queued.
+
+    Signals:
+        model_shown(object): the chat on screen is answered by this ModelInfo, loaded beside
+            the window's model; None: by the window's.
+    """
+
+    model_shown = Signal(object)
 
     def __init__(self, models: ModelController, worker: EngineWorker, banner: Banner,
                  parent: QObject) -> None:
@@ -129,7 +136,7 @@ class ChatModels(QObject):
     def _show_model(self, session: ChatSession) -> None:
         group = self.group(session)
         beside = self.worker.model_of(group) if group else None
-        self.models.show_label(beside, beside=beside is not None)
+        self.model_shown.emit(beside)
         self.chats.show_context()  # the meter counts against that model's context
 
     def _record(self, session: ChatSession, path: str) -> None:

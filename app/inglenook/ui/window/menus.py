@@ -3,18 +3,61 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QAbstractButton, QApplication, QWidget
 
 from inglenook.ui import theme
+from inglenook.ui.app_settings import AppSettings
+from inglenook.ui.chat.chat_controller import ChatController
+from inglenook.ui.chat.composer import Composer
+from inglenook.ui.chat.find_bar import FindInChat
+from inglenook.ui.history.history_controller import HistoryController
+from inglenook.ui.models.loaded_view import LoadedModels
+from inglenook.ui.models.model_controller import ModelController
+from inglenook.ui.server.server_controller import ServerController
+from inglenook.ui.side.side_controller import SideController
 from inglenook.ui.window import edit_actions as edits
 from inglenook.ui.window.commands import Command, Menu
 from inglenook.ui.window.text_zoom import zoom
 
-if TYPE_CHECKING:
-    from inglenook.ui.main_window import MainWindow
+
+class MenuHost(Protocol):
+    """What the menus act on: the window's controllers, the widgets they show or hide, and the
+    window's own commands (MainWindow is one)."""
+
+    @property
+    def app_settings(self) -> AppSettings: ...
+    @property
+    def chats(self) -> ChatController: ...
+    @property
+    def models(self) -> ModelController: ...
+    @property
+    def history(self) -> HistoryController: ...
+    @property
+    def side(self) -> SideController: ...
+    @property
+    def finder(self) -> FindInChat: ...
+    @property
+    def loaded(self) -> LoadedModels: ...
+    @property
+    def server(self) -> ServerController: ...
+    @property
+    def composer(self) -> Composer: ...
+    @property
+    def sidebar(self) -> QWidget: ...
+    @property
+    def panel_button(self) -> QAbstractButton: ...
+
+    def close(self) -> bool: ...
+    def show_preferences(self) -> None: ...
+    def toggle_sidebar(self) -> None: ...
+    def focus_composer(self) -> None: ...
+    def show_knowledge(self) -> None: ...
+    def show_shortcuts(self) -> None: ...
+    def show_about(self) -> None: ...
+
 
 Std = QKeySequence.StandardKey
 # The Edit menu's text editing, acting on the focused widget (edit_actions.py).
@@ -30,12 +73,12 @@ def theme_is(mode: str) -> bool:
     return theme.manager().mode == mode
 
 
-def use_theme(w: MainWindow, mode: str) -> None:
+def use_theme(w: MenuHost, mode: str) -> None:
     """Switch to theme `mode` now and keep it in the settings."""
     w.app_settings.set("theme", mode)  # the window switches on its changed("theme")
 
 
-def window_menus(w: MainWindow) -> list[Menu]:
+def window_menus(w: MenuHost) -> list[Menu]:
     chats, models, history, side = w.chats, w.models, w.history, w.side
     return [
         Menu("&File", (
