@@ -36,9 +36,10 @@ def at_once(n: int, ask: Callable[[int], None]) -> float:
     return time.perf_counter() - started
 
 
-def open_window() -> tuple[Any, Any]:
-    """A QApplication and the real MainWindow on the default settings, shown at 700 × 600 (the
-    size the stall benches measure at); the window shuts down when the app quits."""
+def open_window(max_tokens: int = -1) -> tuple[Any, Any]:
+    """A QApplication and the real MainWindow on the default settings (with `max_tokens`, a
+    reply's cap: -1, none), shown at 700 × 600 (the size the stall benches measure at); the
+    window shuts down when the app quits."""
     from PySide6.QtWidgets import QApplication
 
     from inglenook.core.settings import Settings
@@ -47,7 +48,9 @@ def open_window() -> tuple[Any, Any]:
 
     app = QApplication(sys.argv[:1])
     configure(app)
-    window = MainWindow(settings=Settings())
+    settings = Settings()
+    settings.sampling = settings.sampling.replace(max_tokens=max_tokens)
+    window = MainWindow(settings=settings)
     app.aboutToQuit.connect(window.shutdown)
     window.resize(700, 600)
     window.show()

@@ -4,7 +4,7 @@ GUI thread's CPU time to send the message (only the turns the model could hold a
 sent: chat/history.py), and the RSS of the window and engine processes. Prints one JSON
 line. Run by bench/run.py in its own process (offscreen unless told otherwise).
 
-`--quick`: 200 messages, a short reply.
+`--quick`: 200 messages (of which a 512-token context holds a few), a short reply.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ HISTORY = 10_000
 
 def main() -> int:
     quick = "--quick" in sys.argv
-    history, max_tokens = (200, 96) if quick else (HISTORY, 1500)
+    history, max_tokens = (200, 48) if quick else (HISTORY, 1500)
     home = tempfile.TemporaryDirectory()
     os.environ["INGLENOOK_HOME"] = home.name
     long_id, _ = fill(history)
@@ -43,7 +43,7 @@ def main() -> int:
     configure(app)
     settings = Settings()
     # quick: less history to read before streaming
-    settings.load = settings.load.replace(n_ctx=1024 if quick else 4096)
+    settings.load = settings.load.replace(n_ctx=512 if quick else 4096)
     settings.sampling = settings.sampling.replace(temperature=0.0, seed=1, max_tokens=max_tokens,
                                                   repeat_penalty=1.0)
     window = MainWindow(settings=settings)

@@ -177,16 +177,16 @@ def decode_rates(model: str, threads: int, urls: dict[str, str], runs: int,
     return {name: statistics.median(values) for name, values in rates.items()}
 
 
-def ttft_turns(url: str, turns: int, rep: int) -> list[float]:
+def ttft_turns(url: str, turns: int, rep: int, reply_tokens: int) -> list[float]:
     with client(url) as api:
-        return resent_chat(lambda messages: stream(api, messages, 64), turns, rep)
+        return resent_chat(lambda messages: stream(api, messages, reply_tokens), turns, rep)
 
 
-def alternating_ttft(url: str, turns: int, rep: int) -> float:
+def alternating_ttft(url: str, turns: int, rep: int, reply_tokens: int) -> float:
     """Two clients, each naming its `user`, take turns resending their growing conversations:
     the TTFT of the first client's last turn, asked right after the other client's turn."""
     with client(url) as api:
-        chats = [resent_chat_steps(lambda m, u=user: stream(api, m, 64, user=u), turns,
+        chats = [resent_chat_steps(lambda m, u=user: stream(api, m, reply_tokens, user=u), turns,
                                    rep * 2 + i) for i, user in enumerate(("ann", "bob"))]
         last = 0.0
         for _ in range(turns):
@@ -195,7 +195,8 @@ def alternating_ttft(url: str, turns: int, rep: int) -> float:
         return last
 
 
-def raw_ttft_turns(model: str, threads: int, turns: int, rep: int) -> list[float]:
+def raw_ttft_turns(model: str, threads: int, turns: int, rep: int,
+                   reply_tokens: int) -> list[float]:
     """The same conversation through llama-cpp-python in this process (its own prefix reuse)."""
     import llama_cpp  # the raw baseline; the app imports llama_cpp only in engine/host.py
 
@@ -204,7 +205,8 @@ def raw_ttft_turns(model: str, threads: int, turns: int, rep: int) -> list[float
 
     def ask(messages: list[dict[str, str]]) -> dict[str, Any]:
         sent, first, text = time.perf_counter(), 0.0, []
-        for chunk in llm.create_chat_completion(messages, stream=True, max_tokens=64,  # type: ignore[arg-type]
+        for chunk in llm.create_chat_completion(messages, stream=True,  # type: ignore[arg-type]
+                                                max_tokens=reply_tokens,
                                                 **SAMPLING, **EXTRA):
             piece = chunk["choices"][0]["delta"].get("content")  # type: ignore[index]
             if piece:
@@ -283,6 +285,9 @@ def main() -> int:
         return 1
     threads = physical_cores()
     runs, decode_tokens, turns, reps = (1, 16, 3, 1) if quick else (5, 256, 12, 3)
+    # The TTFT conversations' replies: 64 tokens, as a chat's; quick: a few (at 64, they were
+    # 1,400 of the quick run's 1,580 decoded tokens, for figures that mean nothing).
+    reply_tokens = 8 if quick else 64
     rounds, concurrent_tokens = (1, 8) if quick else (5, 128)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, \
@@ -305,10 +310,11 @@ def main() -> int:
         log(f"TTFT of turn {turns} of a conversation resent every turn ({reps} times)…")
         runs_of: dict[str, list[list[float]]] = {"api": [], "peer": [], "raw": []}
         for rep in range(reps):  # interleaved, as above
-            runs_of["api"].append(ttft_turns(url, turns, rep))
+            runs_of["api"].append(ttft_turns(url, turns, rep, reply_tokens))
             if peer:
-                runs_of["peer"].append(ttft_turns(peer, turns, rep))
-            runs_of["raw"].append(raw_ttft_turns(str(model), threads, turns, rep))
+                runs_of["peer"].append(ttft_turns(peer, turns, rep, reply_tokens))
+            runs_of["raw"].append(raw_ttft_turns(str(model), threads, turns, rep,
+                                                   reply_tokens))
         # Turn 1 too: a turn 12 no slower than turn 1 shows that only the new tokens were
         # evaluated (llama-cpp-python reuses the longest common prefix as well).
         ttft = {f"{name}_ttft_turn{turn}_ms": round(1000 * statistics.median(
@@ -322,7 +328,8 @@ def main() -> int:
                 results["api_ttft_turn12_ms"] / results["peer_ttft_turn12_ms"], 3))
 
         log(f"TTFT of turn {turns} of two conversations resent in alternation ({reps} times)…")
-        alternating = {name: statistics.median(alternating_ttft(address, turns, 10 + rep)
+        alternating = {name: statistics.median(alternating_ttft(address, turns, 10 + rep,
+                                                                reply_tokens)
                                                for rep in range(reps))
                        for name, address in urls.items()}
         results.update(api_ttft_alternating_ms=round(alternating["api"] * 1000, 1))

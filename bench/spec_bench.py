@@ -117,7 +117,7 @@ def prompt_lookup(tmp: Path, model: str, quick: bool) -> dict[str, float]:
     rounds = 1 if quick else 3
     try:
         log("  code edit (prompt lookup ÷ plain):")
-        code, code_rate, base, spec = compare(plain, fast, code_prompt(30 if quick else 150),
+        code, code_rate, base, spec = compare(plain, fast, code_prompt(10 if quick else 150),
                                               24 if quick else 400, rounds)
         log("  prose:")
         prose, prose_rate, p_base, p_spec = compare(plain, fast, PROSE, 24 if quick else 256,
@@ -142,7 +142,7 @@ def draft_model(tmp: Path, target: Path, draft: str, quick: bool) -> dict[str, f
         log(f"  prose ({target.name} with {Path(draft).name} as its draft ÷ alone):")
         prose, rate, base, spec = compare(plain, fast, PROSE, 24 if quick else 192, rounds)
         log("  code edit:")
-        code, code_rate, _, _ = compare(plain, fast, code_prompt(30 if quick else 150),
+        code, code_rate, _, _ = compare(plain, fast, code_prompt(10 if quick else 150),
                                         24 if quick else 192, rounds)
     finally:
         plain.close()

@@ -3,6 +3,7 @@ keeps the fastest settings, and a smaller copy is made from the Library."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from pytestqt.qtbot import QtBot
 from inglenook import paths
 from inglenook.ui.main_window import MainWindow
 from inglenook.ui.models.quantize_dialog import QuantizeDialog
-from tests.gui.conftest import LOAD_TIMEOUT_MS, Script, start_reply
+from tests.gui.conftest import LOAD_TIMEOUT_MS, Script, greedy_settings, open_window, start_reply
 
 
 def test_speed_options_reach_the_load(qtbot: QtBot, window: MainWindow) -> None:
@@ -121,9 +122,19 @@ def test_model_loading_says_how_much_of_recent_chats_is_kept(
     assert not note.isHidden() and "in memory" in note.text() and "on disk" in note.text()
 
 
-def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: MainWindow) -> None:
+@pytest.mark.integration
+def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The real wiring: the window's engine is the router in front of the real host (issue 16:
     it once had no tune, and the button always failed with "Remote engines tune themselves")."""
+    # The wiring is what is tested here, with the shortest tune: a batch of 64 (no smaller
+    # ones to try) and trials of 50 ms, as tests/integration/test_tune.py's. The window's
+    # 512 and 0.5 s made 12 trials, 15 s of the suite.
+    settings = greedy_settings()
+    settings.load = settings.load.replace(n_batch=64)
+    real_window = open_window(qtbot, None, settings)
+    router = real_window.worker.client
+    monkeypatch.setattr(router, "tune", functools.partial(router.tune, seconds_per_trial=0.05))
     speed = real_window.panel.speed
     assert real_window.worker.client.can_tune
     model = real_window.worker.client.model
@@ -138,6 +149,7 @@ def test_tune_for_this_machine_in_the_real_window(qtbot: QtBot, real_window: Mai
     assert "Replies: " in note or "Already the fastest here" in note, note
     assert progress and progress[-1][0] == progress[-1][1]  # every trial reported
     assert real_window.worker.client.model == model  # measured, not applied: it asks first
+    real_window.close()
 
 
 def test_a_load_reads_the_settings_and_the_panel_follows_them(

@@ -9,10 +9,28 @@ shapes), reply_reader (a reply told apart: reasoning, text, tool calls, by the w
 parsers), streaming (one reply, streamed or whole, stopped when the client leaves), replying
 (what every reply route does), engine_link (replies as scheduler jobs), routes, status,
 api_server.
+
+The four names below are imported when first asked for: every command of the CLI imports
+server.config, and this package importing api_server made each of them load starlette, uvicorn
+and every route first (0.5 s of CPU at each start).
 """
 
-from inglenook.server.api_server import ApiServer
-from inglenook.server.config import ConfigError, ServerConfig
-from inglenook.server.status import ServerStatus
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from inglenook.server.api_server import ApiServer
+    from inglenook.server.config import ConfigError, ServerConfig
+    from inglenook.server.status import ServerStatus
 
 __all__ = ["ApiServer", "ConfigError", "ServerConfig", "ServerStatus"]
+_MODULE_OF = {"ApiServer": "api_server", "ConfigError": "config", "ServerConfig": "config",
+          "ServerStatus": "status"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
