@@ -105,7 +105,7 @@ def test_prompt_leaves_out_history_that_does_not_fit() -> None:
     (("--ctx", "1000000000"), "--ctx must be a whole number from 0 to 1048576"),
     (("--gpu-layers", "1000"), "--gpu-layers must be a whole number from -1 to 999"),
     (("--repeat-penalty", "3"), "--repeat-penalty must be a number from 0 to 2, not '3'"),
-    (("--kv-cache-type", "q8_0"), "A q8_0 KV cache needs flash attention"),
+    (("--kv-per-reply", "--kv-cache-type", "q8_0"), "A q8_0 KV cache needs flash attention"),
     (("--threads", "nan"), "--threads must be a whole number"),
 ])
 def test_chat_refuses_bad_numbers_in_one_line(args: tuple[str, ...], says: str) -> None:
