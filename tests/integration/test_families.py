@@ -328,6 +328,17 @@ def test_recurrent_state_is_restored_whole_and_never_cut_back(
             for t in e.tokens] == fresh
 
 
+def read(ctx: Any, batch: Any, memory: Any, tokens: list[int]) -> None:
+    """Decode `tokens` into sequence 0, 256 at a time, as the engine's memory records them."""
+    for start in range(0, len(tokens), 256):
+        batch.clear()
+        chunk = tokens[start:start + 256]
+        for i, token in enumerate(chunk):
+            batch.add(token, start + i, 0, False)
+        assert ctx.decode(batch) == 0
+        memory.appended(chunk)
+
+
 def test_a_window_only_sliding_cache_is_never_cut_back_before_its_window(
         gemma_model: Path) -> None:
     """With only the window's cells (swa_full off: 768 of them here, the window and a batch),
@@ -344,13 +355,7 @@ def test_a_window_only_sliding_cache_is_never_cut_back_before_its_window(
         memory = ctx.sequence(0)
         tokens = model.tokenize(" ".join(f"word{i}" for i in range(600)).encode(), False)[:1100]
         assert len(tokens) == 1100
-        for start in range(0, len(tokens), 256):
-            batch.clear()
-            chunk = tokens[start:start + 256]
-            for i, token in enumerate(chunk):
-                batch.add(token, start + i, 0, False)
-            assert ctx.decode(batch) == 0
-            memory.appended(chunk)
+        read(ctx, batch, memory, tokens)
         assert memory.keep(1090)  # within the window: always possible
         assert not memory.keep(100) and memory.n == 0
     finally:
@@ -377,13 +382,7 @@ def test_a_restored_gemma_state_is_never_cut_back_before_its_window(
     try:
         memory = ctx.sequence(0)
         tokens = model.tokenize(" ".join(f"word{i}" for i in range(300)).encode(), True)[:600]
-        for start in range(0, len(tokens), 256):
-            batch.clear()
-            chunk = tokens[start:start + 256]
-            for i, token in enumerate(chunk):
-                batch.add(token, start + i, 0, False)
-            assert ctx.decode(batch) == 0
-            memory.appended(chunk)
+        read(ctx, batch, memory, tokens)
         assert memory.can_keep(580)  # every cell read is still there
         data, held = memory.save(), memory.tokens()
         assert memory.restore(data, held)
