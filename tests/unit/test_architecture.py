@@ -68,8 +68,6 @@ STATUS_BAR_CALLS = {"statusBar", "QStatusBar", "showMessage", "clearMessage"}
 # only shrinks.
 KNOWN_LOOPS = {
     frozenset({"engine.remote_api", "engine.remote_vision"}),
-    frozenset({"chat.session", "chat.sessions"}),
-    frozenset({"server.ollama", "server.ollama_models"}),
     frozenset({"knowledge.convert", "knowledge.convert_process"}),
 }
 

@@ -29,9 +29,6 @@ from inglenook.chat.chat_settings import EFFORTS as EFFORTS  # re-exported: firs
 from inglenook.chat.chat_settings import ChatSettings as ChatSettings
 from inglenook.chat.history import NextPrompt, next_prompt, sent_turns, turn_rows
 from inglenook.chat.reply_parts import ReplyParts
-from inglenook.chat.sessions import OWNER_PREFIX as OWNER_PREFIX
-from inglenook.chat.sessions import Sessions as Sessions
-from inglenook.chat.sessions import conversation_of as conversation_of
 from inglenook.chat.tool_round import ToolRound
 from inglenook.core.attachments import Attachment, estimate_tokens
 from inglenook.core.context import reply_reserve
@@ -47,7 +44,14 @@ from inglenook.tools.catalog import ToolCatalog
 from inglenook.tools.results import ToolResult
 
 SAVE_INTERVAL_S = 0.5
+OWNER_PREFIX = "chat:"  # the engine scheduler's name for a chat: chats take turns by owner
 TITLE_LENGTH = 48
+
+
+def conversation_of(owner: str) -> int | None:
+    """The conversation id of a scheduler owner, if it is a chat's."""
+    rest = owner[len(OWNER_PREFIX):]
+    return int(rest) if owner.startswith(OWNER_PREFIX) and rest.isdigit() else None
 
 
 def title_from(text: str) -> str:

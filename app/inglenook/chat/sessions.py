@@ -13,14 +13,7 @@ if TYPE_CHECKING:
     from inglenook.chat.session import ChatSession
     from inglenook.core.load import ModelInfo
 
-OWNER_PREFIX = "chat:"  # the engine scheduler's name for a chat: chats take turns by owner
 RETRY_UNSAVED_S = 5  # how often the window tries again to write a reply the store refused
-
-
-def conversation_of(owner: str) -> int | None:
-    """The conversation id of a scheduler owner, if it is a chat's."""
-    rest = owner[len(OWNER_PREFIX):]
-    return int(rest) if owner.startswith(OWNER_PREFIX) and rest.isdigit() else None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from inglenook.server import embeddings, ollama_models, ollama_pull
 from inglenook.server.errors import ApiError
 from inglenook.server.fields import boolean, listed, number, obj, only_known, text
 from inglenook.server.images import base64_image
-from inglenook.server.ollama_models import load_or_unload
+from inglenook.server.ollama_models import load_or_unload, untagged
 from inglenook.server.ollama_pull import Puller
 from inglenook.server.reply_reader import Choice, ReaderEvent
 from inglenook.server.replying import Serving
@@ -103,12 +103,6 @@ def _base(body: dict[str, Any]) -> dict[str, Any]:
             "model": untagged(text(body, "model", 256)),
             "keep_alive": keep_alive(body.get("keep_alive")), "enable_thinking": think,
             "thinking_field": "think", "reply_format": reply_format}
-
-
-def untagged(name: str) -> str:
-    """Ollama's clients name models `name:tag`; Open WebUI adds ":latest" to a name without
-    one. Files here have no tags, so ":latest" means the file of that name."""
-    return name[:-len(":latest")] if name.lower().endswith(":latest") else name
 
 
 def parse_chat(data: Any) -> ApiCall:

@@ -40,6 +40,12 @@ _UNSUPPORTED = {
 }
 
 
+def untagged(name: str) -> str:
+    """Ollama's clients name models `name:tag`; Open WebUI adds ":latest" to a name without
+    one. Files here have no tags, so ":latest" means the file of that name."""
+    return name[:-len(":latest")] if name.lower().endswith(":latest") else name
+
+
 def _time(path: str) -> str:
     try:
         stamp = os.stat(path).st_mtime
@@ -167,7 +173,6 @@ def routes(link: EngineLink, body: Callable[[Request], Any], names: PulledNames
 
     async def show(request: Request) -> JSONResponse:
         data = obj(await body(request))
-        from inglenook.server.ollama import untagged
 
         name = untagged(text(data, "model", 256) or text(data, "name", 256))
         found = find(names.file_of(name) or name)

@@ -11,9 +11,9 @@ from inglenook.chat.session import (
     SAVE_INTERVAL_S,
     ChatSession,
     ChatSettings,
-    Sessions,
     title_from,
 )
+from inglenook.chat.sessions import Sessions
 from inglenook.core.messages import Message
 from inglenook.core.replies import Finish, Stats
 from inglenook.core.sampling import SamplingParams

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from inglenook.chat.session import ChatSession, Sessions
+from inglenook.chat.session import ChatSession
+from inglenook.chat.sessions import Sessions
 from inglenook.core.replies import Finish
 from inglenook.store import Store, StoreError
 from tests.helpers.tmpfs import fill, tmpfs

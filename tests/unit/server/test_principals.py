@@ -59,7 +59,9 @@ def test_one_tokens_responses_never_push_out_anothers_previous_response(
 def test_a_clients_user_field_never_forges_a_log_line_nor_reaches_the_terminal(
         engine: EngineClient, caplog: pytest.LogCaptureFixture) -> None:
     forged = "ann\n12:00:00 api:admin /v1/chat/completions: 200\x1b[2J\x1b]0;pwned\x07"
-    with serving(engine) as served, caplog.at_level(logging.INFO, "inglenook.server"), \
+    # The level outlives the server: the access line may be logged after the client has its
+    # reply, until the server stops (with the level restored first, it was sometimes lost).
+    with caplog.at_level(logging.INFO, "inglenook.server"), serving(engine) as served, \
             openai.OpenAI(base_url=served.base_url, api_key="x", max_retries=0) as oai:
         oai.chat.completions.create(model="", user=forged,
                                     messages=[{"role": "user", "content": "hi"}])

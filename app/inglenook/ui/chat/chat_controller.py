@@ -20,13 +20,8 @@ from PySide6.QtWidgets import QWidget
 
 from inglenook.chat import knowledge_turn, reply_edits
 from inglenook.chat.knowledge_turn import recorded
-from inglenook.chat.session import (
-    ChatSession,
-    ChatSettings,
-    Sessions,
-    conversation_of,
-)
-from inglenook.chat.sessions import RETRY_UNSAVED_S
+from inglenook.chat.session import ChatSession, ChatSettings, conversation_of
+from inglenook.chat.sessions import RETRY_UNSAVED_S, Sessions
 from inglenook.chat.turn import Gathered, Turn, options_for
 from inglenook.chat.unread import Unread
 from inglenook.core.attachments import Attachment, message_tokens

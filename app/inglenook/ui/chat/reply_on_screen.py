@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from inglenook.chat.session import ChatSession, Reply
-from inglenook.chat.sessions import Sessions, conversation_of
+from inglenook.chat.session import ChatSession, Reply, conversation_of
+from inglenook.chat.sessions import Sessions
 from inglenook.core.replies import Finish
 from inglenook.engine.scheduler import QueueState
 from inglenook.store import StoredMessage
