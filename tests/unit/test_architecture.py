@@ -67,7 +67,6 @@ STATUS_BAR_CALLS = {"statusBar", "QStatusBar", "showMessage", "clearMessage"}
 # by its owner is handed it whole). Modules that should not know each other; the list
 # only shrinks.
 KNOWN_LOOPS = {
-    frozenset({"engine.remote_api", "engine.remote_vision"}),
     frozenset({"knowledge.convert", "knowledge.convert_process"}),
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +17,10 @@ import httpx2
 from inglenook import __version__
 from inglenook.core.jsonload import JsonLoadError, loads
 from inglenook.engine.client import EngineError
+from inglenook.engine.endpoint import (
+    Endpoint as Endpoint,  # re-exported: its callers import it here
+)
+from inglenook.engine.endpoint import is_loopback as is_loopback
 from inglenook.engine.remote_dialects import detect_server
 from inglenook.engine.remote_vision import listed_vision
 from inglenook.models.transfer import SMALL_ANSWER_HEADERS, BodyRefused, read_bounded
@@ -32,37 +36,6 @@ MAX_LISTING = 16 * 1024 * 1024  # a model list (LM Studio's and OpenRouter's are
 
 class RemoteError(EngineError):
     """A remote server could not be used; the message is for the user."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where an OpenAI-compatible API lives: base URL ending in its version ("…/v1")."""
-
-    base_url: str
-    api_key: str = field(default="", repr=False)  # never in a log line or a traceback
-    name: str = ""  # what the user called it (a provider's name), for messages
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.base_url).netloc
-
-    @property
-    def who(self) -> str:
-        """The server in messages: "GPU server (gpu-box:8000)", or its host."""
-        return f"{self.name} ({self.host})" if self.name else self.host
-
-    def url(self, path: str) -> str:
-        return f"{self.base_url}/{path.lstrip('/')}"
-
-    @property
-    def key_in_clear(self) -> bool:
-        """A key sent over plain HTTP to another machine can be read on the way."""
-        parts = urlsplit(self.base_url)
-        return bool(self.api_key) and parts.scheme == "http" and not is_loopback(parts.hostname)
-
-
-def is_loopback(host: str | None) -> bool:
-    return host in ("localhost", "::1") or (host or "").startswith("127.")
 
 
 def normalize_base_url(raw: str) -> str:

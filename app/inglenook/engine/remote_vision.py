@@ -25,8 +25,8 @@ import httpx2
 from inglenook.core.jsonload import loads
 from inglenook.models.transfer import SMALL_ANSWER_HEADERS, BodyRefused, read_bounded
 
-if TYPE_CHECKING:  # remote_api reads listings with listed_vision
-    from inglenook.engine.remote_api import Endpoint
+if TYPE_CHECKING:
+    from inglenook.engine.endpoint import Endpoint
 
 ASK_TIMEOUT = httpx2.Timeout(5.0, connect=3.0)  # at the choice of a model: not long
 MAX_ANSWER = 4 * 1024 * 1024  # LM Studio lists every downloaded model with its details
