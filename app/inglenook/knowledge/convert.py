@@ -25,12 +25,15 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
 from inglenook.core import attachments_pdf
 from inglenook.core.attachments import pdf_command
 from inglenook.knowledge import convert_process
+from inglenook.knowledge.text_decode import ConvertError as ConvertError  # re-exported
+from inglenook.knowledge.text_decode import decode as decode
+from inglenook.knowledge.text_decode import html_text as html_text
+from inglenook.knowledge.text_decode import newlines
 
 PDF_TIMEOUT_S = 60.0
 CONVERT_TIMEOUT_S = 60.0  # a Word document or an HTML page, in the converter's child
@@ -50,15 +53,6 @@ CODE_SUFFIXES = frozenset({
 KINDS = {**{s: "text" for s in TEXT_SUFFIXES}, **{s: "markdown" for s in MARKDOWN_SUFFIXES},
          **{s: "code" for s in CODE_SUFFIXES}, ".csv": "csv", ".tsv": "csv", ".html": "html",
          ".htm": "html", ".pdf": "pdf", ".docx": "docx"}
-
-
-class ConvertError(Exception):
-    """str() says why, as the end of "<file> was not indexed: …". `lasting`: the same bytes
-    would fail again (False where the converter could not even start)."""
-
-    def __init__(self, message: str, lasting: bool = True) -> None:
-        super().__init__(message)
-        self.lasting = lasting
 
 
 class ConvertCancelled(Exception):
@@ -104,66 +98,6 @@ def convert(kind: str, data: bytes, path: Path,
         table, cut = _csv(text, "\t" if path.suffix.lower() == ".tsv" else ",")
         return Converted([Page(table)], cut)
     return Converted([Page(text)])
-
-
-def decode(data: bytes) -> str:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return _lines(data.decode("utf-16"))
-        except UnicodeDecodeError as exc:
-            raise ConvertError("it is not UTF-16 text, though it starts as such") from exc
-    if b"\x00" in data[:65536]:
-        raise ConvertError("it holds binary data, not text (whatever its name says)")
-    try:
-        return _lines(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise ConvertError(f"it is not UTF-8 text (byte {exc.start:,} is not)") from exc
-
-
-def _lines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-class _HtmlText(HTMLParser):
-    SKIP = frozenset({"script", "style", "template", "noscript", "head"})
-    BLOCKS = frozenset({"p", "div", "li", "tr", "br", "section", "article", "pre", "table",
-                        "ul", "ol", "blockquote", "hr", "dd", "dt"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self.SKIP:
-            self.skipping += 1
-        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
-            self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
-        elif tag in self.BLOCKS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP:
-            self.skipping = max(0, self.skipping - 1)
-        elif (len(tag) == 2 and tag[0] == "h") or tag in self.BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self.skipping:
-            self.parts.append(data)
-
-
-def html_text(markup: str) -> str:
-    parser = _HtmlText()
-    parser.feed(markup)
-    parser.close()
-    lines = [" ".join(line.split()) for line in "".join(parser.parts).split("\n")]
-    text, blank = [], False
-    for line in lines:  # runs of blank lines become one
-        if line or not blank:
-            text.append(line)
-        blank = not line
-    return "\n".join(text).strip()
 
 
 def _csv(text: str, delimiter: str) -> tuple[str, str]:
@@ -232,7 +166,7 @@ def _pdf(data: bytes, cancelled: Callable[[], bool]) -> Converted:
     pages = []
     for i, (number, at) in enumerate(starts):
         end = starts[i + 1][1] if i + 1 < len(starts) else len(text)
-        pages.append(Page(_lines(text[at:end]).strip(), number))
+        pages.append(Page(newlines(text[at:end]).strip(), number))
     total, read = int(result.get("pages", 0)), int(result.get("pages_read", 0))
     cut = ""
     if 0 < read < total:

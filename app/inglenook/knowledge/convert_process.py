@@ -88,7 +88,7 @@ def _convert(kind: str, data: bytes) -> dict:
         if kind == "docx":
             return {"pages": [[docx_text(data), None]]}
         if kind == "html":
-            from inglenook.knowledge.convert import ConvertError, decode, html_text
+            from inglenook.knowledge.text_decode import ConvertError, decode, html_text
 
             try:
                 return {"pages": [[html_text(decode(data)), None]]}
