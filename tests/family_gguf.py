@@ -1,14 +1,16 @@
 """Tiny random-weight GGUF models of the families the bundled SmolLM2 is not: a recurrent one
-(Mamba) and a mixture of experts (Qwen3-MoE). No such model is small enough to ship, and
-llama.cpp runs these as it runs real ones: its memory (a recurrent state per sequence, or a KV
-cache in front of routed experts) is the real thing; only the weights are noise. Their
-replies are nonsense, so tests compare the engine with raw llama.cpp, token for token.
+(Mamba), a hybrid (LFM2) and a mixture of experts (Qwen3-MoE). No such model is small enough
+to ship, and llama.cpp runs these as it runs real ones: its memory (a recurrent state per
+sequence, a KV cache beside it, or in front of routed experts) is the real thing; only the
+weights are noise. Their replies are nonsense, so tests compare the engine with raw llama.cpp,
+token for token.
 
-Both borrow the bundled model's tokenizer (49,152 tokens; the embedding is tied to the
+All borrow the bundled model's tokenizer (49,152 tokens; the embedding is tied to the
 output), at a width of 64: ~7 MB each, written in a second.
 
     write_mamba(path, bundled)    recurrent
     write_moe(path, bundled)      4 experts, 2 per token
+    write_lfm2(path, bundled)     hybrid: a short-convolution layer and an attention layer
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _vocab(source: Path) -> int:
 
 # Matrix products take f16 weights; llama.cpp's other operations (the SSM's convolution and
 # scan, norms) want f32.
-_F32 = ("ssm_conv1d", "ssm_a", "ssm_d", "norm", ".bias")
+_F32 = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "norm", ".bias")
 
 
 def write_mamba(path: Path, source: Path, seed: int = 1) -> Path:
@@ -130,3 +132,43 @@ def write_moe(path: Path, source: Path, seed: int = 2) -> Path:
                "expert_used_count": 2, "expert_feed_forward_length": n_ff,
                "feed_forward_length": n_ff}
     return _write(path, "qwen3moe", source, hparams, tensors)
+
+
+def write_lfm2(path: Path, source: Path, seed: int = 3) -> Path:
+    """LFM2, a hybrid: short-convolution layers (a recurrent state of the last 2 inputs) and
+    attention layers (4 heads of 16, 2 for K/V), one of each; a layer's KV head count of 0
+    makes it a convolution layer."""
+    rng = np.random.default_rng(seed)
+    n_head, n_head_kv, head, l_cache, n_ff = 4, 2, 16, 3, 96
+    kinds = ["conv", "attn"]
+    tensors = {"token_embd.weight": _noise(rng, _vocab(source), N_EMBD, scale=0.5),
+               "token_embd_norm.weight": np.ones(N_EMBD, np.float32)}
+    for i, kind in enumerate(kinds):
+        b = f"blk.{i}."
+        tensors |= {
+            b + "attn_norm.weight": np.ones(N_EMBD, np.float32),
+            b + "ffn_norm.weight": np.ones(N_EMBD, np.float32),
+            b + "ffn_gate.weight": _noise(rng, n_ff, N_EMBD, scale=0.2),
+            b + "ffn_up.weight": _noise(rng, n_ff, N_EMBD, scale=0.2),
+            b + "ffn_down.weight": _noise(rng, N_EMBD, n_ff, scale=0.2),
+        }
+        if kind == "conv":
+            tensors |= {
+                b + "shortconv.conv.weight": _noise(rng, N_EMBD, l_cache, scale=0.3),
+                b + "shortconv.in_proj.weight": _noise(rng, 3 * N_EMBD, N_EMBD, scale=0.2),
+                b + "shortconv.out_proj.weight": _noise(rng, N_EMBD, N_EMBD, scale=0.2),
+            }
+        else:
+            tensors |= {
+                b + "attn_q.weight": _noise(rng, n_head * head, N_EMBD, scale=0.2),
+                b + "attn_k.weight": _noise(rng, n_head_kv * head, N_EMBD, scale=0.2),
+                b + "attn_v.weight": _noise(rng, n_head_kv * head, N_EMBD, scale=0.2),
+                b + "attn_output.weight": _noise(rng, N_EMBD, n_head * head, scale=0.2),
+                b + "attn_q_norm.weight": np.ones(head, np.float32),
+                b + "attn_k_norm.weight": np.ones(head, np.float32),
+            }
+    hparams = {"head_count": n_head, "key_length": head, "value_length": head,
+               "head_count_kv": [0 if kind == "conv" else n_head_kv for kind in kinds],
+               "rope_freq_base": 10000.0, "feed_forward_length": n_ff,
+               "shortconv_l_cache": l_cache}
+    return _write(path, "lfm2", source, hparams, tensors)

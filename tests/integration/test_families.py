@@ -1,8 +1,9 @@
 """Every family right: a sliding-window model (the real Gemma 3 270M, window 512), a recurrent
-one (Mamba) and a mixture of experts (Qwen3-MoE; both tiny random-weight files written by
-tests/family_gguf.py) through the engine, against raw llama-cpp-python with the same greedy
-sampling, token for token; alone and several at once; a conversation restored equals one
-continued; and each declares what its memory can do (ModelInfo.family)."""
+one (Mamba), a hybrid (LFM2: short convolutions and attention) and a mixture of experts
+(Qwen3-MoE; the last three tiny random-weight files written by tests/family_gguf.py) through
+the engine, against raw llama-cpp-python with the same greedy sampling, token for token; alone
+and several at once; a conversation restored equals one continued; each declares what its
+memory can do (ModelInfo.family), and the fit planner counts what llama.cpp allocates."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from inglenook.core.messages import GenerationRequest, Message, RawPrompt
 from inglenook.core.replies import Stats
 from inglenook.engine import protocol as p
 from inglenook.engine.client import EngineClient
-from tests.family_gguf import write_mamba, write_moe
+from tests.family_gguf import write_lfm2, write_mamba, write_moe
 from tests.integration.conftest import GREEDY
 
 N_CTX = 1024
@@ -37,7 +38,8 @@ def tiny_models(bundled_model: Path, tmp_path_factory: pytest.TempPathFactory
                 ) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("families")
     return {"mamba": write_mamba(folder / "mamba.gguf", bundled_model),
-            "moe": write_moe(folder / "moe.gguf", bundled_model)}
+            "moe": write_moe(folder / "moe.gguf", bundled_model),
+            "lfm2": write_lfm2(folder / "lfm2.gguf", bundled_model)}
 
 
 def engine(model: Path, folder: Path, n_slots: int = 4, **load: object) -> EngineClient:
@@ -266,9 +268,9 @@ def test_gemma_at_4_by_8192_in_the_pool_holds_its_window_not_four_contexts(
     assert report.kv_bytes < 0.5 * one_context  # a KV cache per reply: 4 × one_context
 
 
-# ---- recurrent and mixture of experts: tiny random-weight files --------------------------------
+# ---- recurrent, hybrid and mixture of experts: tiny random-weight files -----------------------
 @pytest.mark.parametrize("per_reply", [False, True], ids=["pool", "per reply"])
-@pytest.mark.parametrize("name", ["mamba", "moe"])
+@pytest.mark.parametrize("name", ["mamba", "lfm2", "moe"])
 def test_a_tiny_family_model_through_the_engine_equals_raw_llama_cpp(
         name: str, per_reply: bool, tiny_models: dict[str, Path], tmp_path: Path) -> None:
     """Alone, equal to raw llama.cpp in the same KV layout; four at once too with a KV cache
@@ -278,9 +280,10 @@ def test_a_tiny_family_model_through_the_engine_equals_raw_llama_cpp(
     try:
         info = client.model
         assert info is not None
-        if name == "mamba":  # no cutting back: speculation is off whatever the settings say
-            assert info.family.kind == "recurrent" and not info.family.trims_anywhere
-            assert info.speculation == ""
+        if name != "moe":  # no cutting back: speculation is off whatever the settings say
+            kind = "recurrent" if name == "mamba" else "hybrid"
+            assert info.family.kind == kind and not info.family.trims_anywhere
+            assert info.family.states_whole and info.speculation == ""
         else:
             assert info.family.kind == "dense" and info.family.n_experts == 4
             assert info.family.n_experts_used == 2 and info.speculation
@@ -297,9 +300,11 @@ def test_a_tiny_family_model_through_the_engine_equals_raw_llama_cpp(
     assert all(len(tokens) == REPLY.max_tokens for tokens, _ in raw)
 
 
+@pytest.mark.parametrize("name", ["mamba", "lfm2"])
 def test_recurrent_state_is_restored_whole_and_never_cut_back(
-        tiny_models: dict[str, Path], tmp_path: Path) -> None:
-    client = engine(tiny_models["mamba"], tmp_path, n_slots=1)
+        name: str, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """The same for a hybrid, whose KV cells could be cut back but its recurrent state not."""
+    client = engine(tiny_models[name], tmp_path, n_slots=1)
     try:
         long = " ".join(f"Fact {i}: river number {i} flows north." for i in range(20))
         # The state holds the prompt as read (a one-token reply is sampled, not read): a
@@ -326,6 +331,31 @@ def test_recurrent_state_is_restored_whole_and_never_cut_back(
     assert shorter.cached_tokens in (0, stats.cached_tokens)
     assert [bytes(t.chosen.utf8) for e in events if isinstance(e, p.Logprobs)
             for t in e.tokens] == fresh
+
+
+@pytest.mark.parametrize("name", ["mamba", "lfm2", "moe"])
+def test_the_planner_counts_the_memory_llama_cpp_gives_each_family(
+        name: str, tiny_models: dict[str, Path], tmp_path: Path) -> None:
+    """KV cells and recurrent state as the fit planner counts them, against what llama.cpp
+    allocated for them (its KV and RS buffers), at 4 replies in the pool and 4 × 2,048 per
+    reply. A hybrid's KV heads per layer (0 in its convolution layers) were read as a missing
+    count: all layers at all heads, 4 × its KV, and no state counted."""
+    from inglenook.models import fit
+    from inglenook.models.gguf import read_header
+
+    shape = fit.shape_from_header(read_header(tiny_models[name]))
+    for per_reply in (False, True):
+        client = EngineClient(log_path=tmp_path / "engine.log")
+        try:
+            info = client.load(LoadParams(str(tiny_models[name]), n_ctx=2048, n_slots=4,
+                                          kv_per_reply=per_reply))
+            held = client.memory_report().kv_bytes
+        finally:
+            client.close()
+        planned = fit.plan(shape, 2048, "f16", fit.Memory(2**40, 2**41), slots=4,
+                           pool=info.kv_pool).kv_bytes
+        # llama.cpp logs each buffer in MiB to two decimals
+        assert abs(planned - held) <= 0.01 * held + 2 * 5243, (per_reply, planned, held)
 
 
 def read(ctx: Any, batch: Any, memory: Any, tokens: list[int]) -> None:

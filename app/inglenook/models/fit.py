@@ -45,6 +45,11 @@ class ModelShape:
     n_vocab: int = 0  # tokens of the vocabulary (0: unknown, counted as DEFAULT_VOCAB)
     n_swa: int = 0  # the sliding window of most layers, in tokens (0: none)
     swa_every: int = 0  # one layer in this many attends to everything (0: unknown: all do)
+    # A hybrid's layers with attention (0: all of them); the others hold recurrent state.
+    kv_layers: int = 0
+    # Recurrent state (Mamba's convolution and scan, LFM2's short convolution, RWKV's): f32
+    # elements per sequence, all layers together (0: none). llama.cpp keeps one per slot.
+    recurrent_elements: int = 0
 
 
 def _int(header: GGUFHeader, key: str) -> int | None:
@@ -52,6 +57,59 @@ def _int(header: GGUFHeader, key: str) -> int | None:
     architectures, which the bounded reader skips rather than loads)."""
     value = header.metadata.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _most(header: GGUFHeader, key: str) -> int | None:
+    """An integer entry, or the largest of a per-layer array of them (a hybrid's KV heads:
+    0 in its recurrent layers)."""
+    value = header.metadata.get(key)
+    if isinstance(value, ArrayInfo) and value.values:
+        return max(0, int(max(value.values)))
+    return _int(header, key)
+
+
+# Hybrids that mark their attention layers by an interval, not by per-layer KV heads
+# (llama.cpp's default when the header does not say): one layer in this many.
+FULL_ATTENTION_EVERY = {"qwen3next": 4, "qwen35": 4, "qwen35moe": 4}
+# Hybrids whose every layer holds both attention and recurrent state.
+PARALLEL_HYBRIDS = frozenset({"falcon-h1"})
+
+
+def _layer_kinds(header: GGUFHeader, n_layers: int, n_head: int) -> tuple[int, int]:
+    """Layers with a KV cache (0: all) and layers with recurrent state, as llama.cpp tells a
+    hybrid's layers apart: a per-layer KV head count of 0, or one attention layer in every
+    `full_attention_interval`."""
+    arch = header.architecture
+    recurrent = any(key in header.metadata for key in (
+        f"{arch}.ssm.inner_size", f"{arch}.shortconv.l_cache", f"{arch}.wkv.head_size"))
+    heads_kv = header.metadata.get(f"{arch}.attention.head_count_kv")
+    every = _int(header, f"{arch}.full_attention_interval") or FULL_ATTENTION_EVERY.get(arch, 0)
+    if isinstance(heads_kv, ArrayInfo) and heads_kv.values:
+        kv_layers = sum(1 for n in heads_kv.values[:n_layers] if n > 0)
+    elif recurrent and every:
+        kv_layers = n_layers // every
+    else:
+        kv_layers = n_layers if n_head else 0
+    if not recurrent:
+        return 0, 0
+    return kv_layers, n_layers if arch in PARALLEL_HYBRIDS else n_layers - kv_layers
+
+
+def _recurrent_per_layer(header: GGUFHeader, n_embd: int) -> int:
+    """f32 elements of one layer's recurrent state per sequence (llama.cpp's n_embd_r() +
+    n_embd_s()): RWKV's token shifts and wkv state, LFM2's last inputs, or an SSM's
+    convolution window and scan state."""
+    arch = header.architecture
+    if head_size := _int(header, f"{arch}.wkv.head_size"):
+        shifts = _int(header, f"{arch}.token_shift_count") or 2
+        return shifts * n_embd + n_embd * head_size
+    if l_cache := _int(header, f"{arch}.shortconv.l_cache"):
+        return n_embd * (l_cache - 1)
+    d_inner = _int(header, f"{arch}.ssm.inner_size") or 0
+    d_state = _int(header, f"{arch}.ssm.state_size") or 0
+    d_conv = _int(header, f"{arch}.ssm.conv_kernel") or 0
+    n_group = _int(header, f"{arch}.ssm.group_count") or 0
+    return max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state) + d_state * d_inner
 
 
 def shape_from_header(header: GGUFHeader) -> ModelShape:
@@ -71,14 +129,17 @@ def shape_from_header(header: GGUFHeader) -> ModelShape:
         raise GGUFError(f"This GGUF file does not give the layer count and width of its {arch} "
                         "model, so its memory needs cannot be estimated.")
     # No attention heads (recurrent models such as Mamba or RWKV): no KV cache to speak of.
-    n_head = _int(header, f"{arch}.attention.head_count") or 0
-    n_head_kv = _int(header, f"{arch}.attention.head_count_kv")
+    n_head = _most(header, f"{arch}.attention.head_count") or 0
+    n_head_kv = _most(header, f"{arch}.attention.head_count_kv")
     tokens = header.metadata.get("tokenizer.ggml.tokens")
     n_vocab = _int(header, f"{arch}.vocab_size") or (
         tokens.length if isinstance(tokens, ArrayInfo) else 0)
+    kv_layers, recurrent_layers = _layer_kinds(header, n_layers, n_head)
     return ModelShape(
         n_layers=n_layers, n_embd=n_embd, n_head=n_head,
         n_head_kv=n_head if n_head_kv is None else n_head_kv,
+        kv_layers=kv_layers,
+        recurrent_elements=recurrent_layers * _recurrent_per_layer(header, n_embd),
         n_ctx_train=_int(header, f"{arch}.context_length") or 0,
         weights_bytes=header.tensor_bytes or header.file_size,
         architecture=arch,
@@ -120,13 +181,19 @@ def kv_cache_bytes(shape: ModelShape, n_ctx: int, kv_type: str, window_cells: in
     k = shape.key_length or head_dim
     v = shape.value_length or k
     per_cell = shape.n_head_kv * (k + v)
+    n_layers = shape.kv_layers or shape.n_layers
     if window_cells and shape.n_swa and shape.swa_every:
-        n_full = shape.n_layers // shape.swa_every
-        elements = per_cell * (n_full * n_ctx
-                               + (shape.n_layers - n_full) * min(n_ctx, window_cells))
+        n_full = n_layers // shape.swa_every
+        elements = per_cell * (n_full * n_ctx + (n_layers - n_full) * min(n_ctx, window_cells))
     else:
-        elements = shape.n_layers * n_ctx * per_cell
+        elements = n_layers * n_ctx * per_cell
     return -(-elements * num // den)
+
+
+def recurrent_bytes(shape: ModelShape, slots: int) -> int:
+    """A recurrent or hybrid model's state: one per slot, f32, whatever the context length
+    (llama.cpp counts it with the KV cells: its "RS buffer")."""
+    return shape.recurrent_elements * 4 * max(1, slots)
 
 
 def window_cells(shape: ModelShape, slots: int) -> int:
@@ -250,7 +317,8 @@ def _plan(shape: ModelShape, n_ctx: int, kv_type: str, memory: Memory,
     # A pool turns flash attention on, and keeps only the window of sliding-window layers.
     flash = flash or bool(pool)
     kv = (kv_cache_bytes(shape, max(pool, n_ctx), kv_type, window_cells(shape, slots)) if pool
-          else kv_cache_bytes(shape, n_ctx, kv_type) * max(1, slots))
+          else kv_cache_bytes(shape, n_ctx, kv_type) * max(1, slots)) + recurrent_bytes(
+        shape, slots)
     overhead = overhead_bytes(shape, max(pool, n_ctx), flash, slots)
     drafting = draft_bytes(draft, n_ctx, kv_type, flash)
     total = weights + kv + overhead + drafting + shape.projector_bytes

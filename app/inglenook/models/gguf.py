@@ -63,10 +63,12 @@ def _corrupt(detail: str) -> GGUFError:
 
 @dataclass(frozen=True)
 class ArrayInfo:
-    """An array value that was bounds-checked and skipped rather than loaded."""
+    """An array value that was bounds-checked and skipped rather than loaded; a short array of
+    numbers (a per-layer count, such as a hybrid model's KV heads) keeps its values."""
 
     type: str  # element type, e.g. "string", "int32"
     length: int
+    values: tuple[int | float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -247,6 +249,7 @@ def _read_value(r: _Reader, vtype: int, what: str) -> object:
 
 
 _BLOCK = 1 << 20
+MAX_KEPT_NUMBERS = 4096  # an array of numbers this short is read: one entry per layer or so
 
 
 def _skip_strings(r: _Reader, n: int, what: str) -> None:
@@ -273,6 +276,10 @@ def _skip_array(r: _Reader, what: str) -> ArrayInfo:
     etype = r.u32(f"the element type of {what}")
     n = r.u64(f"the length of {what}")
     fmt = _SCALARS.get(etype)
+    if fmt is not None and n <= MAX_KEPT_NUMBERS:
+        data = r.read(n * fmt.size, f"the {n:,} elements of {what}")
+        values = tuple(value for (value,) in fmt.iter_unpack(data))
+        return ArrayInfo(GGUFValueType(etype).name.lower(), n, values)
     if fmt is not None:
         r.skip(n * fmt.size, f"the {n:,} elements of {what}")
     elif etype == GGUFValueType.STRING:

@@ -11,7 +11,7 @@ import pytest
 
 from inglenook.models import fit
 from inglenook.models.fit import Memory, ModelShape, kv_cache_bytes, plan, recommend
-from inglenook.models.gguf import GGUFError, GGUFHeader, read_header
+from inglenook.models.gguf import ArrayInfo, GGUFError, GGUFHeader, read_header
 
 GB = 10**9
 MiB = 2**20
@@ -97,6 +97,52 @@ def test_kv_cache_with_different_key_and_value_lengths() -> None:
 def test_no_attention_heads_means_no_kv_cache() -> None:
     mamba = dataclasses.replace(MISTRAL_7B, n_head=0, n_head_kv=0)
     assert kv_cache_bytes(mamba, 8192, "f16") == 0
+
+
+def _header(smollm2_header: GGUFHeader, arch: str, **keys: object) -> GGUFHeader:
+    meta = {"general.architecture": arch, f"{arch}.block_count": 16,
+            f"{arch}.embedding_length": 2048, f"{arch}.attention.head_count": 32,
+            **{f"{arch}.{key.replace('__', '.')}": value for key, value in keys.items()}}
+    return dataclasses.replace(smollm2_header, metadata=meta)
+
+
+def test_a_hybrid_counts_kv_in_its_attention_layers_and_a_state_per_slot(
+        smollm2_header: GGUFHeader) -> None:
+    """LFM2-1.2B: 6 of 16 layers attend (8 KV heads of 64; the others' count is 0) and 10 keep
+    the last 2 of their inputs. It was counted as 16 layers of 32 KV heads: 10.7 × its KV."""
+    layers = (0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0)
+    lfm2 = fit.shape_from_header(_header(
+        smollm2_header, "lfm2", attention__head_count_kv=ArrayInfo("int32", 16, layers),
+        shortconv__l_cache=3))
+    assert (lfm2.n_head_kv, lfm2.kv_layers) == (8, 6)
+    assert kv_cache_bytes(lfm2, 8192, "f16") == 2 * 6 * 8192 * 8 * 64 * 2
+    assert lfm2.recurrent_elements == 10 * 2048 * 2
+    assert fit.recurrent_bytes(lfm2, 4) == 4 * 10 * 2048 * 2 * 4
+    assert plan(lfm2, 8192, "f16", ram(64 * GB), slots=4, pool=8192).kv_bytes == (
+        kv_cache_bytes(lfm2, 8192, "f16") + fit.recurrent_bytes(lfm2, 4))
+
+
+def test_a_hybrid_with_an_attention_interval_and_ssm_state(smollm2_header: GGUFHeader) -> None:
+    """Qwen3-Next-like: one layer in 4 attends (llama.cpp's default interval); the others keep
+    a gated delta net's convolution window and state (ssm.* keys)."""
+    qwen = fit.shape_from_header(_header(
+        smollm2_header, "qwen3next", attention__head_count_kv=2, ssm__inner_size=4096,
+        ssm__state_size=128, ssm__conv_kernel=4, ssm__group_count=16))
+    assert (qwen.kv_layers, qwen.n_head_kv) == (4, 2)
+    assert qwen.recurrent_elements == 12 * (3 * (4096 + 2 * 16 * 128) + 128 * 4096)
+    every_2 = fit.shape_from_header(_header(
+        smollm2_header, "qwen3next", attention__head_count_kv=2, ssm__inner_size=4096,
+        full_attention_interval=2))
+    assert every_2.kv_layers == 8
+    mamba = fit.shape_from_header(_header(  # no attention at all: state in every layer
+        smollm2_header, "mamba", attention__head_count=0, ssm__inner_size=4096,
+        ssm__state_size=16, ssm__conv_kernel=4))
+    assert kv_cache_bytes(mamba, 8192, "f16") == 0
+    assert mamba.recurrent_elements == 16 * (3 * 4096 + 16 * 4096)
+    falcon = fit.shape_from_header(_header(  # attention and state side by side in each layer
+        smollm2_header, "falcon-h1", attention__head_count_kv=2, ssm__inner_size=4096,
+        ssm__state_size=16, ssm__conv_kernel=4))
+    assert (falcon.kv_layers, falcon.recurrent_elements) == (16, 16 * (3 * 4096 + 16 * 4096))
 
 
 def test_unknown_kv_type_is_refused() -> None:

@@ -94,12 +94,15 @@ def test_written_file_parses(tmp_path: Path) -> None:
         "f": 0.5,
         "list": ["x", "yy"],
         "ints": Typed(V.ARRAY, (V.INT64, [1, 2, 3])),
+        "many": Typed(V.ARRAY, (V.INT32, list(range(5000)))),
     }
     h = read_header(write_gguf(tmp_path / "m.gguf", meta, tensors))
     assert (h.context_length, h.chat_template, h.quantization) == (4096, "{{ x }}", "")
     assert (h.metadata["neg"], h.metadata["ok"], h.metadata["f"]) == (-5, True, 0.5)
     assert h.metadata["list"] == ArrayInfo("string", 2)
-    assert h.metadata["ints"] == ArrayInfo("int64", 3)
+    # A short array of numbers keeps its values (a hybrid's KV heads per layer); a long one not.
+    assert h.metadata["ints"] == ArrayInfo("int64", 3, (1, 2, 3))
+    assert h.metadata["many"] == ArrayInfo("int32", 5000)
     assert [(t.name, t.shape, t.type, t.offset, t.nbytes) for t in h.tensors] == [
         ("a", (4, 2), "F32", 0, 32),
         ("b", (64, 3), "Q4_0", 32, 108),
