@@ -22,6 +22,7 @@ def pytest_configure(config: pytest.Config) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(screens, f)
         os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={path}"
+        config.add_cleanup(lambda: os.unlink(path))  # not left in /tmp after the run
 
 
 @pytest.fixture(autouse=True)
