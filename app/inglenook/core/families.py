@@ -48,6 +48,15 @@ class MemoryFamily:
         return self.kind in ("recurrent", "hybrid")
 
     @property
+    def restored_whole(self) -> bool:
+        """A saved state, once restored, is only extended, never cut back: recurrent state,
+        and a window-only sliding cache (llama.cpp saves only the window's cells of those
+        layers). The engine then also keeps a state where each prompt ended (llama-server's
+        context checkpoints): a chat's next turn extends it even where the last reply renders
+        otherwise than it was written (a template trims it, its text tokenizes otherwise)."""
+        return self.states_whole or (self.kind == "sliding-window" and not self.swa_full)
+
+    @property
     def can_speculate(self) -> bool:
         """Guessed tokens can be checked and the rejected ones dropped from the cells."""
         return self.trims_anywhere

@@ -54,6 +54,7 @@ _T = TOKEN_BYTES
 
 SEP = "\x1f"  # between a key's principal and its name
 PREFIX = "prefix:"  # the names of system prompt states
+CHECKPOINT = "prompt-end:"  # a conversation's state where its last prompt ended
 ANON = "anon:"  # the names given to conversations their client did not name
 CacheSource = Literal["", "live", "slot", "ram", "disk"]
 
@@ -73,6 +74,16 @@ def name_of(key: str) -> str:
 
 def prefix_key(tokens: bytes) -> str:
     return f"{PREFIX}{count(tokens)}:{zlib.crc32(tokens):08x}"
+
+
+def checkpoint_key(key: str) -> str:
+    return scoped(principal_of(key), CHECKPOINT + name_of(key))
+
+
+def owner_of(key: str) -> str:
+    """The conversation a state belongs to: its own key, or the one it is a checkpoint of."""
+    name = name_of(key)
+    return scoped(principal_of(key), name.removeprefix(CHECKPOINT))
 
 
 class KvMemory(Protocol):
@@ -136,14 +147,17 @@ class SlotStates:
 
     def __init__(self, memories: Sequence[KvMemory], cache: StateCache,
                  min_copy: int = MIN_COPY_TOKENS, together: bool = True,
-                 whole_only: bool = False) -> None:
+                 whole_only: bool = False, restored_whole: bool = False) -> None:
         self.memories = list(memories)
         # Memory that cannot be cut back at all (recurrent state, core/families.py): a saved
         # state counts only when the prompt extends all of it. A slot's cells count as far as
         # they can be cut back (KvMemory.can_keep: a window-only sliding cache while its cells
-        # cover the window before the cut); a saved state of such a cache is checked once
-        # restored (_trim: the prompt is read again when its cells do not reach back).
+        # cover the window before the cut).
         self.whole_only = whole_only
+        # Saved states that cannot be cut back once restored (recurrent, or a window-only
+        # sliding cache: MemoryFamily.restored_whole): only one the prompt extends is
+        # restored, and a state is kept where each prompt ended too (keep_checkpoint).
+        self.restored_whole = whole_only or restored_whole
         self.cache = cache
         self.min_copy = min_copy
         self.together = together
@@ -183,7 +197,7 @@ class SlotStates:
             spilled = state.data is None
             data = self.cache.load(state)  # None: a bad file (forgotten); the slot stays
             if data is not None:
-                content, content_tokens, gain = state.key, state.tokens, saved
+                content, content_tokens, gain = owner_of(state.key), state.tokens, saved
                 self._evict(slot)
                 source = "disk" if spilled else "ram"
                 restored = memory.restore(data, state.tokens)
@@ -302,6 +316,22 @@ class SlotStates:
         key = scoped(principal_of(self.live[slot]), prefix_key(tokens))
         self.cache.put(key, tokens, memory.save())
 
+    # ---- where a prompt ended -----------------------------------------------------------------
+    def wants_checkpoint(self, slot: int, prompt: Sequence[int]) -> bool:
+        """Whether to keep a state where this prompt ends (memory whose restored states
+        cannot be cut back: see __init__), for a conversation with a name."""
+        return (self.restored_whole and len(prompt) >= MIN_SAVE_TOKENS
+                and bool(name_of(self.live[slot])))
+
+    def keep_checkpoint(self, slot: int) -> None:
+        """Called when the slot holds its prompt but the last token: the conversation's next
+        turn extends it, and so does the same prompt (a reply regenerated)."""
+        memory, key = self.memories[slot], checkpoint_key(self.live[slot])
+        tokens = memory.tokens()
+        kept = self.cache.get(key)
+        if kept is None or kept.tokens != tokens:  # a reply regenerated: kept already
+            self.cache.put(key, tokens, memory.save())
+
     # ---- changes ------------------------------------------------------------------------------
     def park(self, slot: int) -> None:
         """Something other than a conversation will use this slot (tuning): what it holds is
@@ -311,6 +341,7 @@ class SlotStates:
     def forget(self, key: str) -> None:
         """A conversation was deleted: its state goes, and its slot's cells are not saved."""
         self.cache.drop(key)
+        self.cache.drop(checkpoint_key(key))
         for slot, live in enumerate(self.live):
             if live == key:
                 self.live[slot] = scoped(principal_of(key), "")
@@ -345,7 +376,7 @@ class SlotStates:
     def _best_saved(self, principal: str, key: str, target: bytes,
                     may_shift: bool) -> tuple[SavedState | None, int]:
         best, gain = self.cache.longest_prefix(
-            target, lambda k: principal_of(k) == principal)
+            target, lambda k: principal_of(k) == principal, whole=self.restored_whole)
         if self.whole_only and best is not None and not self._usable(best.tokens, target, gain):
             best, gain = None, 0
         own = self.cache.get(key) if name_of(key) else None

@@ -142,15 +142,17 @@ class StateCache:
     def get(self, key: str) -> SavedState | None:
         return self._states.get(key)
 
-    def longest_prefix(self, tokens: bytes,
-                       among: Callable[[str], bool]) -> tuple[SavedState | None, int]:
+    def longest_prefix(self, tokens: bytes, among: Callable[[str], bool],
+                       whole: bool = False) -> tuple[SavedState | None, int]:
         """Of the states whose key is `among`, the one sharing the most leading tokens with
-        `tokens`, and how many."""
+        `tokens`, and how many. `whole`: only states that `tokens` extends, all of them."""
         best, length = None, 0
         for state in self._states.values():
             if not among(state.key):
                 continue
             n = common_prefix(state.tokens, tokens)
+            if whole and not n == count(state.tokens) < count(tokens):
+                continue
             if n > length:
                 best, length = state, n
         return best, length

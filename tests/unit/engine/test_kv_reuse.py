@@ -16,6 +16,7 @@ from inglenook.engine.kv_reuse import (
     MIN_SAVE_TOKENS,
     KvMemory,
     SlotStates,
+    checkpoint_key,
     copy_threshold,
     name_of,
     prefix_key,
@@ -320,6 +321,26 @@ def test_memory_used_only_whole_takes_the_state_the_prompt_extends_not_a_longer_
     # cells cannot either; nothing is reused rather than restored and then refused.
     slot, reuse = s.admit(chat(1), [*A, 90, 91], False)
     assert reuse.cached == 0 and memories[slot].held == []
+
+
+def test_memory_restored_whole_keeps_a_state_where_each_prompt_ended() -> None:
+    """The state kept before a prompt's last token serves the next turn whose reply renders
+    otherwise (7, 7 read back as 8) and the same prompt again (a reply regenerated); the state
+    after the reply, which would need cutting back, is passed over. A deleted chat's goes too."""
+    memories: list[FakeMemory] = [WholeMemory()]
+    s = SlotStates(memories, StateCache(10**9, 10**9, paths.kv_state_dir), restored_whole=True)
+    slot, _ = s.admit(chat(1), A, False)
+    assert s.wants_checkpoint(slot, A) and not s.wants_checkpoint(slot, A[:MIN_SAVE_TOKENS - 1])
+    memories[slot].held = list(A[:-1])  # the host reads the prompt up to its last token
+    s.keep_checkpoint(slot)
+    memories[slot].held = [*A, 7, 7]  # then the rest, and the reply
+    s.release(slot)
+    run(s, memories, chat(2), B)  # takes the slot: chat 1's cells are saved
+    assert run(s, memories, chat(1), [*A, 8, 300])[1:3] == (len(A) - 1, "ram")
+    run(s, memories, chat(2), B)
+    assert run(s, memories, chat(1), A)[1:3] == (len(A) - 1, "ram")
+    s.forget(chat(1))
+    assert s.cache.get(checkpoint_key(chat(1))) is None and s.cache.get(chat(1)) is None
 
 
 class WindowMemory(FakeMemory):

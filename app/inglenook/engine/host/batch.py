@@ -167,6 +167,8 @@ class BatchLoop:
                     end -= 1  # seeded: the last token read alone, as a cached prompt reads it
                 if seq.read < seq.keep_at < end:
                     end = seq.keep_at  # a long system prompt's state is kept on the way
+                if seq.read < seq.checkpoint_at < end:
+                    end = seq.checkpoint_at  # and the prompt's, before its last token
                 tokens = seq.prompt[seq.read:end]
                 outputs = [False] * len(tokens)
                 outputs[-1] = end == len(seq.prompt)
@@ -232,6 +234,8 @@ class BatchLoop:
             self.send(p.PromptProgress(seq.rid, seq.read - seq.reuse.cached, total))
         if seq.read == seq.keep_at:
             self.slots.keep_prefix(seq.slot)
+        if seq.read == seq.checkpoint_at:
+            self.slots.keep_checkpoint(seq.slot)
         if seq.read < len(seq.prompt):
             return
         seq.prefilled = now

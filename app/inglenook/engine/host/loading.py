@@ -201,7 +201,8 @@ def load(params: LoadParams, send: Callable[[Any], None], abort_cb: Any) -> Load
     cache = StateCache(ram, disk, paths.kv_state_dir, validity=_validity(params, ctx, flash),
                        key_file=paths.kv_state_key_path)
     slots = SlotStates(memories, cache, copy_threshold(ctx.n_ctx_seq, ctx.pooled),
-                       together=not ctx.pooled, whole_only=info.family.states_whole)
+                       together=not ctx.pooled, whole_only=info.family.states_whole,
+                       restored_whole=info.family.restored_whole)
     return LoadedModel(model, ctx, tokenizer, info, slots, memories, proposer, most, draft,
                        vision)
 

@@ -403,6 +403,8 @@ class EngineHost:
         seq = Sequence(request, tokens, fit, waiting.received, slot, loaded.memories[slot],
                        reuse, keep_at, sampler, seed, loaded.tokenizer,
                        loaded.model.is_eog, loaded.ctx.n_ctx_seq, guesser)
+        if loaded.slots.wants_checkpoint(slot, tokens):
+            seq.checkpoint_at = len(tokens) - 1
         if waiting.images and loaded.vision is not None:
             seq.images = loaded.vision.spans(tokens, waiting.images)
         if not request.raw and not request.prefill:  # a raw prompt, a continued reply: no

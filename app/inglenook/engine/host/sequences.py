@@ -51,6 +51,9 @@ class Sequence:
         self.tokenizer, self.is_eog, self.n_ctx = tokenizer, is_eog, n_ctx
         self.guesser = guesser
         self.images: tuple[ImageSpan, ...] = ()  # where the prompt's images are (vision.py)
+        # Where a state is kept as the prompt passes it (SlotStates.keep_checkpoint; 0: none):
+        # before its last token, so that the next turn and a regenerated reply both extend it.
+        self.checkpoint_at = 0
         self.tally = guesser.tally if guesser is not None else Tally()
         self.history = TokenHistory(tokens) if guesser is not None else None
         self.phase = Phase.READING
