@@ -114,9 +114,9 @@ class Voice:
 
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}")
-        config = SynthesisConfig(length_scale=1.0 / speed,
-                                 **({"noise_scale": 0.0, "noise_w_scale": 0.0}
-                                    if self.steady else {}))
+        noise = 0.0 if self.steady else None  # None: the voice's own
+        config = SynthesisConfig(length_scale=1.0 / speed, noise_scale=noise,
+                                 noise_w_scale=noise)
         for sentence in sentences:
             with self._lock:
                 chunks = list(self._piper.synthesize(sentence, config))  # type: ignore[attr-defined]
