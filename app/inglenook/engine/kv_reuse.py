@@ -326,6 +326,8 @@ class SlotStates:
     def keep_checkpoint(self, slot: int) -> None:
         """Called when the slot holds its prompt but the last token: the conversation's next
         turn extends it, and so does the same prompt (a reply regenerated)."""
+        if not name_of(self.live[slot]):
+            return  # the conversation was deleted while its prompt was read
         memory, key = self.memories[slot], checkpoint_key(self.live[slot])
         tokens = memory.tokens()
         kept = self.cache.get(key)

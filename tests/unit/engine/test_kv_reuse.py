@@ -341,6 +341,12 @@ def test_memory_restored_whole_keeps_a_state_where_each_prompt_ended() -> None:
     assert run(s, memories, chat(1), A)[1:3] == (len(A) - 1, "ram")
     s.forget(chat(1))
     assert s.cache.get(checkpoint_key(chat(1))) is None and s.cache.get(chat(1)) is None
+    slot, _ = s.admit(chat(3), B, False)
+    s.forget(chat(3))  # deleted while its prompt is read: no state is kept for it
+    memories[slot].held = list(B[:-1])
+    kept = s.cache.usage().in_ram
+    s.keep_checkpoint(slot)
+    assert s.cache.usage().in_ram == kept
 
 
 class WindowMemory(FakeMemory):
