@@ -56,6 +56,9 @@ def test_two_chats_on_two_models_write_side_by_side(
     window.worker.preload(twin)  # several models loaded (as the API or a chat loads them)
     qtbot.waitUntil(lambda: twin in [m.path for m in window.worker.loaded_models()],
                     timeout=LOAD_TIMEOUT_MS)
+    # The router says so from its thread; the picker marks it once the window hears of it.
+    picker = window.picker
+    qtbot.waitUntil(lambda: picker.itemText(picker.findData(twin)).startswith(LOADED_MARK))
 
     short_replies(window, 1024)  # still writing when the second chat starts, however slow
     start_reply(qtbot, window, "Write a long story about a dragon who bakes bread.")
