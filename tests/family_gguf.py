@@ -78,6 +78,22 @@ def _vocab(source: Path) -> int:
 _F32 = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "norm", ".bias")
 
 
+# The attention layers of the MoE and the hybrid: 4 heads of 16, 2 of them for K/V.
+N_HEAD, N_HEAD_KV, HEAD = 4, 2, 16
+
+
+def _attention(rng: np.random.Generator, b: str) -> dict[str, np.ndarray[Any, Any]]:
+    """A layer's attention tensors (`b`: its name prefix), with Q and K norms."""
+    return {
+        b + "attn_q.weight": _noise(rng, N_HEAD * HEAD, N_EMBD, scale=0.2),
+        b + "attn_k.weight": _noise(rng, N_HEAD_KV * HEAD, N_EMBD, scale=0.2),
+        b + "attn_v.weight": _noise(rng, N_HEAD_KV * HEAD, N_EMBD, scale=0.2),
+        b + "attn_output.weight": _noise(rng, N_EMBD, N_HEAD * HEAD, scale=0.2),
+        b + "attn_q_norm.weight": np.ones(HEAD, np.float32),
+        b + "attn_k_norm.weight": np.ones(HEAD, np.float32),
+    }
+
+
 def write_mamba(path: Path, source: Path, seed: int = 1) -> Path:
     """Mamba (1): d_inner 128, d_state 16, d_conv 4, dt_rank 4; shapes as llama.cpp loads
     them (numpy order, the reverse of ggml's)."""
@@ -108,27 +124,22 @@ def write_mamba(path: Path, source: Path, seed: int = 1) -> Path:
 def write_moe(path: Path, source: Path, seed: int = 2) -> Path:
     """Qwen3-MoE: 4 heads of 16 (2 for K/V), 4 experts of width 96, 2 used per token."""
     rng = np.random.default_rng(seed)
-    n_head, n_head_kv, head, n_expert, n_ff = 4, 2, 16, 4, 96
+    n_expert, n_ff = 4, 96
     tensors = {"token_embd.weight": _noise(rng, _vocab(source), N_EMBD, scale=0.5),
                "output_norm.weight": np.ones(N_EMBD, np.float32)}
     for i in range(N_LAYER):
         b = f"blk.{i}."
         tensors |= {
             b + "attn_norm.weight": np.ones(N_EMBD, np.float32),
-            b + "attn_q.weight": _noise(rng, n_head * head, N_EMBD, scale=0.2),
-            b + "attn_k.weight": _noise(rng, n_head_kv * head, N_EMBD, scale=0.2),
-            b + "attn_v.weight": _noise(rng, n_head_kv * head, N_EMBD, scale=0.2),
-            b + "attn_output.weight": _noise(rng, N_EMBD, n_head * head, scale=0.2),
-            b + "attn_q_norm.weight": np.ones(head, np.float32),
-            b + "attn_k_norm.weight": np.ones(head, np.float32),
+            **_attention(rng, b),
             b + "ffn_norm.weight": np.ones(N_EMBD, np.float32),
             b + "ffn_gate_inp.weight": _noise(rng, n_expert, N_EMBD, scale=0.5),
             b + "ffn_gate_exps.weight": _noise(rng, n_expert, n_ff, N_EMBD, scale=0.2),
             b + "ffn_up_exps.weight": _noise(rng, n_expert, n_ff, N_EMBD, scale=0.2),
             b + "ffn_down_exps.weight": _noise(rng, n_expert, N_EMBD, n_ff, scale=0.2),
         }
-    hparams = {"head_count": n_head, "head_count_kv": n_head_kv, "key_length": head,
-               "value_length": head, "rope_freq_base": 10000.0, "expert_count": n_expert,
+    hparams = {"head_count": N_HEAD, "head_count_kv": N_HEAD_KV, "key_length": HEAD,
+               "value_length": HEAD, "rope_freq_base": 10000.0, "expert_count": n_expert,
                "expert_used_count": 2, "expert_feed_forward_length": n_ff,
                "feed_forward_length": n_ff}
     return _write(path, "qwen3moe", source, hparams, tensors)
@@ -139,7 +150,7 @@ def write_lfm2(path: Path, source: Path, seed: int = 3) -> Path:
     attention layers (4 heads of 16, 2 for K/V), one of each; a layer's KV head count of 0
     makes it a convolution layer."""
     rng = np.random.default_rng(seed)
-    n_head, n_head_kv, head, l_cache, n_ff = 4, 2, 16, 3, 96
+    l_cache, n_ff = 3, 96
     kinds = ["conv", "attn"]
     tensors = {"token_embd.weight": _noise(rng, _vocab(source), N_EMBD, scale=0.5),
                "token_embd_norm.weight": np.ones(N_EMBD, np.float32)}
@@ -159,16 +170,9 @@ def write_lfm2(path: Path, source: Path, seed: int = 3) -> Path:
                 b + "shortconv.out_proj.weight": _noise(rng, N_EMBD, N_EMBD, scale=0.2),
             }
         else:
-            tensors |= {
-                b + "attn_q.weight": _noise(rng, n_head * head, N_EMBD, scale=0.2),
-                b + "attn_k.weight": _noise(rng, n_head_kv * head, N_EMBD, scale=0.2),
-                b + "attn_v.weight": _noise(rng, n_head_kv * head, N_EMBD, scale=0.2),
-                b + "attn_output.weight": _noise(rng, N_EMBD, n_head * head, scale=0.2),
-                b + "attn_q_norm.weight": np.ones(head, np.float32),
-                b + "attn_k_norm.weight": np.ones(head, np.float32),
-            }
-    hparams = {"head_count": n_head, "key_length": head, "value_length": head,
-               "head_count_kv": [0 if kind == "conv" else n_head_kv for kind in kinds],
+            tensors |= _attention(rng, b)
+    hparams = {"head_count": N_HEAD, "key_length": HEAD, "value_length": HEAD,
+               "head_count_kv": [0 if kind == "conv" else N_HEAD_KV for kind in kinds],
                "rope_freq_base": 10000.0, "feed_forward_length": n_ff,
                "shortconv_l_cache": l_cache}
     return _write(path, "lfm2", source, hparams, tensors)
