@@ -379,8 +379,6 @@ class SlotStates:
                     may_shift: bool) -> tuple[SavedState | None, int]:
         best, gain = self.cache.longest_prefix(
             target, lambda k: principal_of(k) == principal, whole=self.restored_whole)
-        if self.whole_only and best is not None and not self._usable(best.tokens, target, gain):
-            best, gain = None, 0
         own = self.cache.get(key) if name_of(key) else None
         if own is not None and (may_shift or self.whole_only):  # after a shift, or whole
             own_gain = self._gain(own.tokens, target, may_shift)
